@@ -1,0 +1,92 @@
+// Package rng is the random-number contract that every sampling backend
+// shares: the emulated device, the HLS kernel, the CUDA kernels and the
+// in-memory reference all derive a node's neighbor sample from
+// (seed, epoch, layer, node) with exactly these functions, so that their
+// outputs are bit-identical and epochs are reproducible.
+//
+// The functions are a counter-based generator (SplitMix64's finaliser used
+// as a hash): there is no state to carry between nodes, which is what lets
+// a chunk's targets be sampled in any order, on any device, in parallel.
+package rng
+
+// MaxLayers bounds the number of sampling layers: the layer is packed into
+// the low 8 bits of the key's counter.
+const MaxLayers = 256
+
+// Mix64 is SplitMix64's output function, a bijection on uint64 with full
+// avalanche.
+func Mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	return z ^ (z >> 31)
+}
+
+// Key derives the per-layer key from the user's seed, the epoch number and
+// the layer (hop) index. layer must be below MaxLayers.
+func Key(seed uint64, epoch uint32, layer int) uint64 {
+	return Mix64(seed) ^ Mix64(uint64(epoch)<<8|uint64(uint8(layer)))
+}
+
+// Draw returns the t-th random word for node under key.
+func Draw(key uint64, node uint32, t uint32) uint64 {
+	return Mix64(key ^ (uint64(node)<<32 | uint64(t)))
+}
+
+// Below maps the high 32 bits of r to [0, m) by multiply-shift (Lemire's
+// method without rejection): it is cheap on every backend, including a
+// 32-wide unrolled FPGA loop, and its bias is below m/2^32.
+func Below(r uint64, m uint32) uint32 {
+	return uint32((uint64(uint32(r>>32)) * uint64(m)) >> 32)
+}
+
+// Sample writes the sample of node's neighbors nb into out, whose length
+// is the fanout k. It is the reference definition of DESIGN §3:
+//
+//   - len(nb) <= k: nb in order, then -1 in the remaining slots;
+//   - without replacement: Floyd's algorithm, in the order chosen;
+//   - with replacement: slot t is nb[Below(Draw(key,node,t), d)].
+//
+// Neighbor ids are node ids below 2^31 when stored in out; callers keep
+// num_nodes below 2^31 so that -1 stays unambiguous.
+func Sample(out []int32, nb []uint32, node uint32, key uint64, replace bool) {
+	k := len(out)
+	d := len(nb)
+	if replace {
+		if d == 0 {
+			for t := range out {
+				out[t] = -1
+			}
+			return
+		}
+		for t := range out {
+			out[t] = int32(nb[Below(Draw(key, node, uint32(t)), uint32(d))])
+		}
+		return
+	}
+	if d <= k {
+		for t := 0; t < d; t++ {
+			out[t] = int32(nb[t])
+		}
+		for t := d; t < k; t++ {
+			out[t] = -1
+		}
+		return
+	}
+	// Floyd's algorithm over positions. The chosen positions are kept in
+	// out itself (as positions) until the end, so no allocation is needed;
+	// k is small (a fanout), so the linear membership test is cheapest.
+	for t := 0; t < k; t++ {
+		j := uint32(d - k + t)
+		p := Below(Draw(key, node, uint32(t)), j+1)
+		for s := 0; s < t; s++ {
+			if uint32(out[s]) == p {
+				p = j
+				break
+			}
+		}
+		out[t] = int32(p)
+	}
+	for t := range out {
+		out[t] = int32(nb[out[t]])
+	}
+}

@@ -1,0 +1,114 @@
+package rng
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+// The vectors of DESIGN §3 (seed 42, epoch 0, layer 0, node 7).
+func TestDesignVectors(t *testing.T) {
+	key := Key(42, 0, 0)
+	if key != 0xa759ea27d4727622 {
+		t.Fatalf("Key(42,0,0) = %#x, want 0xa759ea27d4727622", key)
+	}
+	r := Draw(key, 7, 0)
+	if r != 0xbd18765c7790b1e1 {
+		t.Fatalf("Draw(key,7,0) = %#x, want 0xbd18765c7790b1e1", r)
+	}
+	if got := Below(r, 1000); got != 738 {
+		t.Fatalf("Below = %d, want 738", got)
+	}
+	nb := make([]uint32, 100)
+	for i := range nb {
+		nb[i] = uint32(100 + i)
+	}
+	tests := []struct {
+		name    string
+		nb      []uint32
+		k       int
+		replace bool
+		want    []int32
+	}{
+		{"floyd", nb, 5, false, []int32{170, 193, 151, 156, 181}},
+		{"replace", nb, 5, true, []int32{173, 196, 152, 157, 181}},
+		{"short", []uint32{3, 9}, 4, false, []int32{3, 9, -1, -1}},
+		{"empty-replace", nil, 3, true, []int32{-1, -1, -1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := make([]int32, tc.k)
+			Sample(out, tc.nb, 7, key, tc.replace)
+			if !slices.Equal(out, tc.want) {
+				t.Fatalf("got %v, want %v", out, tc.want)
+			}
+		})
+	}
+}
+
+func TestSampleWithoutReplacementIsDistinct(t *testing.T) {
+	nb := make([]uint32, 40)
+	for i := range nb {
+		nb[i] = uint32(i * 3)
+	}
+	for node := uint32(0); node < 2000; node++ {
+		for _, k := range []int{1, 2, 10, 39} {
+			out := make([]int32, k)
+			Sample(out, nb, node, Key(1, 2, 3), false)
+			seen := map[int32]bool{}
+			for _, v := range out {
+				if v < 0 || v%3 != 0 || v >= 120 || seen[v] {
+					t.Fatalf("node %d k %d: bad or repeated sample %d in %v", node, k, v, out)
+				}
+				seen[v] = true
+			}
+		}
+	}
+}
+
+// Floyd's algorithm gives every k-subset equal probability, so each
+// neighbor is included with probability k/d. Chi-square over the
+// inclusion counts of d neighbors across many nodes (d-1 degrees of
+// freedom); the bound is the 99.9% quantile via Wilson–Hilferty.
+func TestSampleInclusionUniform(t *testing.T) {
+	for _, replace := range []bool{false, true} {
+		const d, k, trials = 50, 7, 40000
+		nb := make([]uint32, d)
+		for i := range nb {
+			nb[i] = uint32(i)
+		}
+		counts := make([]float64, d)
+		out := make([]int32, k)
+		for n := uint32(0); n < trials; n++ {
+			Sample(out, nb, n, Key(uint64(n%17), n%5, int(n%3)), replace)
+			for _, v := range out {
+				counts[v]++
+			}
+		}
+		expected := float64(trials*k) / d
+		chi := 0.0
+		for _, c := range counts {
+			chi += (c - expected) * (c - expected) / expected
+		}
+		if lim := chiSquareQuantile(d-1, 3.09); chi > lim {
+			t.Errorf("replace=%v: chi-square %.1f > %.1f (99.9%%)", replace, chi, lim)
+		}
+	}
+}
+
+// chiSquareQuantile approximates the chi-square quantile for df degrees of
+// freedom at the standard normal quantile z (Wilson–Hilferty).
+func chiSquareQuantile(df int, z float64) float64 {
+	v := float64(df)
+	a := 2 / (9 * v)
+	return v * math.Pow(1-a+z*math.Sqrt(a), 3)
+}
+
+func BenchmarkSample(b *testing.B) {
+	nb := make([]uint32, 1000)
+	out := make([]int32, 15)
+	key := Key(1, 0, 0)
+	for i := 0; b.Loop(); i++ {
+		Sample(out, nb, uint32(i), key, false)
+	}
+}
