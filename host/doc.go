@@ -1,0 +1,10 @@
+// Package host is the streaming sampler: it samples a whole epoch, layer by
+// layer, by streaming the chunks of a graph directory that hold frontier
+// nodes into one or more sampling devices (the emulated SmartSSD by default,
+// real SmartSSDs through XRT under the `xrt` build tag), and merges the
+// per-chunk results back into frontier order.
+//
+// It also holds the in-memory reference sampler (Reference), a plain
+// implementation of DESIGN §4 over an adjacency held in memory. Every
+// backend's output is tested for exact equality against it.
+package host

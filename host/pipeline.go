@@ -1,0 +1,190 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/streamsampler/streamsampler/epoch"
+)
+
+// lane is one device's share of the streaming pipeline. It owns two chunk
+// buffers (slots 0 and 1) so that the next chunk is read while the current
+// one is being sampled, and one targets/results buffer pair sized for
+// maxTargets targets at the largest fanout.
+//
+// load and run for different slots may be called concurrently (one reader
+// goroutine, one kernel goroutine per lane); each is called by one goroutine
+// at a time.
+type lane interface {
+	name() string
+	maxTargets() int
+	// load reads chunk c into slot; it returns the bytes transferred.
+	load(slot, c int) (int64, error)
+	// run samples fanout neighbors of each target (all inside the chunk in
+	// slot) into out (len(targets)*fanout entries).
+	run(slot int, targets []uint32, out []int32, fanout int, key uint64, replace bool) (kernel, sync time.Duration, err error)
+}
+
+// splitter partitions a sorted frontier by chunk (chunkfmt.Index).
+type splitter interface {
+	NumChunks() int
+	Split(sortedFrontier []uint32) [][]uint32
+}
+
+// chunkJob is one chunk's contiguous slice of the frontier.
+type chunkJob struct {
+	chunk   int
+	lo      int // position of targets[0] in the frontier
+	targets []uint32
+}
+
+type loadedJob struct {
+	chunkJob
+	slot int
+}
+
+// sampleEpoch runs the layers of DESIGN §4 over lanes.
+func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32, fanouts []int, key epoch.Key, st *Stats) (*epoch.Result, error) {
+	start := time.Now()
+	frontier := sortedUnique(seeds)
+	res := &epoch.Result{Key: key, Layers: make([]epoch.Layer, 0, len(fanouts))}
+	st.Layers = st.Layers[:0]
+	for l, k := range fanouts {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("layer %d: %w", l, err)
+		}
+		t0 := time.Now()
+		ls := LayerStats{Layer: l, Fanout: k, Targets: len(frontier)}
+		samples := make([]int32, len(frontier)*k)
+		parts := ix.Split(frontier)
+		jobs := make([]chunkJob, 0, len(parts))
+		lo := 0
+		for c, p := range parts {
+			if len(p) == 0 {
+				ls.ChunksSkipped++
+				continue
+			}
+			jobs = append(jobs, chunkJob{chunk: c, lo: lo, targets: p})
+			lo += len(p)
+		}
+		if lo != len(frontier) {
+			return nil, fmt.Errorf("layer %d: chunk index split %d of %d frontier nodes (a node beyond the last chunk?)", l, lo, len(frontier))
+		}
+		if err := runLayer(ctx, lanes, jobs, samples, k, key.Layer(l), key.Replace, &ls); err != nil {
+			return nil, fmt.Errorf("layer %d: %w", l, err)
+		}
+		for _, s := range samples {
+			if s >= 0 {
+				ls.SampledSlots++
+			}
+		}
+		res.Layers = append(res.Layers, epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples})
+		frontier = epoch.NextFrontier(frontier, samples)
+		ls.Wall = time.Since(t0)
+		st.Layers = append(st.Layers, ls)
+	}
+	res.Final = frontier
+	st.Wall = time.Since(start)
+	return res, nil
+}
+
+// runLayer streams jobs through every lane concurrently: a shared work
+// queue feeds, per lane, a reader goroutine (chunk → free slot) and a
+// kernel goroutine (launches over the loaded slot, then frees it), so a
+// lane's next read overlaps its current kernel and readback. Each job
+// writes its own contiguous range of samples, so results land in frontier
+// order without a merge step. The first error cancels the layer; all
+// goroutines have exited when runLayer returns.
+func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int32, fanout int, key uint64, replace bool, ls *LayerStats) error {
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	queue := make(chan chunkJob, len(jobs))
+	for _, j := range jobs {
+		queue <- j
+	}
+	close(queue)
+
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+	)
+	merge := func(f func()) { mu.Lock(); f(); mu.Unlock() }
+	for _, ln := range lanes {
+		free := make(chan int, 2)
+		free <- 0
+		free <- 1
+		loaded := make(chan loadedJob, 2)
+		wg.Add(2)
+		go func() { // reader
+			defer wg.Done()
+			defer close(loaded)
+			var chunks int
+			var bytes int64
+			var readTime time.Duration
+			defer func() {
+				merge(func() { ls.ChunksRead += chunks; ls.BytesRead += bytes; ls.ReadTime += readTime })
+			}()
+			for {
+				var slot int
+				select {
+				case <-lctx.Done():
+					return
+				case slot = <-free:
+				}
+				var j chunkJob
+				var ok bool
+				select {
+				case <-lctx.Done():
+					return
+				case j, ok = <-queue:
+					if !ok {
+						return
+					}
+				}
+				t := time.Now()
+				n, err := ln.load(slot, j.chunk)
+				readTime += time.Since(t)
+				if err != nil {
+					cancel(fmt.Errorf("%s: chunk %d: read: %w", ln.name(), j.chunk, err))
+					return
+				}
+				chunks++
+				bytes += n
+				select {
+				case loaded <- loadedJob{j, slot}:
+				case <-lctx.Done():
+					return
+				}
+			}
+		}()
+		go func() { // kernel
+			defer wg.Done()
+			var launches int
+			var kernel, syncT time.Duration
+			defer func() {
+				merge(func() { ls.Launches += launches; ls.KernelTime += kernel; ls.SyncTime += syncT })
+			}()
+			mt := ln.maxTargets()
+			for lj := range loaded {
+				for off := 0; off < len(lj.targets) && lctx.Err() == nil; off += mt {
+					end := min(off+mt, len(lj.targets))
+					pos := lj.lo + off
+					out := samples[pos*fanout : (lj.lo+end)*fanout]
+					kt, stt, err := ln.run(lj.slot, lj.targets[off:end], out, fanout, key, replace)
+					kernel += kt
+					syncT += stt
+					launches++
+					if err != nil {
+						cancel(fmt.Errorf("%s: chunk %d (targets %d..%d): %w", ln.name(), lj.chunk, off, end, err))
+						break
+					}
+				}
+				free <- lj.slot // capacity 2: never blocks
+			}
+		}()
+	}
+	wg.Wait()
+	return context.Cause(lctx)
+}

@@ -1,0 +1,218 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/rng"
+)
+
+// rangeSplit partitions node ids into chunks [starts[i], starts[i+1]).
+type rangeSplit struct {
+	starts []uint32
+	n      uint32
+}
+
+func (r rangeSplit) NumChunks() int { return len(r.starts) }
+func (r rangeSplit) Split(f []uint32) [][]uint32 {
+	out := make([][]uint32, len(r.starts))
+	for i := range r.starts {
+		end := r.n
+		if i+1 < len(r.starts) {
+			end = r.starts[i+1]
+		}
+		lo := sort.Search(len(f), func(j int) bool { return f[j] >= r.starts[i] })
+		hi := sort.Search(len(f), func(j int) bool { return f[j] >= end })
+		out[i] = f[lo:hi]
+	}
+	return out
+}
+
+// fakeLane samples from an in-memory CSR, checking that the pipeline
+// only asks for targets inside the chunk it loaded into the slot.
+type fakeLane struct {
+	id     int
+	g      *CSR
+	split  rangeSplit
+	mt     int
+	slots  [2]int
+	failAt int           // chunk whose run fails (-1: none)
+	delay  time.Duration // per run
+	onRun  func(chunk int)
+	loads  atomic.Int64
+}
+
+func (f *fakeLane) name() string    { return fmt.Sprintf("fake device %d", f.id) }
+func (f *fakeLane) maxTargets() int { return f.mt }
+func (f *fakeLane) load(slot, c int) (int64, error) {
+	f.slots[slot] = c
+	f.loads.Add(1)
+	return 4096, nil
+}
+func (f *fakeLane) run(slot int, targets []uint32, out []int32, k int, key uint64, replace bool) (time.Duration, time.Duration, error) {
+	c := f.slots[slot]
+	if f.onRun != nil {
+		f.onRun(c)
+	}
+	if c == f.failAt {
+		return 0, 0, errors.New("injected kernel failure")
+	}
+	if len(targets) > f.mt || len(out) != len(targets)*k {
+		return 0, 0, fmt.Errorf("bad launch: %d targets (max %d), out %d", len(targets), f.mt, len(out))
+	}
+	time.Sleep(f.delay)
+	for i, v := range targets {
+		if f.split.Split([]uint32{v})[c] == nil || len(f.split.Split([]uint32{v})[c]) == 0 {
+			return 0, 0, fmt.Errorf("target %d not in chunk %d", v, c)
+		}
+		nb, _ := f.g.Neighbors(v)
+		rng.Sample(out[i*k:(i+1)*k], nb, v, key, replace)
+	}
+	return time.Microsecond, time.Microsecond, nil
+}
+
+func fakeLanes(g *CSR, sp rangeSplit, n, mt int) []lane {
+	ls := make([]lane, n)
+	for i := range ls {
+		ls[i] = &fakeLane{id: i, g: g, split: sp, mt: mt, failAt: -1}
+	}
+	return ls
+}
+
+func evenSplit(n uint32, chunks int) rangeSplit {
+	sp := rangeSplit{n: n}
+	for i := 0; i < chunks; i++ {
+		sp.starts = append(sp.starts, uint32(uint64(n)*uint64(i)/uint64(chunks)))
+	}
+	return sp
+}
+
+// TestPipelineMatchesReference runs the scheduler over fake devices: any
+// number of lanes, launches split by a tiny maxTargets, hundreds of chunks.
+func TestPipelineMatchesReference(t *testing.T) {
+	g := randomCSR(5000, 6, 3)
+	seeds := randomSeeds(5000, 400, 9)
+	for _, tc := range []struct{ lanes, chunks, mt int }{
+		{1, 1, 1 << 20}, {1, 300, 3}, {2, 50, 1}, {4, 300, 7}, {3, 17, 1000},
+	} {
+		t.Run(fmt.Sprintf("lanes%d-chunks%d-mt%d", tc.lanes, tc.chunks, tc.mt), func(t *testing.T) {
+			key := epoch.Key{Seed: 3, Epoch: uint32(tc.chunks)}
+			want, err := Reference(g, seeds, []int{9, 5, 3}, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st Stats
+			got, err := sampleEpoch(context.Background(), fakeLanes(g, evenSplit(5000, tc.chunks), tc.lanes, tc.mt), evenSplit(5000, tc.chunks), seeds, []int{9, 5, 3}, key, &st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			requireEqualResults(t, got, want)
+			for _, ls := range st.Layers {
+				if ls.ChunksRead+ls.ChunksSkipped != tc.chunks {
+					t.Fatalf("layer %d: read %d + skipped %d != %d chunks", ls.Layer, ls.ChunksRead, ls.ChunksSkipped, tc.chunks)
+				}
+				if minLaunch := (ls.Targets + tc.mt - 1) / tc.mt; ls.Launches < minLaunch || ls.Launches < ls.ChunksRead {
+					t.Fatalf("layer %d: %d launches for %d targets at most %d per launch", ls.Layer, ls.Launches, ls.Targets, tc.mt)
+				}
+			}
+		})
+	}
+}
+
+// requireEqualResults fails unless got and want are identical epochs.
+func requireEqualResults(t *testing.T, got, want *epoch.Result) {
+	t.Helper()
+	if got.Key != want.Key || len(got.Layers) != len(want.Layers) {
+		t.Fatalf("key/layers differ: %v/%d vs %v/%d", got.Key, len(got.Layers), want.Key, len(want.Layers))
+	}
+	for l := range want.Layers {
+		g, w := got.Layers[l], want.Layers[l]
+		if g.Fanout != w.Fanout || !slices.Equal(g.Frontier, w.Frontier) {
+			t.Fatalf("layer %d: frontier differs (%d vs %d nodes)", l, len(g.Frontier), len(w.Frontier))
+		}
+		if i := firstDiff(g.Samples, w.Samples); i >= 0 {
+			t.Fatalf("layer %d: samples differ at row %d (node %d): %v vs %v", l, i/w.Fanout, w.Frontier[i/w.Fanout],
+				g.Samples[i/w.Fanout*w.Fanout:][:w.Fanout], w.Samples[i/w.Fanout*w.Fanout:][:w.Fanout])
+		}
+	}
+	if !slices.Equal(got.Final, want.Final) {
+		t.Fatal("final frontier differs")
+	}
+}
+
+func firstDiff(a, b []int32) int {
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestPipelineDeviceErrorNamesDeviceAndChunk(t *testing.T) {
+	g := randomCSR(2000, 5, 1)
+	sp := evenSplit(2000, 40)
+	lanes := fakeLanes(g, sp, 2, 5)
+	for _, l := range lanes {
+		l.(*fakeLane).failAt = 13
+	}
+	before := runtime.NumGoroutine()
+	_, err := sampleEpoch(context.Background(), lanes, sp, randomSeeds(2000, 1500, 1), []int{4}, epoch.Key{}, &Stats{})
+	if err == nil || !strings.Contains(err.Error(), "chunk 13") || !strings.Contains(err.Error(), "fake device") || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("err = %v", err)
+	}
+	requireNoLeak(t, before)
+}
+
+func TestPipelineCancel(t *testing.T) {
+	g := randomCSR(4000, 5, 1)
+	sp := evenSplit(4000, 200)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var runs atomic.Int64
+	lanes := fakeLanes(g, sp, 3, 50)
+	for _, l := range lanes {
+		fl := l.(*fakeLane)
+		fl.delay = 100 * time.Microsecond
+		fl.onRun = func(int) {
+			if runs.Add(1) == 20 {
+				cancel()
+			}
+		}
+	}
+	before := runtime.NumGoroutine()
+	_, err := sampleEpoch(ctx, lanes, sp, randomSeeds(4000, 3000, 2), []int{5, 5}, epoch.Key{}, &Stats{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if n := runs.Load(); n > 20+2*3 {
+		t.Fatalf("%d runs after cancelling at 20: not cancelled at chunk granularity", n)
+	}
+	requireNoLeak(t, before)
+}
+
+// requireNoLeak waits briefly for goroutines to wind down, then fails if
+// more are alive than before.
+func requireNoLeak(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,120 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/hls"
+	"github.com/streamsampler/streamsampler/rng"
+)
+
+// ErrInvalid is wrapped by every error about the caller's arguments (a seed
+// out of range, a fanout outside 1..hls.MaxFanout, too many layers), so
+// that a CLI can tell bad input from a device or I/O failure.
+var ErrInvalid = errors.New("invalid sampling request")
+
+// Adjacency is what the reference sampler needs of a graph: its node count
+// and each node's sorted neighbor list.
+type Adjacency interface {
+	NumNodes() uint32
+	Neighbors(node uint32) ([]uint32, error)
+}
+
+// CSR is an in-memory graph in compressed sparse row form: the neighbors of
+// node v are Indices[Indptr[v]:Indptr[v+1]], sorted ascending.
+type CSR struct {
+	Indptr  []uint64
+	Indices []uint32
+}
+
+// NumNodes returns len(Indptr)-1.
+func (c *CSR) NumNodes() uint32 {
+	if len(c.Indptr) == 0 {
+		return 0
+	}
+	return uint32(len(c.Indptr) - 1)
+}
+
+// Neighbors returns node's adjacency, a sub-slice of Indices.
+func (c *CSR) Neighbors(node uint32) ([]uint32, error) {
+	if uint64(node)+1 >= uint64(len(c.Indptr)) {
+		return nil, fmt.Errorf("node %d: %w: graph has %d nodes", node, ErrInvalid, c.NumNodes())
+	}
+	return c.Indices[c.Indptr[node]:c.Indptr[node+1]], nil
+}
+
+// validateRequest checks fanouts (1..hls.MaxFanout, fewer than
+// rng.MaxLayers layers) and that every seed is a node of the graph.
+func validateRequest(numNodes uint32, seeds []uint32, fanouts []int) error {
+	if len(fanouts) == 0 {
+		return fmt.Errorf("%w: no fanouts (need at least one layer)", ErrInvalid)
+	}
+	if len(fanouts) >= rng.MaxLayers {
+		return fmt.Errorf("%w: %d layers, at most %d", ErrInvalid, len(fanouts), rng.MaxLayers-1)
+	}
+	for l, k := range fanouts {
+		if k < 1 || k > hls.MaxFanout {
+			return fmt.Errorf("%w: fanout of layer %d is %d, want 1..%d", ErrInvalid, l, k, hls.MaxFanout)
+		}
+	}
+	for i, s := range seeds {
+		if s >= numNodes {
+			return fmt.Errorf("%w: seed %d (position %d) is not a node: graph has %d nodes", ErrInvalid, s, i, numNodes)
+		}
+	}
+	return nil
+}
+
+// Reference samples an epoch entirely in memory, as plainly as possible:
+// it is the oracle the streaming and GPU backends are tested against.
+//
+// frontier_0 is the sorted unique seeds; layer l samples fanouts[l]
+// neighbors of every frontier_l node with rng.Sample under key.Layer(l);
+// frontier_{l+1} is the sorted unique union of frontier_l and the valid
+// samples (computed here with a set, independently of epoch.NextFrontier).
+func Reference(g Adjacency, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error) {
+	if err := validateRequest(g.NumNodes(), seeds, fanouts); err != nil {
+		return nil, err
+	}
+	frontier := sortedUnique(seeds)
+	res := &epoch.Result{Key: key, Layers: make([]epoch.Layer, len(fanouts))}
+	for l, k := range fanouts {
+		lkey := key.Layer(l)
+		samples := make([]int32, len(frontier)*k)
+		for i, v := range frontier {
+			nb, err := g.Neighbors(v)
+			if err != nil {
+				return nil, fmt.Errorf("reference: layer %d node %d: %w", l, v, err)
+			}
+			rng.Sample(samples[i*k:(i+1)*k], nb, v, lkey, key.Replace)
+		}
+		res.Layers[l] = epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples}
+
+		set := make(map[uint32]struct{}, len(frontier)*2)
+		for _, v := range frontier {
+			set[v] = struct{}{}
+		}
+		for _, s := range samples {
+			if s >= 0 {
+				set[uint32(s)] = struct{}{}
+			}
+		}
+		next := make([]uint32, 0, len(set))
+		for v := range set {
+			next = append(next, v)
+		}
+		slices.Sort(next)
+		frontier = next
+	}
+	res.Final = frontier
+	return res, nil
+}
+
+// sortedUnique returns a sorted copy of xs without duplicates.
+func sortedUnique(xs []uint32) []uint32 {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,81 @@
+package host
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// LayerStats describes how one layer of an epoch was sampled.
+type LayerStats struct {
+	Layer         int           `json:"layer"`
+	Fanout        int           `json:"fanout"`
+	Targets       int           `json:"targets"`        // |frontier_l|
+	SampledSlots  int64         `json:"sampled_slots"`  // non-empty (>= 0) sample entries
+	ChunksRead    int           `json:"chunks_read"`    // chunks holding at least one target
+	ChunksSkipped int           `json:"chunks_skipped"` // chunks with no target, never read
+	Launches      int           `json:"launches"`       // kernel runs (a chunk's targets may need several)
+	BytesRead     int64         `json:"bytes_read"`
+	ReadTime      time.Duration `json:"read_ns"`   // summed over devices
+	KernelTime    time.Duration `json:"kernel_ns"` // start..wait, summed over devices
+	SyncTime      time.Duration `json:"sync_ns"`   // target upload + result download, summed
+	Wall          time.Duration `json:"wall_ns"`
+}
+
+// ReadGBps is the achieved read rate over the layer's wall time (the rate
+// the layer actually streamed at, overlap included), in 10^9 bytes/s.
+func (s LayerStats) ReadGBps() float64 {
+	if s.Wall <= 0 {
+		return 0
+	}
+	return float64(s.BytesRead) / s.Wall.Seconds() / 1e9
+}
+
+// Stats describes one SampleEpoch call.
+type Stats struct {
+	Devices  int          `json:"devices"`
+	Backend  string       `json:"backend"`
+	DirectIO bool         `json:"direct_io"` // edges.chunks opened with O_DIRECT
+	Notes    []string     `json:"notes,omitempty"`
+	Layers   []LayerStats `json:"layers"`
+	Wall     time.Duration `json:"wall_ns"`
+}
+
+// BytesRead sums the layers' bytes.
+func (s *Stats) BytesRead() int64 {
+	var n int64
+	for _, l := range s.Layers {
+		n += l.BytesRead
+	}
+	return n
+}
+
+// SampledSlots sums the layers' non-empty sample entries.
+func (s *Stats) SampledSlots() int64 {
+	var n int64
+	for _, l := range s.Layers {
+		n += l.SampledSlots
+	}
+	return n
+}
+
+// String renders the statistics as a small human-readable table.
+func (s *Stats) String() string {
+	var b strings.Builder
+	io := "O_DIRECT"
+	if !s.DirectIO {
+		io = "buffered"
+	}
+	fmt.Fprintf(&b, "backend %s, %d device(s), %s reads, wall %v\n", s.Backend, s.Devices, io, s.Wall.Round(time.Microsecond))
+	for _, n := range s.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	fmt.Fprintf(&b, "%5s %6s %10s %12s %7s %7s %12s %8s %10s %10s %10s\n",
+		"layer", "fanout", "targets", "sampled", "chunks", "skipped", "bytes", "GB/s", "kernel", "sync", "wall")
+	for _, l := range s.Layers {
+		fmt.Fprintf(&b, "%5d %6d %10d %12d %7d %7d %12d %8.2f %10v %10v %10v\n",
+			l.Layer, l.Fanout, l.Targets, l.SampledSlots, l.ChunksRead, l.ChunksSkipped, l.BytesRead,
+			l.ReadGBps(), l.KernelTime.Round(time.Microsecond), l.SyncTime.Round(time.Microsecond), l.Wall.Round(time.Microsecond))
+	}
+	return b.String()
+}
