@@ -33,11 +33,11 @@ func (s LayerStats) ReadGBps() float64 {
 
 // Stats describes one SampleEpoch call.
 type Stats struct {
-	Devices  int          `json:"devices"`
-	Backend  string       `json:"backend"`
-	DirectIO bool         `json:"direct_io"` // edges.chunks opened with O_DIRECT
-	Notes    []string     `json:"notes,omitempty"`
-	Layers   []LayerStats `json:"layers"`
+	Devices  int           `json:"devices"`
+	Backend  string        `json:"backend"`
+	DirectIO bool          `json:"direct_io"` // edges.chunks opened with O_DIRECT
+	Notes    []string      `json:"notes,omitempty"`
+	Layers   []LayerStats  `json:"layers"`
 	Wall     time.Duration `json:"wall_ns"`
 }
 
