@@ -1,0 +1,406 @@
+package epoch
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+var (
+	// ErrNotInFrontier is wrapped by Sample when a seed is not in frontier_0
+	// (not a training node of this epoch's shard), or, for a corrupt Result,
+	// when a node reached at hop h is missing from frontier_{h-1}.
+	ErrNotInFrontier = errors.New("epoch: node not in frontier")
+	// ErrDuplicateSeed is wrapped by Sample when a seed appears twice in one
+	// minibatch: DGL's blocks need distinct destination nodes.
+	ErrDuplicateSeed = errors.New("epoch: duplicate seed")
+)
+
+// Hop is one message-passing block (DGL's to_block): edges run from Src to
+// Dst in local ids. Src begins with Dst in order, then the new neighbors in
+// order of first appearance; edges are ordered by destination, then by
+// sample slot.
+type Hop struct {
+	Dst     []uint32 `json:"dst"`      // global ids of the destination nodes
+	Src     []uint32 `json:"src"`      // global ids of the source nodes; Src[:len(Dst)] == Dst
+	EdgeSrc []int32  `json:"edge_src"` // local index into Src of each edge's source
+	EdgeDst []int32  `json:"edge_dst"` // local index into Dst of each edge's destination
+}
+
+// Blocks is one assembled minibatch: Hops[0] is hop 1 (its Dst are the
+// seeds) and Hops[h+1].Dst == Hops[h].Src. Slices may share backing
+// arrays (Seeds with Hops[0].Dst, each Src with the next Dst); treat them
+// as read-only.
+type Blocks struct {
+	Epoch uint32   `json:"epoch"`
+	Seeds []uint32 `json:"seeds"`
+	Hops  []Hop    `json:"hops"`
+}
+
+// NumEdges returns the number of edges over all hops.
+func (b *Blocks) NumEdges() int {
+	n := 0
+	for i := range b.Hops {
+		n += len(b.Hops[i].EdgeSrc)
+	}
+	return n
+}
+
+// MarshalJSON writes {"epoch":N,"seeds":[…],"hops":[{"dst":[…],"src":[…],
+// "edge_src":[…],"edge_dst":[…]},…]}, with [] for empty slices, faster than
+// reflection for the long integer arrays of a minibatch.
+func (b Blocks) MarshalJSON() ([]byte, error) { return b.AppendJSON(nil), nil }
+
+// AppendJSON appends the JSON encoding of b (see MarshalJSON) to dst.
+func (b *Blocks) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"epoch":`...)
+	dst = strconv.AppendUint(dst, uint64(b.Epoch), 10)
+	dst = append(dst, `,"seeds":`...)
+	dst = appendU32s(dst, b.Seeds)
+	dst = append(dst, `,"hops":[`...)
+	for i := range b.Hops {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = b.Hops[i].AppendJSON(dst)
+	}
+	return append(dst, "]}"...)
+}
+
+// MarshalJSON writes {"dst":[…],"src":[…],"edge_src":[…],"edge_dst":[…]}.
+func (h Hop) MarshalJSON() ([]byte, error) { return h.AppendJSON(nil), nil }
+
+// AppendJSON appends the JSON encoding of h to dst.
+func (h *Hop) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"dst":`...)
+	dst = appendU32s(dst, h.Dst)
+	dst = append(dst, `,"src":`...)
+	dst = appendU32s(dst, h.Src)
+	dst = append(dst, `,"edge_src":`...)
+	dst = appendI32s(dst, h.EdgeSrc)
+	dst = append(dst, `,"edge_dst":`...)
+	dst = appendI32s(dst, h.EdgeDst)
+	return append(dst, '}')
+}
+
+func appendU32s(dst []byte, a []uint32) []byte {
+	dst = append(dst, '[')
+	for i, v := range a {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendUint(dst, uint64(v), 10)
+	}
+	return append(dst, ']')
+}
+
+func appendI32s(dst []byte, a []int32) []byte {
+	dst = append(dst, '[')
+	for i, v := range a {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendInt(dst, int64(v), 10)
+	}
+	return append(dst, ']')
+}
+
+// Index finds a node's row in each layer's frontier in O(1) instead of a
+// binary search: either a dense []int32 per layer over all node ids (4
+// bytes × layers × nodes) or a hash map per layer (about 4× the bytes of
+// the frontiers). Build it once per Result; it is read-only afterwards.
+type Index struct {
+	dense [][]int32
+	maps  []map[uint32]int32
+	bytes int64
+}
+
+// Bytes returns the memory the index holds.
+func (ix *Index) Bytes() int64 { return ix.bytes }
+
+// DenseIndexBytes returns what Index(numNodes) would allocate; numNodes 0
+// means max(Final)+1.
+func (r *Result) DenseIndexBytes(numNodes uint32) int64 {
+	if numNodes == 0 {
+		numNodes = r.numNodes()
+	}
+	return int64(numNodes) * 4 * int64(len(r.Layers))
+}
+
+func (r *Result) numNodes() uint32 {
+	if len(r.Final) == 0 {
+		return 0
+	}
+	return r.Final[len(r.Final)-1] + 1
+}
+
+// Index builds a dense position index over node ids [0, numNodes); 0
+// means max(Final)+1, the smallest that covers every frontier. It fails if
+// a frontier holds a node id >= numNodes.
+func (r *Result) Index(numNodes uint32) (*Index, error) {
+	if numNodes == 0 {
+		numNodes = r.numNodes()
+	}
+	ix := &Index{dense: make([][]int32, len(r.Layers))}
+	for l := range r.Layers {
+		f := r.Layers[l].Frontier
+		if len(f) > 0 && f[len(f)-1] >= numNodes {
+			return nil, fmt.Errorf("epoch: index: layer %d frontier holds node %d, beyond %d nodes", l, f[len(f)-1], numNodes)
+		}
+		p := make([]int32, numNodes)
+		for i := range p {
+			p[i] = -1
+		}
+		for i, v := range f {
+			p[v] = int32(i)
+		}
+		ix.dense[l] = p
+		ix.bytes += int64(numNodes) * 4
+	}
+	return ix, nil
+}
+
+// MapIndex builds a hash-map position index, for graphs whose dense index
+// would not fit in memory.
+func (r *Result) MapIndex() *Index {
+	ix := &Index{maps: make([]map[uint32]int32, len(r.Layers))}
+	for l := range r.Layers {
+		f := r.Layers[l].Frontier
+		m := make(map[uint32]int32, len(f))
+		for i, v := range f {
+			m[v] = int32(i)
+		}
+		ix.maps[l] = m
+		ix.bytes += int64(len(f)) * 16 // keys, values and the table's slack, roughly
+	}
+	return ix
+}
+
+// Sample assembles the blocks of one minibatch (DESIGN §5). It is a
+// convenience over a fresh Assembler with binary search; loops should keep
+// an Assembler (or use Store) to reuse its scratch space.
+func (r *Result) Sample(seeds []uint32) (*Blocks, error) {
+	return NewAssembler(r, nil).Sample(seeds)
+}
+
+// Assembler turns seed lists into Blocks for one Result, reusing its
+// scratch space (a hash table relabelling global ids to local ones, edge
+// buffers) from call to call. It is not safe for concurrent use; use one
+// per goroutine (they may share the Result and the Index).
+type Assembler struct {
+	r  *Result
+	ix *Index
+	t  localTable
+	es []int32
+	ed []int32
+	sr []uint32
+}
+
+// NewAssembler returns an Assembler over r; ix (from r.Index or
+// r.MapIndex) may be nil, and then each row is found by binary search.
+func NewAssembler(r *Result, ix *Index) *Assembler {
+	return &Assembler{r: r, ix: ix}
+}
+
+// Result returns the Result the Assembler reads.
+func (a *Assembler) Result() *Result { return a.r }
+
+// Reset points the Assembler at another Result (and its index, or nil),
+// keeping its scratch space.
+func (a *Assembler) Reset(r *Result, ix *Index) { a.r, a.ix = r, ix }
+
+// row finds node in layer l's frontier.
+func (a *Assembler) row(l int, node uint32) (int, bool) {
+	if a.ix != nil {
+		if a.ix.dense != nil {
+			p := a.ix.dense[l]
+			if int(node) < len(p) && p[node] >= 0 {
+				return int(p[node]), true
+			}
+			return 0, false
+		}
+		i, ok := a.ix.maps[l][node]
+		return int(i), ok
+	}
+	return search(a.r.Layers[l].Frontier, node)
+}
+
+// search is a branch-light lower-bound binary search.
+func search(f []uint32, x uint32) (int, bool) {
+	lo, n := 0, len(f)
+	for n > 1 {
+		half := n / 2
+		if f[lo+half-1] < x {
+			lo += half
+		}
+		n -= half
+	}
+	if n == 1 && f[lo] < x {
+		lo++
+	}
+	return lo, lo < len(f) && f[lo] == x
+}
+
+// Sample assembles the blocks of one minibatch: for hop h = 1..L, dst
+// (the seeds at hop 1, then the previous hop's src), src (dst, then new
+// neighbors in order of first appearance) and the edges from each dst
+// node's valid samples in layer h-1, by dst and then sample slot. Seeds
+// must be distinct members of frontier_0; otherwise the error wraps
+// ErrDuplicateSeed or ErrNotInFrontier and names the node.
+func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) {
+	r := a.r
+	L := len(r.Layers)
+	b := &Blocks{Epoch: r.Key.Epoch, Seeds: append(make([]uint32, 0, len(seeds)), seeds...), Hops: make([]Hop, L)}
+	if L == 0 {
+		a.t.reset(len(seeds))
+		for i, v := range seeds {
+			if _, ok := search(r.Final, v); !ok {
+				return nil, fmt.Errorf("%w: seed %d (position %d) is not a training node of epoch %d", ErrNotInFrontier, v, i, r.Key.Epoch)
+			}
+			if _, fresh := a.t.insert(v, int32(i)); !fresh {
+				return nil, fmt.Errorf("%w: seed %d at positions %d and later %d", ErrDuplicateSeed, v, a.firstPos(seeds, v), i)
+			}
+		}
+		return b, nil
+	}
+	dst := b.Seeds
+	for h := 0; h < L; h++ {
+		ly := &r.Layers[h]
+		k := ly.Fanout
+		a.t.reset(len(dst) * (1 + k))
+		src := append(a.sr[:0], dst...)
+		for i, v := range dst {
+			if _, fresh := a.t.insert(v, int32(i)); !fresh {
+				if h == 0 {
+					return nil, fmt.Errorf("%w: seed %d at positions %d and %d", ErrDuplicateSeed, v, a.firstPos(seeds, v), i)
+				}
+				return nil, fmt.Errorf("epoch: internal error: node %d twice among hop %d destinations", v, h+1)
+			}
+		}
+		es, ed := a.es[:0], a.ed[:0]
+		for i, v := range dst {
+			row, ok := a.row(h, v)
+			if !ok {
+				if h == 0 {
+					return nil, fmt.Errorf("%w: seed %d (position %d) is not a training node of epoch %d", ErrNotInFrontier, v, i, r.Key.Epoch)
+				}
+				return nil, fmt.Errorf("%w: node %d of hop %d is missing from frontier %d of epoch %d (corrupt result)", ErrNotInFrontier, v, h+1, h, r.Key.Epoch)
+			}
+			for _, s := range ly.Samples[row*k : row*k+k] {
+				if s < 0 {
+					continue
+				}
+				loc, fresh := a.t.insert(uint32(s), int32(len(src)))
+				if fresh {
+					src = append(src, uint32(s))
+				}
+				es = append(es, loc)
+				ed = append(ed, int32(i))
+			}
+		}
+		hop := &b.Hops[h]
+		hop.Dst = dst
+		hop.Src = append(make([]uint32, 0, len(src)), src...)
+		hop.EdgeSrc = append(make([]int32, 0, len(es)), es...)
+		hop.EdgeDst = append(make([]int32, 0, len(ed)), ed...)
+		a.sr, a.es, a.ed = src, es, ed
+		dst = hop.Src
+	}
+	return b, nil
+}
+
+func (a *Assembler) firstPos(seeds []uint32, v uint32) int {
+	for i, s := range seeds {
+		if s == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// localTable maps global node ids to local ones for one hop: open
+// addressing with linear probing, emptied in O(1) by bumping a generation
+// stamp instead of clearing the slots.
+type localTable struct {
+	keys  []uint32
+	vals  []int32
+	stamp []uint32
+	gen   uint32
+	shift uint
+	n     int
+	limit int
+}
+
+// reset empties the table, sized for about expect keys. The arrays keep
+// their largest capacity; a hop with few nodes uses a prefix of them, so
+// that its probes stay in cache.
+func (t *localTable) reset(expect int) {
+	size := 16
+	for size < 2*expect && size < 1<<30 {
+		size <<= 1
+	}
+	if size > cap(t.keys) {
+		t.alloc(size)
+	} else {
+		t.gen++
+		if t.gen == 0 { // wrapped: stale stamps could look current
+			clear(t.stamp[:cap(t.stamp)])
+			t.gen = 1
+		}
+		t.keys, t.vals, t.stamp = t.keys[:size], t.vals[:size], t.stamp[:size]
+		t.shift = uint(64 - log2(size))
+		t.limit = size / 2
+	}
+	t.n = 0
+}
+
+func (t *localTable) alloc(size int) {
+	t.keys = make([]uint32, size)
+	t.vals = make([]int32, size)
+	t.stamp = make([]uint32, size)
+	t.gen = 1
+	t.shift = uint(64 - log2(size))
+	t.limit = size / 2
+}
+
+func log2(n int) int {
+	l := 0
+	for 1<<l < n {
+		l++
+	}
+	return l
+}
+
+// insert returns the value stored under key, or stores v and returns it
+// with fresh set.
+func (t *localTable) insert(key uint32, v int32) (int32, bool) {
+	if t.n >= t.limit {
+		t.grow()
+	}
+	mask := uint64(len(t.keys) - 1)
+	i := (uint64(key) * 0x9E3779B97F4A7C15) >> t.shift
+	for {
+		if t.stamp[i] != t.gen {
+			t.stamp[i] = t.gen
+			t.keys[i] = key
+			t.vals[i] = v
+			t.n++
+			return v, true
+		}
+		if t.keys[i] == key {
+			return t.vals[i], false
+		}
+		i = (i + 1) & mask
+	}
+}
+
+func (t *localTable) grow() {
+	keys, vals, stamp, gen := t.keys, t.vals, t.stamp, t.gen
+	t.alloc(2 * len(keys))
+	t.n = 0
+	for i, s := range stamp {
+		if s == gen {
+			t.insert(keys[i], vals[i])
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package epoch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// bruteBlocks is an independent, quadratic rendering of DESIGN §5.
+func bruteBlocks(r *Result, seeds []uint32) *Blocks {
+	b := &Blocks{Epoch: r.Key.Epoch, Seeds: slices.Clone(seeds)}
+	dst := slices.Clone(seeds)
+	for h, ly := range r.Layers {
+		_ = h
+		src := slices.Clone(dst)
+		var es, ed []int32
+		for i, v := range dst {
+			row := slices.Index(ly.Frontier, v)
+			if row < 0 {
+				panic(fmt.Sprintf("brute: node %d not in frontier %d", v, h))
+			}
+			for t := 0; t < ly.Fanout; t++ {
+				s := ly.Samples[row*ly.Fanout+t]
+				if s < 0 {
+					continue
+				}
+				j := slices.Index(src, uint32(s))
+				if j < 0 {
+					j = len(src)
+					src = append(src, uint32(s))
+				}
+				es = append(es, int32(j))
+				ed = append(ed, int32(i))
+			}
+		}
+		b.Hops = append(b.Hops, Hop{Dst: dst, Src: src, EdgeSrc: es, EdgeDst: ed})
+		dst = slices.Clone(src)
+	}
+	return b
+}
+
+func equalBlocks(a, b *Blocks) error {
+	if a.Epoch != b.Epoch || !slices.Equal(a.Seeds, b.Seeds) || len(a.Hops) != len(b.Hops) {
+		return fmt.Errorf("header differs: epoch %d/%d, %d/%d hops", a.Epoch, b.Epoch, len(a.Hops), len(b.Hops))
+	}
+	for h := range a.Hops {
+		x, y := a.Hops[h], b.Hops[h]
+		for _, c := range []struct {
+			name string
+			eq   bool
+		}{
+			{"dst", slices.Equal(x.Dst, y.Dst)},
+			{"src", slices.Equal(x.Src, y.Src)},
+			{"edge_src", slices.Equal(x.EdgeSrc, y.EdgeSrc)},
+			{"edge_dst", slices.Equal(x.EdgeDst, y.EdgeDst)},
+		} {
+			if !c.eq {
+				return fmt.Errorf("hop %d: %s differs", h+1, c.name)
+			}
+		}
+	}
+	return nil
+}
+
+// checkInvariants asserts the structural properties of §5 without the
+// reference: hop chaining, src prefix, edge rows, index ranges.
+func checkInvariants(t *testing.T, r *Result, b *Blocks) {
+	t.Helper()
+	for h, hop := range b.Hops {
+		if h == 0 && !slices.Equal(hop.Dst, b.Seeds) {
+			t.Fatalf("hop 1 dst != seeds")
+		}
+		if h > 0 && !slices.Equal(hop.Dst, b.Hops[h-1].Src) {
+			t.Fatalf("hop %d dst != hop %d src", h+1, h)
+		}
+		if len(hop.Src) < len(hop.Dst) || !slices.Equal(hop.Src[:len(hop.Dst)], hop.Dst) {
+			t.Fatalf("hop %d: src does not start with dst", h+1)
+		}
+		seen := map[uint32]bool{}
+		for _, v := range hop.Src {
+			if seen[v] {
+				t.Fatalf("hop %d: src repeats node %d", h+1, v)
+			}
+			seen[v] = true
+		}
+		if len(hop.EdgeSrc) != len(hop.EdgeDst) {
+			t.Fatalf("hop %d: edge arrays differ in length", h+1)
+		}
+		ly := &r.Layers[h]
+		for e := range hop.EdgeSrc {
+			s, d := hop.EdgeSrc[e], hop.EdgeDst[e]
+			if s < 0 || int(s) >= len(hop.Src) || d < 0 || int(d) >= len(hop.Dst) {
+				t.Fatalf("hop %d edge %d: local ids (%d,%d) out of range", h+1, e, s, d)
+			}
+			if e > 0 && d < hop.EdgeDst[e-1] {
+				t.Fatalf("hop %d edge %d: not ordered by dst", h+1, e)
+			}
+			row, ok := search(ly.Frontier, hop.Dst[d])
+			if !ok || !slices.Contains(ly.Row(row), int32(hop.Src[s])) {
+				t.Fatalf("hop %d edge %d: source %d is not in node %d's sample row", h+1, e, hop.Src[s], hop.Dst[d])
+			}
+		}
+	}
+}
+
+func TestSampleMatchesBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	cases := []struct {
+		n, maxDeg int
+		dups      bool
+		fanouts   []int
+		replace   bool
+	}{
+		{50, 4, false, []int{3}, false},
+		{200, 12, false, []int{5, 3}, false},
+		{200, 12, true, []int{5, 3}, false},
+		{300, 20, false, []int{15, 10, 5}, false},
+		{300, 20, true, []int{4, 4, 4}, true},
+		{1000, 8, false, []int{2, 2, 2, 2}, true},
+		{40, 60, true, []int{64}, false},
+	}
+	for ci, c := range cases {
+		g := randomGraph(r, c.n, c.maxDeg, c.dups)
+		train := randomSeeds(r, c.n, c.n/3+1)
+		res := sampleEpoch(g, train, c.fanouts, Key{Seed: uint64(ci), Epoch: uint32(ci * 3), Replace: c.replace})
+		if err := res.Validate(); err != nil {
+			t.Fatalf("case %d: %v", ci, err)
+		}
+		dense, err := res.Index(uint32(c.n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		asms := map[string]*Assembler{
+			"search": NewAssembler(res, nil),
+			"dense":  NewAssembler(res, dense),
+			"map":    NewAssembler(res, res.MapIndex()),
+		}
+		for trial := 0; trial < 20; trial++ {
+			m := 1 + r.IntN(len(train))
+			perm := r.Perm(len(train))[:m]
+			seeds := make([]uint32, m)
+			for i, p := range perm {
+				seeds[i] = train[p]
+			}
+			want := bruteBlocks(res, seeds)
+			for name, a := range asms {
+				got, err := a.Sample(seeds)
+				if err != nil {
+					t.Fatalf("case %d %s: %v", ci, name, err)
+				}
+				if err := equalBlocks(got, want); err != nil {
+					t.Fatalf("case %d %s trial %d: %v", ci, name, trial, err)
+				}
+				checkInvariants(t, res, got)
+			}
+		}
+	}
+}
+
+func TestSampleErrors(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	g := randomGraph(r, 100, 6, false)
+	res := sampleEpoch(g, []uint32{1, 5, 9, 20}, []int{3, 2}, Key{Seed: 7})
+	ix, _ := res.Index(0)
+	for _, a := range []*Assembler{NewAssembler(res, nil), NewAssembler(res, ix), NewAssembler(res, res.MapIndex())} {
+		if _, err := a.Sample([]uint32{5, 6}); !errors.Is(err, ErrNotInFrontier) {
+			t.Fatalf("seed 6 not in frontier: got %v", err)
+		} else if !containsNum(err.Error(), 6) {
+			t.Fatalf("error does not name node 6: %v", err)
+		}
+		if _, err := a.Sample([]uint32{5, 1000000}); !errors.Is(err, ErrNotInFrontier) {
+			t.Fatalf("seed beyond the index: got %v", err)
+		}
+		if _, err := a.Sample([]uint32{5, 9, 5}); !errors.Is(err, ErrDuplicateSeed) {
+			t.Fatalf("duplicate seed: got %v", err)
+		}
+		// The assembler must still work after an error.
+		b, err := a.Sample([]uint32{20, 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := equalBlocks(b, bruteBlocks(res, []uint32{20, 1})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty, err := res.Sample(nil)
+	if err != nil || len(empty.Hops) != 2 || len(empty.Hops[1].Src) != 0 {
+		t.Fatalf("empty minibatch: %v %+v", err, empty)
+	}
+}
+
+func containsNum(s string, n int) bool {
+	return slices.Contains(splitNums(s), n)
+}
+
+func splitNums(s string) []int {
+	var out []int
+	cur, in := 0, false
+	for _, c := range s + " " {
+		if c >= '0' && c <= '9' {
+			cur, in = cur*10+int(c-'0'), true
+		} else if in {
+			out = append(out, cur)
+			cur, in = 0, false
+		}
+	}
+	return out
+}
+
+func TestBlocksJSON(t *testing.T) {
+	b := &Blocks{Epoch: 3, Seeds: []uint32{4}, Hops: []Hop{
+		{Dst: []uint32{4}, Src: []uint32{4, 9}, EdgeSrc: []int32{1}, EdgeDst: []int32{0}},
+		{Dst: []uint32{4, 9}, Src: []uint32{4, 9}},
+	}}
+	got, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"epoch":3,"seeds":[4],"hops":[{"dst":[4],"src":[4,9],"edge_src":[1],"edge_dst":[0]},{"dst":[4,9],"src":[4,9],"edge_src":[],"edge_dst":[]}]}`
+	if string(got) != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	var back Blocks
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Epoch != 3 || !slices.Equal(back.Hops[0].Src, b.Hops[0].Src) || len(back.Hops[1].EdgeSrc) != 0 {
+		t.Fatalf("round trip: %+v", back)
+	}
+	// By value and nil Blocks hops.
+	got, _ = json.Marshal(Blocks{Epoch: 1})
+	if string(got) != `{"epoch":1,"seeds":[],"hops":[]}` {
+		t.Fatalf("empty: %s", got)
+	}
+}

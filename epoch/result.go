@@ -1,0 +1,181 @@
+// Package epoch holds one epoch's sampling results (every layer's frontier
+// and neighbor samples), persists them, assembles minibatches into blocks
+// from them, orders and shards the training nodes, and keeps two epochs
+// resident (the current one that minibatches read and the next one being
+// prepared) as DESIGN §4–5 describe.
+package epoch
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/streamsampler/streamsampler/rng"
+)
+
+// MaxLayers is the most sampling layers a Result may have: the layer index
+// is packed into 8 bits of the RNG key (rng.MaxLayers) and DESIGN §2 keeps
+// one value free.
+const MaxLayers = rng.MaxLayers - 1
+
+// ErrInvalid is wrapped by Validate's errors: the Result breaks an epoch
+// invariant.
+var ErrInvalid = errors.New("epoch: invalid result")
+
+// Key names the random stream of one epoch: every layer's samples are a
+// pure function of (Seed, Epoch, layer, node).
+type Key struct {
+	Seed    uint64
+	Epoch   uint32
+	Replace bool // sample with replacement
+}
+
+// Layer returns the RNG key of layer l (hop l+1), rng.Key(Seed, Epoch, l).
+func (k Key) Layer(l int) uint64 { return rng.Key(k.Seed, k.Epoch, l) }
+
+// Layer is one sampling layer of an epoch: the sorted unique frontier, the
+// fanout used, and len(Frontier)*Fanout samples, row i holding the
+// neighbors drawn for Frontier[i] with -1 in empty slots.
+type Layer struct {
+	Frontier []uint32
+	Fanout   int
+	Samples  []int32
+}
+
+// Row returns the samples of Frontier[i].
+func (l *Layer) Row(i int) []int32 { return l.Samples[i*l.Fanout : (i+1)*l.Fanout] }
+
+// Result is one epoch's sampling output. Layers[0].Frontier is the epoch's
+// (sorted unique) training nodes; Layers[l+1].Frontier and finally Final are
+// the sorted unique union of the previous frontier and its valid samples.
+// A Result is immutable once built: any number of goroutines may assemble
+// minibatches from it.
+type Result struct {
+	Key    Key
+	Layers []Layer
+	Final  []uint32 // frontier_L: every node a minibatch of this epoch can reach
+}
+
+// NumLayers returns the number of sampling layers (hops).
+func (r *Result) NumLayers() int { return len(r.Layers) }
+
+// Fanouts returns each layer's fanout, in hop order.
+func (r *Result) Fanouts() []int {
+	f := make([]int, len(r.Layers))
+	for i := range r.Layers {
+		f[i] = r.Layers[i].Fanout
+	}
+	return f
+}
+
+// Frontier returns frontier_l for l in 0..L; frontier_L is Final.
+func (r *Result) Frontier(l int) []uint32 {
+	if l == len(r.Layers) {
+		return r.Final
+	}
+	return r.Layers[l].Frontier
+}
+
+// NumSampledEdges counts the valid (non-negative) samples of all layers.
+func (r *Result) NumSampledEdges() int64 {
+	var n int64
+	for i := range r.Layers {
+		for _, s := range r.Layers[i].Samples {
+			if s >= 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Bytes returns the memory held by the Result's arrays.
+func (r *Result) Bytes() int64 {
+	n := int64(len(r.Final)) * 4
+	for i := range r.Layers {
+		n += int64(len(r.Layers[i].Frontier))*4 + int64(len(r.Layers[i].Samples))*4
+	}
+	return n
+}
+
+// Validate checks every invariant of DESIGN §4: frontiers sorted and
+// unique, sample rows of the right length with only -1 or node ids, and
+// each next frontier (and Final) equal to the sorted unique union of the
+// previous frontier and its valid samples. The error wraps ErrInvalid and
+// names the layer and row.
+func (r *Result) Validate() error {
+	if r == nil {
+		return fmt.Errorf("%w: nil result", ErrInvalid)
+	}
+	if len(r.Layers) > MaxLayers {
+		return fmt.Errorf("%w: %d layers, at most %d", ErrInvalid, len(r.Layers), MaxLayers)
+	}
+	for l := range r.Layers {
+		ly := &r.Layers[l]
+		if ly.Fanout < 1 {
+			return fmt.Errorf("%w: layer %d: fanout %d, want >= 1", ErrInvalid, l, ly.Fanout)
+		}
+		if err := checkSortedUnique(ly.Frontier); err != nil {
+			return fmt.Errorf("%w: layer %d frontier: %v", ErrInvalid, l, err)
+		}
+		if want := int64(len(ly.Frontier)) * int64(ly.Fanout); int64(len(ly.Samples)) != want {
+			return fmt.Errorf("%w: layer %d: %d samples, want %d (%d frontier nodes × fanout %d)",
+				ErrInvalid, l, len(ly.Samples), want, len(ly.Frontier), ly.Fanout)
+		}
+		for i, s := range ly.Samples {
+			if s < -1 {
+				row := i / ly.Fanout
+				return fmt.Errorf("%w: layer %d row %d (node %d) slot %d: sample %d, want -1 or a node id",
+					ErrInvalid, l, row, ly.Frontier[row], i%ly.Fanout, s)
+			}
+		}
+	}
+	if err := checkSortedUnique(r.Final); err != nil {
+		return fmt.Errorf("%w: final frontier: %v", ErrInvalid, err)
+	}
+	for l := range r.Layers {
+		ly := &r.Layers[l]
+		next := r.Frontier(l + 1)
+		want := NextFrontier(ly.Frontier, ly.Samples)
+		if err := compareFrontier(l, ly, next, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkSortedUnique(a []uint32) error {
+	for i := 1; i < len(a); i++ {
+		if a[i] <= a[i-1] {
+			return fmt.Errorf("entry %d (%d) not above entry %d (%d): not sorted unique", i, a[i], i-1, a[i-1])
+		}
+	}
+	return nil
+}
+
+// compareFrontier explains the first difference between the stored
+// frontier_{l+1} and the one computed from layer l.
+func compareFrontier(l int, ly *Layer, got, want []uint32) error {
+	n := min(len(got), len(want))
+	i := 0
+	for i < n && got[i] == want[i] {
+		i++
+	}
+	if i == len(got) && i == len(want) {
+		return nil
+	}
+	name := fmt.Sprintf("frontier %d", l+1)
+	if i < len(want) && (i == len(got) || want[i] < got[i]) {
+		v := want[i]
+		// Name the row that put v into the frontier.
+		for j, s := range ly.Samples {
+			if s >= 0 && uint32(s) == v {
+				row := j / ly.Fanout
+				return fmt.Errorf("%w: %s lacks node %d, sampled by layer %d row %d (node %d) slot %d",
+					ErrInvalid, name, v, l, row, ly.Frontier[row], j%ly.Fanout)
+			}
+		}
+		return fmt.Errorf("%w: %s lacks node %d of frontier %d", ErrInvalid, name, v, l)
+	}
+	return fmt.Errorf("%w: %s entry %d is node %d, which is neither in frontier %d nor sampled by layer %d",
+		ErrInvalid, name, i, got[i], l, l)
+}
