@@ -1,0 +1,78 @@
+package hls
+
+import (
+	"github.com/streamsampler/streamsampler/rng"
+)
+
+// gen is a deterministic generator for test data (SplitMix64 over a
+// counter), so that the committed golden file can be regenerated exactly.
+type gen struct{ s uint64 }
+
+func (g *gen) next() uint64 {
+	g.s += 0x9E3779B97F4A7C15
+	return rng.Mix64(g.s)
+}
+
+// intn returns a value in [0, n).
+func (g *gen) intn(n int) int { return int(rng.Below(g.next(), uint32(n))) }
+
+// sortedNeighbors returns d distinct ascending neighbor ids below 2^31.
+func (g *gen) sortedNeighbors(d int) []uint32 {
+	nb := make([]uint32, d)
+	v := uint32(g.intn(1000))
+	for i := range nb {
+		nb[i] = v
+		v += 1 + uint32(g.intn(64))
+	}
+	return nb
+}
+
+// buildChunk lays out adjacency lists of nodes start, start+1, … as a
+// chunk, padded with pad zero words after the last neighbor.
+func buildChunk(start uint32, adj [][]uint32, pad int) []uint32 {
+	n := len(adj)
+	total := 3 + n + pad
+	for _, a := range adj {
+		total += len(a)
+	}
+	c := make([]uint32, 0, total)
+	c = append(c, uint32(n), start)
+	off := uint32(3 + n)
+	for _, a := range adj {
+		c = append(c, off)
+		off += uint32(len(a))
+	}
+	c = append(c, off)
+	for _, a := range adj {
+		c = append(c, a...)
+	}
+	return append(c, make([]uint32, pad)...)
+}
+
+// randomAdj returns n adjacency lists whose degrees are drawn from degrees.
+func (g *gen) randomAdj(n int, degrees []int) [][]uint32 {
+	adj := make([][]uint32, n)
+	for i := range adj {
+		adj[i] = g.sortedNeighbors(degrees[g.intn(len(degrees))])
+	}
+	return adj
+}
+
+// allNodes returns start..start+n-1.
+func allNodes(start uint32, n int) []uint32 {
+	t := make([]uint32, n)
+	for i := range t {
+		t[i] = start + uint32(i)
+	}
+	return t
+}
+
+// directSample computes the expected output with rng.Sample row by row,
+// independent of Reference's chunk handling.
+func directSample(start uint32, adj [][]uint32, targets []uint32, fanout int, key uint64, replace bool) []int32 {
+	out := make([]int32, len(targets)*fanout)
+	for r, t := range targets {
+		rng.Sample(out[r*fanout:(r+1)*fanout], adj[t-start], t, key, replace)
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+// Package hls is the FPGA sampling kernel of the SmartSSD path and the two
+// ways of running it without an FPGA.
+//
+// sample_kernel.cpp is Vitis HLS C++: v++ synthesizes it for the SmartSSD
+// (docs/KERNEL.md), and with cgo this package compiles the same file and
+// calls it on the CPU, which is what the emulated device runs. Reference is
+// the same kernel in Go on top of rng.Sample, the definition that both are
+// tested against bit for bit; without cgo, Run is Reference.
+//
+// A chunk is the in-memory image of one chunk of edges.chunks (DESIGN §2),
+// as uint32 words:
+//
+//	[n_nodes][start_node][off_0 … off_n_nodes][neighbors…]
+//
+// where off_i is the word index inside the chunk of node start_node+i's
+// first neighbor.
+package hls
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/streamsampler/streamsampler/rng"
+)
+
+// MaxFanout is the largest fanout the kernel supports. It equals
+// MAX_FANOUT in sample_kernel.h, which sizes the FPGA's per-lane registers.
+const MaxFanout = 64
+
+// Errors returned by Run and Reference, wrapped with detail; callers branch
+// with errors.Is.
+var (
+	// ErrBadFanout: the fanout is not in 1..MaxFanout.
+	ErrBadFanout = errors.New("hls: fanout out of range")
+	// ErrBadOutput: the output slice is not len(targets)×fanout long.
+	ErrBadOutput = errors.New("hls: output length does not match targets × fanout")
+	// ErrTargetOutsideChunk: a target node is not among the chunk's nodes.
+	ErrTargetOutsideChunk = errors.New("hls: target outside chunk")
+	// ErrBadChunk: the chunk's header or a target's offsets are inconsistent.
+	ErrBadChunk = errors.New("hls: malformed chunk")
+)
+
+// validate checks everything the C++ kernel trusts, so that it never reads
+// or writes outside the slices it is given. It costs O(len(targets)): only
+// the targets' own offsets are checked, not the whole chunk's.
+func validate(chunk, targets []uint32, out []int32, fanout int) error {
+	if fanout < 1 || fanout > MaxFanout {
+		return fmt.Errorf("%w: fanout %d, want 1..%d", ErrBadFanout, fanout, MaxFanout)
+	}
+	if uint64(len(targets)) > math.MaxUint32 {
+		return fmt.Errorf("hls: %d targets, at most %d per run", len(targets), uint64(math.MaxUint32))
+	}
+	if len(out) != len(targets)*fanout {
+		return fmt.Errorf("%w: len(out) = %d, want %d targets × fanout %d = %d",
+			ErrBadOutput, len(out), len(targets), fanout, len(targets)*fanout)
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	if len(chunk) < 3 {
+		return fmt.Errorf("%w: %d words, shorter than the 3-word minimum header", ErrBadChunk, len(chunk))
+	}
+	if uint64(len(chunk)) > math.MaxUint32 {
+		return fmt.Errorf("%w: %d words, offsets are 32-bit", ErrBadChunk, len(chunk))
+	}
+	nNodes, start := chunk[0], chunk[1]
+	first := uint64(nNodes) + 3 // first neighbor word
+	if first > uint64(len(chunk)) {
+		return fmt.Errorf("%w: n_nodes %d needs a %d-word header, chunk has %d words",
+			ErrBadChunk, nNodes, first, len(chunk))
+	}
+	if uint64(start)+uint64(nNodes) > math.MaxUint32+1 {
+		return fmt.Errorf("%w: nodes [%d, %d) overflow 32-bit ids", ErrBadChunk, start, uint64(start)+uint64(nNodes))
+	}
+	for r, t := range targets {
+		idx := t - start
+		if t < start || idx >= nNodes {
+			return fmt.Errorf("%w: target %d (row %d) not in the chunk's nodes [%d, %d)",
+				ErrTargetOutsideChunk, t, r, start, uint64(start)+uint64(nNodes))
+		}
+		b, e := chunk[2+idx], chunk[3+idx]
+		if uint64(b) < first || e < b || uint64(e) > uint64(len(chunk)) {
+			return fmt.Errorf("%w: node %d: neighbors at words [%d, %d), want inside [%d, %d]",
+				ErrBadChunk, t, b, e, first, len(chunk))
+		}
+	}
+	return nil
+}
+
+// Reference is the kernel in Go: for each target, rng.Sample over its
+// neighbors into out[r*fanout : (r+1)*fanout]. It validates its inputs
+// exactly as Run does and allocates nothing.
+func Reference(chunk []uint32, targets []uint32, out []int32, fanout int, key uint64, replace bool) error {
+	if err := validate(chunk, targets, out, fanout); err != nil {
+		return err
+	}
+	start := uint32(0)
+	if len(targets) > 0 {
+		start = chunk[1]
+	}
+	for r, t := range targets {
+		idx := t - start
+		nb := chunk[chunk[2+idx]:chunk[3+idx]]
+		rng.Sample(out[r*fanout:(r+1)*fanout], nb, t, key, replace)
+	}
+	return nil
+}

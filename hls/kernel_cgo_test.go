@@ -1,0 +1,58 @@
+//go:build cgo
+
+package hls
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestCConstants(t *testing.T) {
+	if cMaxFanout != MaxFanout {
+		t.Fatalf("C MAX_FANOUT = %d, hls.MaxFanout = %d", cMaxFanout, MaxFanout)
+	}
+	if cLanes != 32 {
+		t.Fatalf("C SAMPLE_LANES = %d, want 32", cLanes)
+	}
+}
+
+// The kernel's own guards, without the Go validation in front: a target
+// outside the chunk or with descending offsets gets a row of -1, a fanout
+// above MAX_FANOUT gives all -1, and nothing past the result rows is
+// written.
+func TestKernelGuards(t *testing.T) {
+	chunk := buildChunk(10, [][]uint32{{1, 2}, {3}, {4, 5, 6}}, 0) // nodes 10..12
+	bad := slices.Clone(chunk)
+	bad[4] = bad[3] - 1 // node 11: end before begin
+	const canary = 12345
+	tests := []struct {
+		name    string
+		chunk   []uint32
+		targets []uint32
+		fanout  int
+		want    []int32
+	}{
+		{"outside", chunk, []uint32{9, 10, 13, 1 << 31}, 2, []int32{-1, -1, 1, 2, -1, -1, -1, -1}},
+		{"descending", bad, []uint32{11, 12}, 3, []int32{-1, -1, -1, 4, 5, 6}},
+		{"fanout-too-big", chunk, []uint32{10}, MaxFanout + 2, slices.Repeat([]int32{-1}, MaxFanout+2)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := slices.Repeat([]int32{canary}, len(tc.want)+5)
+			runUnchecked(tc.chunk, tc.targets, out, tc.fanout, 1, false)
+			if !slices.Equal(out[:len(tc.want)], tc.want) {
+				t.Fatalf("got %v, want %v", out[:len(tc.want)], tc.want)
+			}
+			for i, v := range out[len(tc.want):] {
+				if v != canary {
+					t.Fatalf("wrote %d past the result, at +%d", v, i)
+				}
+			}
+		})
+	}
+	out := []int32{canary}
+	runUnchecked(chunk, []uint32{10}, out, 0, 1, false)
+	if out[0] != canary {
+		t.Fatalf("fanout 0 wrote %d", out[0])
+	}
+}

@@ -1,0 +1,196 @@
+//go:build cgo
+
+// sample_kernel.cpp — the neighbor-sampling kernel, written for Vitis HLS.
+//
+// One source, three builds: v++ synthesizes it for the SmartSSD's FPGA,
+// g++ compiles it for the C-simulation testbench (sample_kernel_tb.cpp),
+// and cgo compiles it into package hls so that the emulated device runs the
+// very code the FPGA runs. Plain g++ ignores the pragmas; nothing here needs
+// Vitis headers. (The go:build line above only keeps `CGO_ENABLED=0 go
+// build` from rejecting a C++ file in a package without cgo.)
+//
+// The sampling rule and the random numbers are docs/DESIGN.md §3; rng.Sample
+// in Go is the definition every output is tested against bit for bit.
+//
+// Structure, and why it suits HLS scheduling:
+//
+//   targets are taken in groups of SAMPLE_LANES (32). Per group:
+//     1. fetch   — read 32 targets (a burst on gmem2) and their two offsets
+//                  (random reads on gmem0); pipelined, II=1.
+//     2. draw    — for slot t = 0..fanout-1, all 32 lanes at once (UNROLL):
+//                  one mix64, one multiply-shift, Floyd's membership test
+//                  against the lane's MAX_FANOUT chosen positions held in
+//                  registers (ARRAY_PARTITION complete), so the test is 64
+//                  parallel comparators and an OR tree, not a loop.
+//                  Pipelined over t; no memory traffic at all.
+//     3. gather  — for each lane and slot, one random read of the chosen
+//                  neighbor (gmem0) and one sequential write (gmem1, bursts).
+//                  Pipelined, II=1, so reads from many lanes are in flight
+//                  together and DDR latency is hidden.
+//
+//   Every inner loop has a fixed or tripcount-bounded trip count, there is
+//   no division anywhere (below() is a 32×32→64 multiply and a shift), and
+//   the only loop-carried state is the chosen-position registers of Floyd's
+//   algorithm. On a CPU the same structure turns into independent loads in
+//   the gather loop, which out-of-order cores overlap just the same.
+
+#include "sample_kernel.h"
+
+namespace {
+
+// kNone marks an empty slot in the position registers; it becomes -1.
+const uint32_t kNone = 0xFFFFFFFFu;
+
+// mix64 is SplitMix64's finaliser (DESIGN §3). Two 64×64 multiplies mod
+// 2^64: plain uint64_t arithmetic, which HLS maps onto DSP cascades.
+inline uint64_t mix64(uint64_t z) {
+#pragma HLS INLINE
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// below maps the high 32 bits of r to [0, m) by multiply-shift.
+inline uint32_t below(uint64_t r, uint32_t m) {
+#pragma HLS INLINE
+  return (uint32_t)(((uint64_t)(uint32_t)(r >> 32) * (uint64_t)m) >> 32);
+}
+
+}  // namespace
+
+extern "C" void sample_kernel(const uint32_t* chunk, int32_t* result, const uint32_t* targets,
+                              uint32_t n_targets, uint32_t fanout, uint64_t key, uint32_t replace) {
+// Three AXI masters on separate bundles so that the random chunk reads, the
+// result bursts and the target bursts never queue behind one another. The
+// depths only size C/RTL co-simulation buffers (512 MiB chunk, 1 Mi targets
+// of fanout 64).
+#pragma HLS INTERFACE m_axi port = chunk offset = slave bundle = gmem0 depth = 134217728 num_read_outstanding = 64 max_read_burst_length = 2
+#pragma HLS INTERFACE m_axi port = result offset = slave bundle = gmem1 depth = 67108864 max_write_burst_length = 64
+#pragma HLS INTERFACE m_axi port = targets offset = slave bundle = gmem2 depth = 1048576 max_read_burst_length = 32
+#pragma HLS INTERFACE s_axilite port = chunk bundle = control
+#pragma HLS INTERFACE s_axilite port = result bundle = control
+#pragma HLS INTERFACE s_axilite port = targets bundle = control
+#pragma HLS INTERFACE s_axilite port = n_targets bundle = control
+#pragma HLS INTERFACE s_axilite port = fanout bundle = control
+#pragma HLS INTERFACE s_axilite port = key bundle = control
+#pragma HLS INTERFACE s_axilite port = replace bundle = control
+#pragma HLS INTERFACE s_axilite port = return bundle = control
+
+  if (n_targets == 0 || fanout == 0) return;
+
+  if (fanout > MAX_FANOUT) {
+    // Not representable in the position registers: every slot is empty.
+    // The host never asks for this; the kernel still writes exactly the
+    // n_targets × fanout words it owns.
+    const uint64_t total = (uint64_t)n_targets * fanout;
+  fill:
+    for (uint64_t i = 0; i < total; i++) {
+#pragma HLS PIPELINE II = 1
+      result[i] = -1;
+    }
+    return;
+  }
+
+  const uint32_t n_nodes = chunk[0];
+  const uint32_t start = chunk[1];
+  const bool rep = replace != 0;
+
+  // Per-lane state, all in registers: 32 lanes × (node, base, degree, live)
+  // and 32 × MAX_FANOUT chosen positions.
+  uint32_t node[SAMPLE_LANES];
+  uint32_t base[SAMPLE_LANES];
+  uint32_t deg[SAMPLE_LANES];
+  bool live[SAMPLE_LANES];
+  uint32_t pos[SAMPLE_LANES][MAX_FANOUT];
+#pragma HLS ARRAY_PARTITION variable = node complete
+#pragma HLS ARRAY_PARTITION variable = base complete
+#pragma HLS ARRAY_PARTITION variable = deg complete
+#pragma HLS ARRAY_PARTITION variable = live complete
+#pragma HLS ARRAY_PARTITION variable = pos complete dim = 0
+
+  const uint32_t n_groups = n_targets / SAMPLE_LANES + (n_targets % SAMPLE_LANES != 0);
+
+groups:
+  for (uint32_t gi = 0; gi < n_groups; gi++) {
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 32768
+    const uint64_t g = (uint64_t)gi * SAMPLE_LANES;
+    const uint32_t left = (uint32_t)(n_targets - g);
+    const uint32_t n = left < SAMPLE_LANES ? left : SAMPLE_LANES;
+
+    // 1. fetch: target ids and their degrees. idx is computed unsigned, so
+    // a target below start wraps to a huge idx and fails the same test as
+    // one past the end: the offsets are never read for it.
+  fetch:
+    for (uint32_t l = 0; l < SAMPLE_LANES; l++) {
+#pragma HLS PIPELINE II = 1
+      bool ok = false;
+      uint32_t v = 0, b = 0, e = 0;
+      if (l < n) {
+        v = targets[g + l];
+        const uint32_t idx = v - start;
+        if (idx < n_nodes) {
+          b = chunk[2 + (uint64_t)idx];
+          e = chunk[3 + (uint64_t)idx];
+          ok = e >= b;
+        }
+      }
+      node[l] = v;
+      base[l] = b;
+      deg[l] = ok ? e - b : 0;
+      live[l] = ok;
+    }
+
+    // 2. draw: choose positions, slot by slot, all lanes in parallel.
+  draw:
+    for (uint32_t t = 0; t < fanout; t++) {
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 64
+#pragma HLS PIPELINE II = 1
+    lanes:
+      for (uint32_t l = 0; l < SAMPLE_LANES; l++) {
+#pragma HLS UNROLL
+        uint32_t p = kNone;
+        const uint32_t d = deg[l];
+        if (live[l]) {
+          if (rep) {
+            // With replacement: independent uniform positions.
+            if (d != 0) p = below(mix64(key ^ ((uint64_t)node[l] << 32 | t)), d);
+          } else if (d <= fanout) {
+            // Degree at most k: the whole list in CSR order, then empty.
+            if (t < d) p = t;
+          } else {
+            // Floyd's algorithm: p uniform in [0, j]; if p was chosen
+            // before, take j instead (j itself cannot have been chosen,
+            // every earlier step drew from a smaller range).
+            const uint32_t j = d - fanout + t;
+            p = below(mix64(key ^ ((uint64_t)node[l] << 32 | t)), j + 1);
+            // Membership test over the fixed MAX_FANOUT registers, masked
+            // to the t already chosen: a constant-bound loop that HLS
+            // unrolls into parallel comparators (and g++ vectorizes).
+            bool hit = false;
+          seen:
+            for (uint32_t s = 0; s < MAX_FANOUT; s++) {
+#pragma HLS UNROLL
+              hit |= (s < t) & (pos[l][s] == p);
+            }
+            if (hit) p = j;
+          }
+        }
+        pos[l][t] = p;
+      }
+    }
+
+    // 3. gather: positions to neighbor ids, rows written in target order.
+  gather:
+    for (uint32_t l = 0; l < n; l++) {
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 32
+      int32_t* row = result + (g + l) * fanout;
+    slots:
+      for (uint32_t t = 0; t < fanout; t++) {
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 64
+#pragma HLS PIPELINE II = 1
+        const uint32_t p = pos[l][t];
+        row[t] = p == kNone ? -1 : (int32_t)chunk[(uint64_t)base[l] + p];
+      }
+    }
+  }
+}
