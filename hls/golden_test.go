@@ -1,0 +1,229 @@
+package hls
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/streamsampler/streamsampler/rng"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden_kernel.bin from the Go reference")
+
+// goldenPath is the committed golden file that the C++ testbench checks
+// the kernel against. Its format, all little-endian:
+//
+//	"SKGOLD1\n"  u32 n_cases
+//	per case: u32 fanout, u32 replace, u64 key, u32 chunk_words, u32 n_targets,
+//	          chunk words, targets, n_targets×fanout expected int32
+const goldenPath = "testdata/golden_kernel.bin"
+
+const goldenMagic = "SKGOLD1\n"
+
+type goldenCase struct {
+	chunk, targets []uint32
+	fanout         int
+	key            uint64
+	replace        bool
+	want           []int32
+}
+
+// goldenCases are the inputs of the golden file: degrees on and around
+// every fanout boundary, target counts that are not multiples of the 32
+// lanes, a hub, node ids near 2^31, an empty target list and the DESIGN §3
+// vectors. Deterministic, so the file can be regenerated and compared.
+func goldenCases() []goldenCase {
+	g := &gen{s: 0x601d}
+	var cases []goldenCase
+	add := func(chunk, targets []uint32, fanout int, key uint64, replace bool) {
+		cases = append(cases, goldenCase{chunk: chunk, targets: targets, fanout: fanout, key: key, replace: replace})
+	}
+	for _, k := range []int{1, 2, 5, 10, 15, 16, 25, 31, 32, 33, 63, 64} {
+		adj := g.randomAdj(60, []int{0, 1, max(k-1, 0), k, k + 1, 2 * k, 3*k + 5})
+		start := uint32(g.intn(1 << 20))
+		chunk := buildChunk(start, adj, g.intn(4))
+		targets := allNodes(start, len(adj))
+		for i := 0; i < 11; i++ { // repeats, out of order: 71 targets
+			targets = append(targets, start+uint32(g.intn(len(adj))))
+		}
+		for _, replace := range []bool{false, true} {
+			add(chunk, targets, k, g.next(), replace)
+		}
+	}
+	hub := [][]uint32{g.sortedNeighbors(5), g.sortedNeighbors(10000), nil, g.sortedNeighbors(64)}
+	hubChunk := buildChunk(77, hub, 0)
+	for _, k := range []int{15, 64} {
+		for _, replace := range []bool{false, true} {
+			add(hubChunk, []uint32{78, 77, 78, 80, 79, 78}, k, g.next(), replace)
+		}
+	}
+	high := g.randomAdj(40, []int{0, 3, 12, 40})
+	const highStart = 1<<31 - 40
+	add(buildChunk(highStart, high, 9), allNodes(highStart, 40), 12, g.next(), false)
+	add(buildChunk(highStart, high, 9), nil, 12, g.next(), false)
+	nb := make([]uint32, 100)
+	for i := range nb {
+		nb[i] = uint32(100 + i)
+	}
+	design := buildChunk(5, [][]uint32{nil, {1}, nb, {3, 9}, nil}, 7)
+	add(design, []uint32{7}, 5, rng.Key(42, 0, 0), false)
+	add(design, []uint32{7}, 5, rng.Key(42, 0, 0), true)
+	add(design, []uint32{8, 9, 5, 6}, 4, rng.Key(42, 0, 0), false)
+	return cases
+}
+
+func encodeGolden(cases []goldenCase) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(goldenMagic)
+	le := binary.LittleEndian
+	b.Write(le.AppendUint32(nil, uint32(len(cases))))
+	for i, c := range cases {
+		want := make([]int32, len(c.targets)*c.fanout)
+		if err := Reference(c.chunk, c.targets, want, c.fanout, c.key, c.replace); err != nil {
+			return nil, fmt.Errorf("golden case %d: %w", i, err)
+		}
+		rep := uint32(0)
+		if c.replace {
+			rep = 1
+		}
+		var h []byte
+		h = le.AppendUint32(h, uint32(c.fanout))
+		h = le.AppendUint32(h, rep)
+		h = le.AppendUint64(h, c.key)
+		h = le.AppendUint32(h, uint32(len(c.chunk)))
+		h = le.AppendUint32(h, uint32(len(c.targets)))
+		b.Write(h)
+		binary.Write(&b, le, c.chunk)
+		binary.Write(&b, le, c.targets)
+		binary.Write(&b, le, want)
+	}
+	return b.Bytes(), nil
+}
+
+func decodeGolden(data []byte) ([]goldenCase, error) {
+	r := bytes.NewReader(data)
+	magic := make([]byte, len(goldenMagic))
+	if _, err := r.Read(magic); err != nil || string(magic) != goldenMagic {
+		return nil, errors.New("golden: bad magic")
+	}
+	le := binary.LittleEndian
+	var n uint32
+	if err := binary.Read(r, le, &n); err != nil {
+		return nil, err
+	}
+	cases := make([]goldenCase, n)
+	for i := range cases {
+		var h struct {
+			Fanout, Replace uint32
+			Key             uint64
+			Words, Targets  uint32
+		}
+		if err := binary.Read(r, le, &h); err != nil {
+			return nil, fmt.Errorf("golden case %d header: %w", i, err)
+		}
+		c := goldenCase{
+			chunk: make([]uint32, h.Words), targets: make([]uint32, h.Targets),
+			fanout: int(h.Fanout), key: h.Key, replace: h.Replace != 0,
+			want: make([]int32, int(h.Targets)*int(h.Fanout)),
+		}
+		for _, v := range []any{c.chunk, c.targets, c.want} {
+			if err := binary.Read(r, le, v); err != nil {
+				return nil, fmt.Errorf("golden case %d: %w", i, err)
+			}
+		}
+		cases[i] = c
+	}
+	if r.Len() != 0 {
+		return nil, fmt.Errorf("golden: %d trailing bytes", r.Len())
+	}
+	return cases, nil
+}
+
+// The committed golden file is exactly what the Go reference produces
+// today (go test ./hls -run Golden -update rewrites it).
+func TestGoldenFileIsCurrent(t *testing.T) {
+	want, err := encodeGolden(goldenCases())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile(goldenPath, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(goldenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s is stale: regenerate with go test ./hls -run Golden -update", goldenPath)
+	}
+}
+
+func TestGoldenThroughEngines(t *testing.T) {
+	data, err := os.ReadFile(goldenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, err := decodeGolden(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range engines {
+		for i, c := range cases {
+			out := make([]int32, len(c.want))
+			if err := e.fn(c.chunk, c.targets, out, c.fanout, c.key, c.replace); err != nil {
+				t.Fatalf("%s case %d: %v", e.name, i, err)
+			}
+			if !slices.Equal(out, c.want) {
+				t.Fatalf("%s case %d: output differs from golden", e.name, i)
+			}
+		}
+	}
+}
+
+// TestCSim builds the C-simulation testbench with g++ (what `make -C hls
+// csim` and vitis_hls csim run) and runs it on the golden file, then on a
+// copy with one expected value changed, which it must reject.
+func TestCSim(t *testing.T) {
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("g++ not found; the C-simulation testbench is not built")
+	}
+	dir := t.TempDir()
+	tb := filepath.Join(dir, "sample_kernel_tb")
+	build := exec.Command(cxx, "-O2", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-Wno-unknown-pragmas", "-Wno-unused-label",
+		"-o", tb, "sample_kernel_tb.cpp", "sample_kernel.cpp")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	out, err := exec.Command(tb, goldenPath).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "PASS") {
+		t.Fatalf("testbench: %v\n%s", err, out)
+	}
+	t.Logf("%s", bytes.TrimSpace(out))
+
+	data, err := os.ReadFile(goldenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = slices.Clone(data)
+	data[len(data)-4]++ // the last expected value of the last case
+	bad := filepath.Join(dir, "bad.bin")
+	if err := os.WriteFile(bad, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(tb, bad).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+		t.Fatalf("testbench accepted a corrupted golden file: %v\n%s", err, out)
+	}
+}
