@@ -1,0 +1,216 @@
+package host
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/streamsampler/streamsampler/xrt"
+)
+
+// deviceLane is one device with its kernel, one reusable run and its
+// buffer objects: two P2P chunk buffers (double buffering) and one
+// targets/results pair. All are allocated once at Open.
+type deviceLane struct {
+	index   int
+	s       *Sampler
+	dev     xrt.Device
+	kernel  xrt.Kernel
+	run_    xrt.Run
+	chunk   [2]xrt.BO
+	targets xrt.BO
+	result  xrt.BO
+	tmap    []byte
+	rmap    []byte
+	mt      int
+	timeout time.Duration
+}
+
+func openLane(i int, opts Options, s *Sampler, chunkBytes, mt int) (_ *deviceLane, err error) {
+	l := &deviceLane{index: i, s: s, mt: mt, timeout: opts.RunTimeout}
+	defer func() {
+		if err != nil {
+			l.close()
+		}
+	}()
+	switch opts.Backend {
+	case BackendEmu:
+		l.dev, err = xrt.OpenEmulated(i, opts.Emulator)
+	case BackendXRT:
+		l.dev, err = xrt.Open(i)
+	default:
+		return nil, fmt.Errorf("host: %w: backend %q (want %q or %q)", ErrInvalid, opts.Backend, BackendEmu, BackendXRT)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("host: device %d: %w", i, err)
+	}
+	wrap := func(what string, err error) error {
+		return fmt.Errorf("host: %s: %s: %w", l.name(), what, err)
+	}
+	uuid, err := l.dev.LoadXclbin(opts.Xclbin)
+	if err != nil {
+		return nil, wrap("load xclbin", err)
+	}
+	if l.kernel, err = l.dev.OpenKernel(uuid, xrt.SampleKernel); err != nil {
+		return nil, wrap("open kernel", err)
+	}
+	alloc := func(arg, size int, flags xrt.BOFlags) (xrt.BO, error) {
+		g, err := l.kernel.GroupID(arg)
+		if err != nil {
+			return nil, wrap(fmt.Sprintf("group of argument %d", arg), err)
+		}
+		bo, err := l.dev.AllocBO(size, flags, g)
+		if err != nil {
+			return nil, wrap(fmt.Sprintf("allocate %d-byte buffer for argument %d", size, arg), err)
+		}
+		return bo, nil
+	}
+	for b := range l.chunk {
+		if l.chunk[b], err = alloc(xrt.ArgChunk, chunkBytes, xrt.BOP2P); err != nil {
+			return nil, err
+		}
+	}
+	if l.targets, err = alloc(xrt.ArgTargets, 4*mt, xrt.BONormal); err != nil {
+		return nil, err
+	}
+	if l.result, err = alloc(xrt.ArgResult, 4*mt*opts.MaxFanout, xrt.BONormal); err != nil {
+		return nil, err
+	}
+	if l.tmap, err = l.targets.Map(); err != nil {
+		return nil, wrap("map targets buffer", err)
+	}
+	if l.rmap, err = l.result.Map(); err != nil {
+		return nil, wrap("map result buffer", err)
+	}
+	if l.run_, err = l.kernel.NewRun(); err != nil {
+		return nil, wrap("new run", err)
+	}
+	for _, a := range []struct {
+		i  int
+		bo xrt.BO
+	}{{xrt.ArgResult, l.result}, {xrt.ArgTargets, l.targets}} {
+		if err := l.run_.SetBO(a.i, a.bo); err != nil {
+			return nil, wrap(fmt.Sprintf("set argument %d", a.i), err)
+		}
+	}
+	return l, nil
+}
+
+func (l *deviceLane) name() string {
+	if l.dev != nil {
+		return fmt.Sprintf("device %d (%s)", l.index, l.dev.Name())
+	}
+	return fmt.Sprintf("device %d", l.index)
+}
+
+func (l *deviceLane) maxTargets() int { return l.mt }
+
+func (l *deviceLane) bytes() int64 {
+	var n int64
+	for _, b := range []xrt.BO{l.chunk[0], l.chunk[1], l.targets, l.result} {
+		if b != nil {
+			n += int64(b.Size())
+		}
+	}
+	return n
+}
+
+// load P2P-reads chunk c (BytesUsed rounded up to a page) into slot.
+func (l *deviceLane) load(slot, c int) (int64, error) {
+	n := l.s.readSize(c)
+	if err := xrt.ReadP2P(l.s.file, l.chunk[slot], 0, l.s.manifest.ChunkOffset(c), int(n)); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// run launches the kernel once over targets, all inside the chunk in slot.
+func (l *deviceLane) run(slot int, targets []uint32, out []int32, fanout int, key uint64, replace bool) (kernel, syncT time.Duration, err error) {
+	t0 := time.Now()
+	nt := len(targets)
+	putWords(l.tmap[:4*nt], targets)
+	if err := l.targets.Sync(xrt.ToDevice, 4*nt, 0); err != nil {
+		return 0, 0, fmt.Errorf("sync targets: %w", err)
+	}
+	r := l.run_
+	rep := uint32(0)
+	if replace {
+		rep = 1
+	}
+	for _, e := range []error{
+		r.SetBO(xrt.ArgChunk, l.chunk[slot]),
+		r.SetUint32(xrt.ArgNTargets, uint32(nt)),
+		r.SetUint32(xrt.ArgFanout, uint32(fanout)),
+		r.SetUint64(xrt.ArgKey, key),
+		r.SetUint32(xrt.ArgReplace, rep),
+	} {
+		if e != nil {
+			return 0, 0, fmt.Errorf("set kernel arguments: %w", e)
+		}
+	}
+	t1 := time.Now()
+	if err := r.Start(); err != nil {
+		return 0, t1.Sub(t0), fmt.Errorf("start: %w", err)
+	}
+	if _, err := r.Wait(l.timeout); err != nil {
+		if errors.Is(err, xrt.ErrTimeout) {
+			// The kernel cannot be aborted; wait it out so the buffers
+			// are not reused under it.
+			r.Wait(0)
+		}
+		return time.Since(t1), t1.Sub(t0), fmt.Errorf("kernel: %w", err)
+	}
+	t2 := time.Now()
+	nr := 4 * len(out)
+	if err := l.result.Sync(xrt.FromDevice, nr, 0); err != nil {
+		return t2.Sub(t1), t1.Sub(t0), fmt.Errorf("sync results: %w", err)
+	}
+	getInt32s(out, l.rmap[:nr])
+	return t2.Sub(t1), t1.Sub(t0) + time.Since(t2), nil
+}
+
+func (l *deviceLane) close() error {
+	var errs []error
+	if l.run_ != nil {
+		errs = append(errs, l.run_.Close())
+	}
+	for _, b := range []xrt.BO{l.chunk[0], l.chunk[1], l.targets, l.result} {
+		if b != nil {
+			errs = append(errs, b.Free())
+		}
+	}
+	if l.kernel != nil {
+		errs = append(errs, l.kernel.Close())
+	}
+	if l.dev != nil {
+		errs = append(errs, l.dev.Close())
+	}
+	*l = deviceLane{index: l.index}
+	return errors.Join(errs...)
+}
+
+// littleEndian is true where uint32 words can be copied to and from the
+// device buffers as raw memory.
+var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
+
+func putWords(dst []byte, w []uint32) {
+	if littleEndian && len(w) > 0 {
+		copy(dst, unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 4*len(w)))
+		return
+	}
+	for i, v := range w {
+		binary.LittleEndian.PutUint32(dst[4*i:], v)
+	}
+}
+
+func getInt32s(dst []int32, src []byte) {
+	if littleEndian && len(dst) > 0 {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), src)
+		return
+	}
+	for i := range dst {
+		dst[i] = int32(binary.LittleEndian.Uint32(src[4*i:]))
+	}
+}

@@ -1,0 +1,283 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/hls"
+	"github.com/streamsampler/streamsampler/xrt"
+)
+
+// Backends Open accepts.
+const (
+	BackendEmu = "emu" // the emulated SmartSSD (xrt.OpenEmulated); the default
+	BackendXRT = "xrt" // real devices through XRT (xrt.Open; needs -tags xrt)
+)
+
+// DefaultBufferBudget is the device memory, per device, that Open spends on
+// the targets and results buffers when Options.MaxTargets is zero.
+const DefaultBufferBudget = 64 << 20
+
+// ioAlign is the granularity of chunk reads: a page, so that O_DIRECT and
+// P2P DMA move whole pages into page-aligned buffers.
+const ioAlign = 4096
+
+// Options configures Open.
+type Options struct {
+	// Backend is BackendEmu ("" means emu) or BackendXRT.
+	Backend string
+	// Devices is the number of devices to stream over (default 1); device
+	// indices 0..Devices-1.
+	Devices int
+	// Xclbin is the kernel binary for BackendXRT ("" for the emulator's
+	// built-in kernel).
+	Xclbin string
+	// MaxTargets is the most targets one kernel launch takes; a chunk with
+	// more targets is sampled in several launches. 0 derives it from
+	// BufferBudget (capped at the most nodes any chunk holds).
+	MaxTargets int
+	// MaxFanout sizes the results buffer; fanouts above it are rejected.
+	// 0 means hls.MaxFanout.
+	MaxFanout int
+	// BufferBudget is the per-device bytes for targets+results buffers
+	// when MaxTargets is 0 (default DefaultBufferBudget).
+	BufferBudget int64
+	// Buffered disables O_DIRECT on edges.chunks (it is also dropped, with
+	// a note in Stats, when the filesystem refuses it).
+	Buffered bool
+	// Emulator configures emulated devices.
+	Emulator xrt.EmulatorConfig
+	// RunTimeout bounds one kernel run (default 1 minute).
+	RunTimeout time.Duration
+}
+
+// Sampler is the chunk-streaming Backend: it owns the devices, their
+// buffer objects (allocated once, at Open, at the largest size they will
+// need) and the open edges.chunks file. One SampleEpoch runs at a time.
+type Sampler struct {
+	dir      string
+	manifest *chunkfmt.Manifest
+	index    *chunkfmt.Index
+	file     *os.File
+	direct   bool
+	notes    []string
+	backend  string
+	maxK     int
+	lanes    []*deviceLane
+
+	mu   sync.Mutex // serialises SampleEpoch; guards last
+	last *Stats
+}
+
+var _ Backend = (*Sampler)(nil)
+
+// Open opens the graph directory and the devices and allocates every
+// buffer object.
+func Open(graphDir string, opts Options) (_ *Sampler, err error) {
+	if opts.Backend == "" {
+		opts.Backend = BackendEmu
+	}
+	if opts.Devices == 0 {
+		opts.Devices = 1
+	}
+	if opts.Devices < 0 {
+		return nil, fmt.Errorf("host: %w: %d devices", ErrInvalid, opts.Devices)
+	}
+	if opts.MaxFanout == 0 {
+		opts.MaxFanout = hls.MaxFanout
+	}
+	if opts.MaxFanout < 1 || opts.MaxFanout > hls.MaxFanout {
+		return nil, fmt.Errorf("host: %w: max fanout %d, want 1..%d", ErrInvalid, opts.MaxFanout, hls.MaxFanout)
+	}
+	if opts.BufferBudget == 0 {
+		opts.BufferBudget = DefaultBufferBudget
+	}
+	if opts.RunTimeout == 0 {
+		opts.RunTimeout = time.Minute
+	}
+	m, err := chunkfmt.ReadManifest(graphDir)
+	if err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	ix, err := chunkfmt.ReadIndex(filepath.Join(graphDir, chunkfmt.IndexFile), m.NumNodes)
+	if err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	if ix.NumChunks() != len(m.Chunks) {
+		return nil, fmt.Errorf("host: %s: %d chunks in %s, %d in the manifest", graphDir, ix.NumChunks(), chunkfmt.IndexFile, len(m.Chunks))
+	}
+	sm := &Sampler{dir: graphDir, manifest: m, index: ix, backend: opts.Backend, maxK: opts.MaxFanout}
+	defer func() {
+		if err != nil {
+			sm.Close()
+		}
+	}()
+
+	var chunkBytes, maxNodes int64
+	for _, c := range m.Chunks {
+		chunkBytes = max(chunkBytes, roundUpTo(c.BytesUsed, ioAlign))
+		maxNodes = max(maxNodes, int64(c.NNodes))
+	}
+	chunkBytes = max(chunkBytes, ioAlign)
+	mt := int64(opts.MaxTargets)
+	if mt <= 0 {
+		mt = min(max(opts.BufferBudget/int64(4*(1+opts.MaxFanout)), 1), max(maxNodes, 1))
+	}
+
+	path := filepath.Join(graphDir, chunkfmt.ChunksFile)
+	if err := sm.openFile(path, !opts.Buffered); err != nil {
+		return nil, err
+	}
+	for i := 0; i < opts.Devices; i++ {
+		ln, err := openLane(i, opts, sm, int(chunkBytes), int(mt))
+		if err != nil {
+			return nil, err
+		}
+		sm.lanes = append(sm.lanes, ln)
+	}
+	if sm.direct && len(m.Chunks) > 0 {
+		// Some filesystems accept O_DIRECT at open and refuse the read.
+		if _, err := sm.lanes[0].load(0, 0); err != nil {
+			note := fmt.Sprintf("O_DIRECT read of %s failed (%v); using buffered reads", path, err)
+			if err := sm.openFile(path, false); err != nil {
+				return nil, err
+			}
+			sm.notes = append(sm.notes, note)
+		}
+	}
+	return sm, nil
+}
+
+// openFile (re)opens edges.chunks, with O_DIRECT when asked and allowed.
+func (s *Sampler) openFile(path string, direct bool) error {
+	if s.file != nil {
+		s.file.Close()
+		s.file = nil
+	}
+	if direct {
+		f, err := openDirect(path)
+		if err == nil {
+			s.file, s.direct = f, true
+			return s.checkSize()
+		}
+		s.notes = append(s.notes, fmt.Sprintf("O_DIRECT refused for %s (%v); using buffered reads", path, err))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	s.file, s.direct = f, false
+	return s.checkSize()
+}
+
+func (s *Sampler) checkSize() error {
+	fi, err := s.file.Stat()
+	if err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	if want := s.manifest.FileSize(); fi.Size() != want {
+		return fmt.Errorf("host: %s is %d bytes, the manifest says %d (truncated or from another graph?)", s.file.Name(), fi.Size(), want)
+	}
+	return nil
+}
+
+// readSize is the bytes read for chunk c: BytesUsed rounded up to a page,
+// but never past the chunk's stored bytes (the last chunk is padded to a
+// sector only).
+func (s *Sampler) readSize(c int) int64 {
+	return min(roundUpTo(s.manifest.Chunks[c].BytesUsed, ioAlign), s.manifest.ChunkStoredSize(c))
+}
+
+// Manifest is the graph's manifest.
+func (s *Sampler) Manifest() *chunkfmt.Manifest { return s.manifest }
+
+// NumNodes is the graph's node count.
+func (s *Sampler) NumNodes() uint32 { return s.manifest.NumNodes }
+
+// MaxTargets is the most targets one kernel launch takes.
+func (s *Sampler) MaxTargets() int {
+	if len(s.lanes) == 0 {
+		return 0
+	}
+	return s.lanes[0].mt
+}
+
+// BufferBytes is the device memory allocated for buffer objects, all
+// devices together.
+func (s *Sampler) BufferBytes() int64 {
+	var n int64
+	for _, l := range s.lanes {
+		n += l.bytes()
+	}
+	return n
+}
+
+// SampleEpoch samples every layer of an epoch by streaming the chunks that
+// hold frontier nodes through the devices. It implements Backend.
+func (s *Sampler) SampleEpoch(ctx context.Context, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error) {
+	r, _, err := s.SampleEpochStats(ctx, seeds, fanouts, key)
+	return r, err
+}
+
+// SampleEpochStats is SampleEpoch returning the epoch's statistics too.
+// On error (including cancellation, noticed between chunks) nothing is
+// returned and every goroutine it started has exited.
+func (s *Sampler) SampleEpochStats(ctx context.Context, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, *Stats, error) {
+	if err := validateRequest(s.manifest.NumNodes, seeds, fanouts); err != nil {
+		return nil, nil, err
+	}
+	for l, k := range fanouts {
+		if k > s.maxK {
+			return nil, nil, fmt.Errorf("%w: fanout %d of layer %d exceeds the buffers' max fanout %d (Options.MaxFanout)", ErrInvalid, k, l, s.maxK)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.file == nil {
+		return nil, nil, fmt.Errorf("host: sampler is closed")
+	}
+	st := &Stats{Devices: len(s.lanes), Backend: s.backend, DirectIO: s.direct, Notes: s.notes}
+	lanes := make([]lane, len(s.lanes))
+	for i, l := range s.lanes {
+		lanes[i] = l
+	}
+	res, err := sampleEpoch(ctx, lanes, s.index, seeds, fanouts, key, st)
+	if err != nil {
+		return nil, nil, fmt.Errorf("host: epoch %d: %w", key.Epoch, err)
+	}
+	s.last = st
+	return res, st, nil
+}
+
+// LastStats returns the statistics of the last successful SampleEpoch
+// (nil before the first).
+func (s *Sampler) LastStats() *Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// Close frees the buffers, closes kernels and devices and the file.
+func (s *Sampler) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, l := range s.lanes {
+		errs = append(errs, l.close())
+	}
+	s.lanes = nil
+	if s.file != nil {
+		errs = append(errs, s.file.Close())
+		s.file = nil
+	}
+	return errors.Join(errs...)
+}
+
+func roundUpTo(x, a int64) int64 { return (x + a - 1) / a * a }

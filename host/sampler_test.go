@@ -1,0 +1,241 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/epoch"
+)
+
+// writeGraph packs g into a graph directory with the given chunk size.
+func writeGraph(t testing.TB, g *CSR, chunkSize int64) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "graph")
+	w, err := chunkfmt.NewWriter(dir, g.NumNodes(), chunkSize, chunkfmt.Options{Dedup: true, SelfLoops: chunkfmt.SelfLoopsKeep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := uint32(0); v < g.NumNodes(); v++ {
+		nb, _ := g.Neighbors(v)
+		if err := w.Append(nb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func openSampler(t testing.TB, dir string, opts Options) *Sampler {
+	t.Helper()
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestSamplerEqualsReference is the core property: the streamed epoch is
+// identical to the in-memory reference, whatever the chunking, number of
+// devices, buffer sizes, replacement mode, epoch or seed.
+func TestSamplerEqualsReference(t *testing.T) {
+	g := randomCSR(6000, 6, 21)
+	small := writeGraph(t, g, 512)  // hundreds of chunks
+	mid := writeGraph(t, g, 16<<10) // a few dozen
+	one := writeGraph(t, g, 64<<20) // a single chunk
+	for _, tc := range []struct {
+		dir        string
+		devices    int
+		maxTargets int
+		replace    bool
+	}{
+		{small, 1, 0, false},
+		{small, 2, 3, true},
+		{small, 4, 1, false},
+		{mid, 3, 0, true},
+		{mid, 1, 17, false},
+		{one, 2, 50, false},
+		{one, 1, 0, true},
+	} {
+		name := fmt.Sprintf("%s-dev%d-mt%d-replace%v", filepath.Base(filepath.Dir(tc.dir)), tc.devices, tc.maxTargets, tc.replace)
+		t.Run(name, func(t *testing.T) {
+			s := openSampler(t, tc.dir, Options{Devices: tc.devices, MaxTargets: tc.maxTargets})
+			if tc.maxTargets > 0 && s.MaxTargets() != tc.maxTargets {
+				t.Fatalf("MaxTargets = %d", s.MaxTargets())
+			}
+			for ep := uint32(0); ep < 2; ep++ {
+				key := epoch.Key{Seed: uint64(7 + tc.devices), Epoch: ep, Replace: tc.replace}
+				seeds := randomSeeds(g.NumNodes(), 500, uint64(ep))
+				fan := []int{15, 10, 5}
+				want, err := Reference(g, seeds, fan, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, st, err := s.SampleEpochStats(context.Background(), seeds, fan, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				requireEqualResults(t, got, want)
+				if err := got.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				chunks := len(s.Manifest().Chunks)
+				for _, ls := range st.Layers {
+					if ls.ChunksRead+ls.ChunksSkipped != chunks || ls.ChunksRead == 0 || ls.BytesRead <= 0 {
+						t.Fatalf("layer %d stats: %+v (%d chunks)", ls.Layer, ls, chunks)
+					}
+				}
+				if s.LastStats() != st {
+					t.Fatal("LastStats is not the last epoch's")
+				}
+			}
+		})
+	}
+}
+
+// TestSamplerSkipsChunks checks that only chunks holding frontier nodes are
+// read: a single seed with one layer reads exactly one chunk.
+func TestSamplerSkipsChunks(t *testing.T) {
+	g := randomCSR(3000, 4, 2)
+	dir := writeGraph(t, g, 512)
+	s := openSampler(t, dir, Options{})
+	_, st, err := s.SampleEpochStats(context.Background(), []uint32{1234}, []int{3}, epoch.Key{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := st.Layers[0]; l.ChunksRead != 1 || l.ChunksSkipped != len(s.Manifest().Chunks)-1 || l.BytesRead > 4096 {
+		t.Fatalf("one seed: %+v", l)
+	}
+}
+
+// TestSamplerEdgesExist checks every sampled edge against the graph as
+// stored (not the CSR it was built from).
+func TestSamplerEdgesExist(t *testing.T) {
+	g := randomCSR(4000, 8, 5)
+	dir := writeGraph(t, g, 1024)
+	s := openSampler(t, dir, Options{Devices: 2})
+	res, err := s.SampleEpoch(context.Background(), randomSeeds(4000, 300, 3), []int{10, 10}, epoch.Key{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := res.Sample(res.Layers[0].Frontier[:50])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for h, hop := range b.Hops {
+		for e := range hop.EdgeSrc {
+			u, v := hop.Src[hop.EdgeSrc[e]], hop.Dst[hop.EdgeDst[e]]
+			nb, _ := g.Neighbors(v)
+			if _, ok := slices.BinarySearch(nb, u); !ok {
+				t.Fatalf("hop %d: edge %d→%d is not in the graph", h, u, v)
+			}
+		}
+	}
+}
+
+func TestSamplerRejects(t *testing.T) {
+	g := randomCSR(500, 4, 1)
+	dir := writeGraph(t, g, 4096)
+	s := openSampler(t, dir, Options{MaxFanout: 8})
+	for _, tc := range []struct {
+		seeds   []uint32
+		fanouts []int
+	}{
+		{[]uint32{500}, []int{3}},
+		{[]uint32{1}, []int{9}},
+		{[]uint32{1}, []int{0}},
+	} {
+		if _, err := s.SampleEpoch(context.Background(), tc.seeds, tc.fanouts, epoch.Key{}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%v %v: err = %v, want ErrInvalid", tc.seeds, tc.fanouts, err)
+		}
+	}
+	if _, err := Open(dir, Options{Backend: "tpu"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("backend tpu: %v", err)
+	}
+	if _, err := Open(t.TempDir(), Options{}); err == nil {
+		t.Error("opened a directory without a manifest")
+	}
+	// A truncated edges.chunks is refused at Open.
+	if err := os.Truncate(filepath.Join(dir, chunkfmt.ChunksFile), 512); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{}); err == nil {
+		t.Error("opened a truncated graph")
+	}
+}
+
+// TestSamplerCancel cancels mid-epoch: the call returns the context's error
+// promptly, leaves no goroutine behind, and the sampler is still usable.
+func TestSamplerCancel(t *testing.T) {
+	g := randomCSR(20000, 8, 9)
+	dir := writeGraph(t, g, 512)
+	s := openSampler(t, dir, Options{Devices: 3, MaxTargets: 2})
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, err := s.SampleEpoch(ctx, randomSeeds(20000, 5000, 1), []int{10, 10, 10}, epoch.Key{})
+		done <- err
+	}()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	requireNoLeak(t, before)
+	// Still usable afterwards, and still correct.
+	seeds := randomSeeds(20000, 50, 2)
+	want, _ := Reference(g, seeds, []int{4}, epoch.Key{Seed: 1})
+	got, err := s.SampleEpoch(context.Background(), seeds, []int{4}, epoch.Key{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireEqualResults(t, got, want)
+}
+
+func TestSamplerClose(t *testing.T) {
+	g := randomCSR(100, 3, 1)
+	s, err := Open(writeGraph(t, g, 4096), Options{Devices: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.BufferBytes() <= 0 {
+		t.Fatal("no buffers")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SampleEpoch(context.Background(), []uint32{1}, []int{2}, epoch.Key{}); err == nil {
+		t.Fatal("sampled after Close")
+	}
+}
+
+// TestReferenceOverGraphDir checks the reference over the memory-mapped
+// graph directory against the CSR it was built from.
+func TestReferenceOverGraphDir(t *testing.T) {
+	g := randomCSR(3000, 6, 8)
+	gd, err := chunkfmt.Open(writeGraph(t, g, 2048))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gd.Close()
+	seeds := randomSeeds(3000, 200, 1)
+	key := epoch.Key{Seed: 4, Epoch: 1}
+	want, err := Reference(g, seeds, []int{6, 4}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Reference(GraphAdjacency(gd), seeds, []int{6, 4}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireEqualResults(t, got, want)
+}
