@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -148,25 +149,34 @@ func ReadManifest(dir string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chunkfmt: reading manifest: %w", err)
 	}
-	m, err := ParseManifest(b)
+	m, err := parseManifest(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadManifest, path, err)
 	}
 	return m, nil
 }
 
-// ParseManifest decodes and validates the bytes of a manifest.json.
+// ParseManifest decodes and validates the bytes of a manifest.json. Errors
+// wrap ErrBadManifest.
 func ParseManifest(b []byte) (*Manifest, error) {
+	m, err := parseManifest(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
+	}
+	return m, nil
+}
+
+func parseManifest(b []byte) (*Manifest, error) {
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
+		return nil, err
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrBadManifest)
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the JSON object")
 	}
 	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
+		return nil, err
 	}
 	return &m, nil
 }

@@ -150,7 +150,7 @@ func VerifyChunk(m *Manifest, i int, stored []byte) error {
 	}
 	for j := end; j < nw; j++ {
 		if w[j] != 0 {
-			return bad(-1, int64(j), "nonzero word %#x at word %d in the fill after the last neighbor (word %d)", w[j], j, end)
+			return bad(-1, int64(j), "nonzero word %#x at word %d in the zero fill (which starts at word %d)", w[j], j, end)
 		}
 	}
 	if got := crc32.Checksum(stored, castagnoli); got != c.CRC32C {
