@@ -1,0 +1,330 @@
+package xrt
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/streamsampler/streamsampler/xrt/xclbin"
+)
+
+// emuKernel is a kernel of the xclbin loaded in an emulated device.
+type emuKernel struct {
+	dev  *emuDevice
+	name string
+	x    *xclbin.Xclbin
+	args []xclbin.Arg
+	fn   kernelFunc
+
+	mu     sync.Mutex
+	closed bool
+}
+
+func (k *emuKernel) Name() string { return k.name }
+
+func (k *emuKernel) GroupID(argIndex int) (int, error) {
+	g, err := k.x.GroupID(k.name, argIndex)
+	if err != nil {
+		return 0, fmt.Errorf("xrt: %s: kernel %s: group of argument %d: %w: %v", k.dev.Name(), k.name, argIndex, ErrBadArg, err)
+	}
+	return g, nil
+}
+
+func (k *emuKernel) NewRun() (Run, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return nil, fmt.Errorf("xrt: %s: kernel %s: new run: %w", k.dev.Name(), k.name, ErrClosed)
+	}
+	r := &emuRun{k: k, vals: make([]argVal, len(k.args))}
+	return r, nil
+}
+
+func (k *emuKernel) Close() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.closed = true
+	return nil
+}
+
+// argVal is one argument of a run: a buffer or a scalar.
+type argVal struct {
+	set    bool
+	bo     *emuBO
+	scalar uint64
+}
+
+// emuRun is a run of an emulated kernel.
+type emuRun struct {
+	k *emuKernel
+
+	mu     sync.Mutex
+	vals   []argVal
+	cur    *emuCmd // the last started command
+	closed bool
+}
+
+// emuCmd is one started run on the device queue: a snapshot of the
+// arguments, as an ERT command packet is.
+type emuCmd struct {
+	k    *emuKernel
+	vals []argVal
+	done chan struct{} // closed when state is final
+
+	mu    sync.Mutex
+	state State
+	err   error
+}
+
+func (c *emuCmd) setState(s State, err error) {
+	c.mu.Lock()
+	c.state, c.err = s, err
+	c.mu.Unlock()
+}
+
+func (c *emuCmd) get() (State, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state, c.err
+}
+
+func (r *emuRun) errorf(format string, a ...any) error {
+	return fmt.Errorf("xrt: %s: kernel %s: "+format, append([]any{r.k.dev.Name(), r.k.name}, a...)...)
+}
+
+// arg returns the declared argument i.
+func (r *emuRun) arg(i int) (*xclbin.Arg, error) {
+	for j := range r.k.args {
+		if r.k.args[j].Index == i {
+			return &r.k.args[j], nil
+		}
+	}
+	return nil, r.errorf("argument %d: %w: the kernel has %d arguments", i, ErrBadArg, len(r.k.args))
+}
+
+func (r *emuRun) SetBO(i int, bo BO) error {
+	a, err := r.arg(i)
+	if err != nil {
+		return err
+	}
+	if a.AddressQualifier != 1 {
+		return r.errorf("argument %d (%s): %w: a %d-byte scalar, not a buffer", i, a.Name, ErrBadArg, a.Size)
+	}
+	eb, ok := bo.(*emuBO)
+	if !ok || eb == nil {
+		return r.errorf("argument %d (%s): %w: buffer %T is not from an emulated device", i, a.Name, ErrBadArg, bo)
+	}
+	if eb.dev != r.k.dev {
+		return r.errorf("argument %d (%s): %w: buffer belongs to %s", i, a.Name, ErrBadArg, eb.dev.Name())
+	}
+	g, err := r.k.x.GroupID(r.k.name, i)
+	if err == nil && g != eb.group {
+		return r.errorf("argument %d (%s): %w: buffer in memory group %d, the argument is connected to group %d", i, a.Name, ErrBadArg, eb.group, g)
+	}
+	return r.set(i, argVal{set: true, bo: eb})
+}
+
+func (r *emuRun) setScalar(i int, v uint64, size int) error {
+	a, err := r.arg(i)
+	if err != nil {
+		return err
+	}
+	if a.AddressQualifier != 0 {
+		return r.errorf("argument %d (%s): %w: a buffer, not a scalar", i, a.Name, ErrBadArg)
+	}
+	if a.Size != size {
+		return r.errorf("argument %d (%s): %w: a %d-byte scalar, set with a %d-byte value", i, a.Name, ErrBadArg, a.Size, size)
+	}
+	return r.set(i, argVal{set: true, scalar: v})
+}
+
+func (r *emuRun) set(i int, v argVal) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return r.errorf("set argument %d: %w", i, ErrClosed)
+	}
+	r.vals[i] = v
+	return nil
+}
+
+func (r *emuRun) SetUint32(i int, v uint32) error { return r.setScalar(i, uint64(v), 4) }
+func (r *emuRun) SetUint64(i int, v uint64) error { return r.setScalar(i, v, 8) }
+
+func (r *emuRun) Start() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return r.errorf("start: %w", ErrClosed)
+	}
+	if r.cur != nil {
+		select {
+		case <-r.cur.done:
+		default:
+			return r.errorf("start: %w", ErrBusy)
+		}
+	}
+	for j, v := range r.vals {
+		if !v.set {
+			return r.errorf("start: %w: argument %d (%s) not set", ErrBadArg, r.k.args[j].Index, r.k.args[j].Name)
+		}
+	}
+	cmd := &emuCmd{k: r.k, vals: append([]argVal(nil), r.vals...), done: make(chan struct{}), state: StateQueued}
+	var pinned []*emuBO
+	for _, v := range cmd.vals {
+		if v.bo == nil {
+			continue
+		}
+		if err := v.bo.pin(); err != nil {
+			for _, p := range pinned {
+				p.unpin()
+			}
+			return r.errorf("start: %w", err)
+		}
+		pinned = append(pinned, v.bo)
+	}
+	d := r.k.dev
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		for _, p := range pinned {
+			p.unpin()
+		}
+		return r.errorf("start: %w", ErrClosed)
+	}
+	d.queue = append(d.queue, cmd)
+	d.cond.Signal()
+	d.mu.Unlock()
+	r.cur = cmd
+	return nil
+}
+
+func (r *emuRun) Wait(timeout time.Duration) (State, error) {
+	r.mu.Lock()
+	cmd := r.cur
+	r.mu.Unlock()
+	if cmd == nil {
+		return StateNew, r.errorf("wait: run not started")
+	}
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		select {
+		case <-cmd.done:
+		case <-t.C:
+			st, _ := cmd.get()
+			return StateTimeout, r.errorf("wait: %w after %v (run %s)", ErrTimeout, timeout, st)
+		}
+	} else {
+		<-cmd.done
+	}
+	st, err := cmd.get()
+	if st != StateCompleted {
+		return st, r.errorf("%w: %w", ErrKernelFailed, err)
+	}
+	return st, nil
+}
+
+// Close releases the run after a started command finishes.
+func (r *emuRun) Close() error {
+	r.mu.Lock()
+	cmd := r.cur
+	r.closed = true
+	r.mu.Unlock()
+	if cmd != nil {
+		<-cmd.done
+	}
+	return nil
+}
+
+// worker is the device's compute unit: it executes queued runs in order.
+func (d *emuDevice) worker() {
+	defer d.workerWG.Done()
+	for {
+		d.mu.Lock()
+		for len(d.queue) == 0 && !d.closed {
+			d.cond.Wait()
+		}
+		if len(d.queue) == 0 {
+			d.mu.Unlock()
+			return
+		}
+		cmd := d.queue[0]
+		d.queue[0] = nil
+		d.queue = d.queue[1:]
+		d.mu.Unlock()
+
+		cmd.setState(StateRunning, nil)
+		err := d.execute(cmd)
+		for _, v := range cmd.vals {
+			if v.bo != nil {
+				v.bo.unpin()
+			}
+		}
+		if err != nil {
+			cmd.setState(StateError, err)
+		} else {
+			cmd.setState(StateCompleted, nil)
+		}
+		close(cmd.done)
+	}
+}
+
+// execute runs one command; a panic in the kernel becomes an error
+// rather than taking the process down, as a hung CU would not either.
+func (d *emuDevice) execute(cmd *emuCmd) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("kernel %s panicked: %v", cmd.k.name, p)
+		}
+	}()
+	if d.cfg.beforeRun != nil {
+		d.cfg.beforeRun()
+	}
+	if cmd.k.name != SampleKernel {
+		return fmt.Errorf("kernel %s: %w", cmd.k.name, ErrNoSuchKernel)
+	}
+	return runSampleKernel(cmd.k.fn, cmd.vals)
+}
+
+// words views a buffer's device copy as little-endian 32-bit words (the
+// memory is page-aligned, and the hosts this runs on are little-endian).
+func words(b *emuBO, n int) []uint32 {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&b.mem[0])), n)
+}
+
+// runSampleKernel checks SampleKernel's arguments against the buffers, as
+// the hardware cannot (it would read or write out of bounds), and runs fn
+// on the device copies.
+func runSampleKernel(fn kernelFunc, v []argVal) error {
+	if fn == nil {
+		return errors.New("no sampling kernel implementation linked into the emulator")
+	}
+	chunk, result, targets := v[ArgChunk].bo, v[ArgResult].bo, v[ArgTargets].bo
+	n := int(uint32(v[ArgNTargets].scalar))
+	fanout := int(uint32(v[ArgFanout].scalar))
+	key := v[ArgKey].scalar
+	replace := uint32(v[ArgReplace].scalar)
+	if replace > 1 {
+		return fmt.Errorf("replace = %d, want 0 or 1", replace)
+	}
+	if fanout <= 0 {
+		return fmt.Errorf("fanout = %d, want at least 1", fanout)
+	}
+	if int64(n)*4 > int64(targets.size) {
+		return fmt.Errorf("targets buffer of %d bytes too small for n_targets = %d (%d bytes)", targets.size, n, int64(n)*4)
+	}
+	if need := int64(n) * int64(fanout) * 4; need > int64(result.size) {
+		return fmt.Errorf("result buffer of %d bytes too small for n_targets*fanout = %d*%d int32 (%d bytes)", result.size, n, fanout, need)
+	}
+	out := unsafe.Slice((*int32)(unsafe.Pointer(&result.mem[0])), n*fanout)
+	if n == 0 {
+		out = nil
+	}
+	return fn(words(chunk, chunk.size/4), words(targets, n), out, fanout, key, replace == 1)
+}
