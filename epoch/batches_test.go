@@ -1,0 +1,179 @@
+package epoch
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+)
+
+func seq(n int) []uint32 {
+	a := make([]uint32, n)
+	for i := range a {
+		a[i] = uint32(i * 7)
+	}
+	return a
+}
+
+func TestShuffleIsPermutation(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 10, 1000} {
+		in := seq(n)
+		orig := slices.Clone(in)
+		got := Shuffle(in, 5, 9)
+		if !slices.Equal(in, orig) {
+			t.Fatalf("n=%d: input modified", n)
+		}
+		s := slices.Clone(got)
+		slices.Sort(s)
+		if !slices.Equal(s, orig) {
+			t.Fatalf("n=%d: not a permutation", n)
+		}
+		if !slices.Equal(got, Shuffle(in, 5, 9)) {
+			t.Fatalf("n=%d: not deterministic", n)
+		}
+		if n >= 10 && slices.Equal(got, Shuffle(in, 5, 10)) {
+			t.Fatalf("n=%d: same order in two epochs", n)
+		}
+	}
+}
+
+// TestShuffleGolden pins the order, so that a change of the stream (which
+// would change every user's minibatches) cannot pass unnoticed. The values
+// come from an independent Python rendering of permKey and permute
+// (mix64, below and Fisher–Yates over counters, seed 42, epoch 3).
+func TestShuffleGolden(t *testing.T) {
+	in := make([]uint32, 12)
+	for i := range in {
+		in[i] = uint32(i)
+	}
+	want := []uint32{6, 1, 5, 10, 0, 3, 9, 8, 11, 7, 2, 4}
+	if got := Shuffle(in, 42, 3); !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestShuffleFirstPositionUniform(t *testing.T) {
+	// Chi-square over the node that lands first, across many epochs (n-1
+	// degrees of freedom, 99.9% bound), and over every (position, node) cell
+	// for a tiny n.
+	const n, epochs = 7, 70000
+	in := seq(n)
+	first := make([]float64, n)
+	cells := make([][]float64, n)
+	for i := range cells {
+		cells[i] = make([]float64, n)
+	}
+	for e := uint32(0); e < epochs; e++ {
+		s := Shuffle(in, 12345, e)
+		first[s[0]/7]++
+		for p, v := range s {
+			cells[p][v/7]++
+		}
+	}
+	exp := float64(epochs) / n
+	chi := 0.0
+	for _, c := range first {
+		chi += (c - exp) * (c - exp) / exp
+	}
+	if lim := chiSquareQuantile(n-1, 3.09); chi > lim {
+		t.Errorf("first position: chi-square %.1f > %.1f", chi, lim)
+	}
+	for p := range cells {
+		chi = 0
+		for _, c := range cells[p] {
+			chi += (c - exp) * (c - exp) / exp
+		}
+		if lim := chiSquareQuantile(n-1, 3.29); chi > lim {
+			t.Errorf("position %d: chi-square %.1f > %.1f", p, chi, lim)
+		}
+	}
+}
+
+// chiSquareQuantile approximates the chi-square quantile for df degrees of
+// freedom at the standard normal quantile z (Wilson–Hilferty).
+func chiSquareQuantile(df int, z float64) float64 {
+	v := float64(df)
+	a := 2 / (9 * v)
+	return v * math.Pow(1-a+z*math.Sqrt(a), 3)
+}
+
+func TestBatches(t *testing.T) {
+	in := seq(10)
+	for _, bs := range []int{1, 3, 4, 10, 11} {
+		b := Batches(in, bs, 1, 2)
+		if len(b) != NumBatches(10, bs) {
+			t.Fatalf("bs=%d: %d batches, want %d", bs, len(b), NumBatches(10, bs))
+		}
+		var all []uint32
+		for i, x := range b {
+			if i < len(b)-1 && len(x) != bs || len(x) == 0 || len(x) > bs {
+				t.Fatalf("bs=%d: batch %d has %d nodes", bs, i, len(x))
+			}
+			all = append(all, x...)
+		}
+		if !slices.Equal(all, Shuffle(in, 1, 2)) {
+			t.Fatalf("bs=%d: batches are not the cut shuffle", bs)
+		}
+	}
+	if len(Batches(nil, 4, 1, 1)) != 0 {
+		t.Fatal("empty input gave batches")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("batch size 0 did not panic")
+		}
+	}()
+	Batches(in, 0, 1, 1)
+}
+
+func TestShard(t *testing.T) {
+	in := seq(1003)
+	// Unsorted, with duplicates: Shard works on the sorted unique set.
+	messy := append(slices.Clone(in), in[:50]...)
+	slices.Reverse(messy)
+	for _, world := range []int{1, 2, 3, 7, 16} {
+		for e := uint32(0); e < 3; e++ {
+			owner := map[uint32]int{}
+			minSz, maxSz := math.MaxInt, 0
+			for rank := 0; rank < world; rank++ {
+				s, err := Shard(messy, rank, world, 99, e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.IsSorted(s) {
+					t.Fatalf("world %d rank %d: not sorted", world, rank)
+				}
+				again, _ := Shard(in, rank, world, 99, e)
+				if !slices.Equal(s, again) {
+					t.Fatalf("world %d rank %d: depends on input order or not deterministic", world, rank)
+				}
+				for _, v := range s {
+					if o, dup := owner[v]; dup {
+						t.Fatalf("node %d in shards %d and %d", v, o, rank)
+					}
+					owner[v] = rank
+				}
+				minSz, maxSz = min(minSz, len(s)), max(maxSz, len(s))
+			}
+			if len(owner) != len(in) {
+				t.Fatalf("world %d: shards cover %d of %d nodes", world, len(owner), len(in))
+			}
+			if maxSz-minSz > 1 {
+				t.Fatalf("world %d: shard sizes %d..%d", world, minSz, maxSz)
+			}
+		}
+		if world > 1 {
+			a, _ := Shard(in, 0, world, 99, 0)
+			b, _ := Shard(in, 0, world, 99, 1)
+			c, _ := Shard(in, 0, world, 100, 0)
+			if slices.Equal(a, b) || slices.Equal(a, c) {
+				t.Fatalf("world %d: shard does not change with epoch or seed", world)
+			}
+		}
+	}
+	for _, bad := range [][2]int{{0, 0}, {-1, 2}, {2, 2}, {0, -3}} {
+		if _, err := Shard(in, bad[0], bad[1], 1, 1); !errors.Is(err, ErrShard) {
+			t.Fatalf("rank %d world %d: got %v", bad[0], bad[1], err)
+		}
+	}
+}

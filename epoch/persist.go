@@ -1,0 +1,505 @@
+package epoch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"unsafe"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// FormatVersion is the version of the epoch directory layout written by
+// Write; Read rejects other versions.
+const FormatVersion = 1
+
+// ManifestName is the file that describes an epoch directory. Write puts
+// it in place before the directory becomes visible, so a directory under
+// its final name is always complete.
+const ManifestName = "manifest.json"
+
+const formatName = "streamsampler-epoch"
+
+// ErrCorrupt is wrapped by Read when an epoch directory is damaged: a
+// missing or truncated file, a checksum mismatch, a bad manifest, or
+// arrays that break the epoch's invariants.
+var ErrCorrupt = errors.New("epoch: corrupt epoch directory")
+
+// WriteOptions controls Write.
+type WriteOptions struct {
+	// Compress is "" (raw arrays) or "zstd".
+	Compress string
+	// Overwrite replaces an existing directory; otherwise Write fails on
+	// one with an error wrapping fs.ErrExist.
+	Overwrite bool
+}
+
+// manifest is manifest.json.
+type manifest struct {
+	Format  string      `json:"format"`
+	Version int         `json:"version"`
+	Seed    uint64      `json:"seed"`
+	Epoch   uint32      `json:"epoch"`
+	Replace bool        `json:"replace"`
+	Fanouts []int       `json:"fanouts"`
+	Arrays  []arrayInfo `json:"arrays"`
+}
+
+// arrayInfo describes one array file; CRC32C is over the raw
+// little-endian bytes, before compression.
+type arrayInfo struct {
+	Name        string `json:"name"`
+	File        string `json:"file"`
+	DType       string `json:"dtype"`
+	Length      int64  `json:"length"`
+	Compression string `json:"compression"`
+	CRC32C      uint32 `json:"crc32c"`
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+var littleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// u32Bytes views a as its in-memory bytes.
+func u32Bytes(a []uint32) []byte {
+	if len(a) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*4)
+}
+
+func i32Bytes(a []int32) []byte {
+	if len(a) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*4)
+}
+
+// leBytes returns the little-endian encoding of 32-bit words held in b
+// (native order): b itself on little-endian hosts.
+func leBytes(b []byte) []byte {
+	if littleEndian {
+		return b
+	}
+	out := make([]byte, len(b))
+	for i := 0; i+4 <= len(b); i += 4 {
+		out[i], out[i+1], out[i+2], out[i+3] = b[i+3], b[i+2], b[i+1], b[i]
+	}
+	return out
+}
+
+// swapInPlace turns little-endian words into native ones.
+func swapInPlace(b []byte) {
+	if littleEndian {
+		return
+	}
+	for i := 0; i+4 <= len(b); i += 4 {
+		b[i], b[i+1], b[i+2], b[i+3] = b[i+3], b[i+2], b[i+1], b[i]
+	}
+}
+
+// arrayNames lists the arrays of an L-layer epoch in manifest order.
+func arrayNames(L int) (names, dtypes []string) {
+	for l := 0; l < L; l++ {
+		names = append(names, fmt.Sprintf("frontier-%d", l), fmt.Sprintf("samples-%d", l))
+		dtypes = append(dtypes, "uint32", "int32")
+	}
+	names = append(names, fmt.Sprintf("frontier-%d", L))
+	dtypes = append(dtypes, "uint32")
+	return names, dtypes
+}
+
+func fileName(name, dtype, compression string) string {
+	ext := ".u32"
+	if dtype == "int32" {
+		ext = ".i32"
+	}
+	if compression == "zstd" {
+		ext += ".zst"
+	}
+	return name + ext
+}
+
+// Write stores r as the epoch directory dir: raw little-endian arrays
+// frontier-<l>.u32 and samples-<l>.i32 for each layer l, frontier-<L>.u32
+// (Final), each with a .zst suffix when compressed, and manifest.json. It
+// builds the directory under a hidden temporary name beside dir, syncs
+// every file, renames it into place and syncs the parent, so dir is never
+// seen half-written.
+func Write(dir string, r *Result, opts WriteOptions) (err error) {
+	if opts.Compress != "" && opts.Compress != "zstd" {
+		return fmt.Errorf("epoch: write %s: compression %q, want \"\" or \"zstd\"", dir, opts.Compress)
+	}
+	if err := r.checkShape(); err != nil {
+		return fmt.Errorf("epoch: write %s: %w", dir, err)
+	}
+	dir = filepath.Clean(dir)
+	parent, base := filepath.Split(dir)
+	if parent == "" {
+		parent = "."
+	}
+	if _, err := os.Lstat(dir); err == nil && !opts.Overwrite {
+		return fmt.Errorf("epoch: write %s: %w", dir, fs.ErrExist)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+base+".tmp-")
+	if err != nil {
+		return fmt.Errorf("epoch: write %s: %w", dir, err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	comp := "none"
+	if opts.Compress == "zstd" {
+		comp = "zstd"
+	}
+	m := manifest{Format: formatName, Version: FormatVersion, Seed: r.Key.Seed, Epoch: r.Key.Epoch,
+		Replace: r.Key.Replace, Fanouts: r.Fanouts()}
+	names, dtypes := arrayNames(len(r.Layers))
+	for i, name := range names {
+		var raw []byte
+		var n int
+		switch {
+		case i == len(names)-1:
+			raw, n = u32Bytes(r.Final), len(r.Final)
+		case i%2 == 0:
+			f := r.Layers[i/2].Frontier
+			raw, n = u32Bytes(f), len(f)
+		default:
+			s := r.Layers[i/2].Samples
+			raw, n = i32Bytes(s), len(s)
+		}
+		raw = leBytes(raw)
+		file := fileName(name, dtypes[i], comp)
+		if err := writeArray(filepath.Join(tmp, file), raw, comp); err != nil {
+			return fmt.Errorf("epoch: write %s: %w", dir, err)
+		}
+		m.Arrays = append(m.Arrays, arrayInfo{Name: name, File: file, DType: dtypes[i], Length: int64(n),
+			Compression: comp, CRC32C: crc32.Checksum(raw, castagnoli)})
+	}
+	js, err := json.MarshalIndent(&m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("epoch: write %s: %w", dir, err)
+	}
+	if err := writeSynced(filepath.Join(tmp, ManifestName), append(js, '\n')); err != nil {
+		return fmt.Errorf("epoch: write %s: %w", dir, err)
+	}
+	if err := syncDir(tmp); err != nil {
+		return fmt.Errorf("epoch: write %s: %w", dir, err)
+	}
+	if err := replaceDir(tmp, dir, opts.Overwrite); err != nil {
+		return fmt.Errorf("epoch: write %s: %w", dir, err)
+	}
+	return syncDir(parent)
+}
+
+// replaceDir renames tmp to dir. An existing dir (when overwriting) is
+// first moved aside and removed afterwards: dir is briefly absent, never
+// partial.
+func replaceDir(tmp, dir string, overwrite bool) error {
+	if overwrite {
+		if _, err := os.Lstat(dir); err == nil {
+			old := tmp + ".old"
+			if err := os.Rename(dir, old); err != nil {
+				return err
+			}
+			if err := os.Rename(tmp, dir); err != nil {
+				return err
+			}
+			return os.RemoveAll(old)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Lstat(dir); serr == nil {
+			return fmt.Errorf("%w (%v)", fs.ErrExist, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func writeArray(path string, raw []byte, comp string) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if comp == "zstd" {
+		enc, err := zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest))
+		if err != nil {
+			return err
+		}
+		if _, err := enc.Write(raw); err != nil {
+			enc.Close()
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if err := enc.Close(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	} else if _, err := f.Write(raw); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// writeSynced writes data to a new file at path and syncs it.
+func writeSynced(path string, data []byte) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// checkShape is the cheap part of Validate that Write needs: array lengths
+// that agree with the fanouts.
+func (r *Result) checkShape() error {
+	if r == nil {
+		return errors.New("nil result")
+	}
+	if len(r.Layers) > MaxLayers {
+		return fmt.Errorf("%d layers, at most %d", len(r.Layers), MaxLayers)
+	}
+	for l := range r.Layers {
+		ly := &r.Layers[l]
+		if ly.Fanout < 1 || int64(len(ly.Samples)) != int64(len(ly.Frontier))*int64(ly.Fanout) {
+			return fmt.Errorf("layer %d: %d samples for %d frontier nodes and fanout %d", l, len(ly.Samples), len(ly.Frontier), ly.Fanout)
+		}
+	}
+	return nil
+}
+
+// maxManifest bounds manifest.json: 255 layers of array entries fit in far
+// less.
+const maxManifest = 1 << 20
+
+// Read loads and checks the epoch directory dir written by Write: the
+// manifest's fields, every array's presence, length and CRC-32C, and then
+// the epoch invariants (Validate). Errors wrap ErrCorrupt (and
+// fs.ErrNotExist for a missing file) and name the file.
+func Read(dir string) (*Result, error) {
+	mpath := filepath.Join(dir, ManifestName)
+	m, err := readManifest(mpath)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Key: Key{Seed: m.Seed, Epoch: m.Epoch, Replace: m.Replace}, Layers: make([]Layer, len(m.Fanouts))}
+	for i, a := range m.Arrays {
+		words, err := readArray(filepath.Join(dir, a.File), a)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case i == len(m.Arrays)-1:
+			r.Final = words
+		case i%2 == 0:
+			r.Layers[i/2].Frontier = words
+		default:
+			r.Layers[i/2].Samples = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(words))), len(words))
+			r.Layers[i/2].Fanout = m.Fanouts[i/2]
+		}
+	}
+	for l := range r.Layers {
+		// Layers without arrays (L = 0 aside) cannot occur: the manifest
+		// check requires all of them.
+		if r.Layers[l].Frontier == nil {
+			r.Layers[l].Frontier = []uint32{}
+		}
+		if r.Layers[l].Samples == nil {
+			r.Layers[l].Samples = []int32{}
+		}
+	}
+	if r.Final == nil {
+		r.Final = []uint32{}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, dir, err)
+	}
+	return r, nil
+}
+
+func readManifest(path string) (*manifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxManifest+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+	}
+	if len(data) > maxManifest {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrCorrupt, path, maxManifest)
+	}
+	return parseManifest(path, data)
+}
+
+// parseManifest decodes and checks manifest.json strictly: unknown fields,
+// trailing data and any deviation from the array list Write produces are
+// errors (file names are never taken from the manifest unchecked).
+func parseManifest(path string, data []byte) (*manifest, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrCorrupt, path, fmt.Sprintf(format, args...))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var m manifest
+	if err := dec.Decode(&m); err != nil {
+		return nil, bad("not a valid manifest: %v", err)
+	}
+	if dec.More() {
+		return nil, bad("trailing data after the manifest object")
+	}
+	if m.Format != formatName {
+		return nil, bad("format %q, want %q", m.Format, formatName)
+	}
+	if m.Version != FormatVersion {
+		return nil, bad("version %d, this build reads version %d", m.Version, FormatVersion)
+	}
+	if len(m.Fanouts) > MaxLayers {
+		return nil, bad("%d layers, at most %d", len(m.Fanouts), MaxLayers)
+	}
+	for l, k := range m.Fanouts {
+		if k < 1 || k > 1<<16 {
+			return nil, bad("layer %d: fanout %d out of range", l, k)
+		}
+	}
+	names, dtypes := arrayNames(len(m.Fanouts))
+	if len(m.Arrays) != len(names) {
+		return nil, bad("%d arrays for %d layers, want %d", len(m.Arrays), len(m.Fanouts), len(names))
+	}
+	for i, a := range m.Arrays {
+		if a.Name != names[i] {
+			return nil, bad("array %d is %q, want %q", i, a.Name, names[i])
+		}
+		if a.DType != dtypes[i] {
+			return nil, bad("array %s: dtype %q, want %q", a.Name, a.DType, dtypes[i])
+		}
+		if a.Compression != "none" && a.Compression != "zstd" {
+			return nil, bad("array %s: compression %q, want \"none\" or \"zstd\"", a.Name, a.Compression)
+		}
+		if want := fileName(a.Name, a.DType, a.Compression); a.File != want || strings.ContainsAny(a.File, `/\`) {
+			return nil, bad("array %s: file %q, want %q", a.Name, a.File, want)
+		}
+		if a.Length < 0 || a.Length > 1<<40 {
+			return nil, bad("array %s: length %d out of range", a.Name, a.Length)
+		}
+		if i%2 == 1 && i < len(names)-1 {
+			k := int64(m.Fanouts[i/2])
+			if fl := m.Arrays[i-1].Length; a.Length != fl*k {
+				return nil, bad("array %s: length %d, want %d (frontier %d × fanout %d)", a.Name, a.Length, fl*k, fl, k)
+			}
+		}
+	}
+	return &m, nil
+}
+
+// readArray reads one array file into a new word-aligned buffer and checks
+// its length and CRC-32C.
+func readArray(path string, a arrayInfo) ([]uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	defer f.Close()
+	want := a.Length * 4
+	var words []uint32
+	if a.Compression == "none" {
+		st, err := f.Stat()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		if st.Size() != want {
+			return nil, fmt.Errorf("%w: %s: %d bytes, want %d (%d × 4)", ErrCorrupt, path, st.Size(), want, a.Length)
+		}
+		words = make([]uint32, a.Length)
+		if _, err := io.ReadFull(f, u32Bytes(words)); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+		}
+	} else {
+		dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+		}
+		defer dec.Close()
+		words, err = readWords(dec, a.Length)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+		}
+	}
+	b := u32Bytes(words)
+	if got := crc32.Checksum(b, castagnoli); got != a.CRC32C {
+		return nil, fmt.Errorf("%w: %s: CRC-32C %#08x, manifest says %#08x", ErrCorrupt, path, got, a.CRC32C)
+	}
+	swapInPlace(b)
+	return words, nil
+}
+
+// readWords reads exactly n little-endian words from r, growing its buffer
+// as data arrives so that a manifest claiming a huge length cannot make it
+// allocate more than the stream holds.
+func readWords(r io.Reader, n int64) ([]uint32, error) {
+	words := make([]uint32, 0, min(n, 1<<20))
+	for int64(len(words)) < n {
+		if len(words) == cap(words) {
+			words = append(words[:cap(words)], 0)[:len(words)]
+		}
+		free := words[len(words):min(int64(cap(words)), n)]
+		got, err := io.ReadFull(r, u32Bytes(free))
+		if got%4 != 0 {
+			return nil, fmt.Errorf("stream ends inside a word after %d bytes", int64(len(words))*4+int64(got))
+		}
+		words = words[:len(words)+got/4]
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil, fmt.Errorf("%d words, want %d", len(words), n)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	var one [1]byte
+	if k, err := io.ReadFull(r, one[:]); k != 0 {
+		return nil, fmt.Errorf("more than %d words", n)
+	} else if err != io.EOF {
+		return nil, err
+	}
+	return words, nil
+}

@@ -1,0 +1,227 @@
+package epoch
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func testResult(t testing.TB, seed uint64, n int, fanouts []int) *Result {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 77))
+	g := randomGraph(r, n, 10, false)
+	return sampleEpoch(g, randomSeeds(r, n, n/4+1), fanouts, Key{Seed: seed, Epoch: uint32(seed) + 1, Replace: seed%2 == 0})
+}
+
+// equalResult compares Results by content (nil and empty slices alike).
+func equalResult(a, b *Result) bool {
+	if a.Key != b.Key || len(a.Layers) != len(b.Layers) || !slices.Equal(a.Final, b.Final) {
+		return false
+	}
+	for l := range a.Layers {
+		x, y := &a.Layers[l], &b.Layers[l]
+		if x.Fanout != y.Fanout || !slices.Equal(x.Frontier, y.Frontier) || !slices.Equal(x.Samples, y.Samples) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestWriteReadRoundTrip(t *testing.T) {
+	for _, comp := range []string{"", "zstd"} {
+		for _, fanouts := range [][]int{nil, {3}, {5, 4, 2}} {
+			res := testResult(t, uint64(len(fanouts)), 500, fanouts)
+			dir := filepath.Join(t.TempDir(), "epoch-1")
+			if err := Write(dir, res, WriteOptions{Compress: comp}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Read(dir)
+			if err != nil {
+				t.Fatalf("%q %v: %v", comp, fanouts, err)
+			}
+			if !equalResult(got, res) {
+				t.Fatalf("%q %v: round trip differs", comp, fanouts)
+			}
+			if err := Write(dir, res, WriteOptions{Compress: comp}); !errors.Is(err, fs.ErrExist) {
+				t.Fatalf("second write without Overwrite: %v", err)
+			}
+			other := testResult(t, 9, 300, []int{2})
+			if err := Write(dir, other, WriteOptions{Compress: comp, Overwrite: true}); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := Read(dir); err != nil || !equalResult(got, other) {
+				t.Fatalf("overwrite: %v", err)
+			}
+			ents, _ := os.ReadDir(filepath.Dir(dir))
+			if len(ents) != 1 {
+				t.Fatalf("leftovers beside the epoch dir: %v", ents)
+			}
+		}
+	}
+	if err := Write(filepath.Join(t.TempDir(), "x"), testResult(t, 1, 50, []int{2}), WriteOptions{Compress: "gzip"}); err == nil {
+		t.Fatal("unknown compression accepted")
+	}
+}
+
+func TestReadCorruption(t *testing.T) {
+	res := testResult(t, 3, 400, []int{4, 3})
+	type corrupt func(t *testing.T, dir string)
+	editManifest := func(f func(m map[string]any)) corrupt {
+		return func(t *testing.T, dir string) {
+			p := filepath.Join(dir, ManifestName)
+			data, _ := os.ReadFile(p)
+			var m map[string]any
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatal(err)
+			}
+			f(m)
+			data, _ = json.Marshal(m)
+			os.WriteFile(p, data, 0o644)
+		}
+	}
+	array := func(m map[string]any, i int) map[string]any { return m["arrays"].([]any)[i].(map[string]any) }
+	cases := []struct {
+		name     string
+		compress string
+		mut      corrupt
+		mention  string
+	}{
+		{"missing manifest", "", func(t *testing.T, d string) { os.Remove(filepath.Join(d, ManifestName)) }, ManifestName},
+		{"missing array", "", func(t *testing.T, d string) { os.Remove(filepath.Join(d, "samples-1.i32")) }, "samples-1.i32"},
+		{"missing zstd array", "zstd", func(t *testing.T, d string) { os.Remove(filepath.Join(d, "frontier-2.u32.zst")) }, "frontier-2.u32.zst"},
+		{"truncated", "", func(t *testing.T, d string) {
+			p := filepath.Join(d, "frontier-1.u32")
+			st, _ := os.Stat(p)
+			os.Truncate(p, st.Size()-4)
+		}, "frontier-1.u32"},
+		{"extended", "", func(t *testing.T, d string) {
+			f, _ := os.OpenFile(filepath.Join(d, "samples-0.i32"), os.O_APPEND|os.O_WRONLY, 0)
+			f.Write([]byte{1, 2, 3, 4})
+			f.Close()
+		}, "samples-0.i32"},
+		{"bit flip", "", func(t *testing.T, d string) { flipByte(t, filepath.Join(d, "samples-0.i32"), 5) }, "CRC"},
+		{"bit flip zstd", "zstd", func(t *testing.T, d string) { flipByte(t, filepath.Join(d, "samples-1.i32.zst"), 20) }, "samples-1.i32.zst"},
+		{"truncated zstd", "zstd", func(t *testing.T, d string) {
+			p := filepath.Join(d, "frontier-0.u32.zst")
+			st, _ := os.Stat(p)
+			os.Truncate(p, st.Size()/2)
+		}, "frontier-0.u32.zst"},
+		{"not json", "", func(t *testing.T, d string) { os.WriteFile(filepath.Join(d, ManifestName), []byte("{\"format\":"), 0o644) }, ManifestName},
+		{"trailing data", "", func(t *testing.T, d string) {
+			p := filepath.Join(d, ManifestName)
+			data, _ := os.ReadFile(p)
+			os.WriteFile(p, append(data, []byte("{}")...), 0o644)
+		}, "trailing"},
+		{"unknown field", "", editManifest(func(m map[string]any) { m["extra"] = 1 }), "extra"},
+		{"version", "", editManifest(func(m map[string]any) { m["version"] = 2 }), "version 2"},
+		{"format", "", editManifest(func(m map[string]any) { m["format"] = "x" }), "format"},
+		{"fanout", "", editManifest(func(m map[string]any) { m["fanouts"] = []int{4, 0} }), "fanout 0"},
+		{"layer count", "", editManifest(func(m map[string]any) { m["fanouts"] = []int{4} }), "arrays"},
+		{"length", "", editManifest(func(m map[string]any) { array(m, 4)["length"] = 12345 }), "frontier-2.u32"},
+		{"samples length", "", editManifest(func(m map[string]any) { array(m, 1)["length"] = 3 }), "samples-0"},
+		{"crc", "", editManifest(func(m map[string]any) { array(m, 2)["crc32c"] = 7 }), "frontier-1.u32"},
+		{"dtype", "", editManifest(func(m map[string]any) { array(m, 0)["dtype"] = "int64" }), "dtype"},
+		{"path escape", "", editManifest(func(m map[string]any) { array(m, 0)["file"] = "../frontier-0.u32" }), "file"},
+		{"compression", "", editManifest(func(m map[string]any) { array(m, 0)["compression"] = "zstd" }), "frontier-0"},
+		{"name", "", editManifest(func(m map[string]any) { array(m, 3)["name"] = "samples-7" }), "samples-7"},
+		{"fanout disagrees with samples length", "", editManifest(func(m map[string]any) { m["fanouts"] = []int{4, 6} }), "samples-1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "epoch-3")
+			if err := Write(dir, res, WriteOptions{Compress: c.compress}); err != nil {
+				t.Fatal(err)
+			}
+			c.mut(t, dir)
+			_, err := Read(dir)
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("got %v, want ErrCorrupt", err)
+			}
+			if !strings.Contains(err.Error(), c.mention) {
+				t.Fatalf("error %q does not mention %q", err, c.mention)
+			}
+		})
+	}
+	// Arrays with valid checksums that break the invariants: an unsorted
+	// frontier.
+	bad := testResult(t, 3, 400, []int{4, 3})
+	bad.Layers[1].Frontier = append([]uint32(nil), bad.Layers[1].Frontier...)
+	bad.Layers[1].Frontier[0], bad.Layers[1].Frontier[1] = bad.Layers[1].Frontier[1], bad.Layers[1].Frontier[0]
+	dir := filepath.Join(t.TempDir(), "epoch-3")
+	if err := Write(dir, bad, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(dir); !errors.Is(err, ErrCorrupt) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "layer 1 frontier") {
+		t.Fatalf("unsorted frontier: %v", err)
+	}
+	if _, err := Read(filepath.Join(t.TempDir(), "nothing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing dir: %v", err)
+	}
+}
+
+func flipByte(t *testing.T, path string, at int64) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[at%int64(len(data))] ^= 0x10
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzReadManifest feeds arbitrary manifests beside valid arrays (raw and
+// compressed): Read must not panic, must wrap ErrCorrupt on failure, and
+// whatever it accepts must be a valid Result.
+func FuzzReadManifest(f *testing.F) {
+	res := testResult(f, 5, 60, []int{3, 2})
+	src := f.TempDir()
+	for _, comp := range []string{"", "zstd"} {
+		d := filepath.Join(src, "c"+comp)
+		if err := Write(d, res, WriteOptions{Compress: comp}); err != nil {
+			f.Fatal(err)
+		}
+		data, _ := os.ReadFile(filepath.Join(d, ManifestName))
+		f.Add(data)
+	}
+	// One working directory per fuzzing process holds both the raw and the
+	// compressed arrays; each input only replaces the manifest.
+	dir := filepath.Join(src, "work")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		f.Fatal(err)
+	}
+	for _, sub := range []string{"c", "czstd"} {
+		ents, _ := os.ReadDir(filepath.Join(src, sub))
+		for _, e := range ents {
+			if e.Name() == ManifestName {
+				continue
+			}
+			data, _ := os.ReadFile(filepath.Join(src, sub, e.Name()))
+			if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+				f.Fatal(err)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, manifest []byte) {
+		if err := os.WriteFile(filepath.Join(dir, ManifestName), manifest, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Read(dir)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error not wrapping ErrCorrupt: %v", err)
+			}
+			return
+		}
+		if err := got.Validate(); err != nil {
+			t.Fatalf("Read accepted an invalid result: %v", err)
+		}
+	})
+}
