@@ -112,7 +112,9 @@ func TestReadCorruption(t *testing.T) {
 			st, _ := os.Stat(p)
 			os.Truncate(p, st.Size()/2)
 		}, "frontier-0.u32.zst"},
-		{"not json", "", func(t *testing.T, d string) { os.WriteFile(filepath.Join(d, ManifestName), []byte("{\"format\":"), 0o644) }, ManifestName},
+		{"not json", "", func(t *testing.T, d string) {
+			os.WriteFile(filepath.Join(d, ManifestName), []byte("{\"format\":"), 0o644)
+		}, ManifestName},
 		{"trailing data", "", func(t *testing.T, d string) {
 			p := filepath.Join(d, ManifestName)
 			data, _ := os.ReadFile(p)
