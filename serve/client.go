@@ -1,0 +1,109 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/streamsampler/streamsampler/epoch"
+)
+
+// Client is a minimal Go client of the protocol, one request at a time;
+// the trainer's client is the Python package. It serves tests, benchmarks
+// and Go consumers.
+type Client struct {
+	mu  sync.Mutex
+	nc  net.Conn
+	id  uint32
+	buf []byte
+}
+
+// Dial connects to a server: network "unix" or "tcp".
+func Dial(network, addr string) (*Client, error) {
+	nc, err := net.Dial(network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{nc: nc}, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.nc.Close() }
+
+// roundTrip sends one request and reads its reply; an error reply is a
+// *RemoteError.
+func (c *Client) roundTrip(op uint8, payload []byte) (Frame, error) {
+	c.id++
+	id := c.id
+	if _, err := c.nc.Write(AppendFrame(nil, op, StatusOK, id, payload)); err != nil {
+		return Frame{}, err
+	}
+	f, buf, err := ReadFrame(c.nc, MaxReply, c.buf)
+	c.buf = buf
+	if err != nil {
+		return Frame{}, err
+	}
+	if f.ID != id || f.Op != op {
+		return Frame{}, fmt.Errorf("%w: reply op %d id %d to request op %d id %d", ErrMalformed, f.Op, f.ID, op, id)
+	}
+	if f.Status == StatusError {
+		return f, DecodeError(f.Payload)
+	}
+	return f, nil
+}
+
+// EpochInfo asks for the current epoch's info.
+func (c *Client) EpochInfo() (EpochInfo, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var info EpochInfo
+	f, err := c.roundTrip(OpEpochInfo, nil)
+	if err != nil {
+		return info, err
+	}
+	return info, json.Unmarshal(f.Payload, &info)
+}
+
+// Advance leaves epoch e.
+func (c *Client) Advance(e uint32) (EpochInfo, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var info EpochInfo
+	f, err := c.roundTrip(OpAdvance, AppendEpochRequest(nil, e))
+	if err != nil {
+		return info, err
+	}
+	return info, json.Unmarshal(f.Payload, &info)
+}
+
+// NextBatch asks for the next minibatch of epoch e.
+func (c *Client) NextBatch(e uint32) (Batch, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, err := c.roundTrip(OpNextBatch, AppendEpochRequest(nil, e))
+	if err != nil {
+		return Batch{}, err
+	}
+	if f.Status == StatusEnd {
+		ee, err := DecodeEpochRequest(f.Payload)
+		return Batch{Epoch: ee, End: true}, err
+	}
+	b, i, err := DecodeBlocks(f.Payload)
+	if err != nil {
+		return Batch{}, err
+	}
+	return Batch{Epoch: b.Epoch, Index: i, Blocks: b}, nil
+}
+
+// Sample assembles the blocks of seeds from epoch e.
+func (c *Client) Sample(e uint32, seeds []uint32) (*epoch.Blocks, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, err := c.roundTrip(OpSample, AppendSampleRequest(nil, e, seeds))
+	if err != nil {
+		return nil, err
+	}
+	b, _, err := DecodeBlocks(f.Payload)
+	return b, err
+}

@@ -1,0 +1,447 @@
+package serve
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"unsafe"
+
+	"github.com/streamsampler/streamsampler/epoch"
+)
+
+// The framed protocol of docs/PROTOCOL.md. Every message, either way, is
+//
+//	u32 length   bytes after this field (HeaderSize-4 + len(payload))
+//	u8  op       OpEpochInfo, OpNextBatch, OpSample, OpAdvance
+//	u8  status   StatusOK in requests; StatusOK, StatusError or StatusEnd in replies
+//	u32 id       chosen by the client, echoed in the reply
+//	payload
+//
+// all integers little-endian.
+
+// Protocol is the protocol version reported by epoch_info.
+const Protocol = 1
+
+// HeaderSize is the size of a frame's header, the length field included.
+const HeaderSize = 10
+
+// DefaultMaxRequest caps a request frame (a sample request of 16M seeds).
+const DefaultMaxRequest = 64 << 20
+
+// MaxReply caps a reply frame a client accepts.
+const MaxReply = 1 << 30
+
+// Opcodes.
+const (
+	OpEpochInfo uint8 = 1 // → JSON object (see EpochInfo)
+	OpNextBatch uint8 = 2 // u32 epoch → Blocks, or StatusEnd with u32 epoch
+	OpSample    uint8 = 3 // u32 epoch, array seeds (u32) → Blocks
+	OpAdvance   uint8 = 4 // u32 epoch to leave → JSON object of the new epoch
+)
+
+// Statuses.
+const (
+	StatusOK    uint8 = 0
+	StatusError uint8 = 1 // payload: u16 code, UTF-8 message
+	StatusEnd   uint8 = 2 // next_batch: the epoch's minibatches are all handed out; payload u32 epoch
+)
+
+// CurrentEpoch in an epoch field means "whatever epoch is current".
+const CurrentEpoch = math.MaxUint32
+
+// NoBatch is the batch index of Blocks answering a sample request.
+const NoBatch = -1
+
+// Error codes of a StatusError reply.
+const (
+	CodeBadRequest     uint16 = 1 // malformed payload
+	CodeUnknownOp      uint16 = 2
+	CodeUnknownEpoch   uint16 = 3 // neither the current epoch nor a prepared next one
+	CodeNotInFrontier  uint16 = 4 // a seed is not a training node of this epoch's shard
+	CodeEpochNotDone   uint16 = 5 // next_batch for epoch e+1 while epoch e has batches left
+	CodeInternal       uint16 = 6 // preparing the epoch failed
+	CodeShuttingDown   uint16 = 7
+	CodeTooLarge       uint16 = 8 // the request exceeds the server's cap; the connection is closed
+	CodeDuplicateSeed  uint16 = 9
+	CodeEpochNotLoaded uint16 = 10 // sample for the next epoch before it is prepared
+)
+
+// Array dtypes.
+const (
+	DtypeU32 uint8 = 1
+	DtypeI32 uint8 = 2
+	DtypeI64 uint8 = 3
+	DtypeU64 uint8 = 4
+	DtypeF32 uint8 = 5
+)
+
+var (
+	// ErrFrameTooLarge is returned by ReadFrame for a frame over the cap.
+	ErrFrameTooLarge = errors.New("serve: frame too large")
+	// ErrMalformed is wrapped by every decoding error of a frame or payload.
+	ErrMalformed = errors.New("serve: malformed message")
+)
+
+// Frame is one decoded message.
+type Frame struct {
+	Op      uint8
+	Status  uint8
+	ID      uint32
+	Payload []byte
+}
+
+// ReadFrame reads one frame. A length below HeaderSize-4 is malformed; one
+// above max (counting the whole frame) is ErrFrameTooLarge, and the body is
+// not read. buf is reused when large enough.
+func ReadFrame(r io.Reader, max int, buf []byte) (Frame, []byte, error) {
+	var h [HeaderSize]byte
+	if _, err := io.ReadFull(r, h[:4]); err != nil {
+		return Frame{}, buf, err // io.EOF between frames: a clean close
+	}
+	n := binary.LittleEndian.Uint32(h[:4])
+	if n < HeaderSize-4 {
+		return Frame{}, buf, fmt.Errorf("%w: frame length %d, want at least %d", ErrMalformed, n, HeaderSize-4)
+	}
+	if uint64(n)+4 > uint64(max) {
+		return Frame{}, buf, fmt.Errorf("%w: %d bytes, cap %d", ErrFrameTooLarge, uint64(n)+4, max)
+	}
+	if _, err := io.ReadFull(r, h[4:]); err != nil {
+		return Frame{}, buf, unexpected(err)
+	}
+	plen := int(n) - (HeaderSize - 4)
+	if cap(buf) < plen {
+		buf = make([]byte, plen)
+	}
+	buf = buf[:plen]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return Frame{}, buf, unexpected(err)
+	}
+	return Frame{Op: h[4], Status: h[5], ID: binary.LittleEndian.Uint32(h[6:]), Payload: buf}, buf, nil
+}
+
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// AppendHeader appends a frame header for a payload of plen bytes.
+func AppendHeader(dst []byte, op, status uint8, id uint32, plen int) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(HeaderSize-4+plen))
+	dst = append(dst, op, status)
+	return binary.LittleEndian.AppendUint32(dst, id)
+}
+
+// AppendFrame appends a whole frame.
+func AppendFrame(dst []byte, op, status uint8, id uint32, payload []byte) []byte {
+	return append(AppendHeader(dst, op, status, id, len(payload)), payload...)
+}
+
+// arrayHeaderSize is the header of a 1-D array: dtype, ndim, u64 shape.
+const arrayHeaderSize = 2 + 8
+
+func appendArrayHeader(dst []byte, dtype uint8, n int) []byte {
+	dst = append(dst, dtype, 1)
+	return binary.LittleEndian.AppendUint64(dst, uint64(n))
+}
+
+// littleEndian reports whether the machine stores integers little-endian,
+// so that []uint32 memory is already the wire format.
+var littleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+func u32Bytes(a []uint32) []byte {
+	if len(a) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&a[0])), len(a)*4)
+}
+
+func i32Bytes(a []int32) []byte {
+	if len(a) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&a[0])), len(a)*4)
+}
+
+// blocksWriter lays out a Blocks reply as a vector of buffers: small
+// headers interleaved with the arrays' own memory, so that a large
+// minibatch is written with one writev and no copy.
+type blocksWriter struct {
+	hdr  []byte
+	bufs net.Buffers
+	mark int // start of the pending header bytes in hdr
+	size int
+}
+
+func (w *blocksWriter) flushHeader() {
+	if len(w.hdr) > w.mark {
+		w.bufs = append(w.bufs, w.hdr[w.mark:len(w.hdr):len(w.hdr)])
+		w.mark = len(w.hdr)
+	}
+}
+
+func (w *blocksWriter) u32s(a []uint32) {
+	w.hdr = appendArrayHeader(w.hdr, DtypeU32, len(a))
+	w.size += arrayHeaderSize + 4*len(a)
+	if !littleEndian {
+		for _, v := range a {
+			w.hdr = binary.LittleEndian.AppendUint32(w.hdr, v)
+		}
+		return
+	}
+	if len(a) > 0 {
+		w.flushHeader()
+		w.bufs = append(w.bufs, u32Bytes(a))
+	}
+}
+
+func (w *blocksWriter) i32s(a []int32) {
+	w.hdr = appendArrayHeader(w.hdr, DtypeI32, len(a))
+	w.size += arrayHeaderSize + 4*len(a)
+	if !littleEndian {
+		for _, v := range a {
+			w.hdr = binary.LittleEndian.AppendUint32(w.hdr, uint32(v))
+		}
+		return
+	}
+	if len(a) > 0 {
+		w.flushHeader()
+		w.bufs = append(w.bufs, i32Bytes(a))
+	}
+}
+
+// EncodeBlocks lays out a Blocks reply frame (header included) for request
+// id as buffers ready for a vectored write. batch is the minibatch's index
+// in its epoch, or NoBatch for a sample reply. The buffers alias b's
+// arrays.
+func EncodeBlocks(op uint8, id uint32, b *epoch.Blocks, batch int) net.Buffers {
+	// The headers never reallocate hdr (sized up front), so the buffers
+	// taken from it stay valid.
+	w := &blocksWriter{hdr: make([]byte, HeaderSize, HeaderSize+9+arrayHeaderSize*(1+4*len(b.Hops)))}
+	w.mark = HeaderSize
+	w.bufs = append(w.bufs, w.hdr[:HeaderSize])
+	w.hdr = binary.LittleEndian.AppendUint32(w.hdr, b.Epoch)
+	w.hdr = binary.LittleEndian.AppendUint32(w.hdr, uint32(int32(batch)))
+	w.hdr = append(w.hdr, uint8(len(b.Hops)))
+	w.size = 9
+	w.u32s(b.Seeds)
+	for i := range b.Hops {
+		h := &b.Hops[i]
+		w.u32s(h.Dst)
+		w.u32s(h.Src)
+		w.i32s(h.EdgeSrc)
+		w.i32s(h.EdgeDst)
+	}
+	if !littleEndian {
+		// Everything went into hdr: one buffer.
+		w.bufs = net.Buffers{w.hdr}
+	} else {
+		w.flushHeader()
+	}
+	binary.LittleEndian.PutUint32(w.hdr[0:], uint32(HeaderSize-4+w.size))
+	w.hdr[4], w.hdr[5] = op, StatusOK
+	binary.LittleEndian.PutUint32(w.hdr[6:], id)
+	return w.bufs
+}
+
+// MarshalBlocks is EncodeBlocks gathered into one byte slice.
+func MarshalBlocks(op uint8, id uint32, b *epoch.Blocks, batch int) []byte {
+	bufs := EncodeBlocks(op, id, b, batch)
+	n := 0
+	for _, p := range bufs {
+		n += len(p)
+	}
+	out := make([]byte, 0, n)
+	for _, p := range bufs {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// decoder reads a payload front to back.
+type decoder struct {
+	p   []byte
+	off int
+}
+
+func (d *decoder) fail(what string) error {
+	return fmt.Errorf("%w: %s at payload byte %d of %d", ErrMalformed, what, d.off, len(d.p))
+}
+
+func (d *decoder) u8(what string) (uint8, error) {
+	if len(d.p)-d.off < 1 {
+		return 0, d.fail("truncated " + what)
+	}
+	v := d.p[d.off]
+	d.off++
+	return v, nil
+}
+
+func (d *decoder) u32(what string) (uint32, error) {
+	if len(d.p)-d.off < 4 {
+		return 0, d.fail("truncated " + what)
+	}
+	v := binary.LittleEndian.Uint32(d.p[d.off:])
+	d.off += 4
+	return v, nil
+}
+
+// array reads a 1-D array of a 4-byte dtype, copying it out.
+func (d *decoder) array(what string, dtype uint8) ([]byte, error) {
+	if len(d.p)-d.off < arrayHeaderSize {
+		return nil, d.fail("truncated header of array " + what)
+	}
+	dt, nd := d.p[d.off], d.p[d.off+1]
+	if dt != dtype {
+		return nil, d.fail(fmt.Sprintf("array %s has dtype %d, want %d", what, dt, dtype))
+	}
+	if nd != 1 {
+		return nil, d.fail(fmt.Sprintf("array %s has %d dimensions, want 1", what, nd))
+	}
+	n := binary.LittleEndian.Uint64(d.p[d.off+2:])
+	d.off += arrayHeaderSize
+	if n > uint64(len(d.p)-d.off)/4 {
+		return nil, d.fail(fmt.Sprintf("array %s of %d elements overruns the payload", what, n))
+	}
+	b := d.p[d.off : d.off+int(n)*4]
+	d.off += int(n) * 4
+	return b, nil
+}
+
+func (d *decoder) u32s(what string) ([]uint32, error) {
+	b, err := d.array(what, DtypeU32)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint32, len(b)/4)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return out, nil
+}
+
+func (d *decoder) i32s(what string) ([]int32, error) {
+	b, err := d.array(what, DtypeI32)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int32, len(b)/4)
+	for i := range out {
+		out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out, nil
+}
+
+func (d *decoder) end() error {
+	if d.off != len(d.p) {
+		return d.fail(fmt.Sprintf("%d trailing bytes", len(d.p)-d.off))
+	}
+	return nil
+}
+
+// DecodeBlocks decodes a Blocks reply payload and the batch index it
+// carries (NoBatch for a sample reply).
+func DecodeBlocks(p []byte) (*epoch.Blocks, int, error) {
+	d := &decoder{p: p}
+	e, err := d.u32("epoch")
+	if err != nil {
+		return nil, 0, err
+	}
+	bi, err := d.u32("batch index")
+	if err != nil {
+		return nil, 0, err
+	}
+	nh, err := d.u8("hop count")
+	if err != nil {
+		return nil, 0, err
+	}
+	b := &epoch.Blocks{Epoch: e, Hops: make([]epoch.Hop, nh)}
+	if b.Seeds, err = d.u32s("seeds"); err != nil {
+		return nil, 0, err
+	}
+	for i := range b.Hops {
+		h := &b.Hops[i]
+		name := fmt.Sprintf("hop %d ", i+1)
+		if h.Dst, err = d.u32s(name + "dst"); err != nil {
+			return nil, 0, err
+		}
+		if h.Src, err = d.u32s(name + "src"); err != nil {
+			return nil, 0, err
+		}
+		if h.EdgeSrc, err = d.i32s(name + "edge_src"); err != nil {
+			return nil, 0, err
+		}
+		if h.EdgeDst, err = d.i32s(name + "edge_dst"); err != nil {
+			return nil, 0, err
+		}
+	}
+	return b, int(int32(bi)), d.end()
+}
+
+// AppendEpochRequest appends the payload of next_batch or advance.
+func AppendEpochRequest(dst []byte, e uint32) []byte {
+	return binary.LittleEndian.AppendUint32(dst, e)
+}
+
+// DecodeEpochRequest decodes a next_batch or advance payload.
+func DecodeEpochRequest(p []byte) (uint32, error) {
+	d := &decoder{p: p}
+	e, err := d.u32("epoch")
+	if err != nil {
+		return 0, err
+	}
+	return e, d.end()
+}
+
+// AppendSampleRequest appends the payload of a sample request.
+func AppendSampleRequest(dst []byte, e uint32, seeds []uint32) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, e)
+	dst = appendArrayHeader(dst, DtypeU32, len(seeds))
+	for _, s := range seeds {
+		dst = binary.LittleEndian.AppendUint32(dst, s)
+	}
+	return dst
+}
+
+// DecodeSampleRequest decodes a sample request payload.
+func DecodeSampleRequest(p []byte) (uint32, []uint32, error) {
+	d := &decoder{p: p}
+	e, err := d.u32("epoch")
+	if err != nil {
+		return 0, nil, err
+	}
+	seeds, err := d.u32s("seeds")
+	if err != nil {
+		return 0, nil, err
+	}
+	return e, seeds, d.end()
+}
+
+// AppendError appends an error payload.
+func AppendError(dst []byte, code uint16, msg string) []byte {
+	dst = binary.LittleEndian.AppendUint16(dst, code)
+	return append(dst, msg...)
+}
+
+// RemoteError is an error reply from the server.
+type RemoteError struct {
+	Code    uint16
+	Message string
+}
+
+func (e *RemoteError) Error() string { return fmt.Sprintf("server error %d: %s", e.Code, e.Message) }
+
+// DecodeError decodes an error payload.
+func DecodeError(p []byte) *RemoteError {
+	if len(p) < 2 {
+		return &RemoteError{Code: CodeBadRequest, Message: "malformed error reply"}
+	}
+	return &RemoteError{Code: binary.LittleEndian.Uint16(p), Message: string(p[2:])}
+}

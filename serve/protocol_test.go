@@ -1,0 +1,188 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"reflect"
+	"testing"
+
+	"github.com/streamsampler/streamsampler/epoch"
+)
+
+func sampleBlocks() *epoch.Blocks {
+	return &epoch.Blocks{
+		Epoch: 3,
+		Seeds: []uint32{7, 2},
+		Hops: []epoch.Hop{
+			{Dst: []uint32{7, 2}, Src: []uint32{7, 2, 9, 4}, EdgeSrc: []int32{2, 3, 0}, EdgeDst: []int32{0, 0, 1}},
+			{Dst: []uint32{7, 2, 9, 4}, Src: []uint32{7, 2, 9, 4, 11}, EdgeSrc: []int32{4}, EdgeDst: []int32{3}},
+		},
+	}
+}
+
+func TestBlocksRoundTrip(t *testing.T) {
+	cases := map[string]*epoch.Blocks{
+		"two hops": sampleBlocks(),
+		"no edges": {Epoch: 0, Seeds: []uint32{5}, Hops: []epoch.Hop{{Dst: []uint32{5}, Src: []uint32{5}, EdgeSrc: []int32{}, EdgeDst: []int32{}}}},
+		"no hops":  {Epoch: 1 << 31, Seeds: []uint32{1, 2, 3}, Hops: []epoch.Hop{}},
+		"empty":    {Epoch: 9, Seeds: []uint32{}, Hops: []epoch.Hop{}},
+	}
+	for name, b := range cases {
+		t.Run(name, func(t *testing.T) {
+			for _, batch := range []int{NoBatch, 0, 17} {
+				wire := MarshalBlocks(OpNextBatch, 77, b, batch)
+				f, _, err := ReadFrame(bytes.NewReader(wire), MaxReply, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f.Op != OpNextBatch || f.Status != StatusOK || f.ID != 77 {
+					t.Fatalf("header %+v", f)
+				}
+				got, gi, err := DecodeBlocks(f.Payload)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if gi != batch {
+					t.Errorf("batch index %d, want %d", gi, batch)
+				}
+				if !reflect.DeepEqual(got, b) {
+					t.Errorf("round trip:\n got %+v\nwant %+v", got, b)
+				}
+			}
+		})
+	}
+}
+
+// TestBlocksByteLayout pins the example of docs/PROTOCOL.md byte for byte.
+func TestBlocksByteLayout(t *testing.T) {
+	b := &epoch.Blocks{Epoch: 2, Seeds: []uint32{5}, Hops: []epoch.Hop{
+		{Dst: []uint32{5}, Src: []uint32{5, 8}, EdgeSrc: []int32{1}, EdgeDst: []int32{0}},
+	}}
+	got := MarshalBlocks(OpNextBatch, 1, b, 0)
+	want := []byte{
+		0x59, 0, 0, 0, // length 89 = 6 + 83 payload bytes
+		2, 0, // op next_batch, status ok
+		1, 0, 0, 0, // id 1
+		2, 0, 0, 0, // epoch 2
+		0, 0, 0, 0, // batch 0
+		1,                                        // one hop
+		1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, // seeds u32[1] = 5
+		1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, // dst u32[1] = 5
+		1, 1, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 8, 0, 0, 0, // src u32[2] = 5 8
+		2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, // edge_src i32[1] = 1
+		2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // edge_dst i32[1] = 0
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("bytes\n got % x\nwant % x", got, want)
+	}
+	req := AppendFrame(nil, OpNextBatch, StatusOK, 1, AppendEpochRequest(nil, CurrentEpoch))
+	wantReq := []byte{10, 0, 0, 0, 2, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}
+	if !bytes.Equal(req, wantReq) {
+		t.Fatalf("request\n got % x\nwant % x", req, wantReq)
+	}
+}
+
+func TestRequestRoundTrip(t *testing.T) {
+	e, seeds, err := DecodeSampleRequest(AppendSampleRequest(nil, 4, []uint32{9, 0, 1 << 31}))
+	if err != nil || e != 4 || !reflect.DeepEqual(seeds, []uint32{9, 0, 1 << 31}) {
+		t.Fatalf("sample request: %d %v %v", e, seeds, err)
+	}
+	if e, err := DecodeEpochRequest(AppendEpochRequest(nil, 12)); err != nil || e != 12 {
+		t.Fatalf("epoch request: %d %v", e, err)
+	}
+	re := DecodeError(AppendError(nil, CodeUnknownEpoch, "unknown epoch 9"))
+	if re.Code != CodeUnknownEpoch || re.Message != "unknown epoch 9" {
+		t.Fatalf("error round trip: %+v", re)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	good := AppendSampleRequest(nil, 1, []uint32{1, 2})
+	i32 := append(binary.LittleEndian.AppendUint32(nil, 1), DtypeI32, 1)
+	i32 = binary.LittleEndian.AppendUint64(i32, 0)
+	twoD := append(binary.LittleEndian.AppendUint32(nil, 1), DtypeU32, 2)
+	overrun := append(binary.LittleEndian.AppendUint32(nil, 1), DtypeU32, 1)
+	overrun = binary.LittleEndian.AppendUint64(overrun, 1<<62)
+	for name, p := range map[string][]byte{
+		"empty":     {},
+		"short":     good[:3],
+		"truncated": good[:len(good)-1],
+		"trailing":  append(append([]byte{}, good...), 0),
+		"dtype":     i32,
+		"ndim":      twoD,
+		"overrun":   overrun,
+	} {
+		if _, _, err := DecodeSampleRequest(p); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err %v, want ErrMalformed", name, err)
+		}
+	}
+	if _, err := DecodeEpochRequest([]byte{1, 2, 3, 4, 5}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("epoch request with trailing byte: %v", err)
+	}
+	wire := MarshalBlocks(OpSample, 1, sampleBlocks(), NoBatch)[HeaderSize:]
+	for n := 0; n < len(wire); n++ {
+		if _, _, err := DecodeBlocks(wire[:n]); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("blocks truncated to %d bytes: %v", n, err)
+		}
+	}
+}
+
+func TestReadFrameErrors(t *testing.T) {
+	frame := AppendFrame(nil, OpEpochInfo, 0, 5, []byte("abc"))
+	if _, _, err := ReadFrame(bytes.NewReader(nil), 1024, nil); err != io.EOF {
+		t.Errorf("empty stream: %v, want io.EOF", err)
+	}
+	for n := 1; n < len(frame); n++ {
+		if _, _, err := ReadFrame(bytes.NewReader(frame[:n]), 1024, nil); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("frame cut at %d: %v, want unexpected EOF", n, err)
+		}
+	}
+	if _, _, err := ReadFrame(bytes.NewReader(frame), len(frame)-1, nil); !errors.Is(err, ErrFrameTooLarge) {
+		t.Errorf("over cap: %v", err)
+	}
+	if _, _, err := ReadFrame(bytes.NewReader([]byte{5, 0, 0, 0, 1, 0, 0, 0, 0}), 1024, nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("length below header: %v", err)
+	}
+	huge := binary.LittleEndian.AppendUint32(nil, 0xffffffff)
+	if _, _, err := ReadFrame(bytes.NewReader(huge), 1<<20, nil); !errors.Is(err, ErrFrameTooLarge) {
+		t.Errorf("4 GiB length: %v", err)
+	}
+	f, _, err := ReadFrame(bytes.NewReader(frame), len(frame), nil)
+	if err != nil || string(f.Payload) != "abc" || f.ID != 5 {
+		t.Errorf("exact cap: %+v %v", f, err)
+	}
+}
+
+// FuzzReadFrame feeds arbitrary bytes to the frame reader and every
+// payload decoder: none may panic, and whatever decodes re-encodes to the
+// same bytes.
+func FuzzReadFrame(f *testing.F) {
+	f.Add(MarshalBlocks(OpNextBatch, 1, sampleBlocks(), 0))
+	f.Add(AppendFrame(nil, OpSample, 0, 2, AppendSampleRequest(nil, 0, []uint32{1, 2, 3})))
+	f.Add(AppendFrame(nil, OpAdvance, 0, 3, AppendEpochRequest(nil, 1)))
+	f.Add(AppendFrame(nil, OpEpochInfo, 0, 4, nil))
+	f.Add([]byte{0xff, 0xff, 0xff, 0x7f, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fr, _, err := ReadFrame(bytes.NewReader(data), 1<<16, nil)
+		if err != nil {
+			return
+		}
+		if re := AppendFrame(nil, fr.Op, fr.Status, fr.ID, fr.Payload); !bytes.Equal(re, data[:len(re)]) {
+			t.Fatalf("frame re-encodes differently")
+		}
+		if b, i, err := DecodeBlocks(fr.Payload); err == nil {
+			if !bytes.Equal(MarshalBlocks(fr.Op, fr.ID, b, i)[HeaderSize:], fr.Payload) {
+				t.Fatalf("blocks re-encode differently")
+			}
+		}
+		if e, seeds, err := DecodeSampleRequest(fr.Payload); err == nil {
+			if !bytes.Equal(AppendSampleRequest(nil, e, seeds), fr.Payload) {
+				t.Fatalf("sample request re-encodes differently")
+			}
+		}
+		DecodeEpochRequest(fr.Payload)
+		DecodeError(fr.Payload)
+	})
+}

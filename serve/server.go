@@ -1,0 +1,725 @@
+// Package serve is the trainer-facing server: it owns an epoch pipeline
+// (the current epoch that minibatches are cut from, and the next one,
+// prepared in the background once the current is PrepareAt served) and
+// answers a small framed binary protocol (docs/PROTOCOL.md) on a Unix
+// socket or a loopback TCP port.
+//
+// Many clients share one cursor over the current epoch's minibatches: each
+// minibatch is handed out once, then every client gets an end-of-epoch
+// marker. Asking for the next epoch's batches after that advances the
+// server, so a multi-worker loader needs no coordination of its own.
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/streamsampler/streamsampler/epoch"
+)
+
+// EpochSampler samples a whole epoch; host.Backend satisfies it.
+type EpochSampler interface {
+	SampleEpoch(ctx context.Context, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error)
+}
+
+// ErrConfig is wrapped by New's errors about its configuration.
+var ErrConfig = errors.New("serve: bad configuration")
+
+// DefaultPrepareAt is the fraction of an epoch's minibatches handed out at
+// which the next epoch's preparation starts.
+const DefaultPrepareAt = 0.8
+
+// denseIndexLimit is the most memory spent on a dense node→row index per
+// epoch; above it assembly uses binary search.
+const denseIndexLimit = 512 << 20
+
+// Config is what a Server serves.
+type Config struct {
+	Sampler    EpochSampler
+	Train      []uint32 // training node ids, any order; duplicates are ignored
+	Fanouts    []int    // hop order
+	BatchSize  int
+	Seed       uint64
+	Replace    bool
+	Rank       int     // data-parallel rank, 0..World-1
+	World      int     // data-parallel world size; 0 means 1
+	PrepareAt  float64 // in [0,1]; NaN or negative means DefaultPrepareAt
+	FirstEpoch uint32
+	MaxRequest int                           // request frame cap in bytes; 0 means DefaultMaxRequest
+	Logf       func(format string, a ...any) // nil: silent
+}
+
+// EpochInfo is the JSON object epoch_info and advance reply with.
+type EpochInfo struct {
+	Protocol       int     `json:"protocol"`
+	Epoch          uint32  `json:"epoch"`
+	NumBatches     int     `json:"num_batches"`
+	Served         int     `json:"served"` // minibatches of this epoch handed out so far
+	BatchSize      int     `json:"batch_size"`
+	NumTrain       int     `json:"num_train"`  // distinct training nodes, all ranks
+	ShardSize      int     `json:"shard_size"` // this rank's training nodes this epoch
+	Dropped        int     `json:"dropped"`    // shard nodes left out to equalise batch counts
+	Rank           int     `json:"rank"`
+	WorldSize      int     `json:"world_size"`
+	Fanouts        []int   `json:"fanouts"`
+	Seed           uint64  `json:"seed"`
+	Replace        bool    `json:"replace"`
+	PrepareAt      float64 `json:"prepare_at"`
+	NextReady      bool    `json:"next_ready"` // the next epoch is prepared
+	FrontierSizes  []int   `json:"frontier_sizes"`
+	SampledEdges   int64   `json:"sampled_edges"`
+	PrepareSeconds float64 `json:"prepare_seconds"`
+}
+
+// slot is one prepared epoch.
+type slot struct {
+	epoch   uint32
+	res     *epoch.Result
+	batches [][]uint32
+	shard   int
+	dropped int
+	took    time.Duration
+	pool    sync.Pool // *epoch.Assembler over res
+}
+
+func (s *slot) sample(seeds []uint32) (*epoch.Blocks, error) {
+	a := s.pool.Get().(*epoch.Assembler)
+	defer s.pool.Put(a)
+	return a.Sample(seeds)
+}
+
+// pending is an epoch being prepared.
+type pending struct {
+	epoch uint32
+	done  chan struct{}
+	slot  *slot
+	err   error
+}
+
+func (p *pending) ready() bool {
+	select {
+	case <-p.done:
+		return p.err == nil
+	default:
+		return false
+	}
+}
+
+// Server serves one training run's epochs. Create it with New, load the
+// first epoch with Start, then Serve listeners; Shutdown stops it.
+type Server struct {
+	cfg      Config
+	train    []uint32 // sorted unique
+	perRank  int      // minibatches every rank serves per epoch
+	maxReq   int
+	baseCtx  context.Context
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	cur      *slot
+	cursor   int
+	next     *pending
+	closing  bool
+	lns      map[net.Listener]struct{}
+	conns    map[*conn]struct{}
+	connWG   sync.WaitGroup
+	prepWG   sync.WaitGroup
+	shutOnce sync.Once
+}
+
+// New checks cfg and returns a Server with no epoch loaded yet.
+func New(cfg Config) (*Server, error) {
+	if cfg.Sampler == nil {
+		return nil, fmt.Errorf("%w: no sampler", ErrConfig)
+	}
+	if cfg.BatchSize < 1 {
+		return nil, fmt.Errorf("%w: batch size %d, want >= 1", ErrConfig, cfg.BatchSize)
+	}
+	if len(cfg.Fanouts) == 0 {
+		return nil, fmt.Errorf("%w: no fanouts", ErrConfig)
+	}
+	if cfg.World == 0 {
+		cfg.World = 1
+	}
+	if cfg.World < 1 || cfg.Rank < 0 || cfg.Rank >= cfg.World {
+		return nil, fmt.Errorf("%w: rank %d of world size %d", ErrConfig, cfg.Rank, cfg.World)
+	}
+	if math.IsNaN(cfg.PrepareAt) || cfg.PrepareAt < 0 {
+		cfg.PrepareAt = DefaultPrepareAt
+	}
+	if cfg.PrepareAt > 1 {
+		return nil, fmt.Errorf("%w: prepare-at %g, want a fraction in [0,1]", ErrConfig, cfg.PrepareAt)
+	}
+	if cfg.MaxRequest <= 0 {
+		cfg.MaxRequest = DefaultMaxRequest
+	}
+	if cfg.MaxRequest < HeaderSize+64 {
+		return nil, fmt.Errorf("%w: request cap %d bytes is too small", ErrConfig, cfg.MaxRequest)
+	}
+	train := slices.Clone(cfg.Train)
+	slices.Sort(train)
+	train = slices.Compact(train)
+	if len(train) < cfg.World {
+		return nil, fmt.Errorf("%w: %d training nodes for %d ranks", ErrConfig, len(train), cfg.World)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg: cfg, train: train, maxReq: cfg.MaxRequest,
+		// Every rank's shard has at least floor(n/world) nodes; serving
+		// that many minibatches on every rank keeps DDP ranks in step.
+		perRank: epoch.NumBatches(len(train)/cfg.World, cfg.BatchSize),
+		baseCtx: ctx, cancel: cancel,
+		lns:   map[net.Listener]struct{}{},
+		conns: map[*conn]struct{}{},
+	}
+	return s, nil
+}
+
+func (s *Server) logf(format string, a ...any) {
+	if s.cfg.Logf != nil {
+		s.cfg.Logf(format, a...)
+	}
+}
+
+// load samples epoch e: shard, minibatches, the epoch's Result and the
+// assembly index.
+func (s *Server) load(ctx context.Context, e uint32) (*slot, error) {
+	t0 := time.Now()
+	shard, err := epoch.Shard(s.train, s.cfg.Rank, s.cfg.World, s.cfg.Seed, e)
+	if err != nil {
+		return nil, err
+	}
+	key := epoch.Key{Seed: s.cfg.Seed, Epoch: e, Replace: s.cfg.Replace}
+	res, err := s.cfg.Sampler.SampleEpoch(ctx, shard, s.cfg.Fanouts, key)
+	if err != nil {
+		return nil, fmt.Errorf("sampling epoch %d: %w", e, err)
+	}
+	batches := epoch.Batches(shard, s.cfg.BatchSize, s.cfg.Seed, e)
+	dropped := 0
+	for _, b := range batches[min(s.perRank, len(batches)):] {
+		dropped += len(b)
+	}
+	batches = batches[:min(s.perRank, len(batches))]
+	var ix *epoch.Index
+	if res.DenseIndexBytes(0) <= denseIndexLimit {
+		if ix, err = res.Index(0); err != nil {
+			return nil, fmt.Errorf("indexing epoch %d: %w", e, err)
+		}
+	}
+	sl := &slot{epoch: e, res: res, batches: batches, shard: len(shard), dropped: dropped, took: time.Since(t0)}
+	sl.pool.New = func() any { return epoch.NewAssembler(res, ix) }
+	s.logf("epoch %d prepared in %v: %d batches, frontiers %v", e, sl.took.Round(time.Millisecond), len(batches), frontierSizes(res))
+	return sl, nil
+}
+
+func frontierSizes(r *epoch.Result) []int {
+	out := make([]int, r.NumLayers()+1)
+	for l := range out {
+		out[l] = len(r.Frontier(l))
+	}
+	return out
+}
+
+// Start prepares the first epoch, synchronously.
+func (s *Server) Start(ctx context.Context) error {
+	sl, err := s.load(ctx, s.cfg.FirstEpoch)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.cur, s.cursor = sl, 0
+	s.mu.Unlock()
+	if s.cfg.PrepareAt == 0 {
+		s.mu.Lock()
+		s.prepareNextLocked()
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// prepareNextLocked starts preparing the epoch after the current one,
+// unless that is under way.
+func (s *Server) prepareNextLocked() *pending {
+	if s.next != nil && s.next.epoch == s.cur.epoch+1 {
+		return s.next
+	}
+	p := &pending{epoch: s.cur.epoch + 1, done: make(chan struct{})}
+	s.next = p
+	s.prepWG.Add(1)
+	go func() {
+		defer s.prepWG.Done()
+		p.slot, p.err = s.load(s.baseCtx, p.epoch)
+		if p.err != nil {
+			s.logf("preparing epoch %d: %v", p.epoch, p.err)
+		}
+		close(p.done)
+	}()
+	return p
+}
+
+// prepareThreshold is the cursor position at which the next epoch's
+// preparation starts.
+func (s *Server) prepareThreshold(n int) int {
+	return int(math.Ceil(s.cfg.PrepareAt * float64(n)))
+}
+
+// requestError is an error with its protocol code.
+type requestError struct {
+	code uint16
+	msg  string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+func reqErr(code uint16, format string, a ...any) error {
+	return &requestError{code: code, msg: fmt.Sprintf(format, a...)}
+}
+
+// Batch is NextBatch's answer: a minibatch and its index in the epoch,
+// or End once the epoch's minibatches are all handed out.
+type Batch struct {
+	Epoch  uint32
+	Index  int
+	End    bool
+	Blocks *epoch.Blocks
+}
+
+// NextBatch hands out the next minibatch of epoch e (CurrentEpoch: the
+// current one). Once epoch e's minibatches are all handed out it answers
+// End; asking for epoch e+1 then advances the server (waiting for the
+// epoch's preparation if needed).
+func (s *Server) NextBatch(ctx context.Context, e uint32) (Batch, error) {
+	for {
+		s.mu.Lock()
+		if s.cur == nil {
+			s.mu.Unlock()
+			return Batch{}, reqErr(CodeUnknownEpoch, "no epoch loaded yet")
+		}
+		cur := s.cur
+		if e == CurrentEpoch {
+			e = cur.epoch
+		}
+		n := len(cur.batches)
+		switch {
+		case e < cur.epoch:
+			s.mu.Unlock()
+			return Batch{Epoch: e, End: true}, nil
+		case e == cur.epoch:
+			if s.cursor >= n {
+				s.mu.Unlock()
+				return Batch{Epoch: e, End: true}, nil
+			}
+			i := s.cursor
+			s.cursor++
+			if s.cursor >= s.prepareThreshold(n) {
+				s.prepareNextLocked()
+			}
+			s.mu.Unlock()
+			b, err := cur.sample(cur.batches[i])
+			if err != nil {
+				return Batch{}, reqErr(CodeInternal, "assembling batch %d of epoch %d: %v", i, e, err)
+			}
+			return Batch{Epoch: e, Index: i, Blocks: b}, nil
+		case e == cur.epoch+1:
+			if s.cursor < n {
+				s.mu.Unlock()
+				return Batch{}, reqErr(CodeEpochNotDone, "epoch %d not started: epoch %d has %d of %d minibatches left", e, cur.epoch, n-s.cursor, n)
+			}
+			s.mu.Unlock()
+			if _, err := s.Advance(ctx, cur.epoch); err != nil {
+				return Batch{}, err
+			}
+			// Loop: serve from the new epoch.
+		default:
+			s.mu.Unlock()
+			return Batch{}, reqErr(CodeUnknownEpoch, "unknown epoch %d: current is %d", e, cur.epoch)
+		}
+	}
+}
+
+// Advance leaves epoch from (CurrentEpoch: the current one), waiting for
+// the next epoch's preparation, and returns the new epoch's info. If the
+// server is already past from, it only returns the current info: many
+// clients may each ask once.
+func (s *Server) Advance(ctx context.Context, from uint32) (EpochInfo, error) {
+	s.mu.Lock()
+	for {
+		if s.cur == nil {
+			s.mu.Unlock()
+			return EpochInfo{}, reqErr(CodeUnknownEpoch, "no epoch loaded yet")
+		}
+		if from == CurrentEpoch {
+			from = s.cur.epoch
+		}
+		if s.cur.epoch > from {
+			info := s.infoLocked()
+			s.mu.Unlock()
+			return info, nil
+		}
+		if s.cur.epoch < from {
+			e := s.cur.epoch
+			s.mu.Unlock()
+			return EpochInfo{}, reqErr(CodeUnknownEpoch, "cannot leave epoch %d: current is %d", from, e)
+		}
+		if s.closing {
+			s.mu.Unlock()
+			return EpochInfo{}, reqErr(CodeShuttingDown, "server is shutting down")
+		}
+		p := s.prepareNextLocked()
+		s.mu.Unlock()
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return EpochInfo{}, ctx.Err()
+		}
+		s.mu.Lock()
+		if s.next == p && s.cur.epoch == from {
+			s.next = nil
+			if p.err != nil {
+				// Forget the failure so that the next request retries.
+				s.mu.Unlock()
+				return EpochInfo{}, reqErr(CodeInternal, "preparing epoch %d: %v", p.epoch, p.err)
+			}
+			s.cur, s.cursor = p.slot, 0
+			s.logf("advanced to epoch %d", s.cur.epoch)
+			if s.cfg.PrepareAt == 0 {
+				s.prepareNextLocked()
+			}
+		}
+	}
+}
+
+// Sample assembles a minibatch of the given seeds from epoch e: the
+// current one, or the next once it is prepared.
+func (s *Server) Sample(e uint32, seeds []uint32) (*epoch.Blocks, error) {
+	s.mu.Lock()
+	var sl *slot
+	switch {
+	case s.cur == nil:
+	case e == CurrentEpoch || e == s.cur.epoch:
+		sl = s.cur
+	case s.next != nil && s.next.epoch == e:
+		if !s.next.ready() {
+			s.mu.Unlock()
+			return nil, reqErr(CodeEpochNotLoaded, "epoch %d is not prepared yet", e)
+		}
+		sl = s.next.slot
+	}
+	var curE uint32
+	if s.cur != nil {
+		curE = s.cur.epoch
+	}
+	s.mu.Unlock()
+	if sl == nil {
+		return nil, reqErr(CodeUnknownEpoch, "unknown epoch %d: current is %d", e, curE)
+	}
+	b, err := sl.sample(seeds)
+	switch {
+	case errors.Is(err, epoch.ErrNotInFrontier):
+		return nil, reqErr(CodeNotInFrontier, "%v", err)
+	case errors.Is(err, epoch.ErrDuplicateSeed):
+		return nil, reqErr(CodeDuplicateSeed, "%v", err)
+	case err != nil:
+		return nil, reqErr(CodeInternal, "%v", err)
+	}
+	return b, nil
+}
+
+// Info returns the current epoch's info.
+func (s *Server) Info() EpochInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.infoLocked()
+}
+
+func (s *Server) infoLocked() EpochInfo {
+	info := EpochInfo{
+		Protocol: Protocol, BatchSize: s.cfg.BatchSize, NumTrain: len(s.train),
+		Rank: s.cfg.Rank, WorldSize: s.cfg.World, Fanouts: s.cfg.Fanouts,
+		Seed: s.cfg.Seed, Replace: s.cfg.Replace, PrepareAt: s.cfg.PrepareAt,
+	}
+	if s.cur != nil {
+		info.Epoch = s.cur.epoch
+		info.NumBatches = len(s.cur.batches)
+		info.Served = s.cursor
+		info.ShardSize = s.cur.shard
+		info.Dropped = s.cur.dropped
+		info.FrontierSizes = frontierSizes(s.cur.res)
+		info.SampledEdges = s.cur.res.NumSampledEdges()
+		info.PrepareSeconds = s.cur.took.Seconds()
+		info.NextReady = s.next != nil && s.next.epoch == s.cur.epoch+1 && s.next.ready()
+	}
+	return info
+}
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("serve: server closed")
+
+// Serve accepts connections on ln until Shutdown; each connection's
+// requests are answered concurrently, replies carrying the request's id.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.lns[ln] = struct{}{}
+	s.mu.Unlock()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		c := &conn{s: s, nc: nc}
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			nc.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.connWG.Add(1)
+		s.mu.Unlock()
+		go c.serve()
+	}
+}
+
+// Shutdown stops accepting, stops reading new requests, waits (up to ctx)
+// for in-flight replies to be written, then closes every connection and
+// stops background preparation.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	for ln := range s.lns {
+		ln.Close() // a Unix listener removes its socket file
+	}
+	for c := range s.conns {
+		// Wake the reader; it stops taking requests, the in-flight ones
+		// still reply.
+		c.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.connWG.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		s.cancel() // wake handlers waiting on a preparation
+		s.mu.Lock()
+		for c := range s.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	s.cancel()
+	s.prepWG.Wait()
+	return err
+}
+
+// ListenUnix listens on a Unix socket at path, replacing a stale socket
+// file (one nobody accepts on) but refusing to touch anything else.
+func ListenUnix(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("serve: %s exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("serve: %s: a server is already listening there", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("serve: removing stale socket: %w", err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	return ln, nil
+}
+
+// ErrNotLoopback is returned by ListenTCP for an address other than a
+// loopback one: the protocol has no authentication.
+var ErrNotLoopback = errors.New("serve: TCP address is not loopback")
+
+// ListenTCP listens on a loopback TCP address (127.0.0.1:PORT,
+// [::1]:PORT, localhost:PORT).
+func ListenTCP(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("serve: TCP address %q: %w", addr, err)
+	}
+	if host != "localhost" {
+		ip := net.ParseIP(host)
+		if ip == nil || !ip.IsLoopback() {
+			return nil, fmt.Errorf("%w: %q (use 127.0.0.1:PORT)", ErrNotLoopback, addr)
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
+		ln.Close()
+		return nil, fmt.Errorf("%w: %q resolved to %v", ErrNotLoopback, addr, ta.IP)
+	}
+	return ln, nil
+}
+
+// conn is one client connection.
+type conn struct {
+	s        *Server
+	nc       net.Conn
+	wmu      sync.Mutex
+	inflight sync.WaitGroup
+}
+
+// maxInflight bounds a connection's concurrent requests.
+const maxInflight = 8
+
+func (c *conn) serve() {
+	s := c.s
+	ctx, cancel := context.WithCancel(s.baseCtx)
+	defer func() {
+		c.inflight.Wait() // in-flight requests still reply
+		cancel()
+		c.nc.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.connWG.Done()
+	}()
+	sem := make(chan struct{}, maxInflight)
+	for {
+		f, _, err := ReadFrame(c.nc, s.maxReq, nil)
+		if err != nil {
+			switch {
+			case errors.Is(err, ErrFrameTooLarge):
+				c.replyError(0, 0, CodeTooLarge, err.Error())
+			case errors.Is(err, ErrMalformed):
+				c.replyError(0, 0, CodeBadRequest, err.Error())
+			case err == io.EOF, errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded):
+			default:
+				s.logf("connection %v: %v", c.nc.RemoteAddr(), err)
+			}
+			return
+		}
+		sem <- struct{}{}
+		c.inflight.Add(1)
+		go func() {
+			defer func() { <-sem; c.inflight.Done() }()
+			c.handle(ctx, f)
+		}()
+	}
+}
+
+func (c *conn) write(bufs net.Buffers) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.nc.SetWriteDeadline(time.Now().Add(time.Minute))
+	if _, err := bufs.WriteTo(c.nc); err != nil {
+		// A client gone mid-reply: close so the reader stops too.
+		c.nc.Close()
+	}
+}
+
+func (c *conn) replyError(op uint8, id uint32, code uint16, msg string) {
+	c.write(net.Buffers{AppendFrame(nil, op, StatusError, id, AppendError(nil, code, msg))})
+}
+
+func (c *conn) replyErr(op uint8, id uint32, err error) {
+	var re *requestError
+	if errors.As(err, &re) {
+		c.replyError(op, id, re.code, re.msg)
+		return
+	}
+	c.replyError(op, id, CodeInternal, err.Error())
+}
+
+func (c *conn) replyJSON(op uint8, id uint32, v any) {
+	p, err := json.Marshal(v)
+	if err != nil {
+		c.replyError(op, id, CodeInternal, err.Error())
+		return
+	}
+	c.write(net.Buffers{AppendFrame(nil, op, StatusOK, id, p)})
+}
+
+func (c *conn) handle(ctx context.Context, f Frame) {
+	s := c.s
+	switch f.Op {
+	case OpEpochInfo:
+		if len(f.Payload) != 0 {
+			c.replyError(f.Op, f.ID, CodeBadRequest, fmt.Sprintf("epoch_info takes no payload, got %d bytes", len(f.Payload)))
+			return
+		}
+		c.replyJSON(f.Op, f.ID, s.Info())
+	case OpNextBatch:
+		e, err := DecodeEpochRequest(f.Payload)
+		if err != nil {
+			c.replyError(f.Op, f.ID, CodeBadRequest, err.Error())
+			return
+		}
+		b, err := s.NextBatch(ctx, e)
+		switch {
+		case err != nil:
+			c.replyErr(f.Op, f.ID, err)
+		case b.End:
+			c.write(net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, b.Epoch))})
+		default:
+			c.write(EncodeBlocks(f.Op, f.ID, b.Blocks, b.Index))
+		}
+	case OpSample:
+		e, seeds, err := DecodeSampleRequest(f.Payload)
+		if err != nil {
+			c.replyError(f.Op, f.ID, CodeBadRequest, err.Error())
+			return
+		}
+		b, err := s.Sample(e, seeds)
+		if err != nil {
+			c.replyErr(f.Op, f.ID, err)
+			return
+		}
+		c.write(EncodeBlocks(f.Op, f.ID, b, NoBatch))
+	case OpAdvance:
+		e, err := DecodeEpochRequest(f.Payload)
+		if err != nil {
+			c.replyError(f.Op, f.ID, CodeBadRequest, err.Error())
+			return
+		}
+		info, err := s.Advance(ctx, e)
+		if err != nil {
+			c.replyErr(f.Op, f.ID, err)
+			return
+		}
+		c.replyJSON(f.Op, f.ID, info)
+	default:
+		c.replyError(f.Op, f.ID, CodeUnknownOp, fmt.Sprintf("unknown op %d", f.Op))
+	}
+}
