@@ -163,19 +163,28 @@ groups:
             // every earlier step drew from a smaller range).
             const uint32_t j = d - fanout + t;
             p = below(mix64(key ^ ((uint64_t)node[l] << 32 | t)), j + 1);
-            // Membership test over the fixed MAX_FANOUT registers, masked
-            // to the t already chosen: a constant-bound loop that HLS
-            // unrolls into parallel comparators (and g++ vectorizes).
+            // Membership test against the t positions chosen so far: a
+            // constant-bound loop (so HLS can unroll it completely into
+            // MAX_FANOUT comparators on partitioned registers) whose exit at
+            // s == t is, unrolled, just the mask of the slots not yet
+            // written; on a CPU it stops after t compares.
             bool hit = false;
           seen:
             for (uint32_t s = 0; s < MAX_FANOUT; s++) {
 #pragma HLS UNROLL
-              hit |= (s < t) & (pos[l][s] == p);
+              if (s == t) break;
+              hit |= pos[l][s] == p;
             }
             if (hit) p = j;
           }
         }
         pos[l][t] = p;
+#ifndef __SYNTHESIS__
+        // CPU only (C simulation, cgo): start the gather's load now, so
+        // that its DRAM latency overlaps the rest of this phase as the
+        // FPGA's outstanding AXI reads would. No effect on results.
+        if (p != kNone) __builtin_prefetch(&chunk[(uint64_t)base[l] + p]);
+#endif
       }
     }
 

@@ -1,0 +1,150 @@
+package hls
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/streamsampler/streamsampler/rng"
+)
+
+// benchChunkWords is 64 MiB of chunk: larger than the last-level cache, so
+// that neighbor reads go to DRAM as they do on a real 512 MiB chunk.
+const benchChunkWords = 64 << 20 / 4
+
+var benchData = sync.OnceValues(func() ([]uint32, []uint32) {
+	// Power-law degrees (Pareto, shape 1.5, mean about 20, capped at
+	// 200k): most nodes are small, a few hubs hold a large share of the
+	// edges, as in R-MAT or web graphs. Nodes are added while they fit.
+	g := &gen{s: 0xbe4c}
+	var degs []int
+	words := 3
+	for {
+		u := (float64(g.next()>>11) + 0.5) / (1 << 53)
+		d := int(10 * (math.Pow(u, -1/1.5) - 1))
+		d = min(d, 200_000)
+		if words+1+d > benchChunkWords {
+			break
+		}
+		degs = append(degs, d)
+		words += 1 + d
+	}
+	const start = 5_000_000
+	chunk := make([]uint32, benchChunkWords)
+	chunk[0], chunk[1] = uint32(len(degs)), start
+	off := uint32(3 + len(degs))
+	for i, d := range degs {
+		chunk[2+i] = off
+		v := uint32(g.intn(1 << 20))
+		for j := 0; j < d; j++ {
+			chunk[off+uint32(j)] = v
+			v += 1 + uint32(g.intn(128))
+		}
+		off += uint32(d)
+	}
+	chunk[2+len(degs)] = off
+	// 10% of the nodes as targets, sorted (as the host's frontier split
+	// hands them over).
+	var targets []uint32
+	for i := range degs {
+		if g.intn(10) == 0 {
+			targets = append(targets, start+uint32(i))
+		}
+	}
+	return chunk, targets
+})
+
+// gatherFloor is the memory traffic the kernel cannot avoid, with no
+// sampling logic: per target its two offsets, then min(d, k) reads of its
+// adjacency, each at a position that depends on the offsets (random for a
+// hub, picked by a cheap LCG and a multiply-shift), and the output row
+// written. The kernel's throughput divided by this is how close it runs
+// to the memory system.
+func gatherFloor(chunk, targets []uint32, out []int32, k int, seed uint64) {
+	start := chunk[1]
+	x := seed
+	for r, t := range targets {
+		idx := t - start
+		b, e := chunk[2+idx], chunk[3+idx]
+		d := e - b
+		row := out[r*k : r*k+k]
+		if int(d) <= k {
+			for i := range row {
+				if i < int(d) {
+					row[i] = int32(chunk[b+uint32(i)])
+				} else {
+					row[i] = -1
+				}
+			}
+			continue
+		}
+		for i := range row {
+			x = x*6364136223846793005 + 1442695040888963407
+			row[i] = int32(chunk[b+uint32((x>>32)*uint64(d)>>32)])
+		}
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	d = slices.Clone(d)
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+func medianF(x []float64) float64 {
+	x = slices.Clone(x)
+	slices.Sort(x)
+	return x[len(x)/2]
+}
+
+// BenchmarkKernel reports the kernel's sampled slots per second on one
+// core, the gather floor's, measured in the same iterations, and their
+// ratio (target: ratio ≥ 0.5).
+func BenchmarkKernel(b *testing.B) {
+	chunk, targets := benchData()
+	type engine struct {
+		name string
+		fn   func([]uint32, []uint32, []int32, int, uint64, bool) error
+	}
+	list := []engine{{"go-reference", Reference}}
+	if Engine != "go-reference" {
+		list = append([]engine{{Engine, Run}}, list...)
+	}
+	for _, e := range list {
+		for _, tc := range []struct {
+			k       int
+			replace bool
+		}{{15, false}, {10, false}, {15, true}} {
+			b.Run(fmt.Sprintf("engine=%s/k=%d/replace=%v", e.name, tc.k, tc.replace), func(b *testing.B) {
+				out := make([]int32, len(targets)*tc.k)
+				var kt, ft []time.Duration
+				for i := 0; b.Loop(); i++ {
+					t0 := time.Now()
+					if err := e.fn(chunk, targets, out, tc.k, rng.Key(1, uint32(i), 0), tc.replace); err != nil {
+						b.Fatal(err)
+					}
+					t1 := time.Now()
+					b.StopTimer()
+					gatherFloor(chunk, targets, out, tc.k, uint64(i))
+					ft = append(ft, time.Since(t1))
+					kt = append(kt, t1.Sub(t0))
+					b.StartTimer()
+				}
+				// Medians over the iterations, and the median of the
+				// per-iteration ratios: kernel and floor run back to back,
+				// so a ratio is taken under the same machine load.
+				slots := float64(len(targets) * tc.k)
+				ratios := make([]float64, len(kt))
+				for i := range kt {
+					ratios[i] = ft[i].Seconds() / kt[i].Seconds()
+				}
+				b.ReportMetric(slots/median(kt).Seconds(), "slots/s")
+				b.ReportMetric(slots/median(ft).Seconds(), "floor-slots/s")
+				b.ReportMetric(medianF(ratios), "ratio")
+			})
+		}
+	}
+}
