@@ -1,0 +1,248 @@
+package epoch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrNotPrepared is returned by State.Advance and Store.Advance when no
+// later epoch has been prepared.
+var ErrNotPrepared = errors.New("epoch: next epoch not prepared")
+
+// State file names inside a state directory.
+const (
+	CurrentName = "CURRENT"
+	ConfigName  = "config.json"
+	epochPrefix = "epoch-"
+)
+
+// State is a state directory: config.json (the run's configuration),
+// epoch-N directories written by Write, and CURRENT naming the epoch that
+// minibatches are served from. Every file is replaced atomically, so a
+// crash leaves either the old or the new state. A State is a value; its
+// methods do not lock, so one process should own a state directory.
+type State struct{ Dir string }
+
+// Init creates the state directory if needed.
+func (s State) Init() error {
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return fmt.Errorf("epoch: state: %w", err)
+	}
+	return nil
+}
+
+// EpochDir returns the directory of epoch n.
+func (s State) EpochDir(n uint32) string {
+	return filepath.Join(s.Dir, epochPrefix+strconv.FormatUint(uint64(n), 10))
+}
+
+// parseEpochName returns N for "epoch-N" (canonical decimal only).
+func parseEpochName(name string) (uint32, bool) {
+	num, ok := strings.CutPrefix(name, epochPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(num, 10, 32)
+	if err != nil || strconv.FormatUint(n, 10) != num {
+		return 0, false
+	}
+	return uint32(n), true
+}
+
+// Prepared returns, ascending, the epochs that have a complete directory
+// (one holding a manifest; Write makes the directory visible only then).
+func (s State) Prepared() ([]uint32, error) {
+	ents, err := os.ReadDir(s.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("epoch: state: %w", err)
+	}
+	var out []uint32
+	for _, e := range ents {
+		n, ok := parseEpochName(e.Name())
+		if !ok || !e.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(s.Dir, e.Name(), ManifestName)); err != nil {
+			continue
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Current returns the epoch named by CURRENT; ok is false when there is
+// none yet.
+func (s State) Current() (n uint32, ok bool, err error) {
+	path := filepath.Join(s.Dir, CurrentName)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("epoch: state: %w", err)
+	}
+	v, perr := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 32)
+	if perr != nil {
+		return 0, false, fmt.Errorf("%w: %s: %q is not an epoch number", ErrCorrupt, path, strings.TrimSpace(string(data)))
+	}
+	return uint32(v), true, nil
+}
+
+// SetCurrent makes epoch n current (atomically), without checking that it
+// is prepared and without pruning.
+func (s State) SetCurrent(n uint32) error {
+	path := filepath.Join(s.Dir, CurrentName)
+	if err := writeFileAtomic(path, []byte(strconv.FormatUint(uint64(n), 10)+"\n")); err != nil {
+		return fmt.Errorf("epoch: state: %w", err)
+	}
+	return nil
+}
+
+// Advance makes the oldest prepared epoch after the current one current
+// (any prepared epoch if none is current yet) and then deletes the epochs
+// older than it, with any temporary directories they left. It returns the
+// new current epoch, or ErrNotPrepared.
+func (s State) Advance() (uint32, error) {
+	cur, ok, err := s.Current()
+	if err != nil {
+		return 0, err
+	}
+	prep, err := s.Prepared()
+	if err != nil {
+		return 0, err
+	}
+	i := 0
+	if ok {
+		i, _ = slices.BinarySearch(prep, cur+1)
+		if cur == ^uint32(0) {
+			i = len(prep)
+		}
+	}
+	if i == len(prep) {
+		if ok {
+			return 0, fmt.Errorf("%w: no epoch after %d in %s", ErrNotPrepared, cur, s.Dir)
+		}
+		return 0, fmt.Errorf("%w: no epoch in %s", ErrNotPrepared, s.Dir)
+	}
+	next := prep[i]
+	if err := s.SetCurrent(next); err != nil {
+		return 0, err
+	}
+	return next, s.prune(next)
+}
+
+// prune removes epoch directories (and temporary ones of Write) for
+// epochs below keep.
+func (s State) prune(keep uint32) error {
+	ents, err := os.ReadDir(s.Dir)
+	if err != nil {
+		return fmt.Errorf("epoch: state: %w", err)
+	}
+	var errs []error
+	for _, e := range ents {
+		name := e.Name()
+		if tmp, ok := strings.CutPrefix(name, "."); ok {
+			// .epoch-N.tmp-XXXX (and .old) from an interrupted Write.
+			if base, _, found := strings.Cut(tmp, ".tmp-"); found {
+				name = base
+			}
+		}
+		n, ok := parseEpochName(name)
+		if !ok || n >= keep {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(s.Dir, e.Name())); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("epoch: state: prune: %w", err)
+	}
+	return nil
+}
+
+// NextToPrepare returns the epoch after the newest prepared one; with none
+// prepared, the epoch after the current one, or 0.
+func (s State) NextToPrepare() (uint32, error) {
+	prep, err := s.Prepared()
+	if err != nil {
+		return 0, err
+	}
+	if len(prep) > 0 {
+		return prep[len(prep)-1] + 1, nil
+	}
+	cur, ok, err := s.Current()
+	if err != nil || !ok {
+		return 0, err
+	}
+	return cur + 1, nil
+}
+
+// WriteConfig stores v as config.json, atomically.
+func (s State) WriteConfig(v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("epoch: state: config: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(s.Dir, ConfigName), append(data, '\n')); err != nil {
+		return fmt.Errorf("epoch: state: config: %w", err)
+	}
+	return nil
+}
+
+// ReadConfig decodes config.json into v. A missing file gives an error
+// wrapping fs.ErrNotExist; a malformed one names the file.
+func (s State) ReadConfig(v any) error {
+	path := filepath.Join(s.Dir, ConfigName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("epoch: state: %w", err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("epoch: state: %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path with data: a synced temporary file beside
+// it, renamed over it, and the directory synced.
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err = os.Chmod(tmp, 0o644); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}

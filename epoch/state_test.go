@@ -1,0 +1,111 @@
+package epoch
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestStateAdvance(t *testing.T) {
+	st := State{Dir: filepath.Join(t.TempDir(), "state")}
+	if err := st.Init(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := st.Current(); ok || err != nil {
+		t.Fatalf("fresh state has a current epoch: %v %v", ok, err)
+	}
+	if n, _ := st.NextToPrepare(); n != 0 {
+		t.Fatalf("NextToPrepare on empty state = %d", n)
+	}
+	if _, err := st.Advance(); !errors.Is(err, ErrNotPrepared) {
+		t.Fatalf("Advance with nothing prepared: %v", err)
+	}
+	res := testResult(t, 2, 100, []int{2})
+	for _, e := range []uint32{3, 4, 6} {
+		if err := Write(st.EpochDir(e), res, WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Noise that Prepared must ignore: an incomplete dir, a temp dir, odd names.
+	os.Mkdir(filepath.Join(st.Dir, "epoch-5"), 0o755)
+	os.Mkdir(filepath.Join(st.Dir, ".epoch-7.tmp-123"), 0o755)
+	os.Mkdir(filepath.Join(st.Dir, ".epoch-2.tmp-9"), 0o755)
+	os.Mkdir(filepath.Join(st.Dir, "epoch-07"), 0o755)
+	os.WriteFile(filepath.Join(st.Dir, "epoch-8"), nil, 0o644)
+	if p, _ := st.Prepared(); !slices.Equal(p, []uint32{3, 4, 6}) {
+		t.Fatalf("Prepared = %v", p)
+	}
+	if n, _ := st.NextToPrepare(); n != 7 {
+		t.Fatalf("NextToPrepare = %d, want 7", n)
+	}
+	// No current yet: the oldest prepared becomes current.
+	if n, err := st.Advance(); err != nil || n != 3 {
+		t.Fatalf("Advance = %d %v, want 3", n, err)
+	}
+	if n, ok, _ := st.Current(); !ok || n != 3 {
+		t.Fatalf("Current = %d %v", n, ok)
+	}
+	if n, err := st.Advance(); err != nil || n != 4 {
+		t.Fatalf("Advance = %d %v, want 4", n, err)
+	}
+	if p, _ := st.Prepared(); !slices.Equal(p, []uint32{4, 6}) {
+		t.Fatalf("epoch 3 not pruned: %v", p)
+	}
+	if _, err := os.Stat(filepath.Join(st.Dir, ".epoch-2.tmp-9")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("stale temp dir of an old epoch survived")
+	}
+	if _, err := os.Stat(filepath.Join(st.Dir, ".epoch-7.tmp-123")); err != nil {
+		t.Fatal("temp dir of a future epoch was removed")
+	}
+	// Skips the incomplete epoch 5.
+	if n, err := st.Advance(); err != nil || n != 6 {
+		t.Fatalf("Advance = %d %v, want 6", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(st.Dir, "epoch-5")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("incomplete older epoch dir survived pruning")
+	}
+	if _, err := st.Advance(); !errors.Is(err, ErrNotPrepared) {
+		t.Fatalf("Advance past the newest: %v", err)
+	}
+	if n, ok, _ := st.Current(); !ok || n != 6 {
+		t.Fatalf("failed Advance changed CURRENT to %d", n)
+	}
+	if got, err := Read(st.EpochDir(6)); err != nil || !equalResult(got, res) {
+		t.Fatalf("current epoch unreadable: %v", err)
+	}
+	os.WriteFile(filepath.Join(st.Dir, CurrentName), []byte("x1\n"), 0o644)
+	if _, _, err := st.Current(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("bad CURRENT: %v", err)
+	}
+}
+
+func TestStateConfig(t *testing.T) {
+	st := State{Dir: t.TempDir()}
+	type cfg struct {
+		Graph   string `json:"graph"`
+		Fanouts []int  `json:"fanouts"`
+		Seed    uint64 `json:"seed"`
+	}
+	var got cfg
+	if err := st.ReadConfig(&got); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing config: %v", err)
+	}
+	want := cfg{"g", []int{15, 10}, 1<<63 + 5}
+	if err := st.WriteConfig(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ReadConfig(&got); err != nil || got.Graph != want.Graph || got.Seed != want.Seed || !slices.Equal(got.Fanouts, want.Fanouts) {
+		t.Fatalf("config round trip: %+v %v", got, err)
+	}
+	os.WriteFile(filepath.Join(st.Dir, ConfigName), []byte("{"), 0o644)
+	if err := st.ReadConfig(&got); err == nil {
+		t.Fatal("malformed config accepted")
+	}
+	ents, _ := os.ReadDir(st.Dir)
+	if len(ents) != 1 {
+		t.Fatalf("temporary files left: %v", ents)
+	}
+}
