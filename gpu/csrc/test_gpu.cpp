@@ -1,0 +1,302 @@
+// test_gpu.cpp — unit test of libstreamsampler_gpu.so against a plain C++
+// reference of DESIGN §3/§4 (the same algorithm as rng.Sample and
+// host.Reference). Run by `make -C gpu test`, and under compute-sanitizer
+// (memcheck, racecheck) by `make -C gpu sanitize` with a small graph.
+//
+// usage: test_gpu [nodes] [avg_degree]
+
+#include "streamsampler_gpu.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static uint64_t lkey(uint64_t seed, uint32_t epoch, int layer) {
+    return mix64(seed) ^ mix64((uint64_t(epoch) << 8) | uint64_t(uint8_t(layer)));
+}
+static uint64_t draw(uint64_t key, uint32_t node, uint32_t t) {
+    return mix64(key ^ ((uint64_t(node) << 32) | uint64_t(t)));
+}
+static uint32_t below(uint64_t r, uint32_t m) { return uint32_t((uint64_t(uint32_t(r >> 32)) * m) >> 32); }
+
+static void ref_sample(int32_t *out, int k, const uint32_t *nb, uint32_t d, uint32_t node, uint64_t key,
+                       bool replace) {
+    if (replace) {
+        for (int t = 0; t < k; ++t) out[t] = d == 0 ? -1 : int32_t(nb[below(draw(key, node, t), d)]);
+        return;
+    }
+    if (d <= uint32_t(k)) {
+        for (int t = 0; t < k; ++t) out[t] = t < int(d) ? int32_t(nb[t]) : -1;
+        return;
+    }
+    std::vector<uint32_t> pos(k);
+    for (int t = 0; t < k; ++t) {
+        uint32_t j = d - k + t;
+        uint32_t p = below(draw(key, node, t), j + 1);
+        for (int s = 0; s < t; ++s)
+            if (pos[s] == p) {
+                p = j;
+                break;
+            }
+        pos[t] = p;
+    }
+    for (int t = 0; t < k; ++t) out[t] = int32_t(nb[pos[t]]);
+}
+
+static int failures = 0;
+#define EXPECT(cond, ...)                                                                                      \
+    do {                                                                                                       \
+        if (!(cond)) {                                                                                         \
+            ++failures;                                                                                        \
+            std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                         \
+            std::fprintf(stderr, __VA_ARGS__);                                                                 \
+            std::fprintf(stderr, "\n");                                                                        \
+            if (failures > 20) std::exit(1);                                                                   \
+        }                                                                                                      \
+    } while (0)
+
+struct CSR {
+    uint32_t n;
+    std::vector<uint64_t> indptr;
+    std::vector<uint32_t> indices;
+};
+
+// A skewed random graph: a few hubs of high degree (Floyd path), many
+// nodes of degree below the fanout, some isolated nodes.
+static CSR make_graph(uint32_t n, int avg, uint64_t seed) {
+    CSR g;
+    g.n = n;
+    g.indptr.assign(n + 1, 0);
+    uint64_t s = seed;
+    auto rnd = [&]() { return mix64(s++); };
+    std::vector<std::vector<uint32_t>> adj(n);
+    for (uint32_t v = 0; v < n; ++v) {
+        uint64_t r = rnd();
+        uint32_t d;
+        if (r % 97 == 0) d = 0;
+        else if (r % 50 == 1) d = uint32_t(avg * 20 + rnd() % (avg * 40 + 1));
+        else d = uint32_t(rnd() % (2 * avg + 1));
+        std::set<uint32_t> nb;
+        for (uint32_t i = 0; i < d; ++i) {
+            // skew towards low ids: hubs get many in-edges too
+            uint64_t x = rnd();
+            uint32_t u = (x & 1) ? uint32_t((x >> 1) % n) : uint32_t(((x >> 1) % n) % (n / 16 + 1));
+            nb.insert(u);
+        }
+        adj[v].assign(nb.begin(), nb.end());
+    }
+    for (uint32_t v = 0; v < n; ++v) g.indptr[v + 1] = g.indptr[v] + adj[v].size();
+    for (auto &a : adj) g.indices.insert(g.indices.end(), a.begin(), a.end());
+    return g;
+}
+
+struct Res {
+    std::vector<std::vector<uint32_t>> front;
+    std::vector<std::vector<int32_t>> samp;
+    std::vector<uint32_t> fin;
+};
+
+static Res reference(const CSR &g, std::vector<uint32_t> seeds, const std::vector<int> &fan, uint64_t seed,
+                     uint32_t epoch, bool replace) {
+    Res r;
+    std::sort(seeds.begin(), seeds.end());
+    seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
+    std::vector<uint32_t> f = seeds;
+    for (size_t l = 0; l < fan.size(); ++l) {
+        int k = fan[l];
+        uint64_t key = lkey(seed, epoch, int(l));
+        std::vector<int32_t> s(f.size() * k);
+        for (size_t i = 0; i < f.size(); ++i) {
+            uint32_t v = f[i];
+            ref_sample(&s[i * k], k, &g.indices[g.indptr[v]], uint32_t(g.indptr[v + 1] - g.indptr[v]), v, key,
+                       replace);
+        }
+        std::vector<uint32_t> nx = f;
+        for (int32_t x : s)
+            if (x >= 0) nx.push_back(uint32_t(x));
+        std::sort(nx.begin(), nx.end());
+        nx.erase(std::unique(nx.begin(), nx.end()), nx.end());
+        r.front.push_back(f);
+        r.samp.push_back(s);
+        f = nx;
+    }
+    r.fin = f;
+    return r;
+}
+
+static Res run(ssg_ctx *ctx, int mode, const std::vector<uint32_t> &seeds, const std::vector<int> &fan,
+               uint64_t seed, uint32_t epoch, bool replace) {
+    char err[512];
+    int L = int(fan.size());
+    std::vector<uint64_t> counts(L + 1);
+    std::vector<int32_t> f32(fan.begin(), fan.end());
+    int rc = ssg_sample(ctx, mode, seeds.data(), seeds.size(), f32.data(), L, seed, epoch, replace ? 1 : 0,
+                        counts.data(), err, sizeof err);
+    if (rc != SSG_OK) {
+        std::fprintf(stderr, "ssg_sample(mode %d): %d %s\n", mode, rc, err);
+        std::exit(1);
+    }
+    uint64_t nf = 0, ns = 0;
+    for (int l = 0; l < L; ++l) {
+        nf += counts[l];
+        ns += counts[l] * fan[l];
+    }
+    std::vector<uint32_t> fr(nf + 1);
+    std::vector<int32_t> sa(ns + 1);
+    Res r;
+    r.fin.resize(counts[L] + 1);
+    rc = ssg_fetch(ctx, fr.data(), sa.data(), r.fin.data(), err, sizeof err);
+    if (rc != SSG_OK) {
+        std::fprintf(stderr, "ssg_fetch: %d %s\n", rc, err);
+        std::exit(1);
+    }
+    r.fin.resize(counts[L]);
+    uint64_t o = 0, so = 0;
+    for (int l = 0; l < L; ++l) {
+        r.front.emplace_back(fr.begin() + o, fr.begin() + o + counts[l]);
+        r.samp.emplace_back(sa.begin() + so, sa.begin() + so + counts[l] * fan[l]);
+        o += counts[l];
+        so += counts[l] * fan[l];
+    }
+    return r;
+}
+
+static void compare(const char *what, const Res &got, const Res &want) {
+    EXPECT(got.front.size() == want.front.size(), "%s: layers %zu want %zu", what, got.front.size(),
+           want.front.size());
+    for (size_t l = 0; l < want.front.size() && l < got.front.size(); ++l) {
+        EXPECT(got.front[l] == want.front[l], "%s: layer %zu frontier differs (%zu vs %zu nodes)", what, l,
+               got.front[l].size(), want.front[l].size());
+        if (got.samp[l] != want.samp[l]) {
+            size_t i = 0;
+            while (i < got.samp[l].size() && i < want.samp[l].size() && got.samp[l][i] == want.samp[l][i]) ++i;
+            EXPECT(false, "%s: layer %zu samples differ first at %zu (%d vs %d)", what, l, i,
+                   i < got.samp[l].size() ? got.samp[l][i] : -9, i < want.samp[l].size() ? want.samp[l][i] : -9);
+        }
+    }
+    EXPECT(got.fin == want.fin, "%s: final frontier differs (%zu vs %zu)", what, got.fin.size(), want.fin.size());
+}
+
+int main(int argc, char **argv) {
+    uint32_t n = argc > 1 ? uint32_t(std::atoi(argv[1])) : 200000;
+    int avg = argc > 2 ? std::atoi(argv[2]) : 12;
+    EXPECT(ssg_abi_version() == SSG_ABI_VERSION, "abi version");
+    // DESIGN §3 test vectors, on the reference used below.
+    EXPECT(lkey(42, 0, 0) == 0xa759ea27d4727622ull, "key vector");
+    EXPECT(draw(0xa759ea27d4727622ull, 7, 0) == 0xbd18765c7790b1e1ull, "draw vector");
+    {
+        std::vector<uint32_t> nb(100);
+        for (int i = 0; i < 100; ++i) nb[i] = 100 + i;
+        int32_t o[5];
+        ref_sample(o, 5, nb.data(), 100, 7, lkey(42, 0, 0), false);
+        const int32_t w[5] = {170, 193, 151, 156, 181};
+        EXPECT(std::memcmp(o, w, sizeof w) == 0, "floyd vector");
+    }
+
+    char err[512];
+    int ndev = 0;
+    if (ssg_device_count(&ndev, err, sizeof err) != SSG_OK) {
+        std::fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    CSR g = make_graph(n, avg, 7);
+    std::printf("graph: %u nodes, %zu edges\n", n, g.indices.size());
+    for (int uva = 0; uva <= 1; ++uva) {
+        ssg_options opt{};
+        opt.uva = uva;
+        opt.timeout_ms = std::getenv("SSG_TIMEOUT_MS") ? std::atoi(std::getenv("SSG_TIMEOUT_MS")) : 120000;
+        ssg_ctx *ctx = nullptr;
+        int rc = ssg_create(0, n, g.indptr.data(), g.indices.size(), g.indices.data(), &opt, &ctx, err, sizeof err);
+        if (rc != SSG_OK) {
+            std::fprintf(stderr, "ssg_create: %d %s\n", rc, err);
+            return 1;
+        }
+        char name[256];
+        int32_t isuva = -1;
+        ssg_info(ctx, name, sizeof name, &isuva, err, sizeof err);
+        std::printf("device: %s uva=%d\n", name, isuva);
+        EXPECT(isuva == uva, "uva flag");
+
+        struct Case {
+            std::vector<int> fan;
+            bool replace;
+            uint32_t nseeds;
+        };
+        std::vector<Case> cases = {{{15, 10, 5}, false, 1024}, {{10, 10, 10}, false, n / 12},
+                                   {{5, 3}, true, 5000},     {{40, 1, 64}, false, 300},
+                                   {{1}, false, 100},        {{25, 2}, true, 777}};
+        if (uva) cases.resize(2);
+        uint64_t seed = 42;
+        for (auto &cs : cases) {
+            std::vector<uint32_t> seeds;
+            for (uint32_t i = 0; i < cs.nseeds; ++i) seeds.push_back(uint32_t(mix64(seed * 1000 + i) % n));
+            seeds.push_back(seeds.empty() ? 0 : seeds[0]); // a duplicate
+            Res want = reference(g, seeds, cs.fan, seed, 3, cs.replace);
+            for (int mode = 0; mode <= 1; ++mode) {
+                char what[128];
+                std::snprintf(what, sizeof what, "uva=%d mode=%s L=%zu k0=%d replace=%d seeds=%u", uva,
+                              mode ? "bsp" : "fused", cs.fan.size(), cs.fan[0], int(cs.replace), cs.nseeds);
+                Res got = run(ctx, mode, seeds, cs.fan, seed, 3, cs.replace);
+                compare(what, got, want);
+                double tm[3];
+                ssg_last_timings(ctx, tm, 3);
+                std::printf("ok? %-60s final=%zu  kernel %.3f ms post %.3f ms total %.3f ms\n", what,
+                            got.fin.size(), tm[0], tm[1], tm[2]);
+            }
+            ++seed;
+        }
+        // Tuning knobs must not change results.
+        if (!uva) {
+            for (int gs : {4, 32}) {
+                for (int fetch : {32, 1024}) {
+                    ssg_destroy(ctx);
+                    ssg_options o2 = opt;
+                    o2.group_size = gs;
+                    o2.fetch_size = fetch;
+                    o2.block_size = 256;
+                    rc = ssg_create(0, n, g.indptr.data(), g.indices.size(), g.indices.data(), &o2, &ctx, err,
+                                    sizeof err);
+                    EXPECT(rc == SSG_OK, "create: %s", err);
+                    std::vector<uint32_t> seeds;
+                    for (uint32_t i = 0; i < 3000; ++i) seeds.push_back(uint32_t(mix64(i) % n));
+                    std::vector<int> fan = {12, 7, 3};
+                    Res want = reference(g, seeds, fan, 9, 1, false);
+                    compare("tuned fused", run(ctx, 0, seeds, fan, 9, 1, false), want);
+                    compare("tuned bsp", run(ctx, 1, seeds, fan, 9, 1, false), want);
+                }
+            }
+        }
+        // Errors are reported, not crashes.
+        {
+            std::vector<uint32_t> bad = {1, n + 5};
+            int32_t f = 3;
+            uint64_t counts[2];
+            rc = ssg_sample(ctx, 0, bad.data(), bad.size(), &f, 1, 1, 0, 0, counts, err, sizeof err);
+            EXPECT(rc == SSG_ERR_INVALID && std::strstr(err, "not a node"), "bad seed: rc %d %s", rc, err);
+            f = 0;
+            rc = ssg_sample(ctx, 0, bad.data(), 1, &f, 1, 1, 0, 0, counts, err, sizeof err);
+            EXPECT(rc == SSG_ERR_INVALID, "fanout 0: rc %d", rc);
+            std::vector<uint32_t> none;
+            f = 4;
+            rc = ssg_sample(ctx, 0, none.data(), 0, &f, 1, 1, 0, 0, counts, err, sizeof err);
+            EXPECT(rc == SSG_OK && counts[0] == 0 && counts[1] == 0, "empty seeds: rc %d %s", rc, err);
+        }
+        ssg_destroy(ctx);
+    }
+    if (failures) {
+        std::printf("FAIL: %d failures\n", failures);
+        return 1;
+    }
+    std::printf("PASS\n");
+    return 0;
+}

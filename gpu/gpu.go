@@ -1,0 +1,373 @@
+// Package gpu is the CUDA sampling backend: a persistent fused multi-hop
+// kernel (and a per-hop BSP baseline) in libstreamsampler_gpu.so, loaded at
+// run time through the C ABI of streamsampler_gpu.h.
+//
+// The library is opened with dlopen, so every Go binary builds and runs
+// without CUDA; only Open needs the library and a device, and it fails with
+// an error that says which is missing and how to fix it. With cgo disabled
+// Open returns ErrNoCgo.
+//
+// A Backend holds the graph's CSR in GPU memory (or, with Options.UVA, in
+// pinned host memory read over UVA) and implements host.Backend: its epoch
+// results are bit-identical to host.Reference's (DESIGN §3–4).
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/epoch"
+)
+
+// LibName is the file name of the CUDA library.
+const LibName = "libstreamsampler_gpu.so"
+
+// EnvLib names the environment variable that points at the library.
+const EnvLib = "STREAMSAMPLER_GPU_LIB"
+
+// MaxFanout is the largest fanout the kernels accept (hls.MaxFanout).
+const MaxFanout = 64
+
+// Errors callers branch on. Errors from the library wrap one of them and
+// carry the CUDA error name and string.
+var (
+	ErrLibraryNotFound = errors.New("gpu: " + LibName + " not found")
+	ErrLibraryInvalid  = errors.New("gpu: unusable " + LibName)
+	ErrNoCgo           = errors.New("gpu: built without cgo (CGO_ENABLED=0): the GPU backend needs cgo to load " + LibName)
+	ErrNoDevice        = errors.New("gpu: no CUDA device")
+	ErrOutOfMemory     = errors.New("gpu: out of memory")
+	ErrInvalid         = errors.New("gpu: invalid request")
+	ErrTimeout         = errors.New("gpu: watchdog timeout")
+	ErrCUDA            = errors.New("gpu: CUDA error")
+	ErrClosed          = errors.New("gpu: backend closed")
+)
+
+// Mode selects the engine of SampleEpoch.
+type Mode int32
+
+const (
+	// Fused runs all hops in one persistent kernel with a global task queue.
+	Fused Mode = 0
+	// BSP runs one kernel per hop with CUB sort+unique in between (DGL's way).
+	BSP Mode = 1
+)
+
+// String returns "fused" or "bsp".
+func (m Mode) String() string {
+	switch m {
+	case Fused:
+		return "fused"
+	case BSP:
+		return "bsp"
+	}
+	return fmt.Sprintf("Mode(%d)", int32(m))
+}
+
+// ParseMode parses "fused" or "bsp".
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(s) {
+	case "", "fused":
+		return Fused, nil
+	case "bsp":
+		return BSP, nil
+	}
+	return 0, fmt.Errorf("%w: mode %q, want fused or bsp", ErrInvalid, s)
+}
+
+// Options place the graph and tune the kernels; the zero value is the
+// tuned default (docs/GPU.md).
+type Options struct {
+	Mode        Mode          // engine of SampleEpoch and SampleBlocks
+	UVA         bool          // CSR in pinned host memory, read over UVA (--gpu-uva)
+	BlockSize   int           // threads per block (default 512)
+	FetchSize   int           // tasks a fused block claims at once (default 256)
+	GroupSize   int           // lanes per task, a power of two ≤ 32 (default: ≥ fanout)
+	BlocksPerSM int           // cap on resident fused blocks per SM (default: occupancy)
+	Timeout     time.Duration // watchdog on every GPU wait (default 60 s)
+}
+
+// Backend samples epochs and minibatches on one GPU. It implements
+// host.Backend. Calls are serialised; a Backend may be shared.
+type Backend struct {
+	mu       sync.Mutex
+	eng      engine
+	numNodes uint32
+	opts     Options
+	device   string
+	uva      bool
+	libPath  string
+}
+
+// engine is the loaded library's context (cgo build) — an interface so
+// that the marshalling above it is shared.
+type engine interface {
+	sample(mode Mode, seeds []uint32, fanouts []int32, seed uint64, ep uint32, replace bool) ([]uint64, error)
+	fetch(frontiers []uint32, samples []int32, final []uint32) error
+	timings() [3]float64
+	close()
+}
+
+// Open loads the library, opens CUDA device `device` and copies g's
+// adjacency into GPU memory (or pinned host memory with opts.UVA).
+//
+// libPath "" searches $STREAMSAMPLER_GPU_LIB, then LibName next to the
+// executable, then the system library path (ldconfig, LD_LIBRARY_PATH).
+func Open(libPath string, device int, g *chunkfmt.Graph, opts Options) (*Backend, error) {
+	if g == nil || g.Manifest == nil || g.Reader == nil {
+		return nil, fmt.Errorf("%w: nil graph", ErrInvalid)
+	}
+	// Load first: a missing library or device should not cost a CSR build.
+	lib, err := loadLibrary(libPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := lib.deviceCheck(device); err != nil {
+		return nil, err
+	}
+	indptr, indices, err := CSRFromGraph(g)
+	if err != nil {
+		return nil, err
+	}
+	return lib.open(device, indptr, indices, opts)
+}
+
+// OpenCSR is Open over an in-memory CSR: the neighbors of node v are
+// indices[indptr[v]:indptr[v+1]], sorted ascending. The arrays are copied.
+func OpenCSR(libPath string, device int, indptr []uint64, indices []uint32, opts Options) (*Backend, error) {
+	if len(indptr) == 0 || indptr[0] != 0 || indptr[len(indptr)-1] != uint64(len(indices)) {
+		return nil, fmt.Errorf("%w: CSR indptr must start at 0 and end at len(indices)=%d", ErrInvalid, len(indices))
+	}
+	if len(indptr)-1 >= 1<<31 {
+		return nil, fmt.Errorf("%w: %d nodes, at most 2^31-1", ErrInvalid, len(indptr)-1)
+	}
+	lib, err := loadLibrary(libPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := lib.deviceCheck(device); err != nil {
+		return nil, err
+	}
+	return lib.open(device, indptr, indices, opts)
+}
+
+// CSRFromGraph reads a graph directory's adjacency into CSR arrays.
+func CSRFromGraph(g *chunkfmt.Graph) (indptr []uint64, indices []uint32, err error) {
+	n := g.Manifest.NumNodes
+	indptr = make([]uint64, n+1)
+	indices = make([]uint32, 0, g.Manifest.NumEdges)
+	for v := uint32(0); v < n; v++ {
+		nb, err := g.Reader.Neighbors(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("gpu: reading CSR of %s: %w", g.Dir, err)
+		}
+		indices = append(indices, nb...)
+		indptr[v+1] = uint64(len(indices))
+	}
+	return indptr, indices, nil
+}
+
+// Device returns the CUDA device's name.
+func (b *Backend) Device() string { return b.device }
+
+// UVA reports whether the CSR lives in pinned host memory.
+func (b *Backend) UVA() bool { return b.uva }
+
+// LibraryPath returns the path the library was loaded from.
+func (b *Backend) LibraryPath() string { return b.libPath }
+
+// Timings returns the last call's GPU times in milliseconds: sampling
+// kernel(s), sort/gather (or sort/unique), whole call.
+func (b *Backend) Timings() [3]float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.eng == nil {
+		return [3]float64{}
+	}
+	return b.eng.timings()
+}
+
+// SampleEpoch samples every layer of an epoch from seeds with the engine
+// of Options.Mode. The Result equals host.Reference's for the same input.
+func (b *Backend) SampleEpoch(ctx context.Context, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error) {
+	return b.SampleEpochMode(ctx, b.opts.Mode, seeds, fanouts, key)
+}
+
+// SampleEpochMode is SampleEpoch with an explicit engine.
+func (b *Backend) SampleEpochMode(ctx context.Context, mode Mode, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := b.validate(seeds, fanouts); err != nil {
+		return nil, err
+	}
+	f32 := make([]int32, len(fanouts))
+	for i, k := range fanouts {
+		f32[i] = int32(k)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.eng == nil {
+		return nil, ErrClosed
+	}
+	counts, err := b.eng.sample(mode, seeds, f32, key.Seed, key.Epoch, key.Replace)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: %s epoch %d: %w", mode, key.Epoch, err)
+	}
+	L := len(fanouts)
+	var nf, ns uint64
+	for l := 0; l < L; l++ {
+		nf += counts[l]
+		ns += counts[l] * uint64(fanouts[l])
+	}
+	fronts := make([]uint32, nf)
+	samples := make([]int32, ns)
+	final := make([]uint32, counts[L])
+	if err := b.eng.fetch(fronts, samples, final); err != nil {
+		return nil, fmt.Errorf("gpu: fetching epoch %d: %w", key.Epoch, err)
+	}
+	res := &epoch.Result{Key: key, Layers: make([]epoch.Layer, L), Final: final}
+	var fo, so uint64
+	for l := 0; l < L; l++ {
+		n, k := counts[l], uint64(fanouts[l])
+		res.Layers[l] = epoch.Layer{
+			Frontier: fronts[fo : fo+n : fo+n],
+			Fanout:   fanouts[l],
+			Samples:  samples[so : so+n*k : so+n*k],
+		}
+		fo += n
+		so += n * k
+	}
+	return res, ctx.Err()
+}
+
+// SampleBlocks samples one minibatch on the GPU — the fused (or BSP)
+// engine over just these seeds — and relabels it into DGL-style blocks on
+// the host. Because a node's sample depends only on (seed, epoch, layer,
+// node), the blocks equal those that (*epoch.Result).Sample(seeds) gives
+// from a whole epoch's result under the same key.
+func (b *Backend) SampleBlocks(ctx context.Context, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Blocks, error) {
+	res, err := b.SampleEpoch(ctx, seeds, fanouts, key)
+	if err != nil {
+		return nil, err
+	}
+	return res.Sample(seeds)
+}
+
+// Close frees the GPU context. It is safe to call twice.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.eng != nil {
+		b.eng.close()
+		b.eng = nil
+	}
+	return nil
+}
+
+func (b *Backend) validate(seeds []uint32, fanouts []int) error {
+	if len(fanouts) == 0 || len(fanouts) > epoch.MaxLayers {
+		return fmt.Errorf("%w: %d layers, want 1..%d", ErrInvalid, len(fanouts), epoch.MaxLayers)
+	}
+	for l, k := range fanouts {
+		if k < 1 || k > MaxFanout {
+			return fmt.Errorf("%w: fanout of layer %d is %d, want 1..%d", ErrInvalid, l, k, MaxFanout)
+		}
+	}
+	for i, s := range seeds {
+		if s >= b.numNodes {
+			return fmt.Errorf("%w: seed %d (position %d) is not a node: graph has %d nodes", ErrInvalid, s, i, b.numNodes)
+		}
+	}
+	return nil
+}
+
+// searchPaths lists where the library is looked for, in order; the last
+// entry is the bare name, which dlopen resolves on the system path.
+func searchPaths(libPath string) []string {
+	if libPath != "" {
+		return []string{libPath}
+	}
+	var paths []string
+	if env := os.Getenv(EnvLib); env != "" {
+		paths = append(paths, env)
+	}
+	if exe, err := os.Executable(); err == nil {
+		paths = append(paths, filepath.Join(filepath.Dir(exe), LibName))
+	}
+	return append(paths, LibName)
+}
+
+// notFound builds the error for a library found nowhere.
+func notFound(tried []string, reasons []string) error {
+	var sb strings.Builder
+	for i := range tried {
+		if i > 0 {
+			sb.WriteString("; ")
+		}
+		sb.WriteString(tried[i])
+		if reasons[i] != "" {
+			sb.WriteString(" (" + reasons[i] + ")")
+		}
+	}
+	if os.Getenv(EnvLib) == "" {
+		sb.WriteString("; $" + EnvLib + " unset")
+	}
+	return fmt.Errorf("%w (searched %s): build it with `make gpu` on a CUDA machine and put it next to the executable or set $%s",
+		ErrLibraryNotFound, sb.String(), EnvLib)
+}
+
+// libError is an error reported by the library: its message (with the
+// CUDA error name and string) and the sentinel of its status code.
+type libError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *libError) Error() string {
+	if e.sentinel == ErrNoDevice && strings.HasPrefix(e.msg, "no CUDA device") {
+		return "gpu: " + e.msg
+	}
+	return e.sentinel.Error() + ": " + e.msg
+}
+
+func (e *libError) Unwrap() error { return e.sentinel }
+
+// Status codes of streamsampler_gpu.h.
+const (
+	ssgOK          = 0
+	ssgErrCUDA     = 1
+	ssgErrNoDevice = 2
+	ssgErrOOM      = 3
+	ssgErrInvalid  = 4
+	ssgErrTimeout  = 5
+	ssgErrBroken   = 6
+	abiVersion     = 1
+)
+
+func statusError(code int, msg string) error {
+	if code == ssgOK {
+		return nil
+	}
+	s := ErrCUDA
+	switch code {
+	case ssgErrNoDevice:
+		s = ErrNoDevice
+	case ssgErrOOM:
+		s = ErrOutOfMemory
+	case ssgErrInvalid:
+		s = ErrInvalid
+	case ssgErrTimeout:
+		s = ErrTimeout
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("status %d", code)
+	}
+	return &libError{sentinel: s, msg: msg}
+}

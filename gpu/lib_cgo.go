@@ -1,0 +1,259 @@
+//go:build cgo && linux
+
+package gpu
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include "streamsampler_gpu.h"
+
+// The library's functions, resolved with dlsym. cgo cannot call C function
+// pointers, so each has a thin wrapper below.
+typedef struct {
+	void *h;
+	int (*abi_version)(void);
+	int (*device_count)(int *, char *, size_t);
+	int (*create)(int, uint32_t, const uint64_t *, uint64_t, const uint32_t *, const ssg_options *, ssg_ctx **, char *, size_t);
+	void (*destroy)(ssg_ctx *);
+	int (*info)(ssg_ctx *, char *, size_t, int32_t *, char *, size_t);
+	int (*sample)(ssg_ctx *, int32_t, const uint32_t *, uint64_t, const int32_t *, int32_t, uint64_t, uint32_t, int32_t, uint64_t *, char *, size_t);
+	int (*fetch)(ssg_ctx *, uint32_t *, int32_t *, uint32_t *, char *, size_t);
+	int (*timings)(ssg_ctx *, double *, int);
+} ssg_lib;
+
+static const char *ssg_dlerror(void) {
+	const char *e = dlerror();
+	return e ? e : "unknown dlopen error";
+}
+
+static void *ssg_dlopen(const char *path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL); }
+
+// ssg_resolve fills l from handle h; it returns the name of the first
+// missing symbol, or NULL.
+static const char *ssg_resolve(void *h, ssg_lib *l) {
+	l->h = h;
+#define SSG_SYM(field, name) \
+	if (!(*(void **)(&l->field) = dlsym(h, name))) return name;
+	SSG_SYM(abi_version, "ssg_abi_version")
+	SSG_SYM(device_count, "ssg_device_count")
+	SSG_SYM(create, "ssg_create")
+	SSG_SYM(destroy, "ssg_destroy")
+	SSG_SYM(info, "ssg_info")
+	SSG_SYM(sample, "ssg_sample")
+	SSG_SYM(fetch, "ssg_fetch")
+	SSG_SYM(timings, "ssg_last_timings")
+#undef SSG_SYM
+	return NULL;
+}
+
+static int w_abi_version(ssg_lib *l) { return l->abi_version(); }
+static int w_device_count(ssg_lib *l, int *n, char *err, size_t len) { return l->device_count(n, err, len); }
+static int w_create(ssg_lib *l, int dev, uint32_t n, const uint64_t *indptr, uint64_t nnz, const uint32_t *indices,
+                    const ssg_options *o, ssg_ctx **out, char *err, size_t len) {
+	return l->create(dev, n, indptr, nnz, indices, o, out, err, len);
+}
+static void w_destroy(ssg_lib *l, ssg_ctx *c) { l->destroy(c); }
+static int w_info(ssg_lib *l, ssg_ctx *c, char *name, size_t nlen, int32_t *uva, char *err, size_t len) {
+	return l->info(c, name, nlen, uva, err, len);
+}
+static int w_sample(ssg_lib *l, ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, const int32_t *fan,
+                    int32_t L, uint64_t seed, uint32_t ep, int32_t rep, uint64_t *counts, char *err, size_t len) {
+	return l->sample(c, mode, seeds, ns, fan, L, seed, ep, rep, counts, err, len);
+}
+static int w_fetch(ssg_lib *l, ssg_ctx *c, uint32_t *f, int32_t *s, uint32_t *fin, char *err, size_t len) {
+	return l->fetch(c, f, s, fin, err, len);
+}
+static int w_timings(ssg_lib *l, ssg_ctx *c, double *out, int n) { return l->timings(c, out, n); }
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+const errLen = 1024
+
+// library is a loaded libstreamsampler_gpu.so. Libraries are never
+// unloaded: CUDA's runtime does not survive dlclose well, and a process
+// loads one.
+type library struct {
+	path string
+	l    *C.ssg_lib
+}
+
+var (
+	libMu     sync.Mutex
+	libLoaded = map[string]*library{}
+)
+
+// loadLibrary finds and opens the library (see searchPaths) and checks
+// its symbols and ABI version.
+func loadLibrary(libPath string) (*library, error) {
+	libMu.Lock()
+	defer libMu.Unlock()
+	tried := searchPaths(libPath)
+	reasons := make([]string, len(tried))
+	for i, p := range tried {
+		if lib, ok := libLoaded[p]; ok {
+			return lib, nil
+		}
+		bare := !strings.Contains(p, "/")
+		if !bare {
+			if _, err := os.Stat(p); err != nil {
+				reasons[i] = "no such file"
+				if !os.IsNotExist(err) {
+					reasons[i] = err.Error()
+				}
+				continue
+			}
+		}
+		cp := C.CString(p)
+		h := C.ssg_dlopen(cp)
+		C.free(unsafe.Pointer(cp))
+		if h == nil {
+			msg := C.GoString(C.ssg_dlerror())
+			if bare {
+				reasons[i] = "not on the system library path"
+				if !strings.Contains(msg, "cannot open shared object file") {
+					reasons[i] = msg
+				}
+				continue
+			}
+			// The file exists but cannot be loaded: say so, not "not found".
+			return nil, fmt.Errorf("%w: dlopen %s: %s: rebuild it with `make gpu` on a CUDA machine", ErrLibraryInvalid, p, msg)
+		}
+		l := (*C.ssg_lib)(C.calloc(1, C.size_t(unsafe.Sizeof(C.ssg_lib{}))))
+		if missing := C.ssg_resolve(h, l); missing != nil {
+			name := C.GoString(missing)
+			C.free(unsafe.Pointer(l))
+			C.dlclose(h)
+			return nil, fmt.Errorf("%w: %s lacks symbol %s: it is not a streamsampler GPU library, or an old one; rebuild it with `make gpu`", ErrLibraryInvalid, p, name)
+		}
+		if v := int(C.w_abi_version(l)); v != abiVersion {
+			C.free(unsafe.Pointer(l))
+			C.dlclose(h)
+			return nil, fmt.Errorf("%w: %s has ABI version %d, this program needs %d: rebuild it with `make gpu`", ErrLibraryInvalid, p, v, abiVersion)
+		}
+		lib := &library{path: p, l: l}
+		libLoaded[p] = lib
+		return lib, nil
+	}
+	return nil, notFound(tried, reasons)
+}
+
+// deviceCheck fails with ErrNoDevice unless `device` exists.
+func (lib *library) deviceCheck(device int) error {
+	var n C.int
+	errBuf := (*C.char)(C.calloc(errLen, 1))
+	defer C.free(unsafe.Pointer(errBuf))
+	if rc := C.w_device_count(lib.l, &n, errBuf, errLen); rc != ssgOK {
+		return statusError(int(rc), C.GoString(errBuf))
+	}
+	if device < 0 || device >= int(n) {
+		return &libError{sentinel: ErrNoDevice, msg: fmt.Sprintf("no CUDA device %d: cudaGetDeviceCount returned %d device(s)", device, int(n))}
+	}
+	return nil
+}
+
+func (lib *library) open(device int, indptr []uint64, indices []uint32, o Options) (*Backend, error) {
+	var copt C.ssg_options
+	if o.UVA {
+		copt.uva = 1
+	}
+	copt.block_size = C.int32_t(o.BlockSize)
+	copt.fetch_size = C.int32_t(o.FetchSize)
+	copt.group_size = C.int32_t(o.GroupSize)
+	copt.blocks_per_sm = C.int32_t(o.BlocksPerSM)
+	copt.timeout_ms = C.int32_t(o.Timeout.Milliseconds())
+	errBuf := (*C.char)(C.calloc(errLen, 1))
+	defer C.free(unsafe.Pointer(errBuf))
+	var ip *C.uint32_t
+	if len(indices) > 0 {
+		ip = (*C.uint32_t)(unsafe.Pointer(&indices[0]))
+	}
+	var ctx *C.ssg_ctx
+	n := len(indptr) - 1
+	rc := C.w_create(lib.l, C.int(device), C.uint32_t(n), (*C.uint64_t)(unsafe.Pointer(&indptr[0])),
+		C.uint64_t(len(indices)), ip, &copt, &ctx, errBuf, errLen)
+	if rc != ssgOK {
+		return nil, statusError(int(rc), C.GoString(errBuf))
+	}
+	name := (*C.char)(C.calloc(256, 1))
+	defer C.free(unsafe.Pointer(name))
+	var uva C.int32_t
+	C.w_info(lib.l, ctx, name, 256, &uva, errBuf, errLen)
+	return &Backend{
+		eng:      &cEngine{l: lib.l, ctx: ctx},
+		numNodes: uint32(n),
+		opts:     o,
+		device:   C.GoString(name),
+		uva:      uva != 0,
+		libPath:  lib.path,
+	}, nil
+}
+
+// cEngine is one ssg_ctx.
+type cEngine struct {
+	l   *C.ssg_lib
+	ctx *C.ssg_ctx
+}
+
+func (e *cEngine) sample(mode Mode, seeds []uint32, fanouts []int32, seed uint64, ep uint32, replace bool) ([]uint64, error) {
+	errBuf := (*C.char)(C.calloc(errLen, 1))
+	defer C.free(unsafe.Pointer(errBuf))
+	counts := make([]uint64, len(fanouts)+1)
+	var sp *C.uint32_t
+	if len(seeds) > 0 {
+		sp = (*C.uint32_t)(unsafe.Pointer(&seeds[0]))
+	}
+	var rep C.int32_t
+	if replace {
+		rep = 1
+	}
+	rc := C.w_sample(e.l, e.ctx, C.int32_t(mode), sp, C.uint64_t(len(seeds)),
+		(*C.int32_t)(unsafe.Pointer(&fanouts[0])), C.int32_t(len(fanouts)), C.uint64_t(seed), C.uint32_t(ep), rep,
+		(*C.uint64_t)(unsafe.Pointer(&counts[0])), errBuf, errLen)
+	if rc != ssgOK {
+		return nil, statusError(int(rc), C.GoString(errBuf))
+	}
+	return counts, nil
+}
+
+func (e *cEngine) fetch(frontiers []uint32, samples []int32, final []uint32) error {
+	errBuf := (*C.char)(C.calloc(errLen, 1))
+	defer C.free(unsafe.Pointer(errBuf))
+	var fp, finp *C.uint32_t
+	var sp *C.int32_t
+	if len(frontiers) > 0 {
+		fp = (*C.uint32_t)(unsafe.Pointer(&frontiers[0]))
+	}
+	if len(samples) > 0 {
+		sp = (*C.int32_t)(unsafe.Pointer(&samples[0]))
+	}
+	if len(final) > 0 {
+		finp = (*C.uint32_t)(unsafe.Pointer(&final[0]))
+	}
+	if rc := C.w_fetch(e.l, e.ctx, fp, sp, finp, errBuf, errLen); rc != ssgOK {
+		return statusError(int(rc), C.GoString(errBuf))
+	}
+	return nil
+}
+
+func (e *cEngine) timings() [3]float64 {
+	var t [3]C.double
+	C.w_timings(e.l, e.ctx, &t[0], 3)
+	return [3]float64{float64(t[0]), float64(t[1]), float64(t[2])}
+}
+
+func (e *cEngine) close() {
+	if e.ctx != nil {
+		C.w_destroy(e.l, e.ctx)
+		e.ctx = nil
+	}
+}

@@ -1,0 +1,107 @@
+/*
+ * streamsampler_gpu.h — the C ABI of libstreamsampler_gpu.so, the CUDA
+ * neighbor-sampling engine of streamsampler (package gpu).
+ *
+ * The Go package loads this library at run time (dlopen/dlsym), so a Go
+ * binary builds and runs anywhere; only `--backend gpu` needs the library
+ * and a CUDA device. The Python benchmark calls the same functions through
+ * ctypes.
+ *
+ * Every function that can fail returns an SSG_* status and, on failure,
+ * writes a NUL-terminated message into err[0..err_len) (err may be NULL).
+ * A context is not thread-safe: callers serialise calls on one context.
+ *
+ * Sampling is bit-identical to the Go reference (rng.Sample, DESIGN §3):
+ * samples are a pure function of (seed, epoch, layer, node).
+ */
+#ifndef STREAMSAMPLER_GPU_H
+#define STREAMSAMPLER_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on any incompatible change of the functions or structs below. */
+#define SSG_ABI_VERSION 1
+
+/* Status codes. */
+enum {
+    SSG_OK = 0,
+    SSG_ERR_CUDA = 1,          /* any other CUDA error (launch failure, ...) */
+    SSG_ERR_NO_DEVICE = 2,     /* no CUDA device / driver, or device index out of range */
+    SSG_ERR_OUT_OF_MEMORY = 3, /* GPU (or pinned host) memory exhausted */
+    SSG_ERR_INVALID = 4,       /* bad arguments (seed not a node, fanout, ...) */
+    SSG_ERR_TIMEOUT = 5,       /* a kernel ran past the watchdog; the context is unusable */
+    SSG_ERR_BROKEN = 6         /* an earlier sticky CUDA error made the context unusable */
+};
+
+/* Sampling engines. */
+enum {
+    SSG_MODE_FUSED = 0, /* one persistent multi-hop kernel with a global task queue */
+    SSG_MODE_BSP = 1    /* one launch per hop, CUB sort+unique between hops (DGL-style) */
+};
+
+/* Tuning and placement; zero fields take the defaults. */
+typedef struct ssg_options {
+    int32_t uva;           /* 1: keep the CSR in pinned host memory, read over UVA */
+    int32_t block_size;    /* threads per block of the sampling kernels (default 512) */
+    int32_t fetch_size;    /* tasks a fused block claims per iteration (default 256) */
+    int32_t group_size;    /* lanes per task: 0 = next power of two >= fanout (max 32) */
+    int32_t blocks_per_sm; /* cap on resident fused blocks per SM (0 = occupancy maximum) */
+    int32_t timeout_ms;    /* watchdog on every stream wait (default 60000) */
+} ssg_options;
+
+typedef struct ssg_ctx ssg_ctx;
+
+/* SSG_ABI_VERSION of the library. */
+int ssg_abi_version(void);
+
+/* Number of CUDA devices (SSG_ERR_NO_DEVICE, with cudaGetDeviceCount's
+ * error, when there is no driver or no device). */
+int ssg_device_count(int *count, char *err, size_t err_len);
+
+/* Creates a context on `device` holding the CSR graph: the neighbors of
+ * node v are indices[indptr[v] .. indptr[v+1]), sorted ascending.
+ * num_nodes < 2^31. The arrays are copied; the caller may free them. */
+int ssg_create(int device, uint32_t num_nodes, const uint64_t *indptr,
+               uint64_t num_edges, const uint32_t *indices,
+               const ssg_options *opts, ssg_ctx **out, char *err, size_t err_len);
+
+/* Frees the context and everything it holds. NULL is a no-op. */
+void ssg_destroy(ssg_ctx *ctx);
+
+/* Writes the device's name and whether the CSR lives in host memory. */
+int ssg_info(ssg_ctx *ctx, char *name, size_t name_len, int32_t *uva,
+             char *err, size_t err_len);
+
+/* Samples n_layers layers from the seeds (duplicates allowed; they are made
+ * sorted unique): layer l samples fanouts[l] neighbors of every node of
+ * frontier_l with key(seed, epoch, l); frontier_{l+1} = sorted unique
+ * (frontier_l ∪ valid samples_l). On return the result is complete on the
+ * device and counts[0..n_layers] hold |frontier_0| … |frontier_L|
+ * (counts[n_layers] is the final frontier). Fetch it with ssg_fetch. */
+int ssg_sample(ssg_ctx *ctx, int32_t mode, const uint32_t *seeds, uint64_t n_seeds,
+               const int32_t *fanouts, int32_t n_layers, uint64_t seed,
+               uint32_t epoch, int32_t replace, uint64_t *counts,
+               char *err, size_t err_len);
+
+/* Copies the last ssg_sample result to host memory: frontiers = all
+ * layers' frontiers concatenated (sum counts[0..L-1] words), samples = all
+ * layers' sample rows concatenated (sum counts[l]*fanouts[l] words, -1 for
+ * an empty slot), final = counts[L] words. Any pointer may be NULL to skip. */
+int ssg_fetch(ssg_ctx *ctx, uint32_t *frontiers, int32_t *samples, uint32_t *final_,
+              char *err, size_t err_len);
+
+/* Timings of the last ssg_sample in milliseconds, measured with CUDA events:
+ * out[0] sampling kernel(s), out[1] sort/gather (fused) or sort/unique
+ * (bsp), out[2] whole call. Returns the number of values written. */
+int ssg_last_timings(ssg_ctx *ctx, double *out, int n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STREAMSAMPLER_GPU_H */

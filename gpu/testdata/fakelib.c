@@ -1,0 +1,186 @@
+/* fakelib.c — stand-ins for libstreamsampler_gpu.so used by the Go tests
+ * on machines without CUDA (CI). Built by the tests with the system C
+ * compiler:
+ *   -DFAKE_NOSYM     exports none of the ABI (a wrong library);
+ *   -DFAKE_NODEVICE  the ABI, but no CUDA device (as on a GPU-less host);
+ *   (default)        the ABI over a plain CPU sampler of DESIGN §3/§4, so
+ *                    that the Go marshalling (counts, fetch, errors) is
+ *                    tested against host.Reference without a GPU.
+ * Seed 0xdead makes ssg_sample fail the way a CUDA launch failure does. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef FAKE_NOSYM
+int not_the_ssg_abi(void) { return 0; }
+#else
+#include "streamsampler_gpu.h"
+
+static void set_err(char *err, size_t len, const char *m) {
+    if (err && len) snprintf(err, len, "%s", m);
+}
+
+int ssg_abi_version(void) { return SSG_ABI_VERSION; }
+
+int ssg_device_count(int *count, char *err, size_t len) {
+#ifdef FAKE_NODEVICE
+    *count = 0;
+    set_err(err, len, "no CUDA device: cudaGetDeviceCount returned 100 (cudaErrorNoDevice: no CUDA-capable device is detected)");
+    return SSG_ERR_NO_DEVICE;
+#else
+    *count = 1;
+    (void)err, (void)len;
+    return SSG_OK;
+#endif
+}
+
+struct ssg_ctx {
+    uint32_t n;
+    uint64_t *indptr;
+    uint32_t *indices;
+    int L;
+    int32_t fan[256];
+    uint64_t counts[257];
+    uint32_t *front, *fin;
+    int32_t *samp;
+};
+
+int ssg_create(int device, uint32_t n, const uint64_t *indptr, uint64_t nnz, const uint32_t *indices,
+               const ssg_options *o, ssg_ctx **out, char *err, size_t len) {
+    int cnt;
+    int rc = ssg_device_count(&cnt, err, len);
+    (void)o;
+    if (rc) return rc;
+    if (device != 0) {
+        set_err(err, len, "no CUDA device 1");
+        return SSG_ERR_NO_DEVICE;
+    }
+    ssg_ctx *c = calloc(1, sizeof *c);
+    c->n = n;
+    c->indptr = malloc((n + 1) * 8);
+    memcpy(c->indptr, indptr, (n + 1) * 8);
+    c->indices = malloc(nnz * 4 + 4);
+    memcpy(c->indices, indices, nnz * 4);
+    *out = c;
+    return SSG_OK;
+}
+
+void ssg_destroy(ssg_ctx *c) {
+    if (!c) return;
+    free(c->indptr), free(c->indices), free(c->front), free(c->fin), free(c->samp);
+    free(c);
+}
+
+int ssg_info(ssg_ctx *c, char *name, size_t nlen, int32_t *uva, char *err, size_t len) {
+    (void)c, (void)err, (void)len;
+    set_err(name, nlen, "fake CPU device");
+    *uva = 0;
+    return SSG_OK;
+}
+
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static uint32_t below(uint64_t r, uint32_t m) { return (uint32_t)(((uint64_t)(uint32_t)(r >> 32) * m) >> 32); }
+static int cmpu(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+static uint64_t uniq(uint32_t *a, uint64_t n) {
+    qsort(a, n, 4, cmpu);
+    uint64_t m = 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (m == 0 || a[i] != a[m - 1]) a[m++] = a[i];
+    return m;
+}
+
+int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, const int32_t *fan, int32_t L,
+               uint64_t seed, uint32_t epoch, int32_t replace, uint64_t *counts, char *err, size_t len) {
+    (void)mode;
+    if (seed == 0xdead) {
+        set_err(err, len, "CUDA error cudaErrorLaunchFailure (unspecified launch failure) in fused_kernel launch");
+        return SSG_ERR_CUDA;
+    }
+    uint32_t *f = malloc(ns * 4 + 4);
+    memcpy(f, seeds, ns * 4);
+    uint64_t n = uniq(f, ns);
+    for (uint64_t i = 0; i < n; i++)
+        if (f[i] >= c->n) {
+            set_err(err, len, "seed is not a node");
+            free(f);
+            return SSG_ERR_INVALID;
+        }
+    free(c->front), free(c->samp), free(c->fin);
+    c->L = L;
+    memcpy(c->fan, fan, L * 4);
+    uint64_t fcap = 0, scap = 0;
+    /* frontiers grow at most to n nodes */
+    c->front = NULL, c->samp = NULL;
+    for (int l = 0; l < L; l++) {
+        uint64_t k = fan[l];
+        c->counts[l] = n;
+        c->front = realloc(c->front, (fcap + n) * 4 + 4);
+        memcpy(c->front + fcap, f, n * 4);
+        c->samp = realloc(c->samp, (scap + n * k) * 4 + 4);
+        int32_t *s = c->samp + scap;
+        uint64_t key = mix64(seed) ^ mix64(((uint64_t)epoch << 8) | (uint8_t)l);
+        uint32_t *nx = malloc((n + n * k) * 4 + 4);
+        uint64_t m = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            uint32_t v = f[i];
+            const uint32_t *nb = c->indices + c->indptr[v];
+            uint32_t d = (uint32_t)(c->indptr[v + 1] - c->indptr[v]);
+            int32_t *o = s + i * k;
+            nx[m++] = v;
+            for (uint32_t t = 0; t < k; t++) {
+                uint64_t r = mix64(key ^ (((uint64_t)v << 32) | t));
+                if (replace) {
+                    o[t] = d ? (int32_t)nb[below(r, d)] : -1;
+                } else if (d <= k) {
+                    o[t] = t < d ? (int32_t)nb[t] : -1;
+                } else {
+                    uint32_t j = d - (uint32_t)k + t, p = below(r, j + 1);
+                    for (uint32_t q = 0; q < t; q++)
+                        if ((uint32_t)o[q] == p) {
+                            p = j;
+                            break;
+                        }
+                    o[t] = (int32_t)p;
+                }
+            }
+            if (!replace && d > k)
+                for (uint32_t t = 0; t < k; t++) o[t] = (int32_t)nb[o[t]];
+            for (uint32_t t = 0; t < k; t++)
+                if (o[t] >= 0) nx[m++] = (uint32_t)o[t];
+        }
+        fcap += n;
+        scap += n * k;
+        free(f);
+        f = nx;
+        n = uniq(f, m);
+    }
+    c->counts[L] = n;
+    c->fin = f;
+    for (int l = 0; l <= L; l++) counts[l] = c->counts[l];
+    return SSG_OK;
+}
+
+int ssg_fetch(ssg_ctx *c, uint32_t *fr, int32_t *sa, uint32_t *fin, char *err, size_t len) {
+    (void)err, (void)len;
+    uint64_t nf = 0, ns = 0;
+    for (int l = 0; l < c->L; l++) nf += c->counts[l], ns += c->counts[l] * (uint64_t)c->fan[l];
+    if (fr) memcpy(fr, c->front, nf * 4);
+    if (sa) memcpy(sa, c->samp, ns * 4);
+    if (fin) memcpy(fin, c->fin, c->counts[c->L] * 4);
+    return SSG_OK;
+}
+
+int ssg_last_timings(ssg_ctx *c, double *out, int n) {
+    (void)c;
+    for (int i = 0; i < n && i < 3; i++) out[i] = 0;
+    return n < 3 ? n : 3;
+}
+#endif
