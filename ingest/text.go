@@ -1,0 +1,396 @@
+package ingest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"sync"
+)
+
+// textBlockSize is the unit of parallel text parsing: the reader cuts the
+// stream into blocks of whole lines about this large.
+const textBlockSize = 1 << 20
+
+// textResult is what parsing one block yields.
+type textResult struct {
+	pairs   []uint32 // interleaved src, dst
+	lines   int64    // newlines in the block
+	errLine int64    // 0-based line within the block of the first defect
+	errMsg  string   // "" when the block parsed
+	errKind error
+}
+
+// parseText parses the complete lines of b into pairs (whose capacity must
+// be at least len(b)/2+2, the most a block can yield: "0 0\n" is 4 bytes).
+// ids must be below limit. When header is set, a first line that is not
+// an edge but holds a letter is skipped as a CSV header.
+//
+// It is a hand-written byte scanner: no tokenising into strings, no
+// strconv, one pass, no allocation.
+func parseText(b []byte, pairs []uint32, limit uint64, numGiven, header bool) (res textResult) {
+	pairs = pairs[:cap(pairs)]
+	np := 0
+	var line int64
+	var start, start2 int
+	var u, v uint64
+	var sep, comma bool
+	i, n := 0, len(b)
+	for i < n {
+		c := b[i]
+		if c-'0' > 9 {
+			for c == ' ' || c == '\t' {
+				i++
+				if i == n {
+					goto done
+				}
+				c = b[i]
+			}
+			switch c {
+			case '\n':
+				line++
+				i++
+				continue
+			case '\r':
+				if i+1 == n || b[i+1] == '\n' {
+					i += 2
+					line++
+					continue
+				}
+			case '#', '%':
+				j := bytes.IndexByte(b[i:], '\n')
+				if j < 0 {
+					i = n
+					goto done
+				}
+				i += j + 1
+				line++
+				continue
+			}
+			if c-'0' > 9 {
+				if header && line == 0 && hasLetter(lineAt(b, i)) {
+					goto skipHeader
+				}
+				return syntaxErr(b, i, line, pairs[:np])
+			}
+		}
+		// First id.
+		start = i
+		u = 0
+		for i < n {
+			d := b[i] - '0'
+			if d > 9 {
+				break
+			}
+			u = u*10 + uint64(d)
+			i++
+		}
+		if i-start > 18 {
+			u = longID(b[start:i])
+		}
+		// Separator: blanks with at most one comma among them.
+		sep, comma = false, false
+		for i < n {
+			c := b[i]
+			if c == ' ' || c == '\t' {
+				sep = true
+			} else if c == ',' && !comma {
+				sep, comma = true, true
+			} else {
+				break
+			}
+			i++
+		}
+		if !sep || i == n || b[i]-'0' > 9 {
+			if header && line == 0 && hasLetter(lineAt(b, start)) {
+				goto skipHeader
+			}
+			return syntaxErr(b, i, line, pairs[:np])
+		}
+		// Second id.
+		start2 = i
+		v = 0
+		for i < n {
+			d := b[i] - '0'
+			if d > 9 {
+				break
+			}
+			v = v*10 + uint64(d)
+			i++
+		}
+		if i-start2 > 18 {
+			v = longID(b[start2:i])
+		}
+		// End of line: trailing blanks, an optional CR, then LF or the end.
+		for i < n && (b[i] == ' ' || b[i] == '\t') {
+			i++
+		}
+		if i < n && b[i] == '\r' {
+			i++
+		}
+		if i < n {
+			if b[i] != '\n' {
+				if header && line == 0 && hasLetter(lineAt(b, start)) {
+					goto skipHeader
+				}
+				return syntaxErr(b, i, line, pairs[:np])
+			}
+			i++
+		}
+		if u >= limit || v >= limit {
+			bad, at := u, start
+			if u < limit {
+				bad, at = v, start2
+			}
+			res.pairs = pairs[:np]
+			res.errLine = line
+			res.errKind = ErrIDRange
+			if bad >= 1<<63 {
+				res.errMsg = "node id " + tokenAt(b, at) + rangeMsg(0, limit, numGiven)[len("node id 0"):]
+			} else {
+				res.errMsg = rangeMsg(bad, limit, numGiven)
+			}
+			return res
+		}
+		pairs[np] = uint32(u)
+		pairs[np+1] = uint32(v)
+		np += 2
+		line++
+		continue
+	skipHeader:
+		// The first line of a file is not an edge but has a letter: a
+		// CSV header such as "id_1,id_2". Only line 0 gets here.
+		if j := bytes.IndexByte(b, '\n'); j < 0 {
+			i = n
+		} else {
+			i = j + 1
+			line++
+		}
+	}
+done:
+	res.pairs = pairs[:np]
+	res.lines = int64(bytes.Count(b, []byte{'\n'}))
+	return res
+}
+
+// longID re-reads an id of many digits, which may have overflowed: leading
+// zeros are fine, more than 18 significant digits are out of any range.
+func longID(d []byte) uint64 {
+	for len(d) > 1 && d[0] == '0' {
+		d = d[1:]
+	}
+	if len(d) > 18 {
+		return 1 << 63
+	}
+	var x uint64
+	for _, c := range d {
+		x = x*10 + uint64(c-'0')
+	}
+	return x
+}
+
+func hasLetter(s []byte) bool {
+	for _, c := range s {
+		if c|0x20 >= 'a' && c|0x20 <= 'z' || c == '_' {
+			return true
+		}
+	}
+	return false
+}
+
+// lineAt returns the line of b that holds position i, without its end.
+func lineAt(b []byte, i int) []byte {
+	s := bytes.LastIndexByte(b[:i], '\n') + 1
+	e := bytes.IndexByte(b[i:], '\n')
+	if e < 0 {
+		e = len(b)
+	} else {
+		e += i
+	}
+	return bytes.TrimRight(b[s:e], "\r")
+}
+
+func isSep(c byte) bool { return c == ' ' || c == '\t' || c == ',' || c == '\r' || c == '\n' }
+
+// tokenAt returns the whitespace/comma-delimited token at position i.
+func tokenAt(b []byte, i int) string {
+	s := i
+	for s > 0 && !isSep(b[s-1]) {
+		s--
+	}
+	e := i
+	for e < len(b) && !isSep(b[e]) {
+		e++
+	}
+	return truncate(string(b[s:e]))
+}
+
+func truncate(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+func syntaxErr(b []byte, i int, line int64, pairs []uint32) textResult {
+	found := ""
+	if i < len(b) && !isSep(b[i]) {
+		found = strconv.Quote(tokenAt(b, i))
+	} else if l := lineAt(b, min(i, len(b))); len(l) > 0 {
+		found = "end of line in " + strconv.Quote(truncate(string(l)))
+	} else {
+		found = "end of line"
+	}
+	return textResult{
+		pairs:   pairs,
+		errLine: line,
+		errKind: ErrSyntax,
+		errMsg:  fmt.Sprintf("found %s, expected two non-negative integer node ids", found),
+	}
+}
+
+// textJob is one block on its way through the parse pipeline.
+type textJob struct {
+	data  []byte
+	pairs []uint32
+	first bool
+	res   textResult
+	rdErr error // a read error (or an over-long line) after this block
+	long  bool  // the block had no newline: a line longer than a block
+	done  chan struct{}
+}
+
+// textSource parses a text stream in parallel: a reader goroutine cuts it
+// into blocks of whole lines, workers parse blocks, and Next hands the
+// results back in input order, so errors name the first bad line.
+type textSource struct {
+	name     string
+	limit    uint64
+	numGiven bool
+	order    chan *textJob
+	free     chan *textJob
+	quit     chan struct{}
+	wg       sync.WaitGroup
+	prev     *textJob
+	line     int64 // lines before the next block
+	err      error
+	closed   bool
+}
+
+func newTextSource(r io.Reader, name string, limit uint64, numGiven bool) *textSource {
+	workers := max(1, runtime.GOMAXPROCS(0))
+	k := 2*workers + 2
+	s := &textSource{
+		name: name, limit: limit, numGiven: numGiven,
+		order: make(chan *textJob, k), free: make(chan *textJob, k), quit: make(chan struct{}),
+	}
+	for range k {
+		s.free <- &textJob{data: make([]byte, textBlockSize), pairs: make([]uint32, textBlockSize/2+2)}
+	}
+	jobs := make(chan *textJob, k)
+	s.wg.Add(1 + workers)
+	go s.readLoop(r, jobs)
+	for range workers {
+		go func() {
+			defer s.wg.Done()
+			for j := range jobs {
+				if !j.long {
+					j.res = parseText(j.data, j.pairs, limit, numGiven, j.first)
+				}
+				close(j.done)
+			}
+		}()
+	}
+	return s
+}
+
+func (s *textSource) readLoop(r io.Reader, jobs chan<- *textJob) {
+	defer s.wg.Done()
+	defer close(jobs)
+	defer close(s.order)
+	var carry []byte
+	first := true
+	for {
+		var j *textJob
+		select {
+		case j = <-s.free:
+		case <-s.quit:
+			return
+		}
+		buf := j.data[:cap(j.data)]
+		m := copy(buf, carry)
+		n, err := io.ReadFull(r, buf[m:])
+		total := m + n
+		j.first, first = first, false
+		j.rdErr, j.long = nil, false
+		j.done = make(chan struct{})
+		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		if err != nil && !eof {
+			j.rdErr = err
+			total = 0
+		}
+		if j.rdErr == nil && !eof {
+			cut := bytes.LastIndexByte(buf[:total], '\n')
+			if cut < 0 {
+				j.long = true
+			} else {
+				carry = append(carry[:0], buf[cut+1:total]...)
+				total = cut + 1
+			}
+		}
+		j.data = buf[:total]
+		s.order <- j // never blocks: order has room for every job
+		jobs <- j
+		if eof || j.rdErr != nil || j.long {
+			return
+		}
+	}
+}
+
+// Next returns the next batch of interleaved (src, dst) pairs, valid until
+// the following call, or io.EOF after the last.
+func (s *textSource) Next() ([]uint32, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	if s.prev != nil {
+		s.free <- s.prev
+		s.prev = nil
+	}
+	j, ok := <-s.order
+	if !ok {
+		s.err = io.EOF
+		return nil, io.EOF
+	}
+	<-j.done
+	switch {
+	case j.long:
+		s.err = &InputError{File: s.name, Line: s.line + 1, Msg: fmt.Sprintf("line longer than %d bytes, expected two non-negative integer node ids", textBlockSize), Err: ErrSyntax}
+	case j.res.errMsg != "":
+		s.err = &InputError{File: s.name, Line: s.line + j.res.errLine + 1, Msg: j.res.errMsg, Err: j.res.errKind}
+	case j.rdErr != nil:
+		s.err = j.rdErr
+		if _, ok := j.rdErr.(*InputError); !ok {
+			s.err = &InputError{File: s.name, Record: -1, Msg: "read error: " + j.rdErr.Error(), Err: j.rdErr}
+		}
+	}
+	if s.err != nil {
+		s.free <- j
+		return nil, s.err
+	}
+	s.line += j.res.lines
+	s.prev = j
+	return j.res.pairs, nil
+}
+
+// Close stops the pipeline and waits for its goroutines.
+func (s *textSource) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	close(s.quit)
+	s.wg.Wait()
+	return nil
+}
