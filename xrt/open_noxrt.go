@@ -12,3 +12,6 @@ func Open(index int) (Device, error) {
 
 // Hardware reports whether Open can reach XRT in this build.
 const Hardware = false
+
+// Driver names the XRT shim library this binary links: none.
+const Driver = "none"
