@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/serve"
+)
+
+// TestServeCommand runs `streamsampler serve` on a graph directory, pulls
+// two epochs over the socket, checks them against the reference sampler,
+// and stops the server with SIGTERM.
+func TestServeCommand(t *testing.T) {
+	dir, csr := testGraph(t, 500, 6, 4096)
+	var train []uint32
+	for v := uint32(0); v < 500; v += 3 {
+		train = append(train, v)
+	}
+	trainFile := writeTrain(t, train)
+	sock := filepath.Join(t.TempDir(), "ss.sock")
+	pr, pw := io.Pipe()
+	exit := make(chan int, 1)
+	go func() {
+		exit <- execute([]string{"serve", "--graph", dir, "--train", trainFile, "--fanouts", "5,3",
+			"--batch-size", "32", "--seed", "11", "--socket", sock, "--quiet", "--rank", "1", "--world-size", "2"},
+			strings.NewReader(""), pw, io.Discard)
+		pw.Close()
+	}()
+	lines := bufio.NewScanner(pr)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "ready unix:"+sock) {
+		t.Fatalf("first line %q, want ready", lines.Text())
+	}
+	go io.Copy(io.Discard, pr)
+
+	c, err := serve.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for e := uint32(0); e < 2; e++ {
+		shard, _ := epoch.Shard(train, 1, 2, 11, e)
+		ref, err := host.Reference(csr, shard, []int{5, 3}, epoch.Key{Seed: 11, Epoch: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := epoch.Batches(shard, 32, 11, e)
+		want = want[:epoch.NumBatches(len(train)/2, 32)]
+		for i := 0; ; i++ {
+			b, err := c.NextBatch(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.End {
+				if i != len(want) {
+					t.Fatalf("epoch %d ended after %d batches, want %d", e, i, len(want))
+				}
+				break
+			}
+			wb, _ := ref.Sample(want[i])
+			if b.Index != i || !reflect.DeepEqual(b.Blocks, wb) {
+				t.Fatalf("epoch %d batch %d differs from the reference", e, i)
+			}
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("exit status %d after SIGTERM", code)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop on SIGTERM")
+	}
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Fatalf("socket file left behind: %v", err)
+	}
+}
+
+func TestServeUsage(t *testing.T) {
+	dir, _ := testGraph(t, 50, 3, 4096)
+	train := writeTrain(t, []uint32{1, 2, 3})
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	base := []string{"serve", "--graph", dir, "--train", train, "--fanouts", "2"}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"serve", "--train", train, "--fanouts", "2", "--socket", sock}, 2, "--graph"},
+		{append(base[:5:5], "--socket", sock), 2, "--fanouts"},
+		{base, 2, "--socket or --tcp"},
+		{append(base, "--tcp", "0.0.0.0:0"), 2, "not loopback"},
+		{append(base, "--socket", sock, "--prepare-at", "1.5"), 2, "--prepare-at"},
+		{append(base, "--socket", sock, "--rank", "2", "--world-size", "2"), 2, "rank 2"},
+		{append(base, "--socket", sock, "--world-size", "5"), 2, "3 training nodes for 5 ranks"},
+		{[]string{"serve", "--graph", filepath.Join(dir, "nope"), "--train", train, "--fanouts", "2", "--socket", sock}, 1, "nope"},
+	} {
+		var stderr strings.Builder
+		code := execute(tc.args, strings.NewReader(""), io.Discard, &stderr)
+		if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d mentioning %q", tc.args[1:], code, stderr.String(), tc.code, tc.want)
+		}
+	}
+}
