@@ -1,0 +1,208 @@
+package epoch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// fixtureSampler samples epochs of the fixture's graph and counts calls.
+func (f *epochFixture) sampler(calls *atomic.Int64) SampleFunc {
+	return func(ctx context.Context, seeds []uint32, fanouts []int, key Key) (*Result, error) {
+		calls.Add(1)
+		return sampleEpoch(f.g, seeds, fanouts, key), nil
+	}
+}
+
+func TestLoopSequential(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(5)
+	for _, world := range []int{1, 3} {
+		for rank := 0; rank < world; rank++ {
+			var calls atomic.Int64
+			cfg := LoopConfig{Train: f.train, BatchSize: 7, Fanouts: f.fanouts, Seed: 11, Rank: rank, World: world,
+				FirstEpoch: 2, Epochs: 3, Sample: f.sampler(&calls)}
+			l, err := NewLoop(cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nb := l.NumBatches()
+			threshold := int(math.Ceil(DefaultPrepareAt * float64(nb)))
+			for e := uint32(2); e < 5; e++ {
+				shard, _ := Shard(f.train, rank, world, 11, e)
+				want := Batches(shard, 7, 11, e)
+				if len(want) != nb {
+					t.Fatalf("NumBatches = %d, want %d", nb, len(want))
+				}
+				res := sampleEpoch(f.g, shard, f.fanouts, Key{Seed: 11, Epoch: e})
+				for i := 0; i < nb; i++ {
+					b, err := l.Next(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if b.Epoch != e || b.Index != i || b.Count != nb {
+						t.Fatalf("got epoch %d batch %d/%d, want %d %d/%d", b.Epoch, b.Index, b.Count, e, i, nb)
+					}
+					if err := equalBlocks(b.Blocks, bruteBlocks(res, want[i])); err != nil {
+						t.Fatalf("epoch %d batch %d: %v", e, i, err)
+					}
+					_, preparing := l.Store().Preparing()
+					if wantPrep := i+1 >= threshold && e < 4; preparing != wantPrep {
+						t.Fatalf("epoch %d after %d of %d batches: preparing %v, want %v", e, i+1, nb, preparing, wantPrep)
+					}
+				}
+			}
+			if _, err := l.Next(ctx); err != io.EOF {
+				t.Fatalf("after the last epoch: %v", err)
+			}
+			if calls.Load() != 3 {
+				t.Fatalf("%d epochs sampled, want 3", calls.Load())
+			}
+		}
+	}
+}
+
+// TestLoopConcurrent hands minibatches to several goroutines: each
+// (epoch, index) exactly once, each correct.
+func TestLoopConcurrent(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(6)
+	var calls atomic.Int64
+	l, err := NewLoop(LoopConfig{Train: f.train, BatchSize: 5, Fanouts: f.fanouts, Seed: 11, Epochs: 4,
+		PrepareAt: 0.5, Sample: f.sampler(&calls)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var mu sync.Mutex
+	got := map[[2]int][]uint32{}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				b, err := l.Next(ctx)
+				if err == io.EOF {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				res := f.result(b.Epoch)
+				if err := equalBlocks(b.Blocks, bruteBlocks(res, b.Blocks.Seeds)); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				k := [2]int{int(b.Epoch), b.Index}
+				if _, dup := got[k]; dup {
+					t.Errorf("batch %v handed out twice", k)
+				}
+				got[k] = b.Blocks.Seeds
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	nb := l.NumBatches()
+	if len(got) != 4*nb {
+		t.Fatalf("%d batches, want %d", len(got), 4*nb)
+	}
+	for e := 0; e < 4; e++ {
+		want := Batches(f.train, 5, 11, uint32(e))
+		for i := range want {
+			if !slices.Equal(got[[2]int{e, i}], want[i]) {
+				t.Fatalf("epoch %d batch %d: wrong seeds", e, i)
+			}
+		}
+	}
+}
+
+func TestLoopSampleFailureRetries(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(7)
+	var fails atomic.Int64
+	fails.Store(1)
+	sample := func(ctx context.Context, seeds []uint32, fanouts []int, key Key) (*Result, error) {
+		if key.Epoch == 1 && fails.Add(-1) >= 0 {
+			return nil, fmt.Errorf("device lost")
+		}
+		return sampleEpoch(f.g, seeds, fanouts, key), nil
+	}
+	l, _ := NewLoop(LoopConfig{Train: f.train, BatchSize: 50, Fanouts: f.fanouts, Seed: 11, Epochs: 2, Sample: sample}, nil)
+	var errs int
+	var n int
+	for {
+		b, err := l.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			errs++
+			if errs > 1 {
+				t.Fatalf("second failure: %v", err)
+			}
+			continue
+		}
+		if b.Epoch == 1 && b.Index == 0 && errs != 1 {
+			t.Fatal("epoch 1 served without the failure surfacing")
+		}
+		n++
+	}
+	if n != 2*l.NumBatches() {
+		t.Fatalf("%d batches, want %d", n, 2*l.NumBatches())
+	}
+	// A sampler returning the wrong frontier is caught.
+	bad := func(ctx context.Context, seeds []uint32, fanouts []int, key Key) (*Result, error) {
+		return sampleEpoch(f.g, seeds[1:], fanouts, key), nil
+	}
+	l, _ = NewLoop(LoopConfig{Train: f.train, BatchSize: 50, Fanouts: f.fanouts, Seed: 11, Sample: bad}, nil)
+	if _, err := l.Next(ctx); err == nil {
+		t.Fatal("mismatched result accepted")
+	}
+	// A cancelled context stops a waiting Next.
+	block := make(chan struct{})
+	defer close(block)
+	slow := func(ctx context.Context, seeds []uint32, fanouts []int, key Key) (*Result, error) {
+		<-block
+		return nil, errors.New("late")
+	}
+	l, _ = NewLoop(LoopConfig{Train: f.train, BatchSize: 50, Fanouts: f.fanouts, Seed: 11, Sample: slow}, nil)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l.Next(cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Next: %v", err)
+	}
+}
+
+func TestNewLoopErrors(t *testing.T) {
+	ok := func(context.Context, []uint32, []int, Key) (*Result, error) { return nil, nil }
+	good := LoopConfig{Train: []uint32{1, 2, 3}, BatchSize: 2, Fanouts: []int{2}, Sample: ok}
+	for name, mut := range map[string]func(*LoopConfig){
+		"batch":     func(c *LoopConfig) { c.BatchSize = 0 },
+		"sampler":   func(c *LoopConfig) { c.Sample = nil },
+		"fanout":    func(c *LoopConfig) { c.Fanouts = []int{2, 0} },
+		"rank":      func(c *LoopConfig) { c.Rank, c.World = 2, 2 },
+		"world":     func(c *LoopConfig) { c.World = -1 },
+		"too few":   func(c *LoopConfig) { c.World = 4 },
+		"prepareAt": func(c *LoopConfig) { c.PrepareAt = 1.5 },
+		"epochs":    func(c *LoopConfig) { c.Epochs = -1 },
+	} {
+		c := good
+		mut(&c)
+		if _, err := NewLoop(c, nil); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := NewLoop(good, nil); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,278 @@
+package epoch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+var (
+	// ErrNoCurrent is returned by Store.Current and Store.Sample before any
+	// epoch has been made current.
+	ErrNoCurrent = errors.New("epoch: no current epoch")
+	// ErrAlreadyPreparing is returned by Store.Prepare while a next epoch
+	// is being prepared or is prepared and not yet advanced to.
+	ErrAlreadyPreparing = errors.New("epoch: next epoch already preparing or prepared")
+)
+
+// DefaultIndexBudget is the most memory a Store spends on a Result's dense
+// position index (Result.Index) by default; above it, Sample binary-searches.
+const DefaultIndexBudget = 512 << 20
+
+// StoreOption configures a Store.
+type StoreOption func(*Store)
+
+// WithIndexBudget sets the memory a Store may spend on each resident
+// epoch's dense index; 0 disables the index (binary search only).
+func WithIndexBudget(bytes int64) StoreOption { return func(s *Store) { s.indexBudget = bytes } }
+
+// WithNumNodes sizes the dense index for a graph of n nodes instead of
+// max(Final)+1 (the same lookups; only useful to bound memory up front).
+func WithNumNodes(n uint32) StoreOption { return func(s *Store) { s.numNodes = n } }
+
+// WithState persists every prepared epoch into st (Write with opts, over
+// any stale copy) before it can become current, and records CURRENT and
+// prunes older epochs on Advance.
+func WithState(st State, opts WriteOptions) StoreOption {
+	return func(s *Store) {
+		s.state = &st
+		s.wopts = opts
+		s.wopts.Overwrite = true
+	}
+}
+
+// Store keeps two epochs resident: the current one, which Sample reads,
+// and the next one, which Prepare fills in the background. Sample may be
+// called from any number of goroutines, concurrently with Prepare and
+// Advance: Advance swaps an atomic pointer, and a Sample that began before
+// the swap finishes on the epoch it started with.
+type Store struct {
+	cur atomic.Pointer[resident]
+
+	mu   sync.Mutex
+	next *pending
+
+	asm sync.Pool // *Assembler, scratch space reused across calls
+
+	indexBudget int64
+	numNodes    uint32
+	state       *State
+	wopts       WriteOptions
+}
+
+// resident is a Result with its optional index.
+type resident struct {
+	r  *Result
+	ix *Index
+}
+
+// pending is one Prepare in flight or done.
+type pending struct {
+	key    Key
+	done   chan struct{}
+	cancel context.CancelFunc
+	res    *resident
+	err    error
+}
+
+// NewStore returns an empty Store.
+func NewStore(opts ...StoreOption) *Store {
+	s := &Store{indexBudget: DefaultIndexBudget}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// install builds the index for r when it fits the budget.
+func (s *Store) install(r *Result) (*resident, error) {
+	if r == nil {
+		return nil, errors.New("epoch: nil result")
+	}
+	res := &resident{r: r}
+	if s.indexBudget > 0 && len(r.Layers) > 0 && r.DenseIndexBytes(s.numNodes) <= s.indexBudget {
+		ix, err := r.Index(s.numNodes)
+		if err != nil {
+			return nil, err
+		}
+		res.ix = ix
+	}
+	return res, nil
+}
+
+// SetCurrent makes r the current epoch directly (for a Result loaded with
+// Read, say), leaving any preparation alone.
+func (s *Store) SetCurrent(r *Result) error {
+	res, err := s.install(r)
+	if err != nil {
+		return err
+	}
+	s.cur.Store(res)
+	return nil
+}
+
+// Current returns the current epoch's Result, or ErrNoCurrent.
+func (s *Store) Current() (*Result, error) {
+	c := s.cur.Load()
+	if c == nil {
+		return nil, ErrNoCurrent
+	}
+	return c.r, nil
+}
+
+// Sample assembles a minibatch from the current epoch (Assembler.Sample).
+func (s *Store) Sample(seeds []uint32) (*Blocks, error) {
+	c := s.cur.Load()
+	if c == nil {
+		return nil, ErrNoCurrent
+	}
+	return s.sampleFrom(c, seeds)
+}
+
+func (s *Store) sampleFrom(c *resident, seeds []uint32) (*Blocks, error) {
+	a, _ := s.asm.Get().(*Assembler)
+	if a == nil {
+		a = &Assembler{}
+	}
+	a.Reset(c.r, c.ix)
+	b, err := a.Sample(seeds)
+	a.Reset(nil, nil) // do not keep an old epoch alive from the pool
+	s.asm.Put(a)
+	return b, err
+}
+
+// Prepare starts fn in a goroutine to build the epoch named by key, which
+// becomes the next epoch. ctx bounds the preparation (it is passed to fn);
+// Discard cancels it. The Result must carry key. Prepare fails with
+// ErrAlreadyPreparing while another next epoch is pending or ready.
+func (s *Store) Prepare(ctx context.Context, key Key, fn func(ctx context.Context) (*Result, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next != nil {
+		return fmt.Errorf("%w (epoch %d)", ErrAlreadyPreparing, s.next.key.Epoch)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	p := &pending{key: key, done: make(chan struct{}), cancel: cancel}
+	s.next = p
+	go func() {
+		defer close(p.done)
+		defer cancel()
+		p.res, p.err = s.build(cctx, key, fn)
+	}()
+	return nil
+}
+
+// build runs fn and readies its Result: key check, index, persistence.
+func (s *Store) build(ctx context.Context, key Key, fn func(ctx context.Context) (*Result, error)) (res *resident, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("epoch: preparing epoch %d: panic: %v", key.Epoch, r)
+		}
+	}()
+	r, err := fn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("epoch: preparing epoch %d: %w", key.Epoch, err)
+	}
+	if r == nil {
+		return nil, fmt.Errorf("epoch: preparing epoch %d: no result", key.Epoch)
+	}
+	if r.Key != key {
+		return nil, fmt.Errorf("epoch: preparing epoch %d: result has key %+v, want %+v", key.Epoch, r.Key, key)
+	}
+	if s.state != nil {
+		if err := Write(s.state.EpochDir(key.Epoch), r, s.wopts); err != nil {
+			return nil, fmt.Errorf("epoch: preparing epoch %d: %w", key.Epoch, err)
+		}
+	}
+	res, err = s.install(r)
+	if err != nil {
+		return nil, fmt.Errorf("epoch: preparing epoch %d: %w", key.Epoch, err)
+	}
+	return res, nil
+}
+
+// Preparing reports the key of the pending next epoch, if any.
+func (s *Store) Preparing() (Key, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next == nil {
+		return Key{}, false
+	}
+	return s.next.key, true
+}
+
+// Ready reports whether the next epoch has been prepared successfully, so
+// that Advance will not wait.
+func (s *Store) Ready() bool {
+	s.mu.Lock()
+	p := s.next
+	s.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return p.err == nil
+	default:
+		return false
+	}
+}
+
+// Advance makes the next epoch current, waiting for its preparation if it
+// is still running (until ctx is done, which leaves it running). It
+// returns ErrNotPrepared if Prepare was not called, and the preparation's
+// error if it failed (the Store is then ready for another Prepare). With
+// WithState, an error deleting old epoch directories is returned together
+// with the new current Result.
+func (s *Store) Advance(ctx context.Context) (*Result, error) {
+	s.mu.Lock()
+	p := s.next
+	s.mu.Unlock()
+	if p == nil {
+		return nil, ErrNotPrepared
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("epoch: waiting for epoch %d: %w", p.key.Epoch, ctx.Err())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next != p {
+		return nil, fmt.Errorf("%w: epoch %d was advanced to or discarded concurrently", ErrNotPrepared, p.key.Epoch)
+	}
+	if p.err != nil {
+		s.next = nil
+		return nil, p.err
+	}
+	if s.state != nil {
+		if err := s.state.SetCurrent(p.key.Epoch); err != nil {
+			return nil, err // nothing switched; Advance may be retried
+		}
+	}
+	s.next = nil
+	s.cur.Store(p.res)
+	if s.state != nil {
+		// The switch has happened; a failure to delete old epochs is
+		// reported beside the new Result.
+		if err := s.state.prune(p.key.Epoch); err != nil {
+			return p.res.r, err
+		}
+	}
+	return p.res.r, nil
+}
+
+// Discard cancels a pending preparation, waits for it to stop and forgets
+// it (or a prepared next epoch). The current epoch stays.
+func (s *Store) Discard() {
+	s.mu.Lock()
+	p := s.next
+	s.next = nil
+	s.mu.Unlock()
+	if p != nil {
+		p.cancel()
+		<-p.done
+	}
+}
