@@ -297,11 +297,38 @@ type Batch struct {
 // End; asking for epoch e+1 then advances the server (waiting for the
 // epoch's preparation if needed).
 func (s *Server) NextBatch(ctx context.Context, e uint32) (Batch, error) {
+	c, err := s.claim(ctx, e)
+	if err != nil || c.End {
+		return c.Batch, err
+	}
+	return c.assemble()
+}
+
+// claimed is a minibatch taken off the cursor, not yet assembled.
+type claimed struct {
+	Batch
+	slot *slot
+}
+
+func (c claimed) assemble() (Batch, error) {
+	b, err := c.slot.sample(c.slot.batches[c.Index])
+	if err != nil {
+		return Batch{}, reqErr(CodeInternal, "assembling batch %d of epoch %d: %v", c.Index, c.Epoch, err)
+	}
+	c.Blocks = b
+	return c.Batch, nil
+}
+
+// claim takes the next minibatch index of epoch e off the shared cursor
+// (advancing to e first if e is the next epoch and the current one is
+// exhausted). Assembly is left to the caller, so that a connection can
+// claim in request order and assemble concurrently.
+func (s *Server) claim(ctx context.Context, e uint32) (claimed, error) {
 	for {
 		s.mu.Lock()
 		if s.cur == nil {
 			s.mu.Unlock()
-			return Batch{}, reqErr(CodeUnknownEpoch, "no epoch loaded yet")
+			return claimed{}, reqErr(CodeUnknownEpoch, "no epoch loaded yet")
 		}
 		cur := s.cur
 		if e == CurrentEpoch {
@@ -311,11 +338,11 @@ func (s *Server) NextBatch(ctx context.Context, e uint32) (Batch, error) {
 		switch {
 		case e < cur.epoch:
 			s.mu.Unlock()
-			return Batch{Epoch: e, End: true}, nil
+			return claimed{Batch: Batch{Epoch: e, End: true}}, nil
 		case e == cur.epoch:
 			if s.cursor >= n {
 				s.mu.Unlock()
-				return Batch{Epoch: e, End: true}, nil
+				return claimed{Batch: Batch{Epoch: e, End: true}}, nil
 			}
 			i := s.cursor
 			s.cursor++
@@ -323,24 +350,20 @@ func (s *Server) NextBatch(ctx context.Context, e uint32) (Batch, error) {
 				s.prepareNextLocked()
 			}
 			s.mu.Unlock()
-			b, err := cur.sample(cur.batches[i])
-			if err != nil {
-				return Batch{}, reqErr(CodeInternal, "assembling batch %d of epoch %d: %v", i, e, err)
-			}
-			return Batch{Epoch: e, Index: i, Blocks: b}, nil
+			return claimed{Batch: Batch{Epoch: e, Index: i}, slot: cur}, nil
 		case e == cur.epoch+1:
 			if s.cursor < n {
 				s.mu.Unlock()
-				return Batch{}, reqErr(CodeEpochNotDone, "epoch %d not started: epoch %d has %d of %d minibatches left", e, cur.epoch, n-s.cursor, n)
+				return claimed{}, reqErr(CodeEpochNotDone, "epoch %d not started: epoch %d has %d of %d minibatches left", e, cur.epoch, n-s.cursor, n)
 			}
 			s.mu.Unlock()
 			if _, err := s.Advance(ctx, cur.epoch); err != nil {
-				return Batch{}, err
+				return claimed{}, err
 			}
 			// Loop: serve from the new epoch.
 		default:
 			s.mu.Unlock()
-			return Batch{}, reqErr(CodeUnknownEpoch, "unknown epoch %d: current is %d", e, cur.epoch)
+			return claimed{}, reqErr(CodeUnknownEpoch, "unknown epoch %d: current is %d", e, cur.epoch)
 		}
 	}
 }
@@ -630,10 +653,31 @@ func (c *conn) serve() {
 			}
 			return
 		}
+		// next_batch claims its minibatch here, in request order, so that
+		// a client pipelining requests on one connection gets its
+		// minibatches in epoch order; assembly runs concurrently.
+		var cl *claimed
+		if f.Op == OpNextBatch {
+			e, err := DecodeEpochRequest(f.Payload)
+			if err != nil {
+				c.replyError(f.Op, f.ID, CodeBadRequest, err.Error())
+				continue
+			}
+			got, err := s.claim(ctx, e)
+			if err != nil {
+				c.replyErr(f.Op, f.ID, err)
+				continue
+			}
+			cl = &got
+		}
 		sem <- struct{}{}
 		c.inflight.Add(1)
 		go func() {
 			defer func() { <-sem; c.inflight.Done() }()
+			if cl != nil {
+				c.replyBatch(f, *cl)
+				return
+			}
 			c.handle(ctx, f)
 		}()
 	}
@@ -671,6 +715,21 @@ func (c *conn) replyJSON(op uint8, id uint32, v any) {
 	c.write(net.Buffers{AppendFrame(nil, op, StatusOK, id, p)})
 }
 
+// replyBatch assembles a claimed minibatch and replies.
+func (c *conn) replyBatch(f Frame, cl claimed) {
+	if cl.End {
+		c.write(net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, cl.Epoch))})
+		return
+	}
+	b, err := cl.assemble()
+	if err != nil {
+		c.replyErr(f.Op, f.ID, err)
+		return
+	}
+	c.write(EncodeBlocks(f.Op, f.ID, b.Blocks, b.Index))
+}
+
+// handle answers every request but next_batch (see serve).
 func (c *conn) handle(ctx context.Context, f Frame) {
 	s := c.s
 	switch f.Op {
@@ -680,21 +739,6 @@ func (c *conn) handle(ctx context.Context, f Frame) {
 			return
 		}
 		c.replyJSON(f.Op, f.ID, s.Info())
-	case OpNextBatch:
-		e, err := DecodeEpochRequest(f.Payload)
-		if err != nil {
-			c.replyError(f.Op, f.ID, CodeBadRequest, err.Error())
-			return
-		}
-		b, err := s.NextBatch(ctx, e)
-		switch {
-		case err != nil:
-			c.replyErr(f.Op, f.ID, err)
-		case b.End:
-			c.write(net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, b.Epoch))})
-		default:
-			c.write(EncodeBlocks(f.Op, f.ID, b.Blocks, b.Index))
-		}
 	case OpSample:
 		e, seeds, err := DecodeSampleRequest(f.Payload)
 		if err != nil {

@@ -526,3 +526,34 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinedInOrder: requests pipelined on one connection claim
+// minibatches in request order, whatever order the replies come back in.
+func TestPipelinedInOrder(t *testing.T) {
+	g := randomCSR(400, 6, 8)
+	s := newTestServer(t, Config{Sampler: &refSampler{g: g}, Train: trainNodes(400, 1), Fanouts: []int{4, 4}, BatchSize: 10, PrepareAt: 1})
+	nc := rawConn(t, serveUnix(t, s))
+	var req []byte
+	for id := uint32(0); id < 45; id++ {
+		req = AppendFrame(req, OpNextBatch, 0, id, AppendEpochRequest(nil, 0))
+	}
+	if _, err := nc.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 45; i++ {
+		f, _, err := ReadFrame(nc, MaxReply, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.ID >= 40 {
+			if f.Status != StatusEnd {
+				t.Fatalf("request %d: status %d, want end", f.ID, f.Status)
+			}
+			continue
+		}
+		_, idx, err := DecodeBlocks(f.Payload)
+		if err != nil || idx != int(f.ID) {
+			t.Fatalf("request %d got batch %d (%v)", f.ID, idx, err)
+		}
+	}
+}
