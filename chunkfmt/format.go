@@ -130,3 +130,25 @@ func checkChunkSize(chunkSize int64) error {
 	}
 	return nil
 }
+
+// sortedBelow reports, without a branch per element, whether a is sorted
+// ascending (strictly when strict) with every id below n. A failure is
+// then located by a slower scan that names the first defect.
+func sortedBelow(a []uint32, strict bool, n uint32) bool {
+	if len(a) == 0 {
+		return true
+	}
+	var s int64
+	if strict {
+		s = 1
+	}
+	// acc collects the sign bits of every a[i]-a[i-1]-s: negative iff
+	// some pair is out of order.
+	var acc int64
+	prev := int64(a[0])
+	for _, v := range a[1:] {
+		acc |= int64(v) - prev - s
+		prev = int64(v)
+	}
+	return acc >= 0 && a[len(a)-1] < n
+}

@@ -89,3 +89,56 @@ func readFile(t testing.TB, dir, name string) []byte {
 	}
 	return b
 }
+
+// csrGraph is a generated graph in flat CSR form, cheap to hold for
+// millions of nodes.
+type csrGraph struct {
+	off []uint64 // node v's neighbors are nb[off[v]:off[v+1]]
+	nb  []uint32
+}
+
+func (g *csrGraph) numNodes() uint32      { return uint32(len(g.off) - 1) }
+func (g *csrGraph) adj(v uint32) []uint32 { return g.nb[g.off[v]:g.off[v+1]] }
+
+// randomCSR makes n nodes with degrees uniform in [0, 2*avgDeg], sorted.
+func randomCSR(seed uint64, n uint32, avgDeg int) *csrGraph {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	g := &csrGraph{off: make([]uint64, n+1), nb: make([]uint32, 0, uint64(n)*uint64(avgDeg))}
+	for v := uint32(0); v < n; v++ {
+		d := r.IntN(2*avgDeg + 1)
+		start := len(g.nb)
+		for i := 0; i < d; i++ {
+			g.nb = append(g.nb, r.Uint32N(n))
+		}
+		slices.Sort(g.nb[start:])
+		g.off[v+1] = uint64(len(g.nb))
+	}
+	return g
+}
+
+// writeCSR writes g into dir.
+func writeCSR(tb testing.TB, dir string, g *csrGraph, chunkSize int64) {
+	tb.Helper()
+	w, err := NewWriter(dir, g.numNodes(), chunkSize, Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for v := uint32(0); v < g.numNodes(); v++ {
+		if err := w.Append(g.adj(v)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// median of xs (xs is reordered).
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
