@@ -589,3 +589,19 @@ func TestSortedBelow(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatDocExample pins the worked example of docs/FORMAT.md.
+func TestFormatDocExample(t *testing.T) {
+	dir := writeGraph(t, [][]uint32{{1, 2}, {2}, {}, {0, 1, 2}}, 512, Options{Dedup: true, SelfLoops: "drop"})
+	want := append([]uint32{4, 0, 7, 9, 10, 10, 13, 1, 2, 2, 0, 1, 2}, make([]uint32, 128-13)...)
+	if got := DecodeWords(nil, readFile(t, dir, ChunksFile)); !slices.Equal(got, want) {
+		t.Fatalf("edges.chunks = %v", got)
+	}
+	m, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := m.Chunks[0]; c.BytesUsed != 52 || c.FillBytes != 460 || c.CRC32C != 3421054267 || m.MaxDegree != 3 {
+		t.Fatalf("manifest chunk %+v", c)
+	}
+}
