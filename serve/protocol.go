@@ -57,16 +57,15 @@ const NoBatch = -1
 
 // Error codes of a StatusError reply.
 const (
-	CodeBadRequest     uint16 = 1 // malformed payload
-	CodeUnknownOp      uint16 = 2
-	CodeUnknownEpoch   uint16 = 3 // neither the current epoch nor a prepared next one
-	CodeNotInFrontier  uint16 = 4 // a seed is not a training node of this epoch's shard
-	CodeEpochNotDone   uint16 = 5 // next_batch for epoch e+1 while epoch e has batches left
-	CodeInternal       uint16 = 6 // preparing the epoch failed
-	CodeShuttingDown   uint16 = 7
-	CodeTooLarge       uint16 = 8 // the request exceeds the server's cap; the connection is closed
-	CodeDuplicateSeed  uint16 = 9
-	CodeEpochNotLoaded uint16 = 10 // sample for the next epoch before it is prepared
+	CodeBadRequest    uint16 = 1 // malformed payload
+	CodeUnknownOp     uint16 = 2
+	CodeUnknownEpoch  uint16 = 3 // neither the current epoch nor a prepared next one
+	CodeNotInFrontier uint16 = 4 // a seed is not a training node of this epoch's shard
+	CodeEpochNotDone  uint16 = 5 // next_batch for epoch e+1 while epoch e has batches left
+	CodeInternal      uint16 = 6 // preparing the epoch failed
+	CodeShuttingDown  uint16 = 7
+	CodeTooLarge      uint16 = 8 // the request exceeds the server's cap; the connection is closed
+	CodeDuplicateSeed uint16 = 9
 )
 
 // Array dtypes.

@@ -38,10 +38,6 @@ var ErrConfig = errors.New("serve: bad configuration")
 // which the next epoch's preparation starts.
 const DefaultPrepareAt = 0.8
 
-// denseIndexLimit is the most memory spent on a dense node→row index per
-// epoch; above it assembly uses binary search.
-const denseIndexLimit = 512 << 20
-
 // Config is what a Server serves.
 type Config struct {
 	Sampler    EpochSampler
@@ -80,7 +76,8 @@ type EpochInfo struct {
 	PrepareSeconds float64 `json:"prepare_seconds"`
 }
 
-// slot is one prepared epoch.
+// slot is the current epoch's minibatch list and cursor bookkeeping; its
+// Result lives in the epoch.Store.
 type slot struct {
 	epoch   uint32
 	res     *epoch.Result
@@ -88,51 +85,43 @@ type slot struct {
 	shard   int
 	dropped int
 	took    time.Duration
-	pool    sync.Pool // *epoch.Assembler over res
+	// leaving is set (under Server.mu) once an advance away from this
+	// epoch has begun: no more claims or samples start on it.
+	leaving bool
+	// inflight counts claimed minibatches and samples being assembled;
+	// the Store switches epochs only once they are done.
+	inflight sync.WaitGroup
 }
 
-func (s *slot) sample(seeds []uint32) (*epoch.Blocks, error) {
-	a := s.pool.Get().(*epoch.Assembler)
-	defer s.pool.Put(a)
-	return a.Sample(seeds)
-}
-
-// pending is an epoch being prepared.
-type pending struct {
-	epoch uint32
-	done  chan struct{}
-	slot  *slot
-	err   error
-}
-
-func (p *pending) ready() bool {
-	select {
-	case <-p.done:
-		return p.err == nil
-	default:
-		return false
-	}
+// meta is what preparing an epoch computes beside its Result.
+type meta struct {
+	batches [][]uint32
+	shard   int
+	dropped int
+	took    time.Duration
 }
 
 // Server serves one training run's epochs. Create it with New, load the
 // first epoch with Start, then Serve listeners; Shutdown stops it.
 type Server struct {
-	cfg      Config
-	train    []uint32 // sorted unique
-	perRank  int      // minibatches every rank serves per epoch
-	maxReq   int
-	baseCtx  context.Context
-	cancel   context.CancelFunc
-	mu       sync.Mutex
-	cur      *slot
-	cursor   int
-	next     *pending
-	closing  bool
-	lns      map[net.Listener]struct{}
-	conns    map[*conn]struct{}
-	connWG   sync.WaitGroup
-	prepWG   sync.WaitGroup
-	shutOnce sync.Once
+	cfg     Config
+	train   []uint32 // sorted unique
+	perRank int      // minibatches every rank serves per epoch
+	maxReq  int
+	baseCtx context.Context
+	cancel  context.CancelFunc
+	store   *epoch.Store
+
+	mu        sync.Mutex
+	cur       *slot
+	cursor    int
+	preparing bool            // Store.Prepare was called for cur.epoch+1
+	metas     map[uint32]meta // filled by preparations
+	advancing chan struct{}   // closed when the advance under way ends
+	closing   bool
+	lns       map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	connWG    sync.WaitGroup
 }
 
 // New checks cfg and returns a Server with no epoch loaded yet.
@@ -174,9 +163,12 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, train: train, maxReq: cfg.MaxRequest,
 		// Every rank's shard has at least floor(n/world) nodes; serving
-		// that many minibatches on every rank keeps DDP ranks in step.
+		// that many nodes' minibatches on every rank keeps DDP ranks in
+		// step.
 		perRank: epoch.NumBatches(len(train)/cfg.World, cfg.BatchSize),
 		baseCtx: ctx, cancel: cancel,
+		store: epoch.NewStore(),
+		metas: map[uint32]meta{},
 		lns:   map[net.Listener]struct{}{},
 		conns: map[*conn]struct{}{},
 	}
@@ -189,35 +181,33 @@ func (s *Server) logf(format string, a ...any) {
 	}
 }
 
-// load samples epoch e: shard, minibatches, the epoch's Result and the
-// assembly index.
-func (s *Server) load(ctx context.Context, e uint32) (*slot, error) {
-	t0 := time.Now()
-	shard, err := epoch.Shard(s.train, s.cfg.Rank, s.cfg.World, s.cfg.Seed, e)
-	if err != nil {
-		return nil, err
-	}
+// prepare starts sampling epoch e into the Store: this rank's shard, the
+// epoch's Result, and its minibatches (cut to perRank).
+func (s *Server) prepare(e uint32) error {
 	key := epoch.Key{Seed: s.cfg.Seed, Epoch: e, Replace: s.cfg.Replace}
-	res, err := s.cfg.Sampler.SampleEpoch(ctx, shard, s.cfg.Fanouts, key)
-	if err != nil {
-		return nil, fmt.Errorf("sampling epoch %d: %w", e, err)
-	}
-	batches := epoch.Batches(shard, s.cfg.BatchSize, s.cfg.Seed, e)
-	dropped := 0
-	for _, b := range batches[min(s.perRank, len(batches)):] {
-		dropped += len(b)
-	}
-	batches = batches[:min(s.perRank, len(batches))]
-	var ix *epoch.Index
-	if res.DenseIndexBytes(0) <= denseIndexLimit {
-		if ix, err = res.Index(0); err != nil {
-			return nil, fmt.Errorf("indexing epoch %d: %w", e, err)
+	return s.store.Prepare(s.baseCtx, key, func(ctx context.Context) (*epoch.Result, error) {
+		t0 := time.Now()
+		shard, err := epoch.Shard(s.train, s.cfg.Rank, s.cfg.World, s.cfg.Seed, e)
+		if err != nil {
+			return nil, err
 		}
-	}
-	sl := &slot{epoch: e, res: res, batches: batches, shard: len(shard), dropped: dropped, took: time.Since(t0)}
-	sl.pool.New = func() any { return epoch.NewAssembler(res, ix) }
-	s.logf("epoch %d prepared in %v: %d batches, frontiers %v", e, sl.took.Round(time.Millisecond), len(batches), frontierSizes(res))
-	return sl, nil
+		res, err := s.cfg.Sampler.SampleEpoch(ctx, shard, s.cfg.Fanouts, key)
+		if err != nil {
+			s.logf("preparing epoch %d: %v", e, err)
+			return nil, err
+		}
+		batches := epoch.Batches(shard, s.cfg.BatchSize, s.cfg.Seed, e)
+		keep := min(s.perRank, len(batches))
+		m := meta{batches: batches[:keep], shard: len(shard), took: time.Since(t0)}
+		for _, b := range batches[keep:] {
+			m.dropped += len(b)
+		}
+		s.mu.Lock()
+		s.metas[e] = m
+		s.mu.Unlock()
+		s.logf("epoch %d prepared in %v: %d minibatches, frontiers %v", e, m.took.Round(time.Millisecond), keep, frontierSizes(res))
+		return res, nil
+	})
 }
 
 func frontierSizes(r *epoch.Result) []int {
@@ -228,41 +218,47 @@ func frontierSizes(r *epoch.Result) []int {
 	return out
 }
 
+// install makes the Store's newly current Result the current slot.
+func (s *Server) installLocked(res *epoch.Result) {
+	e := res.Key.Epoch
+	m := s.metas[e]
+	delete(s.metas, e)
+	s.cur = &slot{epoch: e, res: res, batches: m.batches, shard: m.shard, dropped: m.dropped, took: m.took}
+	s.cursor = 0
+	s.preparing = false
+	if s.cfg.PrepareAt == 0 || len(m.batches) == 0 {
+		s.prepareNextLocked()
+	}
+}
+
 // Start prepares the first epoch, synchronously.
 func (s *Server) Start(ctx context.Context) error {
-	sl, err := s.load(ctx, s.cfg.FirstEpoch)
+	if err := s.prepare(s.cfg.FirstEpoch); err != nil {
+		return err
+	}
+	res, err := s.store.Advance(ctx)
 	if err != nil {
+		s.store.Discard()
 		return err
 	}
 	s.mu.Lock()
-	s.cur, s.cursor = sl, 0
+	s.installLocked(res)
 	s.mu.Unlock()
-	if s.cfg.PrepareAt == 0 {
-		s.mu.Lock()
-		s.prepareNextLocked()
-		s.mu.Unlock()
-	}
 	return nil
 }
 
 // prepareNextLocked starts preparing the epoch after the current one,
 // unless that is under way.
-func (s *Server) prepareNextLocked() *pending {
-	if s.next != nil && s.next.epoch == s.cur.epoch+1 {
-		return s.next
+func (s *Server) prepareNextLocked() {
+	if s.preparing {
+		return
 	}
-	p := &pending{epoch: s.cur.epoch + 1, done: make(chan struct{})}
-	s.next = p
-	s.prepWG.Add(1)
-	go func() {
-		defer s.prepWG.Done()
-		p.slot, p.err = s.load(s.baseCtx, p.epoch)
-		if p.err != nil {
-			s.logf("preparing epoch %d: %v", p.epoch, p.err)
-		}
-		close(p.done)
-	}()
-	return p
+	if err := s.prepare(s.cur.epoch + 1); err != nil {
+		// Only ErrAlreadyPreparing, which preparing rules out.
+		s.logf("preparing epoch %d: %v", s.cur.epoch+1, err)
+		return
+	}
+	s.preparing = true
 }
 
 // prepareThreshold is the cursor position at which the next epoch's
@@ -301,7 +297,7 @@ func (s *Server) NextBatch(ctx context.Context, e uint32) (Batch, error) {
 	if err != nil || c.End {
 		return c.Batch, err
 	}
-	return c.assemble()
+	return s.assemble(c)
 }
 
 // claimed is a minibatch taken off the cursor, not yet assembled.
@@ -310,8 +306,11 @@ type claimed struct {
 	slot *slot
 }
 
-func (c claimed) assemble() (Batch, error) {
-	b, err := c.slot.sample(c.slot.batches[c.Index])
+// assemble builds a claimed minibatch from the Store (whose current epoch
+// cannot change before the claim is done).
+func (s *Server) assemble(c claimed) (Batch, error) {
+	defer c.slot.inflight.Done()
+	b, err := s.store.Sample(c.slot.batches[c.Index])
 	if err != nil {
 		return Batch{}, reqErr(CodeInternal, "assembling batch %d of epoch %d: %v", c.Index, c.Epoch, err)
 	}
@@ -340,19 +339,20 @@ func (s *Server) claim(ctx context.Context, e uint32) (claimed, error) {
 			s.mu.Unlock()
 			return claimed{Batch: Batch{Epoch: e, End: true}}, nil
 		case e == cur.epoch:
-			if s.cursor >= n {
+			if s.cursor >= n || cur.leaving {
 				s.mu.Unlock()
 				return claimed{Batch: Batch{Epoch: e, End: true}}, nil
 			}
 			i := s.cursor
 			s.cursor++
+			cur.inflight.Add(1)
 			if s.cursor >= s.prepareThreshold(n) {
 				s.prepareNextLocked()
 			}
 			s.mu.Unlock()
 			return claimed{Batch: Batch{Epoch: e, Index: i}, slot: cur}, nil
 		case e == cur.epoch+1:
-			if s.cursor < n {
+			if s.cursor < n && !cur.leaving {
 				s.mu.Unlock()
 				return claimed{}, reqErr(CodeEpochNotDone, "epoch %d not started: epoch %d has %d of %d minibatches left", e, cur.epoch, n-s.cursor, n)
 			}
@@ -371,7 +371,8 @@ func (s *Server) claim(ctx context.Context, e uint32) (claimed, error) {
 // Advance leaves epoch from (CurrentEpoch: the current one), waiting for
 // the next epoch's preparation, and returns the new epoch's info. If the
 // server is already past from, it only returns the current info: many
-// clients may each ask once.
+// clients may each ask once. Minibatches of the epoch left that nobody
+// claimed are skipped.
 func (s *Server) Advance(ctx context.Context, from uint32) (EpochInfo, error) {
 	s.mu.Lock()
 	for {
@@ -396,55 +397,61 @@ func (s *Server) Advance(ctx context.Context, from uint32) (EpochInfo, error) {
 			s.mu.Unlock()
 			return EpochInfo{}, reqErr(CodeShuttingDown, "server is shutting down")
 		}
-		p := s.prepareNextLocked()
+		if ch := s.advancing; ch != nil {
+			// Someone else is advancing: wait, then look again.
+			s.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return EpochInfo{}, ctx.Err()
+			}
+			s.mu.Lock()
+			continue
+		}
+		done := make(chan struct{})
+		s.advancing = done
+		cur := s.cur
+		cur.leaving = true
+		s.prepareNextLocked()
 		s.mu.Unlock()
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-			return EpochInfo{}, ctx.Err()
-		}
+
+		cur.inflight.Wait()
+		res, err := s.store.Advance(ctx)
+
 		s.mu.Lock()
-		if s.next == p && s.cur.epoch == from {
-			s.next = nil
-			if p.err != nil {
-				// Forget the failure so that the next request retries.
-				s.mu.Unlock()
-				return EpochInfo{}, reqErr(CodeInternal, "preparing epoch %d: %v", p.epoch, p.err)
+		s.advancing = nil
+		close(done)
+		if err != nil {
+			cur.leaving = false
+			if ctx.Err() == nil {
+				// The preparation failed; the next request retries it.
+				s.preparing = false
 			}
-			s.cur, s.cursor = p.slot, 0
-			s.logf("advanced to epoch %d", s.cur.epoch)
-			if s.cfg.PrepareAt == 0 {
-				s.prepareNextLocked()
-			}
+			s.mu.Unlock()
+			return EpochInfo{}, reqErr(CodeInternal, "preparing epoch %d: %v", from+1, err)
 		}
+		s.installLocked(res)
+		s.logf("advanced to epoch %d", s.cur.epoch)
 	}
 }
 
-// Sample assembles a minibatch of the given seeds from epoch e: the
-// current one, or the next once it is prepared.
+// Sample assembles a minibatch of the given seeds from epoch e, which
+// must be the current one (CurrentEpoch: whichever that is).
 func (s *Server) Sample(e uint32, seeds []uint32) (*epoch.Blocks, error) {
 	s.mu.Lock()
-	var sl *slot
-	switch {
-	case s.cur == nil:
-	case e == CurrentEpoch || e == s.cur.epoch:
-		sl = s.cur
-	case s.next != nil && s.next.epoch == e:
-		if !s.next.ready() {
-			s.mu.Unlock()
-			return nil, reqErr(CodeEpochNotLoaded, "epoch %d is not prepared yet", e)
+	if s.cur == nil || !(e == CurrentEpoch || e == s.cur.epoch) || s.cur.leaving {
+		var curE uint32
+		if s.cur != nil {
+			curE = s.cur.epoch
 		}
-		sl = s.next.slot
-	}
-	var curE uint32
-	if s.cur != nil {
-		curE = s.cur.epoch
-	}
-	s.mu.Unlock()
-	if sl == nil {
+		s.mu.Unlock()
 		return nil, reqErr(CodeUnknownEpoch, "unknown epoch %d: current is %d", e, curE)
 	}
-	b, err := sl.sample(seeds)
+	cur := s.cur
+	cur.inflight.Add(1)
+	s.mu.Unlock()
+	defer cur.inflight.Done()
+	b, err := s.store.Sample(seeds)
 	switch {
 	case errors.Is(err, epoch.ErrNotInFrontier):
 		return nil, reqErr(CodeNotInFrontier, "%v", err)
@@ -478,7 +485,7 @@ func (s *Server) infoLocked() EpochInfo {
 		info.FrontierSizes = frontierSizes(s.cur.res)
 		info.SampledEdges = s.cur.res.NumSampledEdges()
 		info.PrepareSeconds = s.cur.took.Seconds()
-		info.NextReady = s.next != nil && s.next.epoch == s.cur.epoch+1 && s.next.ready()
+		info.NextReady = s.preparing && s.store.Ready()
 	}
 	return info
 }
@@ -561,7 +568,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	s.cancel()
-	s.prepWG.Wait()
+	s.store.Discard()
 	return err
 }
 
@@ -721,7 +728,7 @@ func (c *conn) replyBatch(f Frame, cl claimed) {
 		c.write(net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, cl.Epoch))})
 		return
 	}
-	b, err := cl.assemble()
+	b, err := c.s.assemble(cl)
 	if err != nil {
 		c.replyErr(f.Op, f.ID, err)
 		return

@@ -557,3 +557,54 @@ func TestPipelinedInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvanceDuringClaims: an explicit advance in the middle of an epoch,
+// racing with clients pulling minibatches, never hands out a minibatch
+// assembled from the wrong epoch.
+func TestAdvanceDuringClaims(t *testing.T) {
+	g := randomCSR(500, 6, 9)
+	train := trainNodes(500, 1)
+	s := newTestServer(t, Config{Sampler: &refSampler{g: g}, Train: train, Fanouts: []int{3, 3}, BatchSize: 5, Seed: 2, PrepareAt: 0})
+	path := serveUnix(t, s)
+	refs := map[uint32]*epoch.Result{}
+	for e := uint32(0); e < 4; e++ {
+		refs[e], _ = host.Reference(g, train, []int{3, 3}, epoch.Key{Seed: 2, Epoch: e})
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		c := dial(t, path)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e := uint32(0); e < 3; {
+				b, err := c.NextBatch(e)
+				if err != nil {
+					var re *RemoteError
+					if errors.As(err, &re) && re.Code == CodeUnknownEpoch {
+						e++ // someone advanced past e+1 already
+						continue
+					}
+					t.Error(err)
+					return
+				}
+				if b.End {
+					e++
+					continue
+				}
+				want, _ := refs[e].Sample(epoch.Batches(train, 5, 2, e)[b.Index])
+				if !reflect.DeepEqual(b.Blocks, want) {
+					t.Errorf("epoch %d batch %d assembled from the wrong epoch", e, b.Index)
+					return
+				}
+			}
+		}()
+	}
+	c := dial(t, path)
+	for e := uint32(0); e < 2; e++ {
+		time.Sleep(5 * time.Millisecond)
+		if _, err := c.Advance(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+}
