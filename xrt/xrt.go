@@ -137,6 +137,7 @@ const (
 // one of them (XRT treats them as a memory kind, not a bit set).
 const boFlagKinds = BOCacheable | BODevOnly | BOHostOnly | BOP2P
 
+// String names the memory kind, e.g. "p2p".
 func (f BOFlags) String() string {
 	switch f {
 	case BONormal:
@@ -173,6 +174,7 @@ const (
 	FromDevice SyncDir = 1 // XCL_BO_SYNC_BO_FROM_DEVICE: device memory → host view
 )
 
+// String returns "to-device" or "from-device".
 func (d SyncDir) String() string {
 	switch d {
 	case ToDevice:
@@ -198,6 +200,7 @@ const (
 	StateTimeout   State = 8
 )
 
+// String names the state in lower case, e.g. "completed".
 func (s State) String() string {
 	switch s {
 	case StateNew:
