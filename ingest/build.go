@@ -1,0 +1,787 @@
+package ingest
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/internal/progress"
+)
+
+// BuildOptions configures Build. The zero value builds with the chunkfmt
+// default chunk size, no dedup and self-loops kept; the chunkify CLI's
+// defaults (dedup on) are set by the CLI.
+type BuildOptions struct {
+	// Format of every input; FormatAuto detects each one.
+	Format Format
+	// NumNodes is the number of nodes; 0 means the largest id + 1.
+	NumNodes uint32
+	// Symmetrize stores each edge (u, v) as u→v and v→u.
+	Symmetrize bool
+	// Reverse stores v→u: adjacency lists hold in-neighbors, which is what
+	// DGL samples by default.
+	Reverse bool
+	// Dedup removes repeated neighbors from each adjacency list.
+	Dedup bool
+	// SelfLoops is "keep" (or "") or "drop".
+	SelfLoops string
+	// ChunkSize in bytes, a multiple of chunkfmt.SectorSize; 0 means
+	// chunkfmt.DefaultChunkSize.
+	ChunkSize int64
+	// Force replaces an existing output, but only once the new graph is
+	// complete.
+	Force bool
+	// Progress, when non-nil, receives progress lines (use it for a
+	// terminal only; see progress.Enabled).
+	Progress io.Writer
+	// CreatedBy is recorded in the manifest.
+	CreatedBy string
+}
+
+// Summary describes a finished build.
+type Summary struct {
+	Dir               string           `json:"dir"`
+	Inputs            []string         `json:"inputs"`
+	NumNodes          uint32           `json:"num_nodes"`
+	NumEdges          uint64           `json:"num_edges"`   // stored adjacency entries
+	InputEdges        uint64           `json:"input_edges"` // edges read from the inputs
+	DuplicatesDropped uint64           `json:"duplicates_dropped"`
+	SelfLoopsDropped  uint64           `json:"self_loops_dropped"`
+	NumChunks         int              `json:"num_chunks"`
+	ChunkSize         int64            `json:"chunk_size"`
+	MaxDegree         uint32           `json:"max_degree"`
+	InputBytes        int64            `json:"input_bytes"`
+	Seconds           float64          `json:"seconds"`
+	Options           chunkfmt.Options `json:"options"`
+}
+
+// testHookPass, when set by a test, is called as each pass starts.
+var testHookPass func(pass int)
+
+// buildBatch is how many edges pass 2 moves per read.
+const buildBatch = 1 << 16
+
+// Build reads the edge lists in inputs ("-" is standard input) and writes
+// the chunked CSR graph directory out. It works out of core: memory is
+// O(num_nodes) plus bounded buffers; the edges live in temporary files
+// inside a temporary sibling of out, which is removed on every failure
+// and on cancellation of ctx. out appears only complete: a new directory
+// is renamed into place (with Force, swapped with the old one) after the
+// graph's manifest is written.
+func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (sum *Summary, err error) {
+	t0 := time.Now()
+	if len(inputs) == 0 {
+		return nil, errors.New("build: no input files")
+	}
+	if o.ChunkSize == 0 {
+		o.ChunkSize = chunkfmt.DefaultChunkSize
+	}
+	if o.ChunkSize < 0 || o.ChunkSize%chunkfmt.SectorSize != 0 {
+		return nil, fmt.Errorf("build: chunk size %d: must be a positive multiple of %d bytes", o.ChunkSize, chunkfmt.SectorSize)
+	}
+	switch o.SelfLoops {
+	case "":
+		o.SelfLoops = chunkfmt.SelfLoopsKeep
+	case chunkfmt.SelfLoopsKeep, chunkfmt.SelfLoopsDrop:
+	default:
+		return nil, fmt.Errorf("build: self-loops %q: want keep or drop", o.SelfLoops)
+	}
+	if o.NumNodes > MaxNodes {
+		return nil, fmt.Errorf("build: --num-nodes %d: more than the maximum %d nodes", o.NumNodes, MaxNodes)
+	}
+	out = filepath.Clean(out)
+	if err := checkOutput(out, o.Force); err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, in := range inputs {
+		if in == "-" {
+			continue
+		}
+		st, err := os.Stat(in)
+		if err != nil {
+			return nil, fmt.Errorf("build: input %w", err)
+		}
+		if st.IsDir() {
+			return nil, fmt.Errorf("build: input %s is a directory", in)
+		}
+		total += st.Size()
+	}
+	parent := filepath.Dir(out)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("build: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(out)+".tmp-")
+	if err != nil {
+		return nil, fmt.Errorf("build: creating a temporary directory next to the output: %w", err)
+	}
+	b := &builder{ctx: ctx, o: o, tmp: tmp, sum: &Summary{Dir: out, Inputs: inputs, ChunkSize: o.ChunkSize}}
+	defer func() {
+		b.release()
+		if err != nil {
+			os.RemoveAll(tmp)
+			sum = nil
+		}
+	}()
+	if err := b.openInputs(inputs); err != nil {
+		return nil, err
+	}
+	total += b.stdinBytes
+	for pass, run := range []func() error{func() error { return b.pass1(total) }, b.pass2, b.pass3} {
+		if testHookPass != nil {
+			testHookPass(pass + 1)
+		}
+		if err := run(); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.release(); err != nil {
+		return nil, fmt.Errorf("build: %w", err)
+	}
+	if err := install(tmp, out); err != nil {
+		return nil, err
+	}
+	b.sum.Seconds = time.Since(t0).Seconds()
+	b.sum.InputBytes = total
+	return b.sum, nil
+}
+
+// graphFiles are the names a chunkify output directory may hold; with
+// Force, only a directory holding nothing else is replaced, so that a
+// mistyped -o cannot delete unrelated data.
+var graphFiles = map[string]bool{chunkfmt.ChunksFile: true, chunkfmt.IndexFile: true, chunkfmt.ManifestFile: true, ".manifest.json.tmp": true}
+
+func checkOutput(out string, force bool) error {
+	st, err := os.Lstat(out)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("build: output %w", err)
+	}
+	if !force {
+		return fmt.Errorf("build: %s: %w (use --force to replace it)", out, ErrExists)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("build: %s exists and is not a directory; not replacing it", out)
+	}
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		return fmt.Errorf("build: output %w", err)
+	}
+	for _, e := range ents {
+		if !graphFiles[e.Name()] {
+			return fmt.Errorf("build: refusing to replace %s: it holds %q, which chunkify does not write", out, e.Name())
+		}
+	}
+	return nil
+}
+
+var errExchangeUnsupported = errors.New("rename exchange unsupported")
+
+// install moves the finished graph in tmp to out: a rename when out does
+// not exist; otherwise an atomic exchange (Linux), or rename-aside where
+// that is unsupported; then the old graph is removed.
+func install(tmp, out string) error {
+	if err := os.Rename(tmp, out); err == nil {
+		return syncDir(filepath.Dir(out))
+	} else if _, serr := os.Lstat(out); serr != nil {
+		return fmt.Errorf("build: moving the finished graph into place: %w", err)
+	}
+	if err := exchange(tmp, out); err == nil {
+		if err := os.RemoveAll(tmp); err != nil {
+			return fmt.Errorf("build: removing the replaced graph (now at %s): %w", tmp, err)
+		}
+		return syncDir(filepath.Dir(out))
+	} else if !errors.Is(err, errExchangeUnsupported) {
+		return fmt.Errorf("build: swapping the finished graph into place: %w", err)
+	}
+	old := tmp + ".old"
+	if err := os.Rename(out, old); err != nil {
+		return fmt.Errorf("build: moving the old graph aside: %w", err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		os.Rename(old, out)
+		return fmt.Errorf("build: moving the finished graph into place: %w", err)
+	}
+	os.RemoveAll(old)
+	return syncDir(filepath.Dir(out))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("build: syncing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// input is one edge list as Build sees it.
+type input struct {
+	path    string // file to open (a spooled copy for stdin)
+	name    string // as the user named it
+	spooled bool   // its edges were spooled in pass 1 (text or compressed)
+	edges   uint64 // edges read in pass 1
+}
+
+type mapping struct {
+	b     []byte
+	unmap func() error
+}
+
+type builder struct {
+	ctx        context.Context
+	o          BuildOptions
+	tmp        string
+	sum        *Summary
+	inputs     []input
+	stdinBytes int64
+
+	deg      []uint32 // pass 1: degree of every node
+	numNodes uint32
+	pos      []uint64 // pass 2 and 3: CSR offsets, numNodes+1
+	entries  uint64   // adjacency entries before dedup
+	spool    *os.File
+	spoolW   *bufio.Writer
+	csrFile  *os.File
+	csr      *mapping
+	writer   *chunkfmt.Writer
+}
+
+// release closes and removes the temporary files; safe to call twice.
+func (b *builder) release() error {
+	var first error
+	if b.writer != nil {
+		b.writer.Abort() // no-op after a successful Close
+		b.writer = nil
+	}
+	if b.csr != nil {
+		if err := b.csr.unmap(); err != nil && first == nil {
+			first = err
+		}
+		b.csr = nil
+	}
+	for _, f := range []**os.File{&b.csrFile, &b.spool} {
+		if *f != nil {
+			(*f).Close()
+			os.Remove((*f).Name())
+			*f = nil
+		}
+	}
+	for _, in := range b.inputs {
+		if in.name == "-" {
+			os.Remove(in.path)
+		}
+	}
+	return first
+}
+
+func (b *builder) openInputs(names []string) error {
+	for _, n := range names {
+		in := input{path: n, name: n}
+		if n == "-" {
+			// Standard input cannot be read twice (and an npy split
+			// layout reads two places at once): copy it first.
+			f, err := os.Create(filepath.Join(b.tmp, "stdin"))
+			if err != nil {
+				return fmt.Errorf("build: spooling standard input: %w", err)
+			}
+			nb, err := io.Copy(f, &ctxReader{b.ctx, os.Stdin})
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("build: spooling standard input: %w", err)
+			}
+			b.stdinBytes += nb
+			in.path, in.name = f.Name(), "-"
+		}
+		b.inputs = append(b.inputs, in)
+	}
+	return nil
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func (b *builder) readOpts(bar *progress.Bar, name string) ReadOptions {
+	n := name
+	if n == "-" {
+		n = "stdin"
+	}
+	return ReadOptions{Format: b.o.Format, NumNodes: b.o.NumNodes, Progress: bar, Name: n}
+}
+
+// needsSpool: text is parsed once and compressed input decompressed once;
+// plain binary is cheaper to read again than to copy.
+func needsSpool(path string, f Format) bool {
+	if f == FormatText {
+		return true
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return true
+	}
+	defer fh.Close()
+	var head [4]byte
+	n, _ := io.ReadFull(fh, head[:])
+	return sniffCompression(head[:n]) != compNone
+}
+
+// pass1 reads every input once: it validates ids, counts degrees, and
+// spools text or compressed inputs' edges as uint32 pairs.
+func (b *builder) pass1(total int64) error {
+	bar := b.newBar(total, "pass 1/3: reading edges")
+	defer bar.Done()
+	if b.o.NumNodes > 0 {
+		b.deg = make([]uint32, b.o.NumNodes)
+	}
+	var maxID int64 = -1
+	for i := range b.inputs {
+		in := &b.inputs[i]
+		r, err := OpenEdges(in.path, b.readOpts(bar, in.name))
+		if err != nil {
+			return err
+		}
+		in.spooled = needsSpool(in.path, r.Format())
+		if in.spooled && b.spool == nil {
+			f, err := os.Create(filepath.Join(b.tmp, "edges.spool"))
+			if err != nil {
+				r.Close()
+				return fmt.Errorf("build: %w", err)
+			}
+			b.spool, b.spoolW = f, bufio.NewWriterSize(f, readBufSize)
+		}
+		err = b.count(r, in, bar, &maxID)
+		r.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if b.spoolW != nil {
+		if err := b.spoolW.Flush(); err != nil {
+			return fmt.Errorf("build: writing the edge spool: %w", err)
+		}
+	}
+	switch {
+	case b.o.NumNodes > 0:
+		b.numNodes = b.o.NumNodes
+	case maxID < 0:
+		return errors.New("build: the input has no edges; give --num-nodes to build a graph of isolated nodes")
+	default:
+		b.numNodes = uint32(maxID + 1)
+	}
+	b.deg = b.deg[:b.numNodes]
+	// Degrees become offsets; the degree array is dropped before the
+	// offsets are filled further (peak 12 bytes per node).
+	b.pos = make([]uint64, uint64(b.numNodes)+1)
+	var sum uint64
+	for i, d := range b.deg {
+		b.pos[i] = sum
+		sum += uint64(d)
+	}
+	b.pos[b.numNodes] = sum
+	b.deg = nil
+	b.entries = sum
+	return nil
+}
+
+func (b *builder) count(r *EdgeReader, in *input, bar *progress.Bar, maxID *int64) error {
+	rev, sym := b.o.Reverse, b.o.Symmetrize
+	var buf []byte
+	for {
+		if err := b.ctx.Err(); err != nil {
+			return err
+		}
+		p, err := r.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var m uint32
+		for _, x := range p {
+			m = max(m, x)
+		}
+		if len(p) > 0 && int64(m) > *maxID {
+			*maxID = int64(m)
+			if int(m) >= len(b.deg) {
+				// Unknown node count: grow as ids appear.
+				nd := make([]uint32, max(int(m)+1, min(2*len(b.deg), MaxNodes)))
+				copy(nd, b.deg)
+				b.deg = nd
+			}
+		}
+		deg := b.deg
+		before := b.entries
+		switch {
+		case sym:
+			for k := 0; k+1 < len(p); k += 2 {
+				deg[p[k]]++
+				deg[p[k+1]]++
+			}
+			b.entries += uint64(len(p))
+		case rev:
+			for k := 0; k+1 < len(p); k += 2 {
+				deg[p[k+1]]++
+			}
+			b.entries += uint64(len(p) / 2)
+		default:
+			for k := 0; k+1 < len(p); k += 2 {
+				deg[p[k]]++
+			}
+			b.entries += uint64(len(p) / 2)
+		}
+		if b.entries>>32 != before>>32 {
+			// Past 2^32 entries a uint32 degree could wrap; check.
+			if err := b.checkDegrees(); err != nil {
+				return err
+			}
+		}
+		in.edges += uint64(len(p) / 2)
+		bar.AddItems(int64(len(p) / 2))
+		if in.spooled {
+			buf = slices.Grow(buf[:0], 4*len(p))[:4*len(p)]
+			for k, x := range p {
+				binary.LittleEndian.PutUint32(buf[4*k:], x)
+			}
+			if _, err := b.spoolW.Write(buf); err != nil {
+				return fmt.Errorf("build: writing the edge spool: %w", err)
+			}
+		}
+	}
+}
+
+// checkDegrees fails when a node has more entries than any chunk holds;
+// it runs each time the entry count crosses a multiple of 2^32, often
+// enough that no uint32 degree can have wrapped unseen.
+func (b *builder) checkDegrees() error {
+	limit := uint32(chunkfmt.MaxChunkSize/4 - 4)
+	for i, d := range b.deg {
+		if d > limit {
+			return fmt.Errorf("build: node %d has more than %d neighbors: too many for any chunk (max %d bytes)", i, limit, int64(chunkfmt.MaxChunkSize))
+		}
+	}
+	return nil
+}
+
+func (b *builder) newBar(total int64, label string) *progress.Bar {
+	bar := progress.New(b.o.Progress, total, label, b.o.Progress != nil)
+	bar.SetUnit("edges")
+	return bar
+}
+
+// pass2 scatters every edge into its source's range of the mapped CSR
+// file.
+func (b *builder) pass2() error {
+	var inEdges int64
+	for _, in := range b.inputs {
+		inEdges += int64(in.edges)
+	}
+	bar := b.newBar(inEdges*8, "pass 2/3: placing edges")
+	defer bar.Done()
+	if b.entries > 0 {
+		f, err := os.Create(filepath.Join(b.tmp, "csr.tmp"))
+		if err != nil {
+			return fmt.Errorf("build: %w", err)
+		}
+		b.csrFile = f
+		m, err := mapFile(f, int64(b.entries)*4)
+		if err != nil {
+			return fmt.Errorf("build: %w", err)
+		}
+		b.csr = m
+	}
+	csr := b.csrWords()
+	var spoolR *bufio.Reader
+	if b.spool != nil {
+		if _, err := b.spool.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("build: %w", err)
+		}
+		spoolR = bufio.NewReaderSize(b.spool, readBufSize)
+	}
+	pairs := make([]uint32, 2*buildBatch)
+	raw := make([]byte, 8*buildBatch)
+	var placed uint64
+	for _, in := range b.inputs {
+		var r *EdgeReader
+		if !in.spooled {
+			o := b.readOpts(nil, in.name)
+			o.NumNodes = b.numNodes // ids were checked in pass 1; this guards against a changed file
+			var err error
+			if r, err = OpenEdges(in.path, o); err != nil {
+				return err
+			}
+		}
+		left := in.edges
+		for {
+			if err := b.ctx.Err(); err != nil {
+				if r != nil {
+					r.Close()
+				}
+				return err
+			}
+			var p []uint32
+			if r == nil {
+				n := min(left, buildBatch)
+				if n == 0 {
+					break
+				}
+				if _, err := io.ReadFull(spoolR, raw[:8*n]); err != nil {
+					return fmt.Errorf("build: reading the edge spool: %w", err)
+				}
+				for k := range 2 * int(n) {
+					pairs[k] = binary.LittleEndian.Uint32(raw[4*k:])
+				}
+				p = pairs[:2*n]
+				left -= n
+			} else {
+				var err error
+				p, err = r.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					r.Close()
+					return err
+				}
+				if uint64(len(p)/2) > left {
+					r.Close()
+					return fmt.Errorf("build: %s changed while it was being read (more edges on the second pass)", in.name)
+				}
+				left -= uint64(len(p) / 2)
+			}
+			if err := b.scatter(csr, p); err != nil {
+				if r != nil {
+					r.Close()
+				}
+				return fmt.Errorf("build: %s: %w", in.name, err)
+			}
+			placed += uint64(len(p) / 2)
+			bar.Add(int64(len(p)) * 4)
+			bar.AddItems(int64(len(p) / 2))
+		}
+		if r != nil {
+			r.Close()
+		}
+		if left != 0 {
+			return fmt.Errorf("build: %s changed while it was being read (%d fewer edges on the second pass)", in.name, left)
+		}
+	}
+	// pos[i] is now the end of node i's range, which must be where node
+	// i+1 starts; shift back to start offsets.
+	n := int(b.numNodes)
+	for i := n; i > 0; i-- {
+		b.pos[i] = b.pos[i-1]
+	}
+	b.pos[0] = 0
+	if b.pos[n] != b.entries {
+		return errors.New("build: the inputs changed between the two passes (degree counts disagree)")
+	}
+	// Done with the spool: free its disk space now.
+	if b.spool != nil {
+		b.spool.Close()
+		os.Remove(b.spool.Name())
+		b.spool = nil
+	}
+	return nil
+}
+
+func (b *builder) csrWords() []uint32 {
+	if b.csr == nil || len(b.csr.b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&b.csr.b[0])), len(b.csr.b)/4)
+}
+
+var errChanged = errors.New("the input changed between the two passes (a node has more edges than counted)")
+
+// scatter places edges at their source's cursor, advancing it. The bounds
+// checks catch an input that changed between the passes.
+func (b *builder) scatter(csr []uint32, p []uint32) (err error) {
+	pos := b.pos
+	n := uint32(len(pos) - 1)
+	limit := uint64(len(csr))
+	switch {
+	case b.o.Symmetrize:
+		for k := 0; k+1 < len(p); k += 2 {
+			u, v := p[k], p[k+1]
+			if u >= n || v >= n || pos[u] >= limit || pos[v] >= limit {
+				return errChanged
+			}
+			csr[pos[u]] = v
+			pos[u]++
+			csr[pos[v]] = u
+			pos[v]++
+		}
+	case b.o.Reverse:
+		for k := 0; k+1 < len(p); k += 2 {
+			u, v := p[k], p[k+1]
+			if v >= n || pos[v] >= limit {
+				return errChanged
+			}
+			csr[pos[v]] = u
+			pos[v]++
+		}
+	default:
+		for k := 0; k+1 < len(p); k += 2 {
+			u, v := p[k], p[k+1]
+			if u >= n || pos[u] >= limit {
+				return errChanged
+			}
+			csr[pos[u]] = v
+			pos[u]++
+		}
+	}
+	return nil
+}
+
+// window is a run of nodes whose adjacency pass 3 sorts as one job.
+type window struct {
+	lo, hi uint32
+	done   chan struct{}
+}
+
+// pass3 sorts each node's adjacency (workers, a window of nodes at a
+// time), then removes duplicates and self-loops as asked and appends the
+// nodes, in order, to the chunk writer.
+func (b *builder) pass3() error {
+	bar := b.newBar(int64(b.entries)*4, "pass 3/3: sorting, writing chunks")
+	defer bar.Done()
+	opts := chunkfmt.Options{Symmetrize: b.o.Symmetrize, Reverse: b.o.Reverse, Dedup: b.o.Dedup, SelfLoops: b.o.SelfLoops}
+	w, err := chunkfmt.NewWriter(b.tmp, b.numNodes, b.o.ChunkSize, opts)
+	if err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	if b.o.CreatedBy != "" {
+		w.CreatedBy = b.o.CreatedBy
+	}
+	b.writer = w
+	csr := b.csrWords()
+	pos := b.pos
+	workers := max(1, runtime.GOMAXPROCS(0))
+	ahead := 2*workers + 2
+	windows := make(chan *window, ahead)
+	jobs := make(chan *window, ahead)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() {
+		// The workers write into the mapping: they must be finished
+		// before anyone unmaps it.
+		close(quit)
+		wg.Wait()
+	}()
+	wg.Add(1 + workers)
+	// Dispatcher: cut the node range into windows of about 1 Mi entries.
+	go func() {
+		defer wg.Done()
+		defer close(windows)
+		defer close(jobs)
+		const target = 1 << 20
+		for lo := uint32(0); lo < b.numNodes; {
+			hi := lo
+			for hi < b.numNodes && (hi == lo || pos[hi+1]-pos[lo] <= target) && hi-lo < 1<<16 {
+				hi++
+			}
+			win := &window{lo: lo, hi: hi, done: make(chan struct{})}
+			select {
+			case windows <- win:
+			case <-quit:
+				return
+			}
+			jobs <- win
+			lo = hi
+		}
+	}()
+	for range workers {
+		go func() {
+			defer wg.Done()
+			for win := range jobs {
+				for u := win.lo; u < win.hi; u++ {
+					if s, e := pos[u], pos[u+1]; e-s > 1 {
+						slices.Sort(csr[s:e])
+					}
+				}
+				close(win.done)
+			}
+		}()
+	}
+	dedup, drop := b.o.Dedup, b.o.SelfLoops == chunkfmt.SelfLoopsDrop
+	for win := range windows {
+		select {
+		case <-win.done:
+		case <-b.ctx.Done():
+			return b.ctx.Err()
+		}
+		if err := b.ctx.Err(); err != nil {
+			return err
+		}
+		for u := win.lo; u < win.hi; u++ {
+			adj := csr[pos[u]:pos[u+1]]
+			if dedup || drop {
+				k := 0
+				for i, x := range adj {
+					if drop && x == u {
+						b.sum.SelfLoopsDropped++
+						continue
+					}
+					if dedup && k > 0 && i > 0 && x == adj[k-1] {
+						b.sum.DuplicatesDropped++
+						continue
+					}
+					adj[k] = x
+					k++
+				}
+				adj = adj[:k]
+			}
+			if err := w.Append(adj); err != nil {
+				return fmt.Errorf("build: %w", err)
+			}
+		}
+		if b.csr != nil {
+			dropPages(b.csr, int64(pos[win.lo])*4, int64(pos[win.hi])*4)
+		}
+		bar.Add(int64(pos[win.hi]-pos[win.lo]) * 4)
+		bar.AddItems(int64(pos[win.hi] - pos[win.lo]))
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	m := w.Manifest()
+	b.writer = nil
+	b.sum.NumNodes = m.NumNodes
+	b.sum.NumEdges = m.NumEdges
+	b.sum.NumChunks = len(m.Chunks)
+	b.sum.MaxDegree = m.MaxDegree
+	b.sum.Options = m.Options
+	for _, in := range b.inputs {
+		b.sum.InputEdges += in.edges
+	}
+	return nil
+}

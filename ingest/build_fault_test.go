@@ -1,0 +1,125 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestBuildCancelledMidway(t *testing.T) {
+	in := writeFile(t, t.TempDir(), "a.txt", randomEdgeText(20000))
+	for _, pass := range []int{2, 3} {
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		testHookPass = func(p int) {
+			if p == pass {
+				cancel()
+			}
+		}
+		_, err := Build(ctx, []string{in}, filepath.Join(dir, "g"), BuildOptions{})
+		testHookPass = nil
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancel at pass %d: err = %v", pass, err)
+		}
+		assertClean(t, dir)
+	}
+}
+
+// TestBuildWriteError runs a build in a child process whose file size
+// limit (RLIMIT_FSIZE) is too small for the output, which makes writes
+// fail with EFBIG as on a full disk: the build must fail cleanly.
+func TestBuildWriteError(t *testing.T) {
+	if os.Getenv("INGEST_FSIZE_CHILD") != "" {
+		signal.Ignore(syscall.SIGXFSZ)
+		lim := syscall.Rlimit{Cur: 1 << 20, Max: 1 << 20}
+		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+			t.Skip("setrlimit:", err)
+		}
+		in, out := os.Getenv("INGEST_IN"), os.Getenv("INGEST_OUT")
+		_, err := Build(context.Background(), []string{in}, out, BuildOptions{})
+		if err == nil {
+			t.Fatal("build succeeded past the file size limit")
+		}
+		t.Logf("BUILD ERROR: %v", err)
+		return
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("linux only")
+	}
+	// 400k edges: the spool and CSR temp files exceed 1 MiB.
+	in := writeFile(t, t.TempDir(), "a.txt", randomEdgeText(400000))
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBuildWriteError$", "-test.v")
+	cmd.Env = append(os.Environ(), "INGEST_FSIZE_CHILD=1", "INGEST_IN="+in, "INGEST_OUT="+filepath.Join(dir, "g"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "BUILD ERROR:") || !strings.Contains(string(out), "file too large") {
+		t.Fatalf("child output lacks the write error:\n%s", out)
+	}
+	assertClean(t, dir)
+}
+
+// TestBuildMemoryBound builds a graph with many edges over few nodes and
+// checks that the Go heap never holds anything like the edges: peak heap
+// growth must stay far below 8 bytes per edge.
+func TestBuildMemoryBound(t *testing.T) {
+	edges := 4 << 20
+	const n = 1 << 12
+	pairs := make([]uint32, 2*edges)
+	x := uint64(12345)
+	for i := range pairs {
+		x = x*6364136223846793005 + 1442695040888963407
+		pairs[i] = uint32(x>>40) % n
+	}
+	in := writeFile(t, t.TempDir(), "g.bin32", bin32(pairs))
+	pairs = nil
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > peak.Load() {
+				peak.Store(ms.HeapAlloc)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	out := filepath.Join(t.TempDir(), "g")
+	sum, err := Build(context.Background(), []string{in}, out, BuildOptions{ChunkSize: 256 << 10})
+	close(stop)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.NumEdges != uint64(edges) {
+		t.Fatalf("%d edges stored, want %d", sum.NumEdges, edges)
+	}
+	grow := int64(peak.Load()) - int64(base.HeapAlloc)
+	limit := int64(edges) * 8 / 4
+	t.Logf("%d edges: peak heap growth %.1f MiB (edges·8 = %.1f MiB, limit %.1f MiB)", edges, float64(grow)/(1<<20), float64(edges*8)/(1<<20), float64(limit)/(1<<20))
+	if grow > limit {
+		t.Fatalf("peak heap grew by %d bytes, more than %d (1/4 of edges·8)", grow, limit)
+	}
+}
