@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/ingest"
+)
+
+// emailGraph chunkifies the bundled email-Eu-core graph (1005 nodes) with
+// chunks small enough to give several of them.
+func emailGraph(t testing.TB) string {
+	t.Helper()
+	src := filepath.Join("..", "..", "testdata", "email-Eu-core.txt.gz")
+	if _, err := os.Stat(src); err != nil {
+		t.Skipf("bundled graph missing: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "email")
+	if _, err := ingest.Build(context.Background(), []string{src}, dir, ingest.BuildOptions{Dedup: true, ChunkSize: 8192}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestPrepareAdvanceSampleRoundTrip is the CLI round trip on a real graph:
+// the blocks printed by sample are exactly those of the in-memory
+// reference for the same epoch and shard.
+func TestPrepareAdvanceSampleRoundTrip(t *testing.T) {
+	graph := emailGraph(t)
+	var ids []uint32
+	for v := uint32(0); v < 1005; v += 3 {
+		ids = append(ids, v)
+	}
+	train := writeTrain(t, ids)
+	state := filepath.Join(t.TempDir(), "state")
+	if _, e, code := cli(t, "prepare", "--graph", graph, "--train", train, "--fanouts", "10,5", "--seed", "7", "--state", state, "--devices", "2"); code != 0 {
+		t.Fatalf("prepare: %d %s", code, e)
+	}
+	// A second prepare needs only the state directory.
+	if out, e, code := cli(t, "prepare", "--state", state, "--compress", "zstd"); code == 0 || !strings.Contains(e, "conflicts") {
+		t.Fatalf("conflicting --compress accepted: %d %s %s", code, out, e)
+	}
+	if _, e, code := cli(t, "prepare", "--state", state, "--json"); code != 0 {
+		t.Fatalf("prepare 2: %d %s", code, e)
+	}
+	if _, e, code := cli(t, "prepare", "--state", state, "--epoch", "1"); code == 0 || !strings.Contains(e, "already prepared") {
+		t.Fatalf("re-prepare of epoch 1: %d %s", code, e)
+	}
+	for want := 0; want < 2; want++ {
+		out, e, code := cli(t, "advance", "--state", state)
+		if code != 0 || !strings.Contains(out, "current epoch "+itoa(uint32(want))) {
+			t.Fatalf("advance: %d %q %s", code, out, e)
+		}
+		g, err := loadCSR(graph)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds := []uint32{ids[5], ids[0], ids[100]}
+		ref, err := host.Reference(g, ids, []int{10, 5}, epoch.Key{Seed: 7, Epoch: uint32(want)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := ref.Sample(seeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var exp strings.Builder
+		writeBlocksJSON(&exp, b)
+		out, e, code = cli(t, "sample", "--state", state, "--seeds", "15,0,300")
+		if code != 0 {
+			t.Fatalf("sample: %d %s", code, e)
+		}
+		if out != exp.String() {
+			t.Fatalf("epoch %d: sample printed\n%.300s\nreference gives\n%.300s", want, out, exp.String())
+		}
+		if !strings.HasPrefix(out, `{"epoch":`+itoa(uint32(want))+`,"hops":[{"dst":[15,0,300],"src":[15,0,300,`) {
+			t.Fatalf("unexpected shape: %.200s", out)
+		}
+	}
+	if _, e, code := cli(t, "advance", "--state", state); code == 0 || !strings.Contains(e, "not prepared") {
+		t.Fatalf("advance past the last prepared epoch: %d %s", code, e)
+	}
+}
+
+func TestPrepareErrors(t *testing.T) {
+	graph, _ := testGraph(t, 2000, 5, 4096)
+	other, _ := testGraph(t, 3000, 5, 4096)
+	train := writeTrain(t, []uint32{1, 2, 3, 50, 1999})
+	state := filepath.Join(t.TempDir(), "s")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no-graph-first", []string{"--train", train, "--fanouts", "3"}, 2, "--graph is required"},
+		{"bad-fanouts", []string{"--graph", graph, "--train", train, "--fanouts", "3,x"}, 2, "not a positive integer"},
+		{"fanout-too-big", []string{"--graph", graph, "--train", train, "--fanouts", "65"}, 1, "fanout"},
+		{"bad-train", []string{"--graph", graph, "--train", writeTrain(t, []uint32{1, 2000}), "--fanouts", "3"}, 1, "2000"},
+		{"bad-backend", []string{"--graph", graph, "--train", train, "--fanouts", "3", "--backend", "tpu"}, 2, "tpu"},
+		{"gpu-not-built", []string{"--graph", graph, "--train", train, "--fanouts", "3", "--backend", "gpu"}, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := filepath.Join(t.TempDir(), "s")
+			_, e, code := cli(t, append([]string{"prepare", "--state", s}, tc.args...)...)
+			if code != tc.code || !strings.Contains(e, tc.msg) {
+				t.Fatalf("exit %d, want %d; stderr %q, want %q", code, tc.code, e, tc.msg)
+			}
+			if prep, _ := (epoch.State{Dir: s}).Prepared(); len(prep) != 0 {
+				t.Fatalf("epochs left behind: %v", prep)
+			}
+		})
+	}
+	if _, e, code := cli(t, "prepare", "--state", state, "--graph", graph, "--train", train, "--fanouts", "4,3"); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := cli(t, "prepare", "--state", state, "--graph", other); code != 2 || !strings.Contains(e, "conflicts") {
+		t.Fatalf("other graph: %d %s", code, e)
+	}
+	// The same path rebuilt with other content: fingerprint mismatch.
+	os.RemoveAll(graph)
+	if err := os.Rename(other, graph); err != nil {
+		t.Fatal(err)
+	}
+	if _, e, code := cli(t, "prepare", "--state", state); code != 1 || !strings.Contains(e, "another graph") {
+		t.Fatalf("rebuilt graph: %d %s", code, e)
+	}
+}
+
+// TestPrepareCancelled: a cancelled prepare leaves no epoch directory.
+func TestPrepareCancelled(t *testing.T) {
+	graph, _ := testGraph(t, 5000, 6, 1024)
+	train := writeTrain(t, []uint32{1, 2, 3, 4000})
+	state := filepath.Join(t.TempDir(), "s")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	root := newRootCmd()
+	root.SetArgs([]string{"prepare", "--state", state, "--graph", graph, "--train", train, "--fanouts", "5,5"})
+	var sink strings.Builder
+	root.SetOut(&sink)
+	root.SetErr(&sink)
+	if err := root.ExecuteContext(ctx); err == nil {
+		t.Fatal("cancelled prepare succeeded")
+	}
+	ents, _ := os.ReadDir(state)
+	for _, e := range ents {
+		if e.Name() != epoch.ConfigName {
+			t.Fatalf("cancelled prepare left %s", e.Name())
+		}
+	}
+}

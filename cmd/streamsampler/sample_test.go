@@ -1,0 +1,124 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// preparedState makes a state directory with epoch 0 current.
+func preparedState(t *testing.T) (state string, train []uint32) {
+	t.Helper()
+	graph, _ := testGraph(t, 3000, 6, 4096)
+	for v := uint32(0); v < 3000; v += 7 {
+		train = append(train, v)
+	}
+	state = filepath.Join(t.TempDir(), "s")
+	if _, e, code := cli(t, "prepare", "--state", state, "--graph", graph, "--train", writeTrain(t, train), "--fanouts", "5,3"); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := cli(t, "advance", "--state", state); code != 0 {
+		t.Fatal(e)
+	}
+	return state, train
+}
+
+func TestSampleErrors(t *testing.T) {
+	state, _ := preparedState(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"not-training-node", []string{"--seeds", "7,8"}, 1, "not a training node"},
+		{"duplicate", []string{"--seeds", "7,7"}, 1, "duplicate"},
+		{"no-seeds", nil, 2, "exactly one of"},
+		{"both", []string{"--seeds", "7", "--seeds-file", "x"}, 2, "exactly one of"},
+		{"bad-seed", []string{"--seeds", "7,-1"}, 2, "not a node id"},
+		{"bad-format", []string{"--seeds", "7", "--format", "xml"}, 2, "json or npz"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, e, code := cli(t, append([]string{"sample", "--state", state}, tc.args...)...)
+			if code != tc.code || !strings.Contains(e, tc.msg) {
+				t.Fatalf("exit %d (want %d): %q, want %q", code, tc.code, e, tc.msg)
+			}
+		})
+	}
+	// No current epoch yet.
+	graph, _ := testGraph(t, 100, 3, 4096)
+	s2 := filepath.Join(t.TempDir(), "s2")
+	if _, e, code := cli(t, "prepare", "--state", s2, "--graph", graph, "--train", writeTrain(t, []uint32{1}), "--fanouts", "2"); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := cli(t, "sample", "--state", s2, "--seeds", "1"); code != 1 || !strings.Contains(e, "no current epoch") {
+		t.Fatalf("unprepared: %d %s", code, e)
+	}
+	if _, e, code := cli(t, "sample", "--state", t.TempDir(), "--seeds", "1"); code != 1 || !strings.Contains(e, "not a state directory") {
+		t.Fatalf("not a state dir: %d %s", code, e)
+	}
+}
+
+func TestSampleCorruptEpoch(t *testing.T) {
+	state, _ := preparedState(t)
+	dir := filepath.Join(state, "epoch-0")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := false
+	for _, e := range ents {
+		if e.Name() != "manifest.json" {
+			p := filepath.Join(dir, e.Name())
+			fi, _ := os.Stat(p)
+			if err := os.Truncate(p, fi.Size()/2); err != nil {
+				t.Fatal(err)
+			}
+			damaged = true
+			break
+		}
+	}
+	if !damaged {
+		t.Fatal("no array file to damage")
+	}
+	if _, e, code := cli(t, "sample", "--state", state, "--seeds", "7"); code != 1 || !strings.Contains(e, "damaged") {
+		t.Fatalf("corrupt epoch: %d %s", code, e)
+	}
+}
+
+// TestSampleNPZ checks the npz against the JSON output with numpy.
+func TestSampleNPZ(t *testing.T) {
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import numpy").Run(); err != nil {
+		t.Skip("no numpy for", py)
+	}
+	state, _ := preparedState(t)
+	js, e, code := cli(t, "sample", "--state", state, "--seeds", "14,7,21")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	npz := filepath.Join(t.TempDir(), "b.npz")
+	if _, e, code := cli(t, "sample", "--state", state, "--seeds", "14,7,21", "--format", "npz", "-o", npz); code != 0 {
+		t.Fatal(e)
+	}
+	script := `
+import json, sys, numpy as np
+z = np.load(sys.argv[1]); j = json.loads(open(sys.argv[2]).read())
+assert int(z["epoch"]) == j["epoch"], "epoch"
+assert z["seeds"].tolist() == [14, 7, 21], "seeds"
+for h, hop in enumerate(j["hops"], 1):
+    for k in ("dst", "src", "edge_src", "edge_dst"):
+        a = z["hop%d_%s" % (h, k)]
+        assert a.dtype == (np.uint32 if k in ("dst", "src") else np.int32), (k, a.dtype)
+        assert a.tolist() == hop[k], (h, k)
+print("ok")
+`
+	jf := filepath.Join(t.TempDir(), "b.json")
+	os.WriteFile(jf, []byte(js), 0o644)
+	out, err := exec.Command(py, "-c", script, npz, jf).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("numpy check: %v\n%s", err, out)
+	}
+}
