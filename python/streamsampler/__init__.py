@@ -1,0 +1,25 @@
+"""Trainer-side client of ``streamsampler serve``.
+
+    with streamsampler.serve_local("graph/", "train.txt", [15, 10, 5], 1024) as srv:
+        with srv.client() as client:
+            for epoch in range(10):
+                for batch in client.batches():
+                    data = streamsampler.to_pyg(batch, x=features)
+
+Pure Python over numpy; torch, torch_geometric and dgl are imported only
+inside ``to_pyg`` and ``to_dgl``. See docs/PYTHON.md and docs/PROTOCOL.md.
+"""
+
+from .adapters import dgl_arrays, pyg_arrays, to_dgl, to_pyg
+from .client import Client
+from .loader import Loader
+from .local import LocalServer, find_binary, serve_local
+from .protocol import (Batch, Hop, NotInFrontierError, ProtocolError,
+                       ServerError, UnknownEpochError)
+
+__all__ = [
+    "Batch", "Client", "Hop", "Loader", "LocalServer", "NotInFrontierError",
+    "ProtocolError", "ServerError", "UnknownEpochError", "dgl_arrays",
+    "find_binary", "pyg_arrays", "serve_local", "to_dgl", "to_pyg",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,137 @@
+"""Minibatches as PyG and DGL expect them.
+
+The index computations are plain numpy (``pyg_arrays``, ``dgl_arrays``)
+and tested without torch; ``to_pyg`` and ``to_dgl`` only wrap them in
+torch tensors, a ``torch_geometric.data.Data`` and ``dgl.create_block``
+blocks, importing those libraries when called.
+"""
+
+import numpy as np
+
+
+def pyg_arrays(batch):
+    """The index arrays of PyG's NeighborLoader output for ``batch``.
+
+    Returns a dict of numpy arrays and lists:
+
+    * ``n_id`` (int64): every node, the seeds first, then each hop's new
+      nodes in order of first appearance; local index i is ``n_id[i]``.
+    * ``edge_index`` (int64, [2, E]): all hops' edges, hop 1 first; row 0
+      the source (the sampled neighbor), row 1 the destination, local
+      indices into ``n_id`` -- PyG's ``source_to_target`` flow.
+    * ``edge_index_per_hop``: hop order (hop 1 first), each [2, E_h];
+      layer ``l`` of an L-layer model uses hop ``L - l``'s edges
+      (``size=(num_src, num_dst)`` from ``sizes_per_hop``).
+    * ``sizes_per_hop``: (num_src, num_dst) of each hop.
+    * ``num_sampled_nodes``: [batch_size, new nodes of hop 1, …],
+      ``num_sampled_edges``: [edges of hop 1, …], as NeighborLoader sets
+      them (for ``trim_to_layer``).
+    * ``batch_size``: the number of seeds, the first rows of ``n_id``.
+
+    Hop h's src is a prefix of ``n_id`` (each hop's src starts with its
+    dst, the previous hop's src), so a hop's local source indices are
+    already indices into ``n_id``.
+    """
+    seeds = batch.seeds
+    hops = batch.hops
+    n_id = (hops[-1].src if hops else seeds).astype(np.int64)
+    per_hop, sizes = [], []
+    num_nodes = [len(seeds)]
+    num_edges = []
+    prev = len(seeds)
+    for h in hops:
+        ei = np.empty((2, len(h.edge_src)), dtype=np.int64)
+        ei[0] = h.edge_src
+        ei[1] = h.edge_dst
+        per_hop.append(ei)
+        sizes.append((len(h.src), len(h.dst)))
+        num_nodes.append(len(h.src) - prev)
+        num_edges.append(len(h.edge_src))
+        prev = len(h.src)
+    edge_index = np.concatenate(per_hop, axis=1) if per_hop else np.empty((2, 0), np.int64)
+    return {
+        "n_id": n_id,
+        "edge_index": edge_index,
+        "edge_index_per_hop": per_hop,
+        "sizes_per_hop": sizes,
+        "num_sampled_nodes": num_nodes,
+        "num_sampled_edges": num_edges,
+        "batch_size": len(seeds),
+    }
+
+
+def to_pyg(batch, x=None, y=None, device=None):
+    """A ``torch_geometric.data.Data`` shaped like NeighborLoader's output:
+    ``n_id``, ``edge_index``, ``num_sampled_nodes``, ``num_sampled_edges``,
+    ``batch_size``, ``input_id``-free; plus ``edge_index_per_hop`` and
+    ``sizes_per_hop`` for block-wise (DGL-style) layers. ``x`` and ``y``
+    (whole-graph tensors or arrays) are gathered by ``n_id``."""
+    import torch
+    from torch_geometric.data import Data
+
+    a = pyg_arrays(batch)
+    n_id = torch.from_numpy(a["n_id"])
+    data = Data(edge_index=torch.from_numpy(a["edge_index"]), num_nodes=len(n_id))
+    data.n_id = n_id
+    data.batch_size = a["batch_size"]
+    data.num_sampled_nodes = a["num_sampled_nodes"]
+    data.num_sampled_edges = a["num_sampled_edges"]
+    data.edge_index_per_hop = [torch.from_numpy(e) for e in a["edge_index_per_hop"]]
+    data.sizes_per_hop = a["sizes_per_hop"]
+    if x is not None:
+        data.x = _gather(x, n_id)
+    if y is not None:
+        data.y = _gather(y, n_id)
+    if device is not None:
+        data = data.to(device)
+        data.edge_index_per_hop = [e.to(device) for e in data.edge_index_per_hop]
+    return data
+
+
+def _gather(t, idx):
+    import torch
+
+    if not torch.is_tensor(t):
+        t = torch.from_numpy(np.asarray(t))
+    return t[idx.to(t.device)]
+
+
+def dgl_arrays(batch):
+    """The blocks of ``batch`` in DGL's order, outermost hop first (the
+    input layer's block first, the seeds' block last), each a dict with
+    ``src_ids``/``dst_ids`` (int64 global ids), ``edge_src``/``edge_dst``
+    (int64 local ids), ``num_src_nodes``, ``num_dst_nodes``."""
+    out = []
+    for h in reversed(batch.hops):
+        out.append({
+            "src_ids": h.src.astype(np.int64),
+            "dst_ids": h.dst.astype(np.int64),
+            "edge_src": h.edge_src.astype(np.int64),
+            "edge_dst": h.edge_dst.astype(np.int64),
+            "num_src_nodes": len(h.src),
+            "num_dst_nodes": len(h.dst),
+        })
+    return out
+
+
+def to_dgl(batch, device=None):
+    """``(input_nodes, output_nodes, blocks)`` as DGL's DataLoader with a
+    neighbor sampler yields them: blocks made by ``dgl.create_block``,
+    outermost hop first, with ``srcdata[dgl.NID]``/``dstdata[dgl.NID]``
+    holding global ids."""
+    import dgl
+    import torch
+
+    blocks = []
+    for b in dgl_arrays(batch):
+        blk = dgl.create_block(
+            (torch.from_numpy(b["edge_src"]), torch.from_numpy(b["edge_dst"])),
+            num_src_nodes=b["num_src_nodes"], num_dst_nodes=b["num_dst_nodes"])
+        blk.srcdata[dgl.NID] = torch.from_numpy(b["src_ids"])
+        blk.dstdata[dgl.NID] = torch.from_numpy(b["dst_ids"])
+        if device is not None:
+            blk = blk.to(device)
+        blocks.append(blk)
+    input_nodes = blocks[0].srcdata[dgl.NID] if blocks else torch.from_numpy(batch.seeds.astype(np.int64))
+    output_nodes = blocks[-1].dstdata[dgl.NID] if blocks else input_nodes
+    return input_nodes, output_nodes, blocks

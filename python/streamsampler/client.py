@@ -1,0 +1,182 @@
+"""A client of ``streamsampler serve``."""
+
+import json
+import os
+import socket
+import threading
+
+from . import protocol as P
+
+
+def _parse_address(address):
+    """(family, sockaddr) of a Unix socket path, "unix:PATH",
+    "tcp://HOST:PORT", "tcp:HOST:PORT" or a (host, port) tuple."""
+    if isinstance(address, tuple):
+        return socket.AF_INET, address
+    address = os.fspath(address)
+    for prefix in ("tcp://", "tcp:"):
+        if address.startswith(prefix):
+            host, _, port = address[len(prefix):].rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError("bad TCP address %r (want tcp://HOST:PORT)" % address)
+            return socket.AF_INET, (host.strip("[]"), int(port))
+    if address.startswith("unix:"):
+        address = address[len("unix:"):]
+    return socket.AF_UNIX, address
+
+
+class Client:
+    """One connection to a server; a context manager.
+
+    Methods are safe to call from several threads (one request at a time);
+    ``batches(depth=...)`` keeps several next_batch requests in flight on
+    the connection so that the server assembles ahead of the consumer.
+
+    With several clients (say one per DataLoader worker) the server hands
+    each minibatch of an epoch to exactly one of them.
+    """
+
+    def __init__(self, address, timeout=None):
+        family, addr = _parse_address(address)
+        self.address = address
+        self._sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            self._sock.settimeout(timeout)
+            self._sock.connect(addr)
+        except BaseException:
+            self._sock.close()
+            raise
+        self._lock = threading.RLock()
+        self._stash = {}
+        self._next_id = 0
+        self._header = bytearray(P.HEADER_SIZE)
+
+    # -- framing ---------------------------------------------------------
+    # Requests carry ids and replies may be read by whichever caller holds
+    # the lock: a reply for another request is kept in _stash until its
+    # owner asks. So several requests (a pipelined iteration, an
+    # epoch_info from the loop body, other threads) can share the
+    # connection.
+    def _send(self, op, payload=b""):
+        with self._lock:
+            self._next_id = (self._next_id + 1) & 0xFFFFFFFF
+            rid = self._next_id
+            self._sock.sendall(P.encode_frame(op, rid, payload))
+            return rid
+
+    def _recv_exact(self, buf):
+        view = memoryview(buf)
+        got = 0
+        while got < len(buf):
+            n = self._sock.recv_into(view[got:])
+            if n == 0:
+                raise ConnectionError("server closed the connection")
+            got += n
+
+    def _recv(self):
+        """One reply frame: (op, status, id, payload bytearray)."""
+        self._recv_exact(self._header)
+        length, op, status, rid = P.HEADER.unpack(self._header)
+        if length < P.HEADER_SIZE - 4 or length + 4 > P.MAX_REPLY:
+            raise P.ProtocolError("reply frame length %d" % length)
+        payload = bytearray(length - (P.HEADER_SIZE - 4))
+        self._recv_exact(payload)
+        return op, status, rid, payload
+
+    def _wait(self, op, rid):
+        """The reply to request ``rid``: (status, payload); error replies
+        raise."""
+        with self._lock:
+            while rid not in self._stash:
+                frame = self._recv()
+                if frame[2] == 0 and frame[1] == P.STATUS_ERROR:
+                    # The server could not read a request's header (too
+                    # large, malformed) and closes the connection.
+                    raise P.decode_error(frame[3])
+                self._stash[frame[2]] = frame
+            rop, status, _, body = self._stash.pop(rid)
+        if rop != op:
+            raise P.ProtocolError("reply op %d to request op %d id %d" % (rop, op, rid))
+        if status == P.STATUS_ERROR:
+            raise P.decode_error(body)
+        if status not in (P.STATUS_OK, P.STATUS_END):
+            raise P.ProtocolError("reply status %d" % status)
+        return status, body
+
+    def _call(self, op, payload=b""):
+        return self._wait(op, self._send(op, payload))
+
+    # -- requests --------------------------------------------------------
+    def epoch_info(self):
+        """The current epoch: a dict with ``epoch``, ``num_batches``,
+        ``served``, ``batch_size``, ``shard_size``, ``rank``,
+        ``world_size``, ``fanouts``, ``next_ready`` and more
+        (docs/PROTOCOL.md)."""
+        _, body = self._call(P.OP_EPOCH_INFO)
+        return json.loads(bytes(body))
+
+    def next_batch(self, epoch=None):
+        """The next minibatch of ``epoch`` (None: the current one), or None
+        once that epoch's minibatches are all handed out. Asking for the
+        epoch after an exhausted one advances the server."""
+        status, body = self._call(P.OP_NEXT_BATCH, P.epoch_payload(epoch))
+        if status == P.STATUS_END:
+            return None
+        return P.decode_blocks(body)
+
+    def sample(self, seeds, epoch=None):
+        """Blocks of the given seeds (training nodes of this rank's shard)
+        from ``epoch`` (None: the current one)."""
+        _, body = self._call(P.OP_SAMPLE, P.sample_payload(epoch, seeds))
+        return P.decode_blocks(body)
+
+    def advance(self, epoch=None):
+        """Leave ``epoch`` (None: the current one) and return the new
+        epoch's info; asking again for an epoch already left is harmless."""
+        _, body = self._call(P.OP_ADVANCE, P.epoch_payload(epoch))
+        return json.loads(bytes(body))
+
+    def batches(self, epoch=None, depth=4, advance=True):
+        """Iterate over the minibatches of ``epoch`` (None: the current
+        one) that the server hands this client, in epoch order, keeping
+        ``depth`` requests in flight; then (``advance``) leave the epoch.
+        """
+        if epoch is None:
+            epoch = self.epoch_info()["epoch"]
+        depth = max(1, int(depth))
+        payload = P.epoch_payload(epoch)
+        inflight = []
+        ended = False
+        try:
+            while True:
+                while not ended and len(inflight) < depth:
+                    inflight.append(self._send(P.OP_NEXT_BATCH, payload))
+                if not inflight:
+                    break
+                status, body = self._wait(P.OP_NEXT_BATCH, inflight.pop(0))
+                if status == P.STATUS_END:
+                    ended = True
+                    continue
+                yield P.decode_blocks(body)
+        finally:
+            # An abandoned iteration still reads its replies, so that the
+            # connection stays in step (those minibatches are lost).
+            for rid in inflight:
+                try:
+                    self._wait(P.OP_NEXT_BATCH, rid)
+                except (OSError, P.ServerError, P.ProtocolError):
+                    pass
+        if advance:
+            self.advance(epoch)
+
+    def close(self):
+        self._sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __iter__(self):
+        return self.batches()

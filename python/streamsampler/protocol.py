@@ -1,0 +1,251 @@
+"""The framed binary protocol of docs/PROTOCOL.md, in numpy.
+
+Every message, either way::
+
+    u32 length   bytes after this field (6 + len(payload))
+    u8  op
+    u8  status   0 in requests; 0 ok, 1 error, 2 end of epoch in replies
+    u32 id       chosen by the client, echoed by the server
+    payload
+
+all little-endian. Arrays are ``u8 dtype, u8 ndim, u64 shape[ndim]`` and
+the raw little-endian elements.
+"""
+
+import json
+import struct
+
+import numpy as np
+
+HEADER = struct.Struct("<IBBI")
+HEADER_SIZE = HEADER.size  # 10
+
+OP_EPOCH_INFO = 1
+OP_NEXT_BATCH = 2
+OP_SAMPLE = 3
+OP_ADVANCE = 4
+
+STATUS_OK = 0
+STATUS_ERROR = 1
+STATUS_END = 2
+
+CURRENT_EPOCH = 0xFFFFFFFF
+NO_BATCH = -1
+
+CODE_BAD_REQUEST = 1
+CODE_UNKNOWN_OP = 2
+CODE_UNKNOWN_EPOCH = 3
+CODE_NOT_IN_FRONTIER = 4
+CODE_EPOCH_NOT_DONE = 5
+CODE_INTERNAL = 6
+CODE_SHUTTING_DOWN = 7
+CODE_TOO_LARGE = 8
+CODE_DUPLICATE_SEED = 9
+CODE_EPOCH_NOT_LOADED = 10
+
+DTYPES = {
+    1: np.dtype("<u4"),
+    2: np.dtype("<i4"),
+    3: np.dtype("<i8"),
+    4: np.dtype("<u8"),
+    5: np.dtype("<f4"),
+}
+DTYPE_CODES = {v: k for k, v in DTYPES.items()}
+
+#: Largest reply the client accepts (the server's replies are minibatches).
+MAX_REPLY = 1 << 30
+
+_U32 = struct.Struct("<I")
+_ARRAY1 = struct.Struct("<BBQ")
+
+
+class ProtocolError(Exception):
+    """A reply that does not follow the protocol."""
+
+
+class ServerError(Exception):
+    """An error reply: ``code`` is one of the CODE_* constants."""
+
+    def __init__(self, code, message):
+        super().__init__("server error %d: %s" % (code, message))
+        self.code = code
+        self.message = message
+
+
+class UnknownEpochError(ServerError):
+    """The epoch asked for is neither current nor a prepared next one."""
+
+
+class NotInFrontierError(ServerError, KeyError):
+    """A seed is not a training node of this epoch's shard."""
+
+
+_ERROR_CLASSES = {
+    CODE_UNKNOWN_EPOCH: UnknownEpochError,
+    CODE_NOT_IN_FRONTIER: NotInFrontierError,
+}
+
+
+def encode_frame(op, rid, payload=b"", status=STATUS_OK):
+    """One frame: header and payload."""
+    return HEADER.pack(HEADER_SIZE - 4 + len(payload), op, status, rid) + bytes(payload)
+
+
+def encode_array(a, dtype):
+    """A 1-D array in the wire format, converted to ``dtype`` (checked:
+    values that do not fit raise ValueError)."""
+    dt = np.dtype(dtype).newbyteorder("<")
+    a = np.asarray(a)
+    if a.ndim != 1:
+        raise ValueError("expected a 1-D array, got shape %s" % (a.shape,))
+    if a.size and a.dtype != dt:
+        info = np.iinfo(dt)
+        if not np.issubdtype(a.dtype, np.integer):
+            raise ValueError("expected integers, got dtype %s" % a.dtype)
+        if a.min() < info.min or a.max() > info.max:
+            raise ValueError("values outside %s: [%d, %d]" % (dt, a.min(), a.max()))
+    out = np.ascontiguousarray(a, dtype=dt)
+    return _ARRAY1.pack(DTYPE_CODES[dt], 1, out.size) + out.tobytes()
+
+
+def decode_array(buf, off):
+    """Decode one array at ``off`` of ``buf``; returns (array, next offset).
+    The array is a view of ``buf`` (writeable when buf is a bytearray)."""
+    if len(buf) - off < 2:
+        raise ProtocolError("truncated array header at byte %d" % off)
+    code, ndim = buf[off], buf[off + 1]
+    dt = DTYPES.get(code)
+    if dt is None:
+        raise ProtocolError("unknown dtype %d at byte %d" % (code, off))
+    off += 2
+    if len(buf) - off < 8 * ndim:
+        raise ProtocolError("truncated array shape at byte %d" % off)
+    shape = struct.unpack_from("<%dQ" % ndim, buf, off)
+    off += 8 * ndim
+    count = 1
+    for s in shape:
+        count *= s
+    nbytes = count * dt.itemsize
+    if nbytes > len(buf) - off:
+        raise ProtocolError("array of %d elements overruns the payload at byte %d" % (count, off))
+    a = np.frombuffer(buf, dtype=dt, count=count, offset=off).reshape(shape)
+    return a, off + nbytes
+
+
+class Hop:
+    """One message-passing block: edges run from ``src`` to ``dst``.
+
+    ``dst`` and ``src`` are global node ids (uint32); ``src[:len(dst)] ==
+    dst``, then the new neighbors in order of first appearance.
+    ``edge_src``/``edge_dst`` (int32) are local indices into ``src`` and
+    ``dst``, ordered by destination, then sample slot.
+    """
+
+    __slots__ = ("dst", "src", "edge_src", "edge_dst")
+
+    def __init__(self, dst, src, edge_src, edge_dst):
+        self.dst = dst
+        self.src = src
+        self.edge_src = edge_src
+        self.edge_dst = edge_dst
+
+    def __repr__(self):
+        return "Hop(dst=%d, src=%d, edges=%d)" % (len(self.dst), len(self.src), len(self.edge_src))
+
+
+class Batch:
+    """One minibatch: ``hops[0]`` is hop 1 (its dst are the seeds) and
+    ``hops[h+1].dst`` equals ``hops[h].src``; arrays exactly as
+    ``streamsampler sample --format json`` gives them. ``index`` is the
+    minibatch's position in its epoch (-1 for a sample request)."""
+
+    __slots__ = ("epoch", "index", "seeds", "hops")
+
+    def __init__(self, epoch, seeds, hops, index=NO_BATCH):
+        self.epoch = epoch
+        self.index = index
+        self.seeds = seeds
+        self.hops = hops
+
+    @property
+    def n_id(self):
+        """Every node of the minibatch: seeds first, then each hop's new
+        nodes (the last hop's src)."""
+        return self.hops[-1].src if self.hops else self.seeds
+
+    @property
+    def num_edges(self):
+        return sum(len(h.edge_src) for h in self.hops)
+
+    @classmethod
+    def from_json(cls, obj, index=NO_BATCH):
+        """A Batch from the JSON of ``streamsampler sample --format json``
+        (a dict, or its text)."""
+        if isinstance(obj, (str, bytes)):
+            obj = json.loads(obj)
+        hops = [
+            Hop(
+                np.asarray(h["dst"], dtype=np.uint32),
+                np.asarray(h["src"], dtype=np.uint32),
+                np.asarray(h["edge_src"], dtype=np.int32),
+                np.asarray(h["edge_dst"], dtype=np.int32),
+            )
+            for h in obj["hops"]
+        ]
+        return cls(int(obj["epoch"]), np.asarray(obj["seeds"], dtype=np.uint32), hops, index)
+
+    def __repr__(self):
+        return "Batch(epoch=%d, index=%d, seeds=%d, hops=%r)" % (
+            self.epoch, self.index, len(self.seeds), self.hops)
+
+
+def decode_blocks(payload):
+    """Decode a minibatch reply payload into a Batch whose arrays are views
+    of ``payload``."""
+    if len(payload) < 9:
+        raise ProtocolError("truncated minibatch reply (%d bytes)" % len(payload))
+    epoch, index, nhops = struct.unpack_from("<IiB", payload, 0)
+    off = 9
+    arrays = []
+    for _ in range(1 + 4 * nhops):
+        a, off = decode_array(payload, off)
+        if a.ndim != 1:
+            raise ProtocolError("minibatch array with %d dimensions" % a.ndim)
+        arrays.append(a)
+    if off != len(payload):
+        raise ProtocolError("%d trailing bytes in minibatch reply" % (len(payload) - off))
+    want = [np.dtype("<u4")] + [np.dtype("<u4"), np.dtype("<u4"), np.dtype("<i4"), np.dtype("<i4")] * nhops
+    for i, (a, dt) in enumerate(zip(arrays, want)):
+        if a.dtype != dt:
+            raise ProtocolError("minibatch array %d has dtype %s, want %s" % (i, a.dtype, dt))
+    hops = [Hop(*arrays[1 + 4 * h: 5 + 4 * h]) for h in range(nhops)]
+    return Batch(epoch, arrays[0], hops, index)
+
+
+def encode_blocks(batch, op, rid):
+    """The server's reply frame for a Batch (for tests and fakes)."""
+    parts = [struct.pack("<IiB", batch.epoch, batch.index, len(batch.hops)),
+             encode_array(batch.seeds, "<u4")]
+    for h in batch.hops:
+        parts += [encode_array(h.dst, "<u4"), encode_array(h.src, "<u4"),
+                  encode_array(h.edge_src, "<i4"), encode_array(h.edge_dst, "<i4")]
+    return encode_frame(op, rid, b"".join(parts))
+
+
+def decode_error(payload):
+    """The ServerError (or subclass) of an error reply payload."""
+    if len(payload) < 2:
+        return ServerError(CODE_BAD_REQUEST, "malformed error reply")
+    (code,) = struct.unpack_from("<H", payload, 0)
+    msg = bytes(payload[2:]).decode("utf-8", "replace")
+    return _ERROR_CLASSES.get(code, ServerError)(code, msg)
+
+
+def epoch_payload(epoch):
+    """The payload of next_batch or advance."""
+    return _U32.pack(CURRENT_EPOCH if epoch is None else int(epoch))
+
+
+def sample_payload(epoch, seeds):
+    """The payload of a sample request."""
+    return epoch_payload(epoch) + encode_array(seeds, "<u4")

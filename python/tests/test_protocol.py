@@ -1,0 +1,105 @@
+"""Wire format: the byte-level example of docs/PROTOCOL.md (also pinned by
+serve/protocol_test.go), round trips and malformed payloads."""
+
+import struct
+import unittest
+
+import numpy as np
+
+from streamsampler import protocol as P
+
+# A next_batch reply: epoch 2, batch 0, one hop, seeds [5], src [5 8],
+# one edge 8 -> 5 (local 1 -> 0). Identical bytes in serve/protocol_test.go.
+EXAMPLE_REPLY = bytes([
+    0x59, 0, 0, 0, 2, 0, 1, 0, 0, 0,
+    2, 0, 0, 0, 0, 0, 0, 0, 1,
+    1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0,
+    1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0,
+    1, 1, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 8, 0, 0, 0,
+    2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+    2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+])
+EXAMPLE_REQUEST = bytes([10, 0, 0, 0, 2, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff])
+
+
+def make_batch():
+    h1 = P.Hop(np.array([7, 2], np.uint32), np.array([7, 2, 9, 4], np.uint32),
+               np.array([2, 3, 0], np.int32), np.array([0, 0, 1], np.int32))
+    h2 = P.Hop(np.array([7, 2, 9, 4], np.uint32), np.array([7, 2, 9, 4, 11], np.uint32),
+               np.array([4], np.int32), np.array([3], np.int32))
+    return P.Batch(3, np.array([7, 2], np.uint32), [h1, h2], index=5)
+
+
+class WireFormat(unittest.TestCase):
+    def test_example_bytes(self):
+        self.assertEqual(P.encode_frame(P.OP_NEXT_BATCH, 1, P.epoch_payload(None)), EXAMPLE_REQUEST)
+        length, op, status, rid = P.HEADER.unpack_from(EXAMPLE_REPLY)
+        self.assertEqual((length, op, status, rid), (len(EXAMPLE_REPLY) - 4, P.OP_NEXT_BATCH, P.STATUS_OK, 1))
+        b = P.decode_blocks(bytearray(EXAMPLE_REPLY[P.HEADER_SIZE:]))
+        self.assertEqual((b.epoch, b.index), (2, 0))
+        self.assertEqual(b.seeds.tolist(), [5])
+        self.assertEqual(len(b.hops), 1)
+        h = b.hops[0]
+        self.assertEqual((h.dst.tolist(), h.src.tolist(), h.edge_src.tolist(), h.edge_dst.tolist()),
+                         ([5], [5, 8], [1], [0]))
+        self.assertEqual(P.encode_blocks(b, P.OP_NEXT_BATCH, 1), EXAMPLE_REPLY)
+
+    def test_round_trip(self):
+        b = make_batch()
+        wire = P.encode_blocks(b, P.OP_SAMPLE, 9)
+        got = P.decode_blocks(bytearray(wire[P.HEADER_SIZE:]))
+        self.assertEqual((got.epoch, got.index), (3, 5))
+        np.testing.assert_array_equal(got.seeds, b.seeds)
+        for g, w in zip(got.hops, b.hops):
+            for name in ("dst", "src", "edge_src", "edge_dst"):
+                np.testing.assert_array_equal(getattr(g, name), getattr(w, name))
+                self.assertEqual(getattr(g, name).dtype, getattr(w, name).dtype.newbyteorder("<"))
+        self.assertTrue(got.hops[0].src.flags.writeable)
+        np.testing.assert_array_equal(got.n_id, [7, 2, 9, 4, 11])
+        self.assertEqual(got.num_edges, 4)
+
+    def test_from_json(self):
+        b = P.Batch.from_json('{"epoch":1,"seeds":[3],"hops":[{"dst":[3],"src":[3,4],"edge_src":[1],"edge_dst":[0]}]}')
+        self.assertEqual((b.epoch, b.seeds.tolist(), b.hops[0].src.tolist()), (1, [3], [3, 4]))
+        self.assertEqual(b.hops[0].edge_src.dtype, np.int32)
+
+    def test_truncated_and_trailing(self):
+        payload = P.encode_blocks(make_batch(), P.OP_SAMPLE, 1)[P.HEADER_SIZE:]
+        for n in range(len(payload)):
+            with self.assertRaises(P.ProtocolError, msg="cut at %d" % n):
+                P.decode_blocks(bytearray(payload[:n]))
+        with self.assertRaises(P.ProtocolError):
+            P.decode_blocks(bytearray(payload + b"\0"))
+
+    def test_bad_dtype(self):
+        payload = bytearray(P.encode_blocks(make_batch(), P.OP_SAMPLE, 1)[P.HEADER_SIZE:])
+        payload[9] = 2  # seeds as int32
+        with self.assertRaises(P.ProtocolError):
+            P.decode_blocks(payload)
+        payload[9] = 77
+        with self.assertRaises(P.ProtocolError):
+            P.decode_blocks(payload)
+
+    def test_sample_payload(self):
+        p = P.sample_payload(4, [9, 0, 2**31])
+        self.assertEqual(p, struct.pack("<IBBQ3I", 4, 1, 1, 3, 9, 0, 2**31))
+        with self.assertRaises(ValueError):
+            P.sample_payload(None, [-1])
+        with self.assertRaises(ValueError):
+            P.sample_payload(None, [2**32])
+        with self.assertRaises(ValueError):
+            P.sample_payload(None, [1.5])
+        with self.assertRaises(ValueError):
+            P.sample_payload(None, [[1, 2]])
+
+    def test_errors(self):
+        e = P.decode_error(struct.pack("<H", P.CODE_NOT_IN_FRONTIER) + b"seed 3")
+        self.assertIsInstance(e, P.NotInFrontierError)
+        self.assertEqual((e.code, e.message), (P.CODE_NOT_IN_FRONTIER, "seed 3"))
+        self.assertIsInstance(P.decode_error(struct.pack("<H", P.CODE_UNKNOWN_EPOCH)), P.UnknownEpochError)
+        self.assertEqual(type(P.decode_error(struct.pack("<H", 99))), P.ServerError)
+        self.assertEqual(P.decode_error(b"x").code, P.CODE_BAD_REQUEST)
+
+
+if __name__ == "__main__":
+    unittest.main()
