@@ -99,18 +99,12 @@ func (g *rmatGen) block(b int64, pairs []uint32) []uint32 {
 			x := bits & 0xffff
 			bits >>= 16
 			left--
-			u <<= 1
-			v <<= 1
-			switch {
-			case x < g.ta:
-			case x < g.tab:
-				v |= 1
-			case x < g.tabc:
-				u |= 1
-			default:
-				u |= 1
-				v |= 1
-			}
+			// Branch-free quadrant choice (the branches would be
+			// unpredictable): u's bit is [x ≥ a+b]; v's bit is
+			// [x ≥ a] ^ [x ≥ a+b] ^ [x ≥ a+b+c].
+			geAB := (g.tab - 1 - x) >> 63
+			u = u<<1 | geAB
+			v = v<<1 | ((g.ta-1-x)>>63 ^ geAB ^ (g.tabc-1-x)>>63)
 		}
 		if !g.o.NoScramble {
 			u, v = g.scramble(u), g.scramble(v)
