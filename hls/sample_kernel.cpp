@@ -16,23 +16,30 @@
 //
 //   targets are taken in groups of SAMPLE_LANES (32). Per group:
 //     1. fetch   — read 32 targets (a burst on gmem2) and their two offsets
-//                  (random reads on gmem0); pipelined, II=1.
-//     2. draw    — for slot t = 0..fanout-1, all 32 lanes at once (UNROLL):
-//                  one mix64, one multiply-shift, Floyd's membership test
-//                  against the lane's MAX_FANOUT chosen positions held in
-//                  registers (ARRAY_PARTITION complete), so the test is 64
-//                  parallel comparators and an OR tree, not a loop.
-//                  Pipelined over t; no memory traffic at all.
+//                  (random reads on gmem0); pipelined, II=1. Lanes that
+//                  need random draws (d > k without replacement, d > 0
+//                  with) are packed into the first n_rand draw slots.
+//     2. draw    — for slot t = 0..fanout-1, all draw slots at once
+//                  (UNROLL): one mix64, one multiply-shift, Floyd's
+//                  membership test against the slot's MAX_FANOUT chosen
+//                  positions held in registers (ARRAY_PARTITION complete),
+//                  so the test is 64 parallel comparators and an OR tree,
+//                  not a loop. Pipelined over t; no memory traffic at all.
+//                  The RNG is counter-based, so lanes share no state.
 //     3. gather  — for each lane and slot, one random read of the chosen
-//                  neighbor (gmem0) and one sequential write (gmem1, bursts).
-//                  Pipelined, II=1, so reads from many lanes are in flight
-//                  together and DDR latency is hidden.
+//                  neighbor (gmem0) and one sequential write (gmem1,
+//                  bursts); lanes with d <= k (no replacement) copy their
+//                  list here. Pipelined, II=1, so reads from many lanes are
+//                  in flight together and DDR latency is hidden; this is
+//                  where the kernel spends its cycles, one slot per cycle.
 //
-//   Every inner loop has a fixed or tripcount-bounded trip count, there is
-//   no division anywhere (below() is a 32×32→64 multiply and a shift), and
+//   Every inner loop has a constant bound or a tripcount, there is no
+//   division anywhere (below() is a 32×32→64 multiply and a shift), and
 //   the only loop-carried state is the chosen-position registers of Floyd's
-//   algorithm. On a CPU the same structure turns into independent loads in
-//   the gather loop, which out-of-order cores overlap just the same.
+//   algorithm. Packing the draw slots keeps the datapaths of copy-only
+//   lanes idle on the FPGA and, on a CPU, keeps the draw loop free of
+//   per-lane branches on the sampling mode; the CPU then overlaps the
+//   gather's independent loads just as outstanding AXI reads do.
 
 #include "sample_kernel.h"
 
@@ -95,17 +102,26 @@ extern "C" void sample_kernel(const uint32_t* chunk, int32_t* result, const uint
   const uint32_t start = chunk[1];
   const bool rep = replace != 0;
 
-  // Per-lane state, all in registers: 32 lanes × (node, base, degree, live)
-  // and 32 × MAX_FANOUT chosen positions.
-  uint32_t node[SAMPLE_LANES];
+  // Per-lane state, all in registers. Lanes whose sample needs random
+  // draws (Floyd lanes, d > k; or every non-empty lane with replacement)
+  // are also packed into the first n_rand "draw slots", so that the draw
+  // loop only spends work (on a CPU) and only activates datapaths (on the
+  // FPGA) where there is something to draw.
   uint32_t base[SAMPLE_LANES];
   uint32_t deg[SAMPLE_LANES];
   bool live[SAMPLE_LANES];
+  uint32_t slot[SAMPLE_LANES];  // lane -> draw slot, kNone if it draws nothing
+  uint32_t rnode[SAMPLE_LANES];
+  uint32_t rbase[SAMPLE_LANES];
+  uint32_t rdeg[SAMPLE_LANES];
   uint32_t pos[SAMPLE_LANES][MAX_FANOUT];
-#pragma HLS ARRAY_PARTITION variable = node complete
 #pragma HLS ARRAY_PARTITION variable = base complete
 #pragma HLS ARRAY_PARTITION variable = deg complete
 #pragma HLS ARRAY_PARTITION variable = live complete
+#pragma HLS ARRAY_PARTITION variable = slot complete
+#pragma HLS ARRAY_PARTITION variable = rnode complete
+#pragma HLS ARRAY_PARTITION variable = rbase complete
+#pragma HLS ARRAY_PARTITION variable = rdeg complete
 #pragma HLS ARRAY_PARTITION variable = pos complete dim = 0
 
   const uint32_t n_groups = n_targets / SAMPLE_LANES + (n_targets % SAMPLE_LANES != 0);
@@ -120,6 +136,7 @@ groups:
     // 1. fetch: target ids and their degrees. idx is computed unsigned, so
     // a target below start wraps to a huge idx and fails the same test as
     // one past the end: the offsets are never read for it.
+    uint32_t n_rand = 0;
   fetch:
     for (uint32_t l = 0; l < SAMPLE_LANES; l++) {
 #pragma HLS PIPELINE II = 1
@@ -134,70 +151,85 @@ groups:
           ok = e >= b;
         }
       }
-      node[l] = v;
+      const uint32_t d = ok ? e - b : 0;
       base[l] = b;
-      deg[l] = ok ? e - b : 0;
+      deg[l] = d;
       live[l] = ok;
+      const bool draws = ok && (rep ? d != 0 : d > fanout);
+      slot[l] = draws ? n_rand : kNone;
+      if (draws) {
+        rnode[n_rand] = v;
+        rbase[n_rand] = b;
+        rdeg[n_rand] = d;
+        n_rand++;
+      }
     }
 
-    // 2. draw: choose positions, slot by slot, all lanes in parallel.
+    // 2. draw: choose positions slot by slot, all draw slots in parallel.
   draw:
     for (uint32_t t = 0; t < fanout; t++) {
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 64
 #pragma HLS PIPELINE II = 1
     lanes:
-      for (uint32_t l = 0; l < SAMPLE_LANES; l++) {
+      for (uint32_t i = 0; i < SAMPLE_LANES; i++) {
 #pragma HLS UNROLL
-        uint32_t p = kNone;
-        const uint32_t d = deg[l];
-        if (live[l]) {
-          if (rep) {
-            // With replacement: independent uniform positions.
-            if (d != 0) p = below(mix64(key ^ ((uint64_t)node[l] << 32 | t)), d);
-          } else if (d <= fanout) {
-            // Degree at most k: the whole list in CSR order, then empty.
-            if (t < d) p = t;
-          } else {
-            // Floyd's algorithm: p uniform in [0, j]; if p was chosen
-            // before, take j instead (j itself cannot have been chosen,
-            // every earlier step drew from a smaller range).
-            const uint32_t j = d - fanout + t;
-            p = below(mix64(key ^ ((uint64_t)node[l] << 32 | t)), j + 1);
-            // Membership test against the t positions chosen so far: a
-            // constant-bound loop (so HLS can unroll it completely into
-            // MAX_FANOUT comparators on partitioned registers) whose exit at
-            // s == t is, unrolled, just the mask of the slots not yet
-            // written; on a CPU it stops after t compares.
-            bool hit = false;
-          seen:
-            for (uint32_t s = 0; s < MAX_FANOUT; s++) {
+        if (i >= n_rand) break;
+        const uint32_t d = rdeg[i];
+        const uint64_t r = mix64(key ^ ((uint64_t)rnode[i] << 32 | t));
+        uint32_t p;
+        if (rep) {
+          // With replacement: independent uniform positions.
+          p = below(r, d);
+        } else {
+          // Floyd's algorithm: p uniform in [0, j]; if p was chosen
+          // before, take j instead (j itself cannot have been chosen,
+          // every earlier step drew from a smaller range).
+          const uint32_t j = d - fanout + t;
+          p = below(r, j + 1);
+          // Membership test against the t positions chosen so far: a
+          // constant-bound loop (so HLS can unroll it completely into
+          // MAX_FANOUT comparators on partitioned registers) whose exit at
+          // s == t is, unrolled, just the mask of the slots not yet
+          // written; on a CPU it stops after t compares.
+          bool hit = false;
+        seen:
+          for (uint32_t s = 0; s < MAX_FANOUT; s++) {
 #pragma HLS UNROLL
-              if (s == t) break;
-              hit |= pos[l][s] == p;
-            }
-            if (hit) p = j;
+            if (s == t) break;
+            hit |= pos[i][s] == p;
           }
+          if (hit) p = j;
         }
-        pos[l][t] = p;
+        pos[i][t] = p;
 #ifndef __SYNTHESIS__
         // CPU only (C simulation, cgo): start the gather's load now, so
-        // that its DRAM latency overlaps the rest of this phase as the
-        // FPGA's outstanding AXI reads would. No effect on results.
-        if (p != kNone) __builtin_prefetch(&chunk[(uint64_t)base[l] + p]);
+        // that its latency overlaps the rest of this phase as the FPGA's
+        // outstanding AXI reads would. No effect on results.
+        __builtin_prefetch(&chunk[(uint64_t)rbase[i] + p]);
 #endif
       }
     }
 
     // 3. gather: positions to neighbor ids, rows written in target order.
+    // Lanes that draw nothing copy their list (d <= k, without
+    // replacement) and pad with -1.
   gather:
     for (uint32_t l = 0; l < n; l++) {
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 32
       int32_t* row = result + (g + l) * fanout;
+      const uint32_t sl = slot[l];
+      const uint32_t d = deg[l];
+      const bool copy = live[l] && !rep;
     slots:
       for (uint32_t t = 0; t < fanout; t++) {
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 64
 #pragma HLS PIPELINE II = 1
-        const uint32_t p = pos[l][t];
+        uint32_t p = kNone;
+        if (sl != kNone) {
+          p = pos[sl][t];
+        } else if (copy && t < d) {
+          p = t;
+        }
         row[t] = p == kNone ? -1 : (int32_t)chunk[(uint64_t)base[l] + p];
       }
     }
