@@ -15,9 +15,12 @@ from .client import Client
 def find_binary(binary=None):
     """The streamsampler executable: ``binary``, else $STREAMSAMPLER_BIN,
     else ``streamsampler`` on PATH, else the repository's bin/."""
-    cands = []
     if binary:
-        cands.append(os.fspath(binary))
+        b = os.fspath(binary)
+        if os.path.isfile(b) and os.access(b, os.X_OK):
+            return os.path.abspath(b)
+        raise FileNotFoundError("streamsampler binary %r not found or not executable" % b)
+    cands = []
     if os.environ.get("STREAMSAMPLER_BIN"):
         cands.append(os.environ["STREAMSAMPLER_BIN"])
     on_path = shutil.which("streamsampler")
@@ -28,8 +31,6 @@ def find_binary(binary=None):
     for c in cands:
         if os.path.isfile(c) and os.access(c, os.X_OK):
             return os.path.abspath(c)
-    if binary:
-        raise FileNotFoundError("streamsampler binary %r not found or not executable" % binary)
     raise FileNotFoundError(
         "streamsampler binary not found: pass binary=, set $STREAMSAMPLER_BIN, "
         "put it on PATH, or run `make build` (bin/streamsampler)")
@@ -103,6 +104,7 @@ class LocalServer:
         line = self.proc.stdout.readline().decode("utf-8", "replace").strip()
         if not line.startswith("ready"):
             self.proc.wait(timeout=max(1, deadline - time.monotonic()))
+            self.proc.stdout.close()
             err = self.log()
             self._cleanup()
             raise RuntimeError("streamsampler serve exited with status %s: %s" % (self.proc.returncode, err.strip()))

@@ -180,7 +180,8 @@ class Batch:
     @classmethod
     def from_json(cls, obj, index=NO_BATCH):
         """A Batch from the JSON of ``streamsampler sample --format json``
-        (a dict, or its text)."""
+        (a dict, or its text); without a "seeds" key the seeds are hop 1's
+        dst."""
         if isinstance(obj, (str, bytes)):
             obj = json.loads(obj)
         hops = [
@@ -192,7 +193,13 @@ class Batch:
             )
             for h in obj["hops"]
         ]
-        return cls(int(obj["epoch"]), np.asarray(obj["seeds"], dtype=np.uint32), hops, index)
+        if "seeds" in obj:
+            seeds = np.asarray(obj["seeds"], dtype=np.uint32)
+        elif hops:
+            seeds = hops[0].dst  # hop 1's destinations are the seeds
+        else:
+            seeds = np.empty(0, np.uint32)
+        return cls(int(obj["epoch"]), seeds, hops, index)
 
     def __repr__(self):
         return "Batch(epoch=%d, index=%d, seeds=%d, hops=%r)" % (

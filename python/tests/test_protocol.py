@@ -62,6 +62,9 @@ class WireFormat(unittest.TestCase):
         b = P.Batch.from_json('{"epoch":1,"seeds":[3],"hops":[{"dst":[3],"src":[3,4],"edge_src":[1],"edge_dst":[0]}]}')
         self.assertEqual((b.epoch, b.seeds.tolist(), b.hops[0].src.tolist()), (1, [3], [3, 4]))
         self.assertEqual(b.hops[0].edge_src.dtype, np.int32)
+        # `streamsampler sample --format json` omits seeds: hop 1's dst.
+        b = P.Batch.from_json({"epoch": 0, "hops": [{"dst": [6, 2], "src": [6, 2], "edge_src": [], "edge_dst": []}]})
+        self.assertEqual(b.seeds.tolist(), [6, 2])
 
     def test_truncated_and_trailing(self):
         payload = P.encode_blocks(make_batch(), P.OP_SAMPLE, 1)[P.HEADER_SIZE:]

@@ -1,0 +1,258 @@
+"""The client against a live ``streamsampler serve`` built from this
+checkout (``go build`` in setUpClass) on a random graph made by chunkify."""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import unittest
+
+import numpy as np
+
+import streamsampler
+from streamsampler import (Client, Loader, LocalServer, NotInFrontierError, ServerError,
+                           UnknownEpochError, pyg_arrays)
+from streamsampler import protocol as P
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FANOUTS = [4, 3]
+N = 400
+
+
+def build_tools(out):
+    """(streamsampler, chunkify) built from this checkout; chunkify may
+    come from $STREAMSAMPLER_CHUNKIFY. Raises unittest.SkipTest without Go."""
+    go = shutil.which("go")
+    if go is None:
+        raise unittest.SkipTest("go not on PATH")
+    ss = os.path.join(out, "streamsampler")
+    subprocess.run([go, "build", "-o", ss, "./cmd/streamsampler"], cwd=REPO, check=True)
+    ck = os.environ.get("STREAMSAMPLER_CHUNKIFY")
+    if not ck:
+        ck = os.path.join(out, "chunkify")
+        r = subprocess.run([go, "build", "-o", ck, "./cmd/chunkify"], cwd=REPO,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if r.returncode != 0:
+            raise unittest.SkipTest("cannot build cmd/chunkify: %s" % r.stdout.decode()[-300:])
+    return ss, ck
+
+
+def random_graph(rng):
+    """A random undirected graph with isolated nodes, as an edge list and
+    its symmetrized, deduplicated adjacency."""
+    u = rng.integers(0, N, 1600)
+    v = rng.integers(0, N, 1600)
+    keep = (u % 13 != 0) & (v % 13 != 0) & (u != v)
+    u, v = u[keep], v[keep]
+    adj = [set() for _ in range(N)]
+    for a, b in zip(u.tolist(), v.tolist()):
+        adj[a].add(b)
+        adj[b].add(a)
+    # Pin the node count: an edge list names its largest node.
+    u = np.append(u, N - 1)
+    v = np.append(v, N - 2)
+    adj[N - 1].add(N - 2)
+    adj[N - 2].add(N - 1)
+    return np.stack([u, v], 1), adj
+
+
+class Live(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ss-live-")
+        cls.ss, cls.chunkify = build_tools(cls.tmp)
+        rng = np.random.default_rng(5)
+        edges, cls.adj = random_graph(rng)
+        ef = os.path.join(cls.tmp, "edges.txt")
+        np.savetxt(ef, edges, fmt="%d")
+        cls.graph = os.path.join(cls.tmp, "graph")
+        subprocess.run([cls.chunkify, "build", ef, "-o", cls.graph, "--symmetrize"], check=True,
+                       stdout=subprocess.DEVNULL)
+        cls.train = np.arange(0, N, 2)
+        cls.train_file = os.path.join(cls.tmp, "train.txt")
+        np.savetxt(cls.train_file, cls.train, fmt="%d")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def server(self, **kw):
+        args = dict(graph=self.graph, train=self.train_file, fanouts=FANOUTS, batch_size=16,
+                    seed=7, binary=self.ss)
+        args.update(kw)
+        srv = LocalServer(**args).start()
+        self.addCleanup(srv.stop)
+        return srv
+
+    def check_batch(self, b):
+        """Structure of DESIGN §5 and every edge a sampled graph edge,
+        min(degree, fanout) of them per destination."""
+        dst = b.seeds
+        for h, hop in enumerate(b.hops):
+            np.testing.assert_array_equal(hop.dst, dst)
+            np.testing.assert_array_equal(hop.src[:len(hop.dst)], hop.dst)
+            self.assertEqual(len(np.unique(hop.src)), len(hop.src))
+            counts = np.bincount(hop.edge_dst, minlength=len(hop.dst))
+            for i, d in enumerate(hop.dst.tolist()):
+                self.assertEqual(counts[i], min(len(self.adj[d]), FANOUTS[h]), "hop %d node %d" % (h + 1, d))
+            for s, d in zip(hop.src[hop.edge_src].tolist(), hop.dst[hop.edge_dst].tolist()):
+                self.assertIn(s, self.adj[d])
+            self.assertTrue(np.all(np.diff(hop.edge_dst) >= 0), "edges ordered by destination")
+            dst = hop.src
+
+    def test_epochs_cover_training_nodes(self):
+        srv = self.server()
+        with srv.client() as c:
+            info = c.epoch_info()
+            self.assertEqual((info["epoch"], info["num_batches"], info["shard_size"]), (0, 13, 200))
+            self.assertEqual(info["fanouts"], FANOUTS)
+            orders = []
+            for e in range(2):
+                seen = []
+                for i, b in enumerate(c.batches()):
+                    self.assertEqual((b.epoch, b.index), (e, i))
+                    self.check_batch(b)
+                    seen.append(b.seeds)
+                allseeds = np.concatenate(seen)
+                self.assertEqual(sorted(allseeds.tolist()), self.train.tolist())
+                orders.append(allseeds)
+                self.assertEqual(c.epoch_info()["epoch"], e + 1)
+            self.assertFalse(np.array_equal(orders[0], orders[1]), "a new shuffle every epoch")
+
+    def test_sample_matches_cli(self):
+        """sample(seeds) equals `streamsampler sample --format json` on a
+        state directory prepared with the same configuration."""
+        state = os.path.join(self.tmp, "state")
+        subprocess.run([self.ss, "prepare", "--state", state, "--graph", self.graph, "--train", self.train_file,
+                        "--fanouts", ",".join(map(str, FANOUTS)), "--seed", "7"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run([self.ss, "advance", "--state", state], check=True, stdout=subprocess.DEVNULL)
+        seeds = [8, 0, 398, 52]
+        out = subprocess.run([self.ss, "sample", "--state", state, "--seeds", ",".join(map(str, seeds)),
+                              "--format", "json"], check=True, stdout=subprocess.PIPE).stdout
+        want = streamsampler.Batch.from_json(out)
+        srv = self.server()
+        with srv.client() as c:
+            got = c.sample(seeds, epoch=0)
+        self.assertEqual(got.epoch, want.epoch)
+        np.testing.assert_array_equal(got.seeds, seeds)
+        self.assertEqual(len(got.hops), len(want.hops))
+        for g, w in zip(got.hops, want.hops):
+            for name in ("dst", "src", "edge_src", "edge_dst"):
+                np.testing.assert_array_equal(getattr(g, name), getattr(w, name), name)
+        self.check_batch(got)
+
+    def test_sharding(self):
+        """World size 3 (rank 1 from $RANK/$WORLD_SIZE as torchrun sets
+        them): disjoint shards covering the training set, sizes within one,
+        and the same number of minibatches on every rank."""
+        for e in range(2):
+            served, infos = [], []
+            for r in range(3):
+                if r == 1:
+                    old = {k: os.environ.get(k) for k in ("RANK", "WORLD_SIZE")}
+                    os.environ.update(RANK="1", WORLD_SIZE="3")
+                    try:
+                        srv = self.server(batch_size=7, prepare_at=1.0, extra_args=["--epoch", str(e)])
+                    finally:
+                        for k, v in old.items():
+                            if v is None:
+                                os.environ.pop(k, None)
+                            else:
+                                os.environ[k] = v
+                else:
+                    srv = self.server(batch_size=7, rank=r, world_size=3, prepare_at=1.0,
+                                      extra_args=["--epoch", str(e)])
+                with srv.client() as c:
+                    info = c.epoch_info()
+                    self.assertEqual((info["rank"], info["world_size"], info["epoch"]), (r, 3, e))
+                    seeds = [b.seeds for b in c.batches(advance=False)]
+                    infos.append(info)
+                    served.append(np.concatenate(seeds))
+                srv.stop()
+            self.assertEqual(len({i["num_batches"] for i in infos}), 1, "equal minibatch counts")
+            sizes = [i["shard_size"] for i in infos]
+            self.assertLessEqual(max(sizes) - min(sizes), 1)
+            self.assertEqual(sum(sizes), len(self.train))
+            allserved = np.concatenate(served)
+            self.assertEqual(len(np.unique(allserved)), len(allserved), "shards are disjoint")
+            dropped = sum(i["dropped"] for i in infos)
+            self.assertEqual(len(allserved) + dropped, len(self.train))
+            self.assertTrue(set(allserved.tolist()) <= set(self.train.tolist()))
+            for i, s in zip(infos, served):
+                self.assertEqual(len(s) + i["dropped"], i["shard_size"])
+
+    def test_shared_cursor(self):
+        srv = self.server(batch_size=5)
+        got, lock = [], threading.Lock()
+
+        def worker():
+            with srv.client() as c:
+                while True:
+                    b = c.next_batch(0)
+                    if b is None:
+                        return
+                    with lock:
+                        got.append(b.index)
+        ts = [threading.Thread(target=worker) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertEqual(sorted(got), list(range(40)))
+        with srv.client() as c:
+            # The first request for epoch 1 advances the server.
+            b = c.next_batch(1)
+            self.assertEqual((b.epoch, b.index), (1, 0))
+
+    def test_errors(self):
+        srv = self.server(extra_args=["--max-request", "4096"])
+        with srv.client() as c:
+            with self.assertRaises(NotInFrontierError):
+                c.sample([1])  # odd nodes are not training nodes
+            with self.assertRaises(UnknownEpochError):
+                c.next_batch(5)
+            with self.assertRaises(ServerError) as cm:
+                c.next_batch(1)
+            self.assertEqual(cm.exception.code, P.CODE_EPOCH_NOT_DONE)
+            with self.assertRaises(ServerError) as cm:
+                c.sample(self.train[:2] * 0 + 2)  # duplicate seed
+            self.assertEqual(cm.exception.code, P.CODE_DUPLICATE_SEED)
+            self.assertEqual(c.epoch_info()["epoch"], 0)  # still usable
+        big = srv.client()
+        with self.assertRaises(ServerError) as cm:
+            big.sample(np.arange(0, N, 2).repeat(10))
+        self.assertEqual(cm.exception.code, P.CODE_TOO_LARGE)
+        big.close()
+        with srv.client() as c:
+            self.assertEqual(c.epoch_info()["served"], 0)
+
+    def test_loader_and_tcp(self):
+        srv = self.server(extra_args=["--tcp", "127.0.0.1:0"])
+        tcp = [w for w in srv.ready_line.split() if w.startswith("tcp:")][0]
+        with Client(tcp) as c, Loader(c, transform=pyg_arrays, prefetch=2) as loader:
+            self.assertEqual(len(loader), 13)
+            n = 0
+            for a in loader:
+                self.assertEqual(sum(a["num_sampled_nodes"]), len(a["n_id"]))
+                n += 1
+            self.assertEqual(n, 13)
+            self.assertEqual(c.epoch_info()["epoch"], 1)
+
+    def test_stop_and_bad_start(self):
+        srv = LocalServer(self.graph, self.train, FANOUTS, 16, binary=self.ss).start()
+        sock = srv.socket
+        self.assertTrue(os.path.exists(sock))
+        self.assertEqual(srv.stop(), 0)
+        self.assertFalse(os.path.exists(sock))
+        with self.assertRaises(RuntimeError) as cm:
+            LocalServer(os.path.join(self.tmp, "nope"), self.train, FANOUTS, 16, binary=self.ss).start()
+        self.assertIn("nope", str(cm.exception))
+        with self.assertRaises(FileNotFoundError):
+            LocalServer(self.graph, self.train, FANOUTS, 16, binary=os.path.join(self.tmp, "no-binary"))
+
+
+if __name__ == "__main__":
+    unittest.main()
