@@ -4,10 +4,8 @@ package chunkfmt
 
 import "unsafe"
 
-// nativeLE is true where the host's byte order is the format's, so words
-// can be viewed in place instead of decoded.
-const nativeLE = true
-
+// wordsView views b as words in place (the host order is the format's);
+// it declines misaligned input.
 func wordsView(b []byte) ([]uint32, bool) {
 	if len(b) < 4 {
 		return []uint32{}, true

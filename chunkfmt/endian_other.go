@@ -2,8 +2,6 @@
 
 package chunkfmt
 
-const nativeLE = false
-
 func wordsView(b []byte) ([]uint32, bool) { return nil, false }
 
 // wordBytes returns the little-endian encoding of w (a copy on big-endian

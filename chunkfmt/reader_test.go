@@ -58,9 +58,12 @@ func TestReaderChunks(t *testing.T) {
 	if _, err := g.Neighbors(6); err == nil {
 		t.Fatal("Neighbors(6) of 6 nodes succeeded")
 	}
-	// The mapped graph's neighbors are views into the mapping.
+	// The mapped graph's neighbors are views into the mapping (where the
+	// host's byte order allows it).
 	nb, _ := g.Neighbors(2)
-	if ch, _ := g.Chunk(1); &nb[0] != &Words(ch)[6] {
+	if _, view := wordsView(make([]byte, 8)); !view {
+		t.Log("big-endian host: Neighbors copies")
+	} else if ch, _ := g.Chunk(1); &nb[0] != &Words(ch)[6] {
 		t.Fatal("Neighbors of a mapped graph copied")
 	}
 	// A reader whose size disagrees with the manifest.

@@ -147,6 +147,15 @@ func (w *Writer) Append(adj []uint32) error {
 			return w.fail(err)
 		}
 	}
+	if need := uint64(len(w.nb)) + d; need > uint64(cap(w.nb)) {
+		// Grow geometrically but never past one chunk's worth of words:
+		// with 512 MiB chunks, append's own growth could overshoot by
+		// hundreds of MiB.
+		nc := min(max(need, 2*uint64(cap(w.nb)), 1<<16), w.capWords)
+		nb := make([]uint32, len(w.nb), nc)
+		copy(nb, w.nb)
+		w.nb = nb
+	}
 	w.hdr = append(w.hdr, uint32(len(w.nb)))
 	w.nb = append(w.nb, adj...)
 	w.next++
