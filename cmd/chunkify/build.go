@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/internal/progress"
+)
+
+func newBuildCmd() *cobra.Command {
+	var (
+		out, format, chunkSize, selfLoops string
+		numNodes                          uint32
+		o                                 ingest.BuildOptions
+		quiet, asJSON                     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "build INPUT... -o DIR",
+		Short: "Build a chunked CSR graph directory from edge lists",
+		Long: `Build reads edge lists and writes a graph directory (edges.chunks,
+chunks.info, manifest.json).
+
+Inputs: text edge lists (whitespace or comma separated, # or % comments, LF
+or CRLF, an optional header line such as id_1,id_2), little-endian uint32 or
+uint64 pairs (--format bin32|bin64, or the extensions .bin32/.bin64), and
+NumPy .npy integer arrays of shape (2, E) or (E, 2); any of them gzip or
+zstd compressed. "-" reads standard input.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return fmt.Errorf("build: -o DIR is required")
+			}
+			f, err := ingest.ParseFormat(format)
+			if err != nil {
+				return fmt.Errorf("build: --format: %w", err)
+			}
+			o.Format = f
+			cs, err := ingest.ParseSize(chunkSize)
+			if err != nil {
+				return fmt.Errorf("build: --chunk-size: %w", err)
+			}
+			if cs <= 0 || cs%chunkfmt.SectorSize != 0 {
+				return fmt.Errorf("build: --chunk-size %s: must be a positive multiple of %d bytes", chunkSize, chunkfmt.SectorSize)
+			}
+			o.ChunkSize = cs
+			o.SelfLoops = selfLoops
+			o.NumNodes = numNodes
+			o.Progress = stderrTTY(cmd, quiet)
+			o.CreatedBy = "chunkify"
+			sum, err := ingest.Build(cmd.Context(), args, out, o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(sum); err != nil {
+					return err
+				}
+			}
+			if !quiet {
+				fmt.Fprintln(cmd.ErrOrStderr(), buildSummaryLine(sum))
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&out, "output", "o", "", "output graph directory (required)")
+	fl.StringVar(&format, "format", "auto", "input format: auto|text|bin32|bin64|npy (auto: npy by magic or extension, .bin32/.bin64 by extension, else text)")
+	fl.Uint32Var(&numNodes, "num-nodes", 0, "number of nodes (default: largest id + 1); ids must be below it")
+	fl.BoolVar(&o.Symmetrize, "symmetrize", false, "store every edge in both directions")
+	fl.BoolVar(&o.Reverse, "reverse", false, "store in-neighbors (v→u), as DGL samples in-edges")
+	fl.BoolVar(&o.Dedup, "dedup", true, "remove duplicate neighbors")
+	fl.StringVar(&selfLoops, "self-loops", "keep", "keep|drop self-loops")
+	fl.StringVar(&chunkSize, "chunk-size", "512MiB", "chunk size, a multiple of 512 bytes (suffixes KiB, MiB, GiB)")
+	fl.BoolVar(&o.Force, "force", false, "replace an existing output directory once the new graph is complete")
+	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress and no summary line")
+	fl.BoolVar(&asJSON, "json", false, "print a JSON summary on stdout")
+	return cmd
+}
+
+func buildSummaryLine(s *ingest.Summary) string {
+	rate := 0.0
+	if s.Seconds > 0 {
+		rate = float64(s.InputEdges) / s.Seconds
+	}
+	chunks := "chunks"
+	if s.NumChunks == 1 {
+		chunks = "chunk"
+	}
+	return fmt.Sprintf("chunkify: built %s: %d nodes, %d edges stored (%d read), %d %s of %s, max degree %d, in %.2fs (%s edges/s, %s/s)",
+		s.Dir, s.NumNodes, s.NumEdges, s.InputEdges, s.NumChunks, chunks, progress.Bytes(s.ChunkSize), s.MaxDegree,
+		s.Seconds, progress.Count(rate), progress.Bytes(int64(float64(s.InputBytes)/max(s.Seconds, 1e-9))))
+}
