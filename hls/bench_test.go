@@ -113,6 +113,13 @@ func medianF(x []float64) float64 {
 // (target: ratio ≥ 0.5).
 func BenchmarkKernel(b *testing.B) {
 	chunk, targets := benchData()
+	n := chunk[0]
+	maxDeg := uint32(0)
+	for i := uint32(0); i < n; i++ {
+		maxDeg = max(maxDeg, chunk[3+i]-chunk[2+i])
+	}
+	b.Logf("chunk: %d MiB, %d nodes, %d edges, max degree %d; %d targets",
+		len(chunk)*4>>20, n, chunk[2+n]-chunk[2], maxDeg, len(targets))
 	type engine struct {
 		name string
 		fn   func([]uint32, []uint32, []int32, int, uint64, bool) error
