@@ -3,6 +3,7 @@ package epoch
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -188,12 +189,15 @@ func (r *Result) Sample(seeds []uint32) (*Blocks, error) {
 // buffers) from call to call. It is not safe for concurrent use; use one
 // per goroutine (they may share the Result and the Index).
 type Assembler struct {
-	r  *Result
-	ix *Index
-	t  localTable
-	es []int32
-	ed []int32
-	sr []uint32
+	r    *Result
+	ix   *Index
+	t    localTable
+	d    denseTable
+	es   []int32
+	ed   []int32
+	sr   []uint32
+	gs   []uint32
+	rows []int32
 }
 
 // NewAssembler returns an Assembler over r; ix (from r.Index or
@@ -267,37 +271,87 @@ func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) {
 	for h := 0; h < L; h++ {
 		ly := &r.Layers[h]
 		k := ly.Fanout
-		a.t.reset(len(dst) * (1 + k))
+		// With a dense index the node ids are known to be below its size, and
+		// relabelling uses a dense table too: one memory access per sample
+		// instead of hash probes.
+		dense := a.ix != nil && a.ix.dense != nil
+		if dense {
+			a.d.reset(len(a.ix.dense[h]))
+		} else {
+			a.t.reset(min(len(dst)*(1+k), len(r.Final)))
+		}
 		src := append(a.sr[:0], dst...)
 		for i, v := range dst {
-			if _, fresh := a.t.insert(v, int32(i)); !fresh {
+			var fresh bool
+			if dense {
+				if int(v) >= len(a.d.loc) {
+					return nil, a.notInFrontier(h, i, v)
+				}
+				_, fresh = a.d.insert(v, int32(i))
+			} else {
+				_, fresh = a.t.insert(v, int32(i))
+			}
+			if !fresh {
 				if h == 0 {
 					return nil, fmt.Errorf("%w: seed %d at positions %d and %d", ErrDuplicateSeed, v, a.firstPos(seeds, v), i)
 				}
 				return nil, fmt.Errorf("epoch: internal error: node %d twice among hop %d destinations", v, h+1)
 			}
 		}
-		es, ed := a.es[:0], a.ed[:0]
-		for i, v := range dst {
-			row, ok := a.row(h, v)
-			if !ok {
-				if h == 0 {
-					return nil, fmt.Errorf("%w: seed %d (position %d) is not a training node of epoch %d", ErrNotInFrontier, v, i, r.Key.Epoch)
+		// Three passes rather than one: rows of all dst nodes, then their
+		// valid samples gathered in edge order, then the relabelling. Each
+		// pass's random accesses are independent of each other, so the CPU
+		// overlaps their cache misses (about 2× faster than one fused loop
+		// on a 1M-node epoch; BenchmarkSample).
+		rows := a.rows[:0]
+		if dense {
+			p := a.ix.dense[h]
+			for i, v := range dst {
+				if int(v) >= len(p) || p[v] < 0 {
+					return nil, a.notInFrontier(h, i, v)
 				}
-				return nil, fmt.Errorf("%w: node %d of hop %d is missing from frontier %d of epoch %d (corrupt result)", ErrNotInFrontier, v, h+1, h, r.Key.Epoch)
+				rows = append(rows, p[v])
 			}
-			for _, s := range ly.Samples[row*k : row*k+k] {
-				if s < 0 {
-					continue
+		} else {
+			for i, v := range dst {
+				row, ok := a.row(h, v)
+				if !ok {
+					return nil, a.notInFrontier(h, i, v)
 				}
-				loc, fresh := a.t.insert(uint32(s), int32(len(src)))
-				if fresh {
-					src = append(src, uint32(s))
-				}
-				es = append(es, loc)
-				ed = append(ed, int32(i))
+				rows = append(rows, int32(row))
 			}
 		}
+		gs, ed := a.gs[:0], a.ed[:0]
+		for i, row := range rows {
+			for _, s := range ly.Samples[int(row)*k : int(row)*k+k] {
+				if s >= 0 {
+					gs = append(gs, uint32(s))
+					ed = append(ed, int32(i))
+				}
+			}
+		}
+		es := slices.Grow(a.es[:0], len(gs))[:len(gs)]
+		if dense {
+			for j, s := range gs {
+				if int(s) >= len(a.d.loc) {
+					return nil, fmt.Errorf("%w: sample %d of node %d at hop %d is beyond the index's %d nodes", ErrNotInFrontier, s, dst[ed[j]], h+1, len(a.d.loc))
+				}
+				loc, fresh := a.d.insert(s, int32(len(src)))
+				if fresh {
+					src = append(src, s)
+				}
+				es[j] = loc
+			}
+		} else {
+			for j, s := range gs {
+				loc, fresh := a.t.insert(s, int32(len(src)))
+				if fresh {
+					src = append(src, s)
+				}
+				es[j] = loc
+			}
+		}
+		a.rows, a.gs = rows, gs
 		hop := &b.Hops[h]
 		hop.Dst = dst
 		hop.Src = append(make([]uint32, 0, len(src)), src...)
@@ -307,6 +361,43 @@ func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) {
 		dst = hop.Src
 	}
 	return b, nil
+}
+
+func (a *Assembler) notInFrontier(h, i int, v uint32) error {
+	if h == 0 {
+		return fmt.Errorf("%w: seed %d (position %d) is not a training node of epoch %d", ErrNotInFrontier, v, i, a.r.Key.Epoch)
+	}
+	return fmt.Errorf("%w: node %d of hop %d is missing from frontier %d of epoch %d (corrupt result)", ErrNotInFrontier, v, h+1, h, a.r.Key.Epoch)
+}
+
+// denseTable maps global to local ids through an array over all node ids,
+// each entry packing a generation stamp (high half) with the local id, so
+// that emptying it is O(1) and a lookup is one memory access.
+type denseTable struct {
+	loc []uint64
+	gen uint32
+}
+
+func (t *denseTable) reset(numNodes int) {
+	if len(t.loc) < numNodes {
+		t.loc = make([]uint64, numNodes)
+		t.gen = 0
+	}
+	t.gen++
+	if t.gen == 0 {
+		clear(t.loc)
+		t.gen = 1
+	}
+}
+
+// insert is localTable.insert for a key below len(t.loc).
+func (t *denseTable) insert(key uint32, v int32) (int32, bool) {
+	e := t.loc[key]
+	if uint32(e>>32) == t.gen {
+		return int32(uint32(e)), false
+	}
+	t.loc[key] = uint64(t.gen)<<32 | uint64(uint32(v))
+	return v, true
 }
 
 func (a *Assembler) firstPos(seeds []uint32, v uint32) int {
@@ -319,48 +410,50 @@ func (a *Assembler) firstPos(seeds []uint32, v uint32) int {
 }
 
 // localTable maps global node ids to local ones for one hop: open
-// addressing with linear probing, emptied in O(1) by bumping a generation
-// stamp instead of clearing the slots.
+// addressing with linear probing over packed slots (one cache line per
+// probe), emptied in O(1) by bumping a generation stamp instead of
+// clearing the slots.
 type localTable struct {
-	keys  []uint32
-	vals  []int32
-	stamp []uint32
+	slots []slot
 	gen   uint32
 	shift uint
 	n     int
 	limit int
 }
 
-// reset empties the table, sized for about expect keys. The arrays keep
+type slot struct {
+	key, gen uint32
+	val      int32
+}
+
+// reset empties the table, sized for about expect keys. The slots keep
 // their largest capacity; a hop with few nodes uses a prefix of them, so
 // that its probes stay in cache.
 func (t *localTable) reset(expect int) {
 	size := 16
-	for size < 2*expect && size < 1<<30 {
+	for size < expect+expect/2 && size < 1<<30 {
 		size <<= 1
 	}
-	if size > cap(t.keys) {
+	if size > cap(t.slots) {
 		t.alloc(size)
 	} else {
 		t.gen++
 		if t.gen == 0 { // wrapped: stale stamps could look current
-			clear(t.stamp[:cap(t.stamp)])
+			clear(t.slots[:cap(t.slots)])
 			t.gen = 1
 		}
-		t.keys, t.vals, t.stamp = t.keys[:size], t.vals[:size], t.stamp[:size]
+		t.slots = t.slots[:size]
 		t.shift = uint(64 - log2(size))
-		t.limit = size / 2
+		t.limit = size / 4 * 3
 	}
 	t.n = 0
 }
 
 func (t *localTable) alloc(size int) {
-	t.keys = make([]uint32, size)
-	t.vals = make([]int32, size)
-	t.stamp = make([]uint32, size)
+	t.slots = make([]slot, size)
 	t.gen = 1
 	t.shift = uint(64 - log2(size))
-	t.limit = size / 2
+	t.limit = size / 4 * 3
 }
 
 func log2(n int) int {
@@ -377,30 +470,29 @@ func (t *localTable) insert(key uint32, v int32) (int32, bool) {
 	if t.n >= t.limit {
 		t.grow()
 	}
-	mask := uint64(len(t.keys) - 1)
+	mask := uint64(len(t.slots) - 1)
 	i := (uint64(key) * 0x9E3779B97F4A7C15) >> t.shift
 	for {
-		if t.stamp[i] != t.gen {
-			t.stamp[i] = t.gen
-			t.keys[i] = key
-			t.vals[i] = v
+		s := &t.slots[i]
+		if s.gen != t.gen {
+			*s = slot{key: key, gen: t.gen, val: v}
 			t.n++
 			return v, true
 		}
-		if t.keys[i] == key {
-			return t.vals[i], false
+		if s.key == key {
+			return s.val, false
 		}
 		i = (i + 1) & mask
 	}
 }
 
 func (t *localTable) grow() {
-	keys, vals, stamp, gen := t.keys, t.vals, t.stamp, t.gen
-	t.alloc(2 * len(keys))
+	old, gen := t.slots, t.gen
+	t.alloc(2 * len(old))
 	t.n = 0
-	for i, s := range stamp {
-		if s == gen {
-			t.insert(keys[i], vals[i])
+	for _, s := range old {
+		if s.gen == gen {
+			t.insert(s.key, s.val)
 		}
 	}
 }

@@ -1,0 +1,124 @@
+package epoch
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// naiveNext is the definition: sort and dedupe frontier ∪ valid samples.
+func naiveNext(frontier []uint32, samples []int32) []uint32 {
+	all := slices.Clone(frontier)
+	for _, s := range samples {
+		if s >= 0 {
+			all = append(all, uint32(s))
+		}
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
+func randomNextInput(r *rand.Rand, nFrontier, nSamples int, span uint32) ([]uint32, []int32) {
+	f := make([]uint32, nFrontier)
+	for i := range f {
+		f[i] = r.Uint32N(span)
+	}
+	slices.Sort(f)
+	f = slices.Compact(f)
+	s := make([]int32, nSamples)
+	for i := range s {
+		if r.IntN(5) == 0 {
+			s[i] = -1
+		} else {
+			s[i] = int32(r.Uint32N(span))
+		}
+	}
+	return f, s
+}
+
+func TestNextFrontier(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	cases := []struct {
+		nf, ns int
+		span   uint32
+	}{
+		{0, 0, 10}, {5, 0, 10}, {0, 5, 10}, {3, 40, 16}, // tiny
+		{100, 500, 1 << 31},      // sparse, comparison sort
+		{1000, 20000, 1 << 16},   // dense: bitmap
+		{1000, 20000, 1 << 31},   // sparse: radix, 4 passes
+		{1000, 20000, 1 << 22},   // radix, top byte pass skipped
+		{50000, 300000, 1 << 20}, // bitmap at scale
+		{10, 5000, 1 << 20},      // radix
+	}
+	for _, c := range cases {
+		f, s := randomNextInput(r, c.nf, c.ns, c.span)
+		want := naiveNext(f, s)
+		got := NextFrontier(f, s)
+		if !slices.Equal(got, want) {
+			t.Fatalf("nf=%d ns=%d span=%d: differs from the definition", c.nf, c.ns, c.span)
+		}
+		// Every method on its own, whatever NextFrontier would choose.
+		n, mx := countValid(s)
+		if len(f) > 0 {
+			mx = max(mx, f[len(f)-1])
+		}
+		if n > 0 {
+			for name, got := range map[string][]uint32{
+				"bitmap": nextBitmap(f, s, mx),
+				"sort":   nextSort(f, s, n),
+				"radix":  nextRadix(f, s, n),
+			} {
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s nf=%d ns=%d span=%d: differs from the definition", name, c.nf, c.ns, c.span)
+				}
+			}
+		}
+	}
+	// All -1 with the maximal id in the frontier.
+	f := []uint32{1, 1<<31 - 1}
+	if got := NextFrontier(f, []int32{-1, -1}); !slices.Equal(got, f) || &got[0] == &f[0] {
+		t.Fatal("all-padding samples must give a copy of the frontier")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	res := testResult(t, 4, 300, []int{3, 2})
+	if err := res.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if res.NumSampledEdges() == 0 || !slices.Equal(res.Fanouts(), []int{3, 2}) || res.NumLayers() != 2 {
+		t.Fatal("helpers disagree with the result")
+	}
+	clone := func() *Result {
+		c := &Result{Key: res.Key, Final: slices.Clone(res.Final)}
+		for _, l := range res.Layers {
+			c.Layers = append(c.Layers, Layer{Frontier: slices.Clone(l.Frontier), Fanout: l.Fanout, Samples: slices.Clone(l.Samples)})
+		}
+		return c
+	}
+	// A sample that is a new node, at a known row of layer 1.
+	missing := uint32(res.Final[len(res.Final)-1] + 1)
+	cases := map[string]struct {
+		mut  func(r *Result)
+		want string
+	}{
+		"fanout":    {func(r *Result) { r.Layers[0].Fanout = 0 }, "layer 0: fanout 0"},
+		"unsorted":  {func(r *Result) { f := r.Layers[1].Frontier; f[2], f[3] = f[3], f[2] }, "layer 1 frontier: entry 3"},
+		"duplicate": {func(r *Result) { f := r.Layers[0].Frontier; f[1] = f[0] }, "layer 0 frontier: entry 1"},
+		"length":    {func(r *Result) { r.Layers[1].Samples = r.Layers[1].Samples[1:] }, "layer 1:"},
+		"negative":  {func(r *Result) { r.Layers[0].Samples[7] = -5 }, "layer 0 row 2"},
+		"final":     {func(r *Result) { r.Final = r.Final[:len(r.Final)-1] }, "frontier 2 lacks node"},
+		"sampled":   {func(r *Result) { r.Layers[1].Samples[2*2+1] = int32(missing) }, "sampled by layer 1 row 2"},
+		"extra":     {func(r *Result) { r.Final = append(r.Final, missing) }, "neither in frontier 1"},
+	}
+	for name, c := range cases {
+		r := clone()
+		c.mut(r)
+		err := r.Validate()
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want mention of %q", name, err, c.want)
+		}
+	}
+}
