@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -64,6 +66,7 @@ type Summary struct {
 	MaxDegree         uint32           `json:"max_degree"`
 	InputBytes        int64            `json:"input_bytes"`
 	Seconds           float64          `json:"seconds"`
+	PassSeconds       [3]float64       `json:"pass_seconds"` // read+count, place, sort+write
 	Options           chunkfmt.Options `json:"options"`
 }
 
@@ -143,9 +146,11 @@ func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (su
 		if testHookPass != nil {
 			testHookPass(pass + 1)
 		}
+		tp := time.Now()
 		if err := run(); err != nil {
 			return nil, err
 		}
+		b.sum.PassSeconds[pass] = time.Since(tp).Seconds()
 	}
 	if err := b.release(); err != nil {
 		return nil, fmt.Errorf("build: %w", err)
@@ -529,6 +534,8 @@ func (b *builder) pass2() error {
 	pairs := make([]uint32, 2*buildBatch)
 	raw := make([]byte, 8*buildBatch)
 	var placed uint64
+	sc := b.newScatterer(csr)
+	defer sc.stop()
 	for _, in := range b.inputs {
 		var r *EdgeReader
 		if !in.spooled {
@@ -577,7 +584,7 @@ func (b *builder) pass2() error {
 				}
 				left -= uint64(len(p) / 2)
 			}
-			if err := b.scatter(csr, p); err != nil {
+			if err := sc.add(p); err != nil {
 				if r != nil {
 					r.Close()
 				}
@@ -593,6 +600,9 @@ func (b *builder) pass2() error {
 		if left != 0 {
 			return fmt.Errorf("build: %s changed while it was being read (%d fewer edges on the second pass)", in.name, left)
 		}
+	}
+	if err := sc.stop(); err != nil {
+		return fmt.Errorf("build: %w", err)
 	}
 	// pos[i] is now the end of node i's range, which must be where node
 	// i+1 starts; shift back to start offsets.
@@ -622,41 +632,150 @@ func (b *builder) csrWords() []uint32 {
 
 var errChanged = errors.New("the input changed between the two passes (a node has more edges than counted)")
 
-// scatter places edges at their source's cursor, advancing it. The bounds
-// checks catch an input that changed between the passes.
-func (b *builder) scatter(csr []uint32, p []uint32) (err error) {
+// scatterer places edges into the CSR with one worker per range of
+// source nodes (ranges of equal entry counts). Every worker sees every
+// batch but writes only its own nodes' cursors and CSR region, so the
+// workers never share a cache line of pos or csr, and each one's random
+// writes fall in a smaller region.
+type scatterer struct {
+	b      *builder
+	csr    []uint32
+	chans  []chan *scatterBatch
+	free   chan *scatterBatch
+	wg     sync.WaitGroup
+	errs   []error // per worker; read after wg.Wait
+	failed atomic.Bool
+	done   bool
+}
+
+type scatterBatch struct {
+	p    []uint32
+	left atomic.Int32
+}
+
+func (b *builder) newScatterer(csr []uint32) *scatterer {
+	w := max(1, runtime.GOMAXPROCS(0))
+	n := uint32(len(b.pos) - 1)
+	if b.entries < 1<<16 || n < uint32(w) {
+		w = 1
+	}
+	s := &scatterer{b: b, csr: csr, chans: make([]chan *scatterBatch, w), free: make(chan *scatterBatch, 2*w+2), errs: make([]error, w)}
+	for range cap(s.free) {
+		s.free <- &scatterBatch{p: make([]uint32, 0, 2*buildBatch)}
+	}
+	lo := uint32(0)
+	for k := range w {
+		hi := n
+		if k < w-1 {
+			// First node whose start offset reaches (k+1)/w of the entries.
+			target := b.entries * uint64(k+1) / uint64(w)
+			hi = uint32(sortSearch(int(n), func(i int) bool { return b.pos[i] >= target }))
+			hi = max(hi, lo)
+		}
+		s.chans[k] = make(chan *scatterBatch, cap(s.free))
+		s.wg.Add(1)
+		go s.work(k, lo, hi)
+		lo = hi
+	}
+	return s
+}
+
+func sortSearch(n int, f func(int) bool) int {
+	i, j := 0, n
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if !f(h) {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	return i
+}
+
+// add hands a batch (copied) to every worker.
+func (s *scatterer) add(p []uint32) error {
+	if s.failed.Load() {
+		return errChanged
+	}
+	bt := <-s.free
+	bt.p = append(bt.p[:0], p...)
+	bt.left.Store(int32(len(s.chans)))
+	for _, c := range s.chans {
+		c <- bt
+	}
+	return nil
+}
+
+// stop waits for the workers and returns the first error; idempotent.
+func (s *scatterer) stop() error {
+	if !s.done {
+		s.done = true
+		for _, c := range s.chans {
+			close(c)
+		}
+		s.wg.Wait()
+	}
+	for _, e := range s.errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func (s *scatterer) work(k int, lo, hi uint32) {
+	defer s.wg.Done()
+	for bt := range s.chans[k] {
+		if s.errs[k] == nil {
+			if s.errs[k] = s.b.scatter(s.csr, bt.p, lo, hi); s.errs[k] != nil {
+				s.failed.Store(true)
+			}
+		}
+		if bt.left.Add(-1) == 0 {
+			s.free <- bt
+		}
+	}
+}
+
+// scatter places the edges whose stored source lies in [lo, hi) at their
+// source's cursor, advancing it. The checks catch an input that changed
+// between the passes before it could write outside the CSR.
+func (b *builder) scatter(csr []uint32, p []uint32, lo, hi uint32) error {
 	pos := b.pos
-	n := uint32(len(pos) - 1)
+	span := hi - lo
 	limit := uint64(len(csr))
+	put := func(u, v uint32) bool {
+		c := pos[u]
+		if c >= limit {
+			return false
+		}
+		csr[c] = v
+		pos[u] = c + 1
+		return true
+	}
 	switch {
 	case b.o.Symmetrize:
 		for k := 0; k+1 < len(p); k += 2 {
 			u, v := p[k], p[k+1]
-			if u >= n || v >= n || pos[u] >= limit || pos[v] >= limit {
+			if u-lo < span && !put(u, v) {
 				return errChanged
 			}
-			csr[pos[u]] = v
-			pos[u]++
-			csr[pos[v]] = u
-			pos[v]++
+			if v-lo < span && !put(v, u) {
+				return errChanged
+			}
 		}
 	case b.o.Reverse:
 		for k := 0; k+1 < len(p); k += 2 {
-			u, v := p[k], p[k+1]
-			if v >= n || pos[v] >= limit {
+			if v := p[k+1]; v-lo < span && !put(v, p[k]) {
 				return errChanged
 			}
-			csr[pos[v]] = u
-			pos[v]++
 		}
 	default:
 		for k := 0; k+1 < len(p); k += 2 {
-			u, v := p[k], p[k+1]
-			if u >= n || pos[u] >= limit {
+			if u := p[k]; u-lo < span && !put(u, p[k+1]) {
 				return errChanged
 			}
-			csr[pos[u]] = v
-			pos[u]++
 		}
 	}
 	return nil
@@ -722,10 +841,12 @@ func (b *builder) pass3() error {
 	for range workers {
 		go func() {
 			defer wg.Done()
+			var tmp []uint32
+			idBits := bits.Len32(b.numNodes - 1)
 			for win := range jobs {
 				for u := win.lo; u < win.hi; u++ {
 					if s, e := pos[u], pos[u+1]; e-s > 1 {
-						slices.Sort(csr[s:e])
+						tmp = sortAdj(csr[s:e], tmp, idBits)
 					}
 				}
 				close(win.done)
