@@ -136,10 +136,12 @@ class Client:
         _, body = self._call(P.OP_ADVANCE, P.epoch_payload(epoch))
         return json.loads(bytes(body))
 
-    def batches(self, epoch=None, depth=4, advance=True):
+    def batches(self, epoch=None, depth=4, advance=True, max_batches=None):
         """Iterate over the minibatches of ``epoch`` (None: the current
         one) that the server hands this client, in epoch order, keeping
         ``depth`` requests in flight; then (``advance``) leave the epoch.
+        With ``max_batches`` it stops after that many (and does not
+        advance unless the epoch ended).
         """
         if epoch is None:
             epoch = self.epoch_info()["epoch"]
@@ -147,10 +149,13 @@ class Client:
         payload = P.epoch_payload(epoch)
         inflight = []
         ended = False
+        sent = 0
+        limit = float("inf") if max_batches is None else int(max_batches)
         try:
             while True:
-                while not ended and len(inflight) < depth:
+                while not ended and len(inflight) < depth and sent < limit:
                     inflight.append(self._send(P.OP_NEXT_BATCH, payload))
+                    sent += 1
                 if not inflight:
                     break
                 status, body = self._wait(P.OP_NEXT_BATCH, inflight.pop(0))
@@ -166,7 +171,7 @@ class Client:
                     self._wait(P.OP_NEXT_BATCH, rid)
                 except (OSError, P.ServerError, P.ProtocolError):
                     pass
-        if advance:
+        if advance and ended:
             self.advance(epoch)
 
     def close(self):

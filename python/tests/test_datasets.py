@@ -142,9 +142,10 @@ class Facebook(unittest.TestCase):
 
 class Prepare(unittest.TestCase):
     def test_prepare_files_and_graph(self):
-        ds = D.Dataset("toy", 6, D.undirected_unique([0, 1, 2, 3, 4, 1], [1, 2, 3, 4, 5, 0], 6),
-                       np.eye(6, dtype=np.float32), np.arange(6) % 2, np.array([0, 1]), np.array([2]),
-                       np.array([3, 4, 5]), 2)
+        # Node 6 is isolated and above every edge: --num-nodes keeps it.
+        ds = D.Dataset("toy", 7, D.undirected_unique([0, 1, 2, 3, 4, 1], [1, 2, 3, 4, 5, 0], 7),
+                       np.eye(7, dtype=np.float32), np.arange(7) % 2, np.array([0, 1]), np.array([2]),
+                       np.array([3, 4, 6]), 2)
         self.assertEqual(ds.edges.tolist(), [[0, 1], [1, 2], [2, 3], [3, 4], [4, 5]])
         out = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, out)
@@ -157,14 +158,14 @@ class Prepare(unittest.TestCase):
                 chunkify = None
         p = D.prepare(ds, os.path.join(out, "toy"), chunkify=chunkify, build_graph=chunkify is not None)
         self.assertEqual(np.loadtxt(p["train"], dtype=np.int64).tolist(), [0, 1])
-        self.assertEqual(np.load(p["labels"]).tolist(), [0, 1, 0, 1, 0, 1])
+        self.assertEqual(np.load(p["labels"]).tolist(), [0, 1, 0, 1, 0, 1, 0])
         with open(p["meta"]) as f:
             meta = json.load(f)
         self.assertEqual(meta["undirected_edges"], 5)
         if chunkify is not None:
             with open(os.path.join(p["graph"], "manifest.json")) as f:
                 m = json.load(f)
-            self.assertEqual((m["num_nodes"], m["num_edges"]), (6, 10))
+            self.assertEqual((m["num_nodes"], m["num_edges"]), (7, 10))
 
 
 if __name__ == "__main__":
