@@ -137,10 +137,13 @@ func (r *Result) numNodes() uint32 {
 
 // Index builds a dense position index over node ids [0, numNodes); 0
 // means max(Final)+1, the smallest that covers every frontier. It fails if
-// a frontier holds a node id >= numNodes.
+// the epoch reaches a node id >= numNodes.
 func (r *Result) Index(numNodes uint32) (*Index, error) {
 	if numNodes == 0 {
 		numNodes = r.numNodes()
+	}
+	if f := r.Final; len(f) > 0 && f[len(f)-1] >= numNodes {
+		return nil, fmt.Errorf("epoch: index: the epoch reaches node %d, beyond %d nodes", f[len(f)-1], numNodes)
 	}
 	ix := &Index{dense: make([][]int32, len(r.Layers))}
 	for l := range r.Layers {

@@ -236,3 +236,73 @@ func TestBlocksJSON(t *testing.T) {
 		t.Fatalf("empty: %s", got)
 	}
 }
+
+func TestIndexAndZeroLayers(t *testing.T) {
+	res := testResult(t, 6, 200, []int{3})
+	if _, err := res.Index(res.Final[len(res.Final)-1]); err == nil {
+		t.Fatal("index smaller than the node ids accepted")
+	}
+	ix, err := res.Index(1000)
+	if err != nil || ix.Bytes() != 1000*4 || res.DenseIndexBytes(1000) != ix.Bytes() {
+		t.Fatalf("index of 1000 nodes: %v, %d bytes", err, ix.Bytes())
+	}
+	// A seed beyond a dense index is simply not in the frontier.
+	if _, err := NewAssembler(res, ix).Sample([]uint32{5000}); !errors.Is(err, ErrNotInFrontier) {
+		t.Fatalf("seed beyond the index: %v", err)
+	}
+	// Zero layers: the seeds must still be training nodes, no hops.
+	zero := &Result{Key: Key{Epoch: 4}, Final: []uint32{2, 5, 9}}
+	b, err := zero.Sample([]uint32{9, 2})
+	if err != nil || len(b.Hops) != 0 || b.Epoch != 4 || !slices.Equal(b.Seeds, []uint32{9, 2}) {
+		t.Fatalf("zero layers: %+v %v", b, err)
+	}
+	if _, err := zero.Sample([]uint32{3}); !errors.Is(err, ErrNotInFrontier) {
+		t.Fatalf("zero layers, foreign seed: %v", err)
+	}
+	if _, err := zero.Sample([]uint32{2, 2}); !errors.Is(err, ErrDuplicateSeed) {
+		t.Fatalf("zero layers, duplicate seed: %v", err)
+	}
+}
+
+// TestAssemblerReuse interleaves minibatches of very different sizes on
+// one Assembler, so that its tables shrink, grow and wrap generations.
+func TestAssemblerReuse(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	g := randomGraph(r, 3000, 20, false)
+	train := randomSeeds(r, 3000, 2000)
+	res := sampleEpoch(g, train, []int{10, 5}, Key{Seed: 1})
+	ix, _ := res.Index(0)
+	for _, a := range []*Assembler{NewAssembler(res, nil), NewAssembler(res, ix)} {
+		for i := 0; i < 40; i++ {
+			m := 1 + r.IntN(4)
+			if i%3 == 0 {
+				m = 500 + r.IntN(1500)
+			}
+			seeds := pick(r, train, m)
+			got, err := a.Sample(seeds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := equalBlocks(got, bruteBlocks(res, seeds)); err != nil {
+				t.Fatalf("batch %d (%d seeds): %v", i, m, err)
+			}
+		}
+	}
+	// Generation wrap-around of the hash table.
+	var lt localTable
+	lt.reset(10)
+	lt.gen = ^uint32(0)
+	lt.insert(7, 1)
+	lt.reset(10)
+	if _, fresh := lt.insert(7, 2); !fresh {
+		t.Fatal("stale entry survived a generation wrap")
+	}
+	var dt denseTable
+	dt.reset(10)
+	dt.gen = ^uint32(0)
+	dt.insert(7, 1)
+	dt.reset(10)
+	if _, fresh := dt.insert(7, 2); !fresh {
+		t.Fatal("stale dense entry survived a generation wrap")
+	}
+}

@@ -82,10 +82,14 @@ func Shard(nodes []uint32, rank, world int, seed uint64, epoch uint32) ([]uint32
 		return all, nil
 	}
 	permute(all, permKey(seed, epoch, domainShard))
-	n := len(all)
-	lo := int(int64(rank) * int64(n) / int64(world))
-	hi := int(int64(rank+1) * int64(n) / int64(world))
+	lo, hi := shardBounds(len(all), rank, world)
 	out := slices.Clone(all[lo:hi])
 	slices.Sort(out)
 	return out, nil
+}
+
+// shardBounds returns the positions [lo, hi) of rank's shard among n
+// permuted nodes.
+func shardBounds(n, rank, world int) (lo, hi int) {
+	return int(int64(rank) * int64(n) / int64(world)), int(int64(rank+1) * int64(n) / int64(world))
 }

@@ -1,8 +1,3 @@
-// Package epoch holds one epoch's sampling results (every layer's frontier
-// and neighbor samples), persists them, assembles minibatches into blocks
-// from them, orders and shards the training nodes, and keeps two epochs
-// resident (the current one that minibatches read and the next one being
-// prepared) as DESIGN §4–5 describe.
 package epoch
 
 import (

@@ -25,7 +25,9 @@ const DefaultIndexBudget = 512 << 20
 type StoreOption func(*Store)
 
 // WithIndexBudget sets the memory a Store may spend on each resident
-// epoch's dense index; 0 disables the index (binary search only).
+// epoch's dense index (4 bytes per node per layer, plus 8 bytes per node
+// for each goroutine's relabel table); 0 disables the index, and Sample
+// then binary-searches the frontiers and relabels through a hash table.
 func WithIndexBudget(bytes int64) StoreOption { return func(s *Store) { s.indexBudget = bytes } }
 
 // WithNumNodes sizes the dense index for a graph of n nodes instead of
@@ -92,7 +94,13 @@ func (s *Store) install(r *Result) (*resident, error) {
 		return nil, errors.New("epoch: nil result")
 	}
 	res := &resident{r: r}
-	if s.indexBudget > 0 && len(r.Layers) > 0 && r.DenseIndexBytes(s.numNodes) <= s.indexBudget {
+	// The budget covers the index and one Assembler's relabel table (8
+	// bytes per node); each further concurrent Sample holds another table.
+	n := int64(s.numNodes)
+	if n == 0 {
+		n = int64(r.numNodes())
+	}
+	if s.indexBudget > 0 && len(r.Layers) > 0 && r.DenseIndexBytes(s.numNodes)+8*n <= s.indexBudget {
 		ix, err := r.Index(s.numNodes)
 		if err != nil {
 			return nil, err
