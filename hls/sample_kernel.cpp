@@ -173,6 +173,7 @@ groups:
     lanes:
       for (uint32_t i = 0; i < SAMPLE_LANES; i++) {
 #pragma HLS UNROLL
+        // Draw slots past n_rand are idle (constant bound, exit = enable).
         if (i >= n_rand) break;
         const uint32_t d = rdeg[i];
         const uint64_t r = mix64(key ^ ((uint64_t)rnode[i] << 32 | t));
