@@ -63,7 +63,9 @@ type Loop struct {
 }
 
 // NewLoop checks cfg and returns a Loop over store (a new Store if nil).
-// Nothing is sampled until the first Next.
+// Nothing is sampled until the first Next, which samples FirstEpoch unless
+// the store's current epoch already is that epoch (resuming from a state
+// directory).
 func NewLoop(cfg LoopConfig, store *Store) (*Loop, error) {
 	if cfg.World == 0 {
 		cfg.World = 1
@@ -185,6 +187,20 @@ func (l *Loop) advance(ctx context.Context, e uint32) error {
 	return err
 }
 
+// adopt starts from the Store's current epoch when it is the first epoch
+// of this Loop (say, read back from a state directory with Read and
+// installed with SetCurrent), instead of sampling it again.
+func (l *Loop) adopt() bool {
+	c := l.store.cur.Load()
+	e := l.cfg.FirstEpoch
+	if c == nil || c.r.Key != l.key(e) || !slices.Equal(c.r.Fanouts(), l.cfg.Fanouts) || !slices.Equal(c.r.Frontier(0), l.shard(e)) {
+		return false
+	}
+	l.cur, l.epoch, l.next, l.started = c, e, 0, true
+	l.batches = Batches(c.r.Frontier(0), l.cfg.BatchSize, l.cfg.Seed, e)
+	return true
+}
+
 // Next returns the next minibatch, assembling it from its epoch's Result;
 // after the last epoch it returns io.EOF. It waits (under ctx) when the
 // next epoch is not ready yet.
@@ -197,9 +213,11 @@ func (l *Loop) Next(ctx context.Context) (*Batch, error) {
 			l.unlock()
 			return nil, io.EOF
 		}
-		if err := l.advance(ctx, l.cfg.FirstEpoch); err != nil {
-			l.unlock()
-			return nil, err
+		if !l.adopt() {
+			if err := l.advance(ctx, l.cfg.FirstEpoch); err != nil {
+				l.unlock()
+				return nil, err
+			}
 		}
 	}
 	for l.next == len(l.batches) {

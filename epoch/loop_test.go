@@ -208,3 +208,43 @@ func TestNewLoopErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLoopResume starts from an epoch already installed in the Store (as
+// the CLI does after reading it from its state directory): it is used, not
+// sampled again, and the next epoch is sampled as usual.
+func TestLoopResume(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(8)
+	var calls atomic.Int64
+	st := NewStore()
+	if err := st.SetCurrent(f.result(5)); err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLoop(LoopConfig{Train: f.train, BatchSize: 40, Fanouts: f.fanouts, Seed: 11, FirstEpoch: 5, Epochs: 2,
+		Sample: f.sampler(&calls)}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := l.Run(ctx, func(b *Batch) error {
+		if err := equalBlocks(b.Blocks, bruteBlocks(f.result(b.Epoch), b.Blocks.Seeds)); err != nil {
+			return err
+		}
+		n++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2*l.NumBatches() || calls.Load() != 1 {
+		t.Fatalf("%d batches, %d epochs sampled; want %d and 1", n, calls.Load(), 2*l.NumBatches())
+	}
+	// A current epoch with another seed is not adopted.
+	st = NewStore()
+	st.SetCurrent(sampleEpoch(f.g, f.train, f.fanouts, Key{Seed: 12, Epoch: 5}))
+	calls.Store(0)
+	l, _ = NewLoop(LoopConfig{Train: f.train, BatchSize: 40, Fanouts: f.fanouts, Seed: 11, FirstEpoch: 5, Epochs: 1,
+		Sample: f.sampler(&calls)}, st)
+	if _, err := l.Next(ctx); err != nil || calls.Load() != 1 {
+		t.Fatalf("foreign current epoch adopted: %v, %d calls", err, calls.Load())
+	}
+}
