@@ -46,7 +46,7 @@ type loadedJob struct {
 }
 
 // sampleEpoch runs the layers of DESIGN §4 over lanes.
-func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32, fanouts []int, key epoch.Key, st *Stats) (*epoch.Result, error) {
+func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32, fanouts []int, key epoch.Key, st *Stats, onChunk func(layer, chunk int, bytes int64)) (*epoch.Result, error) {
 	start := time.Now()
 	frontier := sortedUnique(seeds)
 	res := &epoch.Result{Key: key, Layers: make([]epoch.Layer, 0, len(fanouts))}
@@ -72,7 +72,11 @@ func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32,
 		if lo != len(frontier) {
 			return nil, fmt.Errorf("layer %d: chunk index split %d of %d frontier nodes (a node beyond the last chunk?)", l, lo, len(frontier))
 		}
-		if err := runLayer(ctx, lanes, jobs, samples, k, key.Layer(l), key.Replace, &ls); err != nil {
+		var hook func(int, int64)
+		if onChunk != nil {
+			hook = func(c int, n int64) { onChunk(l, c, n) }
+		}
+		if err := runLayer(ctx, lanes, jobs, samples, k, key.Layer(l), key.Replace, &ls, hook); err != nil {
 			return nil, fmt.Errorf("layer %d: %w", l, err)
 		}
 		for _, s := range samples {
@@ -97,7 +101,7 @@ func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32,
 // writes its own contiguous range of samples, so results land in frontier
 // order without a merge step. The first error cancels the layer; all
 // goroutines have exited when runLayer returns.
-func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int32, fanout int, key uint64, replace bool, ls *LayerStats) error {
+func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int32, fanout int, key uint64, replace bool, ls *LayerStats, onChunk func(chunk int, bytes int64)) error {
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	queue := make(chan chunkJob, len(jobs))
@@ -152,6 +156,9 @@ func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int3
 				}
 				chunks++
 				bytes += n
+				if onChunk != nil {
+					onChunk(j.chunk, n)
+				}
 				select {
 				case loaded <- loadedJob{j, slot}:
 				case <-lctx.Done():

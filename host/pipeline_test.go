@@ -111,7 +111,7 @@ func TestPipelineMatchesReference(t *testing.T) {
 				t.Fatal(err)
 			}
 			var st Stats
-			got, err := sampleEpoch(context.Background(), fakeLanes(g, evenSplit(5000, tc.chunks), tc.lanes, tc.mt), evenSplit(5000, tc.chunks), seeds, []int{9, 5, 3}, key, &st)
+			got, err := sampleEpoch(context.Background(), fakeLanes(g, evenSplit(5000, tc.chunks), tc.lanes, tc.mt), evenSplit(5000, tc.chunks), seeds, []int{9, 5, 3}, key, &st, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func TestPipelineDeviceErrorNamesDeviceAndChunk(t *testing.T) {
 		l.(*fakeLane).failAt = 13
 	}
 	before := runtime.NumGoroutine()
-	_, err := sampleEpoch(context.Background(), lanes, sp, randomSeeds(2000, 1500, 1), []int{4}, epoch.Key{}, &Stats{})
+	_, err := sampleEpoch(context.Background(), lanes, sp, randomSeeds(2000, 1500, 1), []int{4}, epoch.Key{}, &Stats{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "chunk 13") || !strings.Contains(err.Error(), "fake device") || !strings.Contains(err.Error(), "injected") {
 		t.Fatalf("err = %v", err)
 	}
@@ -193,7 +193,7 @@ func TestPipelineCancel(t *testing.T) {
 		}
 	}
 	before := runtime.NumGoroutine()
-	_, err := sampleEpoch(ctx, lanes, sp, randomSeeds(4000, 3000, 2), []int{5, 5}, epoch.Key{}, &Stats{})
+	_, err := sampleEpoch(ctx, lanes, sp, randomSeeds(4000, 3000, 2), []int{5, 5}, epoch.Key{}, &Stats{}, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}

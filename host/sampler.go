@@ -56,6 +56,9 @@ type Options struct {
 	Emulator xrt.EmulatorConfig
 	// RunTimeout bounds one kernel run (default 1 minute).
 	RunTimeout time.Duration
+	// OnChunk, if set, is called after each chunk read (for progress
+	// reporting), from the devices' reader goroutines concurrently.
+	OnChunk func(layer, chunk int, bytes int64)
 }
 
 // Sampler is the chunk-streaming Backend: it owns the devices, their
@@ -71,6 +74,7 @@ type Sampler struct {
 	backend  string
 	maxK     int
 	lanes    []*deviceLane
+	onChunk  func(layer, chunk int, bytes int64)
 
 	mu   sync.Mutex // serialises SampleEpoch; guards last
 	last *Stats
@@ -113,7 +117,7 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 	if ix.NumChunks() != len(m.Chunks) {
 		return nil, fmt.Errorf("host: %s: %d chunks in %s, %d in the manifest", graphDir, ix.NumChunks(), chunkfmt.IndexFile, len(m.Chunks))
 	}
-	sm := &Sampler{dir: graphDir, manifest: m, index: ix, backend: opts.Backend, maxK: opts.MaxFanout}
+	sm := &Sampler{dir: graphDir, manifest: m, index: ix, backend: opts.Backend, maxK: opts.MaxFanout, onChunk: opts.OnChunk}
 	defer func() {
 		if err != nil {
 			sm.Close()
@@ -248,7 +252,7 @@ func (s *Sampler) SampleEpochStats(ctx context.Context, seeds []uint32, fanouts 
 	for i, l := range s.lanes {
 		lanes[i] = l
 	}
-	res, err := sampleEpoch(ctx, lanes, s.index, seeds, fanouts, key, st)
+	res, err := sampleEpoch(ctx, lanes, s.index, seeds, fanouts, key, st, s.onChunk)
 	if err != nil {
 		return nil, nil, fmt.Errorf("host: epoch %d: %w", key.Epoch, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
@@ -122,10 +123,14 @@ func TestSamplerSkipsChunks(t *testing.T) {
 func TestSamplerEdgesExist(t *testing.T) {
 	g := randomCSR(4000, 8, 5)
 	dir := writeGraph(t, g, 1024)
-	s := openSampler(t, dir, Options{Devices: 2})
-	res, err := s.SampleEpoch(context.Background(), randomSeeds(4000, 300, 3), []int{10, 10}, epoch.Key{Seed: 3})
+	var hooked atomic.Int64
+	s := openSampler(t, dir, Options{Devices: 2, OnChunk: func(_, _ int, n int64) { hooked.Add(n) }})
+	res, st, err := s.SampleEpochStats(context.Background(), randomSeeds(4000, 300, 3), []int{10, 10}, epoch.Key{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if hooked.Load() != st.BytesRead() {
+		t.Fatalf("OnChunk saw %d bytes, stats %d", hooked.Load(), st.BytesRead())
 	}
 	b, err := res.Sample(res.Layers[0].Frontier[:50])
 	if err != nil {

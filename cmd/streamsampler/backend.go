@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
-	"fmt"
+	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/internal/progress"
 )
 
 // backendFlags are the flags that pick and configure the sampling engine.
@@ -13,6 +15,8 @@ type backendFlags struct {
 	Backend string
 	Devices int
 	Xclbin  string
+	// OnChunk, if set, receives each chunk read (progress reporting).
+	OnChunk func(layer, chunk int, bytes int64)
 }
 
 func (b *backendFlags) add(cmd *cobra.Command) {
@@ -33,7 +37,7 @@ var openGPUBackend func(graphDir string, b backendFlags) (host.Backend, error)
 func openBackend(graphDir string, b backendFlags) (host.Backend, error) {
 	switch b.Backend {
 	case "emu", "xrt":
-		return host.Open(graphDir, host.Options{Backend: b.Backend, Devices: b.Devices, Xclbin: b.Xclbin})
+		return host.Open(graphDir, host.Options{Backend: b.Backend, Devices: b.Devices, Xclbin: b.Xclbin, OnChunk: b.OnChunk})
 	case "gpu":
 		if openGPUBackend == nil {
 			return nil, errGPUNotBuiltIn
@@ -54,4 +58,10 @@ func backendStats(be host.Backend) *host.Stats {
 	return nil
 }
 
-var _ = fmt.Sprint
+// chunkProgress returns an OnChunk hook drawing a progress line on stderr
+// when it is a terminal (nil bar otherwise), and the bar to finish.
+func chunkProgress(stderr io.Writer, quiet bool, label string, total int64) (func(layer, chunk int, bytes int64), *progress.Bar) {
+	f, _ := stderr.(*os.File)
+	bar := progress.New(stderr, total, label, progress.Enabled(f, quiet))
+	return func(_, _ int, n int64) { bar.Add(n); bar.AddItems(1) }, bar
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/hls"
 )
 
 // seqReadRate reads up to limit bytes of path sequentially with O_DIRECT
@@ -166,4 +168,61 @@ func splitLines(s string) []string {
 		s = s[i:]
 	}
 	return out
+}
+
+// kernelFloor times the sampling kernel itself (hls.Run, the code the
+// emulated device executes) over every target with the chunks already in
+// memory and no device, buffers or I/O, split over workers goroutines. The
+// epoch's wall time over this floor is the cost of streaming: reads,
+// transfers, scheduling and merging.
+func kernelFloor(g *chunkfmt.Graph, targets []uint32, k int, key uint64, replace bool, workers int) (time.Duration, error) {
+	workers = max(1, min(workers, runtime.GOMAXPROCS(0)))
+	parts := g.Index.Split(targets)
+	out := make([]int32, len(targets)*k)
+	type piece struct {
+		words   []uint32
+		targets []uint32
+		out     []int32
+	}
+	var pieces []piece
+	pos := 0
+	for c, p := range parts {
+		if len(p) == 0 {
+			continue
+		}
+		w, err := g.Reader.ChunkWords(c)
+		if err != nil {
+			return 0, err
+		}
+		pieces = append(pieces, piece{w, p, out[pos*k : (pos+len(p))*k]})
+		pos += len(p)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(pieces); i += workers {
+				p := pieces[i]
+				if err := hls.Run(p.words, p.targets, p.out, k, key, replace); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	return time.Since(start), errors.Join(errs...)
+}
+
+// threadCPU is the calling OS thread's CPU time (user + system) in
+// seconds; the caller locks itself to its thread.
+func threadCPU() float64 {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }

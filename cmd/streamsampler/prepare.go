@@ -181,14 +181,20 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) error
 			return err
 		}
 	}
+	// Progress: at most every layer reads the whole file once.
+	hook, bar := chunkProgress(cmd.ErrOrStderr(), o.json, fmt.Sprintf("epoch %d", n), int64(len(cfg.Fanouts))*m.FileSize())
+	bar.SetUnit("chunks")
+	o.backend.OnChunk = hook
 	be, err := openBackend(cfg.Graph, o.backend)
 	if err != nil {
+		bar.Done()
 		return err
 	}
 	defer be.Close()
 	key := epoch.Key{Seed: cfg.Seed, Epoch: n, Replace: cfg.Replace}
 	t0 := time.Now()
 	res, err := be.SampleEpoch(ctx, seeds, cfg.Fanouts, key)
+	bar.Done()
 	if err != nil {
 		return err
 	}
