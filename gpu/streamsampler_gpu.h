@@ -95,6 +95,10 @@ int ssg_sample(ssg_ctx *ctx, int32_t mode, const uint32_t *seeds, uint64_t n_see
 int ssg_fetch(ssg_ctx *ctx, uint32_t *frontiers, int32_t *samples, uint32_t *final_,
               char *err, size_t err_len);
 
+/* Counts the valid (non-negative) samples of the last ssg_sample, on the
+ * GPU (the sampled edges of the epoch). */
+int ssg_count_edges(ssg_ctx *ctx, uint64_t *edges, char *err, size_t err_len);
+
 /* Timings of the last ssg_sample in milliseconds, measured with CUDA events:
  * out[0] sampling kernel(s), out[1] sort/gather (fused) or sort/unique
  * (bsp), out[2] whole call. Returns the number of values written. */

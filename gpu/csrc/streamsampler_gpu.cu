@@ -70,10 +70,19 @@ struct DevGraph {
 
 // Counters of the fused kernel's queue. hop_count[h] counts the tasks of
 // hop h (the size of frontier_h); final_count the size of frontier_L.
+// The queue counters sit on separate 128-byte lines: idle blocks poll
+// head/tail/done while producers hammer tail with atomics.
 struct Counters {
-    unsigned long long head, tail, done, final_count;
-    unsigned long long hop_count[MAX_LAYERS + 1];
+    alignas(128) unsigned long long head;
+    alignas(128) unsigned long long tail;
+    alignas(128) unsigned long long done;
+    alignas(128) unsigned long long final_count;
+    alignas(128) unsigned long long hop_count[MAX_LAYERS + 1];
 };
+
+__device__ __forceinline__ unsigned long long vload(const unsigned long long *p) {
+    return *reinterpret_cast<const volatile unsigned long long *>(p);
+}
 
 // sample_group samples one task (vertex v, fanout k) with the G lanes of a
 // group; lane gl of the group owns slots t = gl + r*G, r < R. On return
@@ -150,15 +159,14 @@ struct FusedParams {
     const int32_t *fanouts; // per layer
     int L, kmax, replace, fetch;
     unsigned long long *q;  // task queue: hop<<32 | vertex, SENTINEL until written
-    uint32_t *final_;       // frontier_L, unsorted
     int32_t *sampq;         // per task slot: kmax samples
     uint32_t *bitmaps;      // L bitmaps (hops 1..L), bm_words words each
     size_t bm_words;
     Counters *c;
 };
 
-// push_warp appends the fresh vertices of the warp to the queue (nh < L)
-// or to the final frontier (nh == L), one atomic per distinct hop.
+// push_warp appends the fresh vertices of the warp to the queue as hop-nh
+// tasks, one atomic per distinct hop among the warp's lanes.
 __device__ __forceinline__ void push_warp(const FusedParams &P, bool fresh, int nh, uint32_t u,
                                           int lane) {
     const unsigned want = __ballot_sync(FULL, fresh);
@@ -169,21 +177,13 @@ __device__ __forceinline__ void push_warp(const FusedParams &P, bool fresh, int 
     unsigned long long base = 0;
     if (fresh && lane == leader) {
         const unsigned long long cnt = __popc(peers);
-        if (nh < P.L) {
-            base = atomicAdd(&P.c->tail, cnt);
-            atomicAdd(&P.c->hop_count[nh], cnt);
-        } else {
-            base = atomicAdd(&P.c->final_count, cnt);
-        }
+        base = atomicAdd(&P.c->tail, cnt);
+        atomicAdd(&P.c->hop_count[nh], cnt);
     }
     base = __shfl_sync(FULL, base, leader);
     if (fresh) {
         const unsigned rank = __popc(peers & ((1u << lane) - 1u));
-        if (nh < P.L) {
-            P.q[base + rank] = (static_cast<unsigned long long>(nh) << 32) | u;
-        } else {
-            P.final_[base + rank] = u;
-        }
+        P.q[base + rank] = (static_cast<unsigned long long>(nh) << 32) | u;
     }
 }
 
@@ -209,38 +209,54 @@ __global__ void fused_kernel(FusedParams P) {
     const int gl = lane & (G - 1);
     const int sub = lane / G;
 
+    // Thread 0's claimed range [cur, end) of queue slots. Claims are one
+    // atomicAdd on head (no CAS retry loop: under contention a CAS admits
+    // about one winner per L2 round trip). A range may run past tail; its
+    // slots are processed as producers fill them, and a block whose range
+    // is all unfilled stops once every pushed task is done.
+    unsigned long long cur = 0, end = 0;
+    const unsigned long long step = static_cast<unsigned long long>(nwarps * TPW);
     for (;;) {
         if (threadIdx.x == 0) {
             int n = 0;
-            unsigned long long start = 0;
+            unsigned sleep = 32;
             for (;;) {
-                const unsigned long long head = atomicAdd(&P.c->head, 0ull);
-                const unsigned long long tail = atomicAdd(&P.c->tail, 0ull);
-                if (head < tail) {
-                    unsigned long long want = tail - head;
-                    if (want > static_cast<unsigned long long>(P.fetch)) want = P.fetch;
-                    if (atomicCAS(&P.c->head, head, head + want) == head) {
-                        n = static_cast<int>(want);
-                        start = head;
-                        break;
+                if (cur == end) {
+                    // An even share of what is queued, at least one step of
+                    // the block's warps and at most fetch: a minibatch's few
+                    // seeds are spread over all blocks.
+                    const unsigned long long head = vload(&P.c->head);
+                    const unsigned long long tail = vload(&P.c->tail);
+                    unsigned long long want = step;
+                    if (tail > head) {
+                        const unsigned long long share = (tail - head + gridDim.x - 1) / gridDim.x;
+                        if (share > want) want = share;
                     }
-                    continue;
+                    if (want > static_cast<unsigned long long>(P.fetch)) want = P.fetch;
+                    cur = atomicAdd(&P.c->head, want);
+                    end = cur + want;
                 }
-                // Nothing to claim. Done when every pushed task is finished:
-                // done is read before tail, and done <= tail always, so
-                // equality means no task was in flight at that moment.
+                const unsigned long long tail = vload(&P.c->tail);
+                if (tail > cur) {
+                    n = static_cast<int>((tail < end ? tail : end) - cur);
+                    break;
+                }
+                // Done when every pushed task is finished: done is read
+                // before tail and done <= tail always, so equality means no
+                // task was in flight, and none can be pushed any more.
                 __threadfence();
-                const unsigned long long done = atomicAdd(&P.c->done, 0ull);
+                const unsigned long long done = vload(&P.c->done);
                 __threadfence();
-                const unsigned long long tail2 = atomicAdd(&P.c->tail, 0ull);
-                if (done == tail2) {
+                if (done == vload(&P.c->tail)) {
                     n = -1;
                     break;
                 }
-                __nanosleep(100);
+                __nanosleep(sleep);
+                if (sleep < 256) sleep <<= 1;
             }
             s_n = n;
-            s_start = start;
+            s_start = cur;
+            if (n > 0) cur += n;
         }
         __syncthreads();
         const int n = s_n;
@@ -285,8 +301,9 @@ __global__ void fused_kernel(FusedParams P) {
                     u = v; // the destination stays in the next frontier (§4)
                     cand = has && gl == 0;
                 }
+                // Hop L has no tasks: its bitmap alone is the final frontier.
                 const bool fresh = cand && test_and_set(bm, u);
-                push_warp(P, fresh, nh, u, lane);
+                push_warp(P, fresh && nh < P.L, nh, u, lane);
             }
         }
         __syncthreads();
@@ -338,30 +355,96 @@ __global__ void drop_none(const uint32_t *u, const long long *n, uint32_t none, 
     *out = static_cast<unsigned long long>(m);
 }
 
-// make_keys turns queue entries into radix keys hop<<vbits | vertex and
-// slot indices.
-__global__ void make_keys(const unsigned long long *q, unsigned long long n, int vbits,
-                          unsigned long long *keys, uint32_t *vals) {
-    for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < n;
+// After the fused kernel, bitmap h-1 holds exactly frontier_h (h = 1..L,
+// frontier_L being the final one). Its set bits in order are the sorted
+// frontier, and a node's row is the number of set bits before it: a
+// popcount, an exclusive scan and a compaction replace a radix sort.
+
+// popc_words writes the popcount of each of nw words (and 0 at nw).
+__global__ void popc_words(const uint32_t *bm, unsigned long long nw, unsigned long long *cnt) {
+    for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i <= nw;
+         i += static_cast<unsigned long long>(gridDim.x) * blockDim.x)
+        cnt[i] = (i < nw) ? __popc(bm[i]) : 0;
+}
+
+// compact_bits writes the ids of the set bits of L bitmaps of W words, in
+// order, at out[off[i]...]: frontier_1 … frontier_L back to back.
+__global__ void compact_bits(const uint32_t *bm, unsigned long long nw, unsigned long long W,
+                             const unsigned long long *off, uint32_t *out) {
+    for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < nw;
          i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
-        const unsigned long long x = q[i];
-        keys[i] = ((x >> 32) << vbits) | (x & 0xffffffffull);
-        vals[i] = static_cast<uint32_t>(i);
+        uint32_t w = bm[i];
+        if (!w) continue;
+        unsigned long long o = off[i];
+        const uint32_t base = static_cast<uint32_t>((i % W) * 32);
+        while (w) {
+            const int b = __ffs(w) - 1;
+            out[o++] = base + b;
+            w &= w - 1;
+        }
     }
 }
 
-// gather_layer writes frontier_l (sorted) and its rows in frontier order.
-__global__ void gather_layer(const unsigned long long *skeys, const uint32_t *svals,
-                             unsigned long long n, int k, int kmax, unsigned long long vmask,
-                             const int32_t *sampq, uint32_t *front, int32_t *samples) {
-    const unsigned long long total = n * static_cast<unsigned long long>(k);
+// seed_tasks deduplicates the seeds through bitmap 0 and queues each
+// distinct one as a hop-0 task: no host sort, no device sort.
+__global__ void seed_tasks(const uint32_t *seeds, unsigned long long n, uint32_t *bm0, Counters *c,
+                           unsigned long long *q) {
+    const int lane = threadIdx.x & 31;
+    // Whole warps iterate together (the ballot needs every lane).
+    for (unsigned long long base = (blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x) & ~31ull;
+         base < n; base += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+        const unsigned long long i = base + lane;
+        const uint32_t v = i < n ? seeds[i] : 0;
+        const bool fresh = i < n && test_and_set(bm0, v);
+        const unsigned m = __ballot_sync(FULL, fresh);
+        if (m == 0) continue;
+        const int leader = __ffs(m) - 1;
+        unsigned long long b = 0;
+        if (lane == leader) {
+            b = atomicAdd(&c->tail, static_cast<unsigned long long>(__popc(m)));
+            atomicAdd(&c->hop_count[0], static_cast<unsigned long long>(__popc(m)));
+        }
+        b = __shfl_sync(FULL, b, leader);
+        if (fresh) q[b + __popc(m & ((1u << lane) - 1u))] = v; // hop bits zero
+    }
+}
+
+// place_rows moves the samples of each task from its queue slot to its row
+// in frontier order (the rank of its vertex in its hop's bitmap). One
+// thread per sample slot, so reads and writes are contiguous per row.
+__global__ void place_rows(const unsigned long long *q, Counters *c, const int32_t *fanouts, int L, int kmax,
+                           const int32_t *sampq, const uint32_t *bm, unsigned long long W,
+                           const unsigned long long *off, int32_t *samples) {
+    const unsigned long long T = c->tail;
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        c->final_count = off[static_cast<unsigned long long>(L + 1) * W] - off[static_cast<unsigned long long>(L) * W];
+    const unsigned long long total = T * static_cast<unsigned long long>(kmax);
     for (unsigned long long x = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; x < total;
          x += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
-        const unsigned long long i = x / k;
-        const int t = static_cast<int>(x - i * k);
-        if (t == 0) front[i] = static_cast<uint32_t>(skeys[i] & vmask);
-        samples[x] = sampq[static_cast<unsigned long long>(svals[i]) * kmax + t];
+        const unsigned long long s = x / kmax;
+        const int t = static_cast<int>(x - s * kmax);
+        const unsigned long long e = q[s];
+        const int h = static_cast<int>(e >> 32);
+        const int k = fanouts[h];
+        if (t >= k) continue;
+        const uint32_t v = static_cast<uint32_t>(e);
+        const unsigned long long seg = static_cast<unsigned long long>(h) * W;
+        const unsigned long long wi = seg + (v >> 5);
+        const unsigned long long row = off[wi] - off[seg] + __popc(bm[wi] & ((1u << (v & 31)) - 1u));
+        unsigned long long soff = 0;
+        for (int l = 0; l < h; ++l) soff += c->hop_count[l] * static_cast<unsigned long long>(fanouts[l]);
+        samples[soff + row * k + t] = sampq[x];
     }
+}
+
+// count_valid adds the number of non-negative entries of a to *out.
+__global__ void count_valid(const int32_t *a, unsigned long long n, unsigned long long *out) {
+    unsigned long long m = 0;
+    for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<unsigned long long>(gridDim.x) * blockDim.x)
+        m += a[i] >= 0;
+    for (int o = 16; o > 0; o >>= 1) m += __shfl_down_sync(FULL, m, o);
+    if ((threadIdx.x & 31) == 0 && m) atomicAdd(out, m);
 }
 
 // ---------------------------------------------------------------- host side
@@ -440,14 +523,16 @@ struct CudaFail {
 struct Buf {
     void *p = nullptr;
     size_t cap = 0;
-    void need(size_t bytes) {
-        if (bytes <= cap) return;
+    // need grows the buffer to at least bytes; true if it reallocated.
+    bool need(size_t bytes) {
+        if (bytes <= cap) return false;
         if (p) cudaFree(p);
         p = nullptr;
         cap = 0;
         size_t want = std::max<size_t>(bytes + bytes / 4, 1 << 16);
         CK(cudaMalloc(&p, want));
         cap = want;
+        return true;
     }
     template <class T> T *as() const { return static_cast<T *>(p); }
     void release() {
@@ -478,6 +563,8 @@ struct ssg_ctx {
     Buf seeds, q, fin, sampq, bitmaps, counters, keys, vals, skeys, svals, front, samples, cand,
         scand, nsel, temp, lkeys, lfan;
     Counters *h_counters = nullptr; // pinned
+    void *h_stage = nullptr;         // pinned staging for uploads
+    size_t h_stage_cap = 0;
 
     // Last result.
     int L = 0;
@@ -501,6 +588,28 @@ void wait_stream(ssg_ctx *c) {
         if (std::chrono::duration_cast<std::chrono::milliseconds>(el).count() > timeout) {
             c->broken = true;
             c->broken_msg = fmt("GPU work did not finish within %d ms (watchdog); the context is unusable", timeout);
+            throw Error{SSG_ERR_TIMEOUT, c->broken_msg};
+        }
+        if (spin < 20000) {
+            std::this_thread::yield();
+        } else {
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+    }
+}
+
+// wait_event is wait_stream for one event.
+void wait_event(ssg_ctx *c, cudaEvent_t ev) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int timeout = c->opt.timeout_ms > 0 ? c->opt.timeout_ms : 60000;
+    for (int spin = 0;; ++spin) {
+        cudaError_t e = cudaEventQuery(ev);
+        if (e == cudaSuccess) return;
+        if (e != cudaErrorNotReady) throw CudaFail{e, "cudaEventQuery (copy to host)"};
+        if (std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count() >
+            timeout) {
+            c->broken = true;
+            c->broken_msg = fmt("GPU copy did not finish within %d ms (watchdog); the context is unusable", timeout);
             throw Error{SSG_ERR_TIMEOUT, c->broken_msg};
         }
         if (spin < 20000) {
@@ -593,12 +702,53 @@ float elapsed(cudaEvent_t a, cudaEvent_t b) {
     return ms;
 }
 
-void upload_seeds(ssg_ctx *c, const uint32_t *seeds, uint64_t n_seeds, std::vector<uint32_t> &u) {
-    u.assign(seeds, seeds + n_seeds);
-    std::sort(u.begin(), u.end());
-    u.erase(std::unique(u.begin(), u.end()), u.end());
-    if (!u.empty() && u.back() >= c->n)
-        throw Error{SSG_ERR_INVALID, fmt("seed %u is not a node: graph has %u nodes", u.back(), c->n)};
+// check_seeds rejects a seed that is not a node (one pass, no sort: the
+// engines deduplicate on the GPU).
+// stage returns pinned host memory of at least bytes, kept between calls.
+void *stage(ssg_ctx *c, size_t bytes) {
+    if (bytes > c->h_stage_cap) {
+        if (c->h_stage) cudaFreeHost(c->h_stage);
+        c->h_stage = nullptr;
+        c->h_stage_cap = 0;
+        const size_t want = std::max<size_t>(bytes + bytes / 4, 1 << 16);
+        CK(cudaHostAlloc(&c->h_stage, want, cudaHostAllocDefault));
+        c->h_stage_cap = want;
+    }
+    return c->h_stage;
+}
+
+// copy_out copies device memory to (pageable) host memory through two
+// pinned chunks, so that the DMA runs at pinned speed and overlaps the
+// host-side copy.
+void copy_out(ssg_ctx *c, void *dst, const void *src, size_t bytes) {
+    if (bytes == 0) return;
+    const size_t chunk = size_t(8) << 20;
+    char *buf = static_cast<char *>(stage(c, 2 * chunk));
+    const size_t nchunks = (bytes + chunk - 1) / chunk;
+    auto issue = [&](size_t i) {
+        const size_t off = i * chunk, n = std::min(chunk, bytes - off);
+        CK(cudaMemcpyAsync(buf + (i & 1) * chunk, static_cast<const char *>(src) + off, n, cudaMemcpyDeviceToHost,
+                           c->stream));
+        CK(cudaEventRecord(c->ev[4 + (i & 1)], c->stream));
+    };
+    issue(0);
+    for (size_t i = 0; i < nchunks; ++i) {
+        if (i + 1 < nchunks) issue(i + 1);
+        wait_event(c, c->ev[4 + (i & 1)]);
+        const size_t off = i * chunk, n = std::min(chunk, bytes - off);
+        std::memcpy(static_cast<char *>(dst) + off, buf + (i & 1) * chunk, n);
+    }
+}
+
+void check_seeds(ssg_ctx *c, const uint32_t *seeds, uint64_t n) {
+    uint32_t mx = 0;
+    for (uint64_t i = 0; i < n; ++i) mx = std::max(mx, seeds[i]);
+    if (n && mx >= c->n) {
+        uint64_t i = 0;
+        while (seeds[i] < c->n) ++i;
+        throw Error{SSG_ERR_INVALID,
+                    fmt("seed %u (position %llu) is not a node: graph has %u nodes", seeds[i], (unsigned long long)i, c->n)};
+    }
 }
 
 // Per-hop upper bounds on frontier sizes.
@@ -612,139 +762,128 @@ std::vector<uint64_t> caps_for(uint64_t n0, const std::vector<int32_t> &fan, uin
     return cap;
 }
 
-void sample_fused(ssg_ctx *c, const std::vector<uint32_t> &u, uint64_t seed, uint32_t epoch, int replace) {
+void sample_fused(ssg_ctx *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t seed, uint32_t epoch, int replace) {
     const int L = c->L;
     const auto &fan = c->fanouts;
     const int kmax = *std::max_element(fan.begin(), fan.end());
-    const auto cap = caps_for(u.size(), fan, c->n);
-    uint64_t qcap = 0;
-    for (int l = 0; l < L; ++l) qcap += cap[l];
-    const uint64_t fcap = cap[L];
-    const size_t bm_words = (size_t(c->n) + 31) / 32;
+    const auto cap = caps_for(std::min<uint64_t>(n_seeds, c->n), fan, c->n);
+    uint64_t qcap = 0, scap = 0, fcap = 0;
+    for (int l = 0; l < L; ++l) {
+        qcap += cap[l];
+        scap += cap[l] * fan[l];
+    }
+    for (int l = 0; l <= L; ++l) fcap += cap[l];
+    const uint64_t W = (uint64_t(c->n) + 31) / 32;
+    const uint64_t nw = uint64_t(L + 1) * W; // bitmap h holds frontier_h, h = 0..L
     cudaStream_t s = c->stream;
 
-    c->q.need(qcap * 8);
-    c->fin.need(fcap * 4);
-    c->sampq.need(qcap * kmax * 4);
-    c->bitmaps.need(size_t(L) * bm_words * 4);
-    c->counters.need(sizeof(Counters));
-    c->lkeys.need(L * 8);
-    c->lfan.need(L * 4);
-
-    std::vector<uint64_t> keys(L);
-    for (int l = 0; l < L; ++l) keys[l] = layer_key(seed, epoch, l);
-    CK(cudaEventRecord(c->ev[0], s));
-    CK(cudaMemcpyAsync(c->lkeys.p, keys.data(), L * 8, cudaMemcpyHostToDevice, s));
-    CK(cudaMemcpyAsync(c->lfan.p, fan.data(), L * 4, cudaMemcpyHostToDevice, s));
-    CK(cudaMemsetAsync(c->q.p, 0xff, qcap * 8, s));
-    CK(cudaMemsetAsync(c->bitmaps.p, 0, size_t(L) * bm_words * 4, s));
-    // Seeds become hop-0 tasks (hop bits are zero).
-    std::vector<unsigned long long> t0(u.begin(), u.end());
-    CK(cudaMemcpyAsync(c->q.p, t0.data(), t0.size() * 8, cudaMemcpyHostToDevice, s));
-    Counters *hc = c->h_counters;
+    c->q.need(qcap * 8 + 8);
+    c->sampq.need(qcap * kmax * 4 + 4);
+    c->bitmaps.need(nw * 4 + 4);
+    c->keys.need((nw + 1) * 8); // popcounts, then their exclusive scan in vals
+    c->vals.need((nw + 1) * 8);
+    c->front.need(fcap * 4 + 4); // frontier_0 … frontier_L back to back
+    c->samples.need(scap * 4 + 4);
+    // One H2D copy for counters, layer keys and fanouts; one for the seeds.
+    const size_t pbytes = sizeof(Counters) + size_t(L) * 12;
+    c->counters.need(pbytes);
+    c->cand.need(n_seeds * 4 + 4);
+    char *h = static_cast<char *>(stage(c, pbytes + n_seeds * 4));
+    Counters *hc = reinterpret_cast<Counters *>(h);
     std::memset(hc, 0, sizeof(Counters));
-    hc->tail = u.size();
-    hc->hop_count[0] = u.size();
-    CK(cudaMemcpyAsync(c->counters.p, hc, sizeof(Counters), cudaMemcpyHostToDevice, s));
+    uint64_t *hkeys = reinterpret_cast<uint64_t *>(h + sizeof(Counters));
+    int32_t *hfan = reinterpret_cast<int32_t *>(h + sizeof(Counters) + size_t(L) * 8);
+    for (int l = 0; l < L; ++l) {
+        hkeys[l] = layer_key(seed, epoch, l);
+        hfan[l] = fan[l];
+    }
+    std::memcpy(h + pbytes, seeds, n_seeds * 4);
+
+    CK(cudaEventRecord(c->ev[0], s));
+    CK(cudaMemcpyAsync(c->counters.p, h, pbytes, cudaMemcpyHostToDevice, s));
+    if (n_seeds) CK(cudaMemcpyAsync(c->cand.p, h + pbytes, n_seeds * 4, cudaMemcpyHostToDevice, s));
+    CK(cudaMemsetAsync(c->q.p, 0xff, qcap * 8, s)); // every slot SENTINEL until written
+    CK(cudaMemsetAsync(c->bitmaps.p, 0, nw * 4, s));
+    char *dparams = c->counters.as<char>();
+    Counters *dc = reinterpret_cast<Counters *>(dparams);
+    const int32_t *dfan = reinterpret_cast<const int32_t *>(dparams + sizeof(Counters) + size_t(L) * 8);
 
     FusedParams P;
     P.g = DevGraph{c->d_indptr, c->d_indices, c->n};
-    P.keys = c->lkeys.as<uint64_t>();
-    P.fanouts = c->lfan.as<int32_t>();
+    P.keys = reinterpret_cast<const uint64_t *>(dparams + sizeof(Counters));
+    P.fanouts = dfan;
     P.L = L;
     P.kmax = kmax;
     P.replace = replace;
     P.fetch = c->opt.fetch_size > 0 ? c->opt.fetch_size : 256;
     P.q = c->q.as<unsigned long long>();
-    P.final_ = c->fin.as<uint32_t>();
     P.sampq = c->sampq.as<int32_t>();
-    P.bitmaps = c->bitmaps.as<uint32_t>();
-    P.bm_words = bm_words;
-    P.c = c->counters.as<Counters>();
+    P.bitmaps = c->bitmaps.as<uint32_t>() + W; // the kernel pushes into bitmaps 1..L
+    P.bm_words = W;
+    P.c = dc;
     const int G = group_for(kmax, c->opt.group_size);
     const int R = (kmax + G - 1) / G;
     const int block = block_size(c);
+    const int b256 = 256;
+    if (n_seeds) {
+        seed_tasks<<<launch_blocks(n_seeds, b256), b256, 0, s>>>(c->cand.as<uint32_t>(), n_seeds,
+                                                                 c->bitmaps.as<uint32_t>(), dc, P.q);
+        check_launch("seed_tasks launch");
+    }
     CK(cudaEventRecord(c->ev[1], s));
-    if (!u.empty()) launch_fused(c, P, G, R, block, size_t(P.fetch) * 8);
+    if (n_seeds) launch_fused(c, P, G, R, block, size_t(P.fetch) * 8);
     CK(cudaEventRecord(c->ev[2], s));
-    // The only synchronisation before the end: the sort needs the sizes.
+
+    // Frontiers from the bitmaps, rows into frontier order; no host sync.
+    unsigned long long *cnt = c->keys.as<unsigned long long>();
+    unsigned long long *off = c->vals.as<unsigned long long>();
+    popc_words<<<launch_blocks(nw + 1, b256), b256, 0, s>>>(c->bitmaps.as<uint32_t>(), nw, cnt);
+    check_launch("popc_words launch");
+    size_t tb = 0;
+    CK(cub::DeviceScan::ExclusiveSum(nullptr, tb, cnt, off, (int64_t)(nw + 1), s));
+    c->temp.need(tb + 16);
+    tb = c->temp.cap;
+    CK(cub::DeviceScan::ExclusiveSum(c->temp.p, tb, cnt, off, (int64_t)(nw + 1), s));
+    uint32_t *front = c->front.as<uint32_t>();
+    compact_bits<<<launch_blocks(nw, b256), b256, 0, s>>>(c->bitmaps.as<uint32_t>(), nw, W, off, front);
+    check_launch("compact_bits launch");
+    place_rows<<<c->prop.multiProcessorCount * 16, b256, 0, s>>>(P.q, dc, dfan, L, kmax, P.sampq,
+                                                                c->bitmaps.as<uint32_t>(), W, off,
+                                                                c->samples.as<int32_t>());
+    check_launch("place_rows launch");
     const size_t cbytes = offsetof(Counters, hop_count) + sizeof(unsigned long long) * (L + 1);
-    CK(cudaMemcpyAsync(hc, c->counters.p, cbytes, cudaMemcpyDeviceToHost, s));
+    CK(cudaMemcpyAsync(hc, dc, cbytes, cudaMemcpyDeviceToHost, s));
+    CK(cudaEventRecord(c->ev[3], s));
     wait_stream(c);
 
     const uint64_t T = hc->tail;
-    const uint64_t F = hc->final_count;
-    c->counts.assign(L + 1, 0);
-    for (int l = 0; l < L; ++l) c->counts[l] = hc->hop_count[l];
-    c->counts[L] = F;
     if (hc->done != T)
         throw Error{SSG_ERR_CUDA, fmt("fused kernel ended with %llu of %llu tasks done", hc->done, (unsigned long long)T)};
-
-    // Sort all tasks by (hop, vertex): the layers' frontiers, in order.
-    const int vbits = std::max(1, bit_len(c->n));
-    const int hbits = std::max(1, bit_len(L));
-    c->keys.need(T * 8 + 8);
-    c->vals.need(T * 4 + 4);
-    c->skeys.need(T * 8 + 8);
-    c->svals.need(T * 4 + 4);
-    uint64_t total_samples = 0;
-    for (int l = 0; l < L; ++l) total_samples += c->counts[l] * fan[l];
-    c->front.need(T * 4 + 4);
-    c->samples.need(total_samples * 4 + 4);
-    c->scand.need(F * 4 + 4);
-    const int b256 = 256;
-    if (T > 0) {
-        make_keys<<<launch_blocks(T, b256), b256, 0, s>>>(c->q.as<unsigned long long>(), T, vbits,
-                                                          c->keys.as<unsigned long long>(), c->vals.as<uint32_t>());
-        check_launch("make_keys launch");
-    }
-    size_t tb1 = 0, tb2 = 0;
-    CK(cub::DeviceRadixSort::SortPairs(nullptr, tb1, c->keys.as<unsigned long long>(),
-                                       c->skeys.as<unsigned long long>(), c->vals.as<uint32_t>(),
-                                       c->svals.as<uint32_t>(), (int64_t)T, 0, vbits + hbits, s));
-    CK(cub::DeviceRadixSort::SortKeys(nullptr, tb2, c->fin.as<uint32_t>(), c->scand.as<uint32_t>(), (int64_t)F, 0,
-                                      vbits, s));
-    c->temp.need(std::max(tb1, tb2) + 16);
-    tb1 = c->temp.cap;
-    if (T > 0)
-        CK(cub::DeviceRadixSort::SortPairs(c->temp.p, tb1, c->keys.as<unsigned long long>(),
-                                           c->skeys.as<unsigned long long>(), c->vals.as<uint32_t>(),
-                                           c->svals.as<uint32_t>(), (int64_t)T, 0, vbits + hbits, s));
-    uint64_t off = 0, soff = 0;
-    const unsigned long long vmask = (1ull << vbits) - 1;
+    c->counts.assign(L + 1, 0);
+    uint64_t nf = 0;
     for (int l = 0; l < L; ++l) {
-        const uint64_t nl = c->counts[l];
-        if (nl > 0) {
-            gather_layer<<<launch_blocks(nl * fan[l], b256), b256, 0, s>>>(
-                c->skeys.as<unsigned long long>() + off, c->svals.as<uint32_t>() + off, nl, fan[l], kmax, vmask,
-                c->sampq.as<int32_t>(), c->front.as<uint32_t>() + off, c->samples.as<int32_t>() + soff);
-            check_launch("gather_layer launch");
-        }
-        off += nl;
-        soff += nl * fan[l];
+        c->counts[l] = hc->hop_count[l];
+        nf += c->counts[l];
     }
-    tb2 = c->temp.cap;
-    if (F > 0)
-        CK(cub::DeviceRadixSort::SortKeys(c->temp.p, tb2, c->fin.as<uint32_t>(), c->scand.as<uint32_t>(),
-                                          (int64_t)F, 0, vbits, s));
-    CK(cudaEventRecord(c->ev[3], s));
-    wait_stream(c);
-    c->final_dev = c->scand.as<uint32_t>();
+    c->counts[L] = hc->final_count;
+    if (nf != T) throw Error{SSG_ERR_CUDA, fmt("fused kernel: %llu tasks but %llu frontier nodes", (unsigned long long)T, (unsigned long long)nf)};
+    c->final_dev = front + nf; // compact_bits put frontier_L after frontier_{L-1}
     c->timings[0] = elapsed(c->ev[1], c->ev[2]);
     c->timings[1] = elapsed(c->ev[2], c->ev[3]);
     c->timings[2] = elapsed(c->ev[0], c->ev[3]);
 }
 
-void sample_bsp(ssg_ctx *c, const std::vector<uint32_t> &u, uint64_t seed, uint32_t epoch, int replace) {
+void sample_bsp(ssg_ctx *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t seed, uint32_t epoch, int replace) {
     const int L = c->L;
     const auto &fan = c->fanouts;
-    const auto cap = caps_for(u.size(), fan, c->n);
+    const auto cap = caps_for(std::min<uint64_t>(n_seeds, c->n), fan, c->n);
     uint64_t fcap_all = 0, scap = 0, ccap = 0;
     for (int l = 0; l < L; ++l) {
         fcap_all += cap[l];
         scap += cap[l] * fan[l];
         ccap = std::max<uint64_t>(ccap, cap[l] * (1 + fan[l]));
     }
+    ccap = std::max<uint64_t>(ccap, n_seeds);
     cudaStream_t s = c->stream;
     const uint32_t none = c->n; // sorts after every node id
     const int vbits = std::max(1, bit_len(c->n));
@@ -763,10 +902,23 @@ void sample_bsp(ssg_ctx *c, const std::vector<uint32_t> &u, uint64_t seed, uint3
     c->temp.need(std::max(tb, tb2) + 16);
     const int block = block_size(c);
 
+    uint32_t *hs = static_cast<uint32_t *>(stage(c, n_seeds * 4 + 4));
+    std::memcpy(hs, seeds, n_seeds * 4);
     CK(cudaEventRecord(c->ev[0], s));
-    CK(cudaMemcpyAsync(c->front.p, u.data(), u.size() * 4, cudaMemcpyHostToDevice, s));
     c->counts.assign(L + 1, 0);
-    c->counts[0] = u.size();
+    // frontier_0: sort + unique of the seeds on the GPU, as DGL does.
+    if (n_seeds) {
+        CK(cudaMemcpyAsync(c->cand.p, hs, n_seeds * 4, cudaMemcpyHostToDevice, s));
+        tb = c->temp.cap;
+        CK(cub::DeviceRadixSort::SortKeys(c->temp.p, tb, c->cand.as<uint32_t>(), c->scand.as<uint32_t>(),
+                                          (int64_t)n_seeds, 0, vbits, s));
+        tb = c->temp.cap;
+        CK(cub::DeviceSelect::Unique(c->temp.p, tb, c->scand.as<uint32_t>(), c->front.as<uint32_t>(),
+                                     c->nsel.as<long long>(), (int64_t)n_seeds, s));
+        CK(cudaMemcpyAsync(c->h_counters, c->nsel.p, 8, cudaMemcpyDeviceToHost, s));
+        wait_stream(c);
+        c->counts[0] = c->h_counters->head;
+    }
     uint64_t off = 0, soff = 0;
     float kern_ms = 0;
     for (int l = 0; l < L; ++l) {
@@ -853,6 +1005,7 @@ void free_ctx(ssg_ctx *c) {
         if (c->d_indices) cudaFree(c->d_indices);
     }
     if (c->h_counters) cudaFreeHost(c->h_counters);
+    if (c->h_stage) cudaFreeHost(c->h_stage);
     for (auto &e : c->ev)
         if (e) cudaEventDestroy(e);
     if (c->stream) cudaStreamDestroy(c->stream);
@@ -990,12 +1143,11 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t n_seeds
         c->L = n_layers;
         c->fanouts.assign(fanouts, fanouts + n_layers);
         c->counts.clear();
-        std::vector<uint32_t> u;
-        upload_seeds(c, seeds, n_seeds, u);
+        check_seeds(c, seeds, n_seeds);
         if (mode == SSG_MODE_FUSED) {
-            sample_fused(c, u, seed, epoch, replace);
+            sample_fused(c, seeds, n_seeds, seed, epoch, replace);
         } else {
-            sample_bsp(c, u, seed, epoch, replace);
+            sample_bsp(c, seeds, n_seeds, seed, epoch, replace);
         }
         if (counts)
             for (int l = 0; l <= n_layers; ++l) counts[l] = c->counts[l];
@@ -1014,11 +1166,30 @@ int ssg_fetch(ssg_ctx *c, uint32_t *frontiers, int32_t *samples, uint32_t *final
             nf += c->counts[l];
             ns += c->counts[l] * c->fanouts[l];
         }
-        if (frontiers && nf) CK(cudaMemcpyAsync(frontiers, c->front.p, nf * 4, cudaMemcpyDeviceToHost, c->stream));
-        if (samples && ns) CK(cudaMemcpyAsync(samples, c->samples.p, ns * 4, cudaMemcpyDeviceToHost, c->stream));
-        if (final_ && c->counts[L])
-            CK(cudaMemcpyAsync(final_, c->final_dev, c->counts[L] * 4, cudaMemcpyDeviceToHost, c->stream));
+        if (frontiers) copy_out(c, frontiers, c->front.p, nf * 4);
+        if (samples) copy_out(c, samples, c->samples.p, ns * 4);
+        if (final_) copy_out(c, final_, c->final_dev, c->counts[L] * 4);
+    });
+}
+
+int ssg_count_edges(ssg_ctx *c, uint64_t *edges, char *err, size_t err_len) {
+    if (!c || c->counts.empty() || !edges) {
+        set_err(err, err_len, "no result to count: call ssg_sample first");
+        return SSG_ERR_INVALID;
+    }
+    return guard(c, err, err_len, [&] {
+        uint64_t ns = 0;
+        for (int l = 0; l < c->L; ++l) ns += c->counts[l] * c->fanouts[l];
+        c->nsel.need(64);
+        CK(cudaMemsetAsync(c->nsel.p, 0, 8, c->stream));
+        if (ns) {
+            count_valid<<<c->prop.multiProcessorCount * 8, 256, 0, c->stream>>>(c->samples.as<int32_t>(), ns,
+                                                                               c->nsel.as<unsigned long long>());
+            check_launch("count_valid launch");
+        }
+        CK(cudaMemcpyAsync(c->h_counters, c->nsel.p, 8, cudaMemcpyDeviceToHost, c->stream));
         wait_stream(c);
+        *edges = c->h_counters->head;
     });
 }
 

@@ -161,6 +161,11 @@ static Res run(ssg_ctx *ctx, int mode, const std::vector<uint32_t> &seeds, const
         std::exit(1);
     }
     r.fin.resize(counts[L]);
+    uint64_t edges = 0, valid = 0;
+    rc = ssg_count_edges(ctx, &edges, err, sizeof err);
+    for (uint64_t i = 0; i < ns; ++i) valid += sa[i] >= 0;
+    EXPECT(rc == SSG_OK && edges == valid, "ssg_count_edges: rc %d, %llu edges, want %llu", rc,
+           (unsigned long long)edges, (unsigned long long)valid);
     uint64_t o = 0, so = 0;
     for (int l = 0; l < L; ++l) {
         r.front.emplace_back(fr.begin() + o, fr.begin() + o + counts[l]);
@@ -187,7 +192,60 @@ static void compare(const char *what, const Res &got, const Res &want) {
     EXPECT(got.fin == want.fin, "%s: final frontier differs (%zu vs %zu)", what, got.fin.size(), want.fin.size());
 }
 
+// A large graph, fast to build: skewed degrees, uniform neighbors.
+static CSR make_big(uint32_t n, int avg) {
+    CSR g;
+    g.n = n;
+    g.indptr.assign(n + 1, 0);
+    std::vector<uint32_t> tmp;
+    for (uint32_t v = 0; v < n; ++v) {
+        uint64_t r = mix64(v * 7 + 1);
+        uint32_t d = (r % 100 == 0) ? uint32_t(avg * 30) : uint32_t(r % (2 * avg));
+        tmp.clear();
+        for (uint32_t i = 0; i < d; ++i) tmp.push_back(uint32_t(mix64(r + i) % n));
+        std::sort(tmp.begin(), tmp.end());
+        tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
+        g.indices.insert(g.indices.end(), tmp.begin(), tmp.end());
+        g.indptr[v + 1] = g.indices.size();
+    }
+    return g;
+}
+
+// big: an epoch of products size (8% seeds, [10,10,10]) against the
+// reference, both engines, three times each (catches host-side overruns
+// that only large results reach).
+static int big() {
+    char err[512];
+    const uint32_t n = 2450000;
+    CSR g = make_big(n, 25);
+    std::printf("big graph: %u nodes, %zu edges\n", n, g.indices.size());
+    ssg_options opt{};
+    ssg_ctx *ctx = nullptr;
+    if (ssg_create(0, n, g.indptr.data(), g.indices.size(), g.indices.data(), &opt, &ctx, err, sizeof err) != SSG_OK) {
+        std::fprintf(stderr, "ssg_create: %s\n", err);
+        return 1;
+    }
+    std::vector<uint32_t> seeds;
+    for (uint32_t v = 0; v < n; ++v)
+        if (mix64(v ^ 99) % 100 < 8) seeds.push_back(v);
+    std::vector<int> fan = {10, 10, 10};
+    Res want = reference(g, seeds, fan, 42, 0, false);
+    for (int rep = 0; rep < 3; ++rep)
+        for (int mode = 0; mode <= 1; ++mode) {
+            Res got = run(ctx, mode, seeds, fan, 42, 0, false);
+            compare(mode ? "big bsp" : "big fused", got, want);
+            double tm[3];
+            ssg_last_timings(ctx, tm, 3);
+            std::printf("big %s: final %zu, kernel %.3f ms post %.3f ms total %.3f ms\n", mode ? "bsp" : "fused",
+                        got.fin.size(), tm[0], tm[1], tm[2]);
+        }
+    ssg_destroy(ctx);
+    std::printf(failures ? "FAIL\n" : "PASS\n");
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && std::strcmp(argv[1], "big") == 0) return big();
     uint32_t n = argc > 1 ? uint32_t(std::atoi(argv[1])) : 200000;
     int avg = argc > 2 ? std::atoi(argv[2]) : 12;
     EXPECT(ssg_abi_version() == SSG_ABI_VERSION, "abi version");

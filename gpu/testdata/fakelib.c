@@ -178,6 +178,15 @@ int ssg_fetch(ssg_ctx *c, uint32_t *fr, int32_t *sa, uint32_t *fin, char *err, s
     return SSG_OK;
 }
 
+int ssg_count_edges(ssg_ctx *c, uint64_t *edges, char *err, size_t len) {
+    (void)err, (void)len;
+    uint64_t ns = 0, m = 0;
+    for (int l = 0; l < c->L; l++) ns += c->counts[l] * (uint64_t)c->fan[l];
+    for (uint64_t i = 0; i < ns; i++) m += c->samp[i] >= 0;
+    *edges = m;
+    return SSG_OK;
+}
+
 int ssg_last_timings(ssg_ctx *c, double *out, int n) {
     (void)c;
     for (int i = 0; i < n && i < 3; i++) out[i] = 0;
