@@ -270,20 +270,22 @@ func TestAssemblerReuse(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 8))
 	g := randomGraph(r, 3000, 20, false)
 	train := randomSeeds(r, 3000, 2000)
-	res := sampleEpoch(g, train, []int{10, 5}, Key{Seed: 1})
+	res := sampleEpoch(g, train, []int{6, 3}, Key{Seed: 1})
 	ix, _ := res.Index(0)
-	for _, a := range []*Assembler{NewAssembler(res, nil), NewAssembler(res, ix)} {
-		for i := 0; i < 40; i++ {
-			m := 1 + r.IntN(4)
-			if i%3 == 0 {
-				m = 500 + r.IntN(1500)
-			}
-			seeds := pick(r, train, m)
+	asms := []*Assembler{NewAssembler(res, nil), NewAssembler(res, ix)}
+	for i := 0; i < 24; i++ {
+		m := 1 + r.IntN(4)
+		if i%3 == 0 {
+			m = 300 + r.IntN(500)
+		}
+		seeds := pick(r, train, m)
+		want := bruteBlocks(res, seeds)
+		for _, a := range asms {
 			got, err := a.Sample(seeds)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := equalBlocks(got, bruteBlocks(res, seeds)); err != nil {
+			if err := equalBlocks(got, want); err != nil {
 				t.Fatalf("batch %d (%d seeds): %v", i, m, err)
 			}
 		}
