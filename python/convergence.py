@@ -12,6 +12,7 @@ inference on the whole graph; the reported test accuracy is at the epoch
 of best validation accuracy. Pass: |mean(ours) - mean(reference)| <= 1
 point per dataset.
 
+    python3 python/convergence.py prepare --out DIR      # datasets -> DIR/{cora,citeseer,musae-facebook}
     python3 python/convergence.py --data DIR --binary bin/streamsampler [--out results.json]
 
 DIR holds one folder per dataset as ``python -m streamsampler.datasets``
@@ -194,13 +195,35 @@ def run_one(name, cfg, data, sampler, seed, binary, device, graph_dir, train_fil
             "final_test": te, "steps": steps, "seconds": round(time.time() - t0, 2)}
 
 
+def prepare_data(out, names, chunkify=None):
+    """Write each dataset for this script (and to carry elsewhere): the
+    prepare() output with features compressed (features.npz)."""
+    from streamsampler import datasets
+    for name in names:
+        d = os.path.join(out, name)
+        paths = datasets.prepare(datasets.load(name), d, chunkify=chunkify)
+        x = np.load(paths["features"])
+        np.savez_compressed(os.path.join(d, "features.npz"), x=x)
+        os.remove(paths["features"])
+        print("prepared", d, flush=True)
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "prepare":
+        ap = argparse.ArgumentParser(prog="convergence.py prepare")
+        ap.add_argument("--out", required=True)
+        ap.add_argument("--datasets", default="cora,citeseer,musae-facebook")
+        ap.add_argument("--chunkify", default=None)
+        a = ap.parse_args(sys.argv[2:])
+        prepare_data(a.out, a.datasets.split(","), a.chunkify)
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", required=True)
     ap.add_argument("--binary", default=None)
     ap.add_argument("--datasets", default="cora,citeseer,musae-facebook")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--epochs", type=int, default=None, help="override every dataset's epochs (dry runs)")
     a = ap.parse_args()
     import torch
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -208,9 +231,15 @@ def main():
     results = []
     summary = {}
     for name in a.datasets.split(","):
-        cfg = CONFIGS[name]
+        cfg = dict(CONFIGS[name])
+        if a.epochs:
+            cfg["epochs"] = a.epochs
         d = os.path.join(a.data, name)
         data = load(d)
+        if cfg["normalize"]:
+            # Row-normalized bag-of-words features (PyG's NormalizeFeatures).
+            x = data[0]
+            data = (x / np.maximum(x.sum(1, keepdims=True), 1e-12),) + data[1:]
         for seed in map(int, a.seeds.split(",")):
             for sampler in ("ours", "reference"):
                 r = run_one(name, cfg, data, sampler, seed, a.binary, device, os.path.join(d, "graph"),
