@@ -234,16 +234,15 @@ func (l *Loop) Next(ctx context.Context) (*Batch, error) {
 	l.next++
 	b := &Batch{Epoch: l.epoch, Index: i, Count: len(l.batches)}
 	seeds, cur := l.batches[i], l.cur
-	var perr error
 	if !l.prepared && uint64(l.epoch)+1 < l.end && float64(l.next) >= l.cfg.PrepareAt*float64(len(l.batches)) {
-		if perr = l.prepare(ctx, l.epoch+1); perr == nil {
+		// If the Store refuses (another preparation is pending), this
+		// minibatch is still served; the next call tries again, and the
+		// epoch's end reports the error if it persists.
+		if l.prepare(ctx, l.epoch+1) == nil {
 			l.prepared = true
 		}
 	}
 	l.unlock()
-	if perr != nil {
-		return nil, perr
-	}
 	blocks, err := l.store.sampleFrom(cur, seeds)
 	if err != nil {
 		return nil, fmt.Errorf("epoch: loop: epoch %d minibatch %d: %w", b.Epoch, i, err)

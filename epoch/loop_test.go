@@ -248,3 +248,34 @@ func TestLoopResume(t *testing.T) {
 		t.Fatalf("foreign current epoch adopted: %v, %d calls", err, calls.Load())
 	}
 }
+
+// TestLoopPrepareRefused: a Store busy with someone else's preparation
+// must not cost minibatches; the refusal surfaces at the epoch's end.
+func TestLoopPrepareRefused(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(9)
+	var calls atomic.Int64
+	l, _ := NewLoop(LoopConfig{Train: f.train, BatchSize: 10, Fanouts: f.fanouts, Seed: 11, Epochs: 2,
+		Sample: f.sampler(&calls)}, nil)
+	b, err := l.Next(ctx)
+	if err != nil || b.Index != 0 {
+		t.Fatal(err)
+	}
+	block := make(chan struct{})
+	defer close(block)
+	if err := l.Store().Prepare(ctx, Key{Epoch: 99}, func(context.Context) (*Result, error) {
+		<-block
+		return nil, errors.New("never")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < l.NumBatches(); i++ {
+		b, err := l.Next(ctx)
+		if err != nil || b.Index != i || b.Epoch != 0 {
+			t.Fatalf("batch %d: %+v %v", i, b, err)
+		}
+	}
+	if _, err := l.Next(ctx); !errors.Is(err, ErrAlreadyPreparing) {
+		t.Fatalf("end of epoch with the store busy: %v", err)
+	}
+}
