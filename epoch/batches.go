@@ -93,3 +93,10 @@ func Shard(nodes []uint32, rank, world int, seed uint64, epoch uint32) ([]uint32
 func shardBounds(n, rank, world int) (lo, hi int) {
 	return int(int64(rank) * int64(n) / int64(world)), int(int64(rank+1) * int64(n) / int64(world))
 }
+
+// ShardSize returns the size of rank's shard of n distinct training nodes
+// among world ranks (the same in every epoch): n/world or one more.
+func ShardSize(n, rank, world int) int {
+	lo, hi := shardBounds(n, rank, world)
+	return hi - lo
+}

@@ -153,6 +153,9 @@ func TestShard(t *testing.T) {
 					}
 					owner[v] = rank
 				}
+				if ShardSize(len(in), rank, world) != len(s) {
+					t.Fatalf("world %d rank %d: ShardSize %d, shard has %d", world, rank, ShardSize(len(in), rank, world), len(s))
+				}
 				minSz, maxSz = min(minSz, len(s)), max(maxSz, len(s))
 			}
 			if len(owner) != len(in) {

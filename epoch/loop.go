@@ -116,8 +116,7 @@ func (l *Loop) Store() *Store { return l.store }
 
 // NumBatches returns the number of minibatches per epoch for this rank.
 func (l *Loop) NumBatches() int {
-	lo, hi := shardBounds(len(l.cfg.Train), l.cfg.Rank, l.cfg.World)
-	return NumBatches(hi-lo, l.cfg.BatchSize)
+	return NumBatches(ShardSize(len(l.cfg.Train), l.cfg.Rank, l.cfg.World), l.cfg.BatchSize)
 }
 
 func (l *Loop) key(e uint32) Key { return Key{Seed: l.cfg.Seed, Epoch: e, Replace: l.cfg.Replace} }

@@ -12,6 +12,9 @@ var (
 	// ErrNoCurrent is returned by Store.Current and Store.Sample before any
 	// epoch has been made current.
 	ErrNoCurrent = errors.New("epoch: no current epoch")
+	// ErrNotCurrent is returned by Store.SampleAt for an epoch that is not
+	// (or no longer) the current one.
+	ErrNotCurrent = errors.New("epoch: epoch is not current")
 	// ErrAlreadyPreparing is returned by Store.Prepare while a next epoch
 	// is being prepared or is prepared and not yet advanced to.
 	ErrAlreadyPreparing = errors.New("epoch: next epoch already preparing or prepared")
@@ -135,6 +138,21 @@ func (s *Store) Sample(seeds []uint32) (*Blocks, error) {
 	c := s.cur.Load()
 	if c == nil {
 		return nil, ErrNoCurrent
+	}
+	return s.sampleFrom(c, seeds)
+}
+
+// SampleAt is Sample pinned to epoch e: it fails with ErrNotCurrent
+// (naming both epochs) when the current epoch is another, so that a
+// minibatch cut from epoch e's order is never assembled from the next
+// epoch's samples after an Advance.
+func (s *Store) SampleAt(e uint32, seeds []uint32) (*Blocks, error) {
+	c := s.cur.Load()
+	if c == nil {
+		return nil, ErrNoCurrent
+	}
+	if c.r.Key.Epoch != e {
+		return nil, fmt.Errorf("%w: asked for epoch %d, current is %d", ErrNotCurrent, e, c.r.Key.Epoch)
 	}
 	return s.sampleFrom(c, seeds)
 }
