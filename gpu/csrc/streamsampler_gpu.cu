@@ -171,15 +171,19 @@ __device__ __forceinline__ void push_warp(const FusedParams &P, bool fresh, int 
                                           int lane) {
     const unsigned want = __ballot_sync(FULL, fresh);
     if (want == 0) return; // warp-uniform
-    const int mkey = fresh ? nh : -1;
-    const unsigned peers = __match_any_sync(FULL, mkey);
+    // Usually every fresh lane of the warp pushes the same hop: one ballot
+    // tells, and __match_any_sync (slower) is only needed when they differ.
+    const int first = __ffs(want) - 1;
+    const int nh0 = __shfl_sync(FULL, nh, first);
+    unsigned peers;
+    if (__all_sync(FULL, !fresh || nh == nh0)) {
+        peers = want;
+    } else {
+        peers = __match_any_sync(FULL, fresh ? nh : -1);
+    }
     const int leader = __ffs(peers) - 1;
     unsigned long long base = 0;
-    if (fresh && lane == leader) {
-        const unsigned long long cnt = __popc(peers);
-        base = atomicAdd(&P.c->tail, cnt);
-        atomicAdd(&P.c->hop_count[nh], cnt);
-    }
+    if (fresh && lane == leader) base = atomicAdd(&P.c->tail, static_cast<unsigned long long>(__popc(peers)));
     base = __shfl_sync(FULL, base, leader);
     if (fresh) {
         const unsigned rank = __popc(peers & ((1u << lane) - 1u));
@@ -400,10 +404,7 @@ __global__ void seed_tasks(const uint32_t *seeds, unsigned long long n, uint32_t
         if (m == 0) continue;
         const int leader = __ffs(m) - 1;
         unsigned long long b = 0;
-        if (lane == leader) {
-            b = atomicAdd(&c->tail, static_cast<unsigned long long>(__popc(m)));
-            atomicAdd(&c->hop_count[0], static_cast<unsigned long long>(__popc(m)));
-        }
+        if (lane == leader) b = atomicAdd(&c->tail, static_cast<unsigned long long>(__popc(m)));
         b = __shfl_sync(FULL, b, leader);
         if (fresh) q[b + __popc(m & ((1u << lane) - 1u))] = v; // hop bits zero
     }
@@ -415,9 +416,14 @@ __global__ void seed_tasks(const uint32_t *seeds, unsigned long long n, uint32_t
 __global__ void place_rows(const unsigned long long *q, Counters *c, const int32_t *fanouts, int L, int kmax,
                            const int32_t *sampq, const uint32_t *bm, unsigned long long W,
                            const unsigned long long *off, int32_t *samples) {
+    // |frontier_h| is the popcount of bitmap h: the kernels count no hops.
     const unsigned long long T = c->tail;
-    if (blockIdx.x == 0 && threadIdx.x == 0)
-        c->final_count = off[static_cast<unsigned long long>(L + 1) * W] - off[static_cast<unsigned long long>(L) * W];
+    if (blockIdx.x == 0 && threadIdx.x <= static_cast<unsigned>(L)) {
+        const unsigned long long h = threadIdx.x;
+        const unsigned long long m = off[(h + 1) * W] - off[h * W];
+        if (h < static_cast<unsigned long long>(L)) c->hop_count[h] = m;
+        else c->final_count = m;
+    }
     const unsigned long long total = T * static_cast<unsigned long long>(kmax);
     for (unsigned long long x = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; x < total;
          x += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
@@ -432,7 +438,9 @@ __global__ void place_rows(const unsigned long long *q, Counters *c, const int32
         const unsigned long long wi = seg + (v >> 5);
         const unsigned long long row = off[wi] - off[seg] + __popc(bm[wi] & ((1u << (v & 31)) - 1u));
         unsigned long long soff = 0;
-        for (int l = 0; l < h; ++l) soff += c->hop_count[l] * static_cast<unsigned long long>(fanouts[l]);
+        for (int l = 0; l < h; ++l)
+            soff += (off[static_cast<unsigned long long>(l + 1) * W] - off[static_cast<unsigned long long>(l) * W]) *
+                    static_cast<unsigned long long>(fanouts[l]);
         samples[soff + row * k + t] = sampq[x];
     }
 }
