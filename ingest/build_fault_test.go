@@ -75,7 +75,7 @@ func TestBuildWriteError(t *testing.T) {
 // checks that the Go heap never holds anything like the edges: peak heap
 // growth must stay far below 8 bytes per edge.
 func TestBuildMemoryBound(t *testing.T) {
-	edges := 4 << 20
+	edges := 8 << 20
 	const n = 1 << 12
 	pairs := make([]uint32, 2*edges)
 	x := uint64(12345)

@@ -105,6 +105,9 @@ func OpenEdges(path string, o ReadOptions) (*EdgeReader, error) {
 		er.Close()
 		return nil, fmt.Errorf("%s: unknown format %v", name, format)
 	}
+	if _, ok := er.src.(*binSource); ok {
+		er.src = newPrefetch(er.src, 2)
+	}
 	return er, nil
 }
 
