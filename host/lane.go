@@ -26,10 +26,11 @@ type deviceLane struct {
 	rmap    []byte
 	mt      int
 	timeout time.Duration
+	res     [2]int // chunk held by each chunk buffer, -1 for none
 }
 
 func openLane(i int, opts Options, s *Sampler, chunkBytes, mt int) (_ *deviceLane, err error) {
-	l := &deviceLane{index: i, s: s, mt: mt, timeout: opts.RunTimeout}
+	l := &deviceLane{index: i, s: s, mt: mt, timeout: opts.RunTimeout, res: [2]int{-1, -1}}
 	defer func() {
 		if err != nil {
 			l.close()
@@ -120,11 +121,15 @@ func (l *deviceLane) bytes() int64 {
 // load P2P-reads chunk c (BytesUsed rounded up to a page) into slot.
 func (l *deviceLane) load(slot, c int) (int64, error) {
 	n := l.s.readSize(c)
+	l.res[slot] = -1
 	if err := xrt.ReadP2P(l.s.file, l.chunk[slot], 0, l.s.manifest.ChunkOffset(c), int(n)); err != nil {
 		return 0, err
 	}
+	l.res[slot] = c
 	return n, nil
 }
+
+func (l *deviceLane) resident(slot int) int { return l.res[slot] }
 
 // run launches the kernel once over targets, all inside the chunk in slot.
 func (l *deviceLane) run(slot int, targets []uint32, out []int32, fanout int, key uint64, replace bool) (kernel, syncT time.Duration, err error) {
@@ -187,7 +192,7 @@ func (l *deviceLane) close() error {
 	if l.dev != nil {
 		errs = append(errs, l.dev.Close())
 	}
-	*l = deviceLane{index: l.index}
+	*l = deviceLane{index: l.index, res: [2]int{-1, -1}}
 	return errors.Join(errs...)
 }
 

@@ -22,6 +22,10 @@ type lane interface {
 	maxTargets() int
 	// load reads chunk c into slot; it returns the bytes transferred.
 	load(slot, c int) (int64, error)
+	// resident is the chunk whose bytes slot holds (-1: none), from the
+	// last successful load; it survives layers and epochs, so a chunk
+	// still in a buffer is not read again.
+	resident(slot int) int
 	// run samples fanout neighbors of each target (all inside the chunk in
 	// slot) into out (len(targets)*fanout entries).
 	run(slot int, targets []uint32, out []int32, fanout int, key uint64, replace bool) (kernel, sync time.Duration, err error)
@@ -95,7 +99,9 @@ func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32,
 }
 
 // runLayer streams jobs through every lane concurrently: a shared work
-// queue feeds, per lane, a reader goroutine (chunk → free slot) and a
+// queue (which hands a lane the chunk already in its free buffer first, so
+// the chunks left in the buffers by the previous layer are not read again)
+// feeds, per lane, a reader goroutine (chunk → free slot) and a
 // kernel goroutine (launches over the loaded slot, then frees it), so a
 // lane's next read overlaps its current kernel and readback. Each job
 // writes its own contiguous range of samples, so results land in frontier
@@ -104,11 +110,7 @@ func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32,
 func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int32, fanout int, key uint64, replace bool, ls *LayerStats, onChunk func(chunk int, bytes int64)) error {
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	queue := make(chan chunkJob, len(jobs))
-	for _, j := range jobs {
-		queue <- j
-	}
-	close(queue)
+	queue := newDispatcher(jobs)
 
 	var (
 		wg sync.WaitGroup
@@ -124,11 +126,16 @@ func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int3
 		go func() { // reader
 			defer wg.Done()
 			defer close(loaded)
-			var chunks int
+			var chunks, reused int
 			var bytes int64
 			var readTime time.Duration
 			defer func() {
-				merge(func() { ls.ChunksRead += chunks; ls.BytesRead += bytes; ls.ReadTime += readTime })
+				merge(func() {
+					ls.ChunksRead += chunks
+					ls.ChunksReused += reused
+					ls.BytesRead += bytes
+					ls.ReadTime += readTime
+				})
 			}()
 			for {
 				var slot int
@@ -137,27 +144,28 @@ func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int3
 					return
 				case slot = <-free:
 				}
-				var j chunkJob
-				var ok bool
-				select {
-				case <-lctx.Done():
+				if lctx.Err() != nil {
 					return
-				case j, ok = <-queue:
-					if !ok {
+				}
+				j, reuse, ok := queue.claim(ln.resident(slot))
+				if !ok {
+					return
+				}
+				if reuse {
+					reused++
+				} else {
+					t := time.Now()
+					n, err := ln.load(slot, j.chunk)
+					readTime += time.Since(t)
+					if err != nil {
+						cancel(fmt.Errorf("%s: chunk %d: read: %w", ln.name(), j.chunk, err))
 						return
 					}
-				}
-				t := time.Now()
-				n, err := ln.load(slot, j.chunk)
-				readTime += time.Since(t)
-				if err != nil {
-					cancel(fmt.Errorf("%s: chunk %d: read: %w", ln.name(), j.chunk, err))
-					return
-				}
-				chunks++
-				bytes += n
-				if onChunk != nil {
-					onChunk(j.chunk, n)
+					chunks++
+					bytes += n
+					if onChunk != nil {
+						onChunk(j.chunk, n)
+					}
 				}
 				select {
 				case loaded <- loadedJob{j, slot}:
@@ -194,4 +202,43 @@ func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int3
 	}
 	wg.Wait()
 	return context.Cause(lctx)
+}
+
+// dispatcher is the layer's work queue. Jobs go out in chunk order, except
+// that a reader with a free buffer still holding a chunk that has a job
+// gets that job first, without reading it again.
+type dispatcher struct {
+	mu      sync.Mutex
+	jobs    []chunkJob
+	byChunk map[int]int
+	taken   []bool
+	next    int
+}
+
+func newDispatcher(jobs []chunkJob) *dispatcher {
+	d := &dispatcher{jobs: jobs, byChunk: make(map[int]int, len(jobs)), taken: make([]bool, len(jobs))}
+	for i, j := range jobs {
+		d.byChunk[j.chunk] = i
+	}
+	return d
+}
+
+// claim returns the job for chunk resident if it is still unclaimed
+// (reuse), else the next unclaimed job; ok is false when none is left.
+func (d *dispatcher) claim(resident int) (j chunkJob, reuse, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i, found := d.byChunk[resident]; found && resident >= 0 && !d.taken[i] {
+		d.taken[i] = true
+		return d.jobs[i], true, true
+	}
+	for d.next < len(d.jobs) && d.taken[d.next] {
+		d.next++
+	}
+	if d.next == len(d.jobs) {
+		return chunkJob{}, false, false
+	}
+	d.taken[d.next] = true
+	d.next++
+	return d.jobs[d.next-1], false, true
 }

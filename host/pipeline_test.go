@@ -51,8 +51,9 @@ type fakeLane struct {
 	loads  atomic.Int64
 }
 
-func (f *fakeLane) name() string    { return fmt.Sprintf("fake device %d", f.id) }
-func (f *fakeLane) maxTargets() int { return f.mt }
+func (f *fakeLane) name() string          { return fmt.Sprintf("fake device %d", f.id) }
+func (f *fakeLane) maxTargets() int       { return f.mt }
+func (f *fakeLane) resident(slot int) int { return f.slots[slot] }
 func (f *fakeLane) load(slot, c int) (int64, error) {
 	f.slots[slot] = c
 	f.loads.Add(1)
@@ -83,7 +84,7 @@ func (f *fakeLane) run(slot int, targets []uint32, out []int32, k int, key uint6
 func fakeLanes(g *CSR, sp rangeSplit, n, mt int) []lane {
 	ls := make([]lane, n)
 	for i := range ls {
-		ls[i] = &fakeLane{id: i, g: g, split: sp, mt: mt, failAt: -1}
+		ls[i] = &fakeLane{id: i, g: g, split: sp, mt: mt, failAt: -1, slots: [2]int{-1, -1}}
 	}
 	return ls
 }
@@ -117,10 +118,13 @@ func TestPipelineMatchesReference(t *testing.T) {
 			}
 			requireEqualResults(t, got, want)
 			for _, ls := range st.Layers {
-				if ls.ChunksRead+ls.ChunksSkipped != tc.chunks {
-					t.Fatalf("layer %d: read %d + skipped %d != %d chunks", ls.Layer, ls.ChunksRead, ls.ChunksSkipped, tc.chunks)
+				if ls.ChunksRead+ls.ChunksReused+ls.ChunksSkipped != tc.chunks {
+					t.Fatalf("layer %d: read %d + reused %d + skipped %d != %d chunks", ls.Layer, ls.ChunksRead, ls.ChunksReused, ls.ChunksSkipped, tc.chunks)
 				}
-				if minLaunch := (ls.Targets + tc.mt - 1) / tc.mt; ls.Launches < minLaunch || ls.Launches < ls.ChunksRead {
+				if ls.Layer > 0 && ls.ChunksSkipped == 0 && ls.ChunksReused == 0 {
+					t.Fatalf("layer %d: no chunk left in a buffer by layer %d was reused", ls.Layer, ls.Layer-1)
+				}
+				if minLaunch := (ls.Targets + tc.mt - 1) / tc.mt; ls.Launches < minLaunch || ls.Launches < ls.ChunksRead+ls.ChunksReused {
 					t.Fatalf("layer %d: %d launches for %d targets at most %d per launch", ls.Layer, ls.Launches, ls.Targets, tc.mt)
 				}
 			}

@@ -91,7 +91,7 @@ func TestSamplerEqualsReference(t *testing.T) {
 				}
 				chunks := len(s.Manifest().Chunks)
 				for _, ls := range st.Layers {
-					if ls.ChunksRead+ls.ChunksSkipped != chunks || ls.ChunksRead == 0 || ls.BytesRead <= 0 {
+					if ls.ChunksRead+ls.ChunksReused+ls.ChunksSkipped != chunks || ls.ChunksRead+ls.ChunksReused == 0 {
 						t.Fatalf("layer %d stats: %+v (%d chunks)", ls.Layer, ls, chunks)
 					}
 				}
@@ -115,6 +115,14 @@ func TestSamplerSkipsChunks(t *testing.T) {
 	}
 	if l := st.Layers[0]; l.ChunksRead != 1 || l.ChunksSkipped != len(s.Manifest().Chunks)-1 || l.BytesRead > 4096 {
 		t.Fatalf("one seed: %+v", l)
+	}
+	// The same chunk again: still in a buffer, not read again.
+	_, st, err = s.SampleEpochStats(context.Background(), []uint32{1234}, []int{3}, epoch.Key{Epoch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := st.Layers[0]; l.ChunksRead != 0 || l.ChunksReused != 1 || l.BytesRead != 0 {
+		t.Fatalf("one seed again: %+v", l)
 	}
 }
 

@@ -14,6 +14,7 @@ type LayerStats struct {
 	SampledSlots  int64         `json:"sampled_slots"`  // non-empty (>= 0) sample entries
 	ChunksRead    int           `json:"chunks_read"`    // chunks holding at least one target
 	ChunksSkipped int           `json:"chunks_skipped"` // chunks with no target, never read
+	ChunksReused  int           `json:"chunks_reused"`  // chunks with targets still in a device buffer, not read again
 	Launches      int           `json:"launches"`       // kernel runs (a chunk's targets may need several)
 	BytesRead     int64         `json:"bytes_read"`
 	ReadTime      time.Duration `json:"read_ns"`   // summed over devices
@@ -70,11 +71,11 @@ func (s *Stats) String() string {
 	for _, n := range s.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
-	fmt.Fprintf(&b, "%5s %6s %10s %12s %7s %7s %12s %8s %10s %10s %10s\n",
-		"layer", "fanout", "targets", "sampled", "chunks", "skipped", "bytes", "GB/s", "kernel", "sync", "wall")
+	fmt.Fprintf(&b, "%5s %6s %10s %12s %7s %7s %7s %12s %8s %10s %10s %10s\n",
+		"layer", "fanout", "targets", "sampled", "read", "reused", "skipped", "bytes", "GB/s", "kernel", "sync", "wall")
 	for _, l := range s.Layers {
-		fmt.Fprintf(&b, "%5d %6d %10d %12d %7d %7d %12d %8.2f %10v %10v %10v\n",
-			l.Layer, l.Fanout, l.Targets, l.SampledSlots, l.ChunksRead, l.ChunksSkipped, l.BytesRead,
+		fmt.Fprintf(&b, "%5d %6d %10d %12d %7d %7d %7d %12d %8.2f %10v %10v %10v\n",
+			l.Layer, l.Fanout, l.Targets, l.SampledSlots, l.ChunksRead, l.ChunksReused, l.ChunksSkipped, l.BytesRead,
 			l.ReadGBps(), l.KernelTime.Round(time.Microsecond), l.SyncTime.Round(time.Microsecond), l.Wall.Round(time.Microsecond))
 	}
 	return b.String()

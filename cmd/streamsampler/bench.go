@@ -75,6 +75,7 @@ type benchLayer struct {
 	Targets      int     `json:"targets"`
 	SampledSlots int64   `json:"sampled_slots"`
 	ChunksRead   int     `json:"chunks_read"`
+	ChunksReused int     `json:"chunks_reused"`
 	BytesRead    int64   `json:"bytes_read"`
 	WallS        float64 `json:"wall_s"`
 	ReadGBps     float64 `json:"read_gbps"`
@@ -273,7 +274,7 @@ func runBench(ctx context.Context, w io.Writer, o benchOptions) error {
 			for _, ls := range per[l] {
 				lw = append(lw, ls.Wall.Seconds())
 				gb = append(gb, ls.ReadGBps())
-				bl.SampledSlots, bl.ChunksRead, bl.BytesRead = ls.SampledSlots, ls.ChunksRead, ls.BytesRead
+				bl.SampledSlots, bl.ChunksRead, bl.ChunksReused, bl.BytesRead = ls.SampledSlots, ls.ChunksRead, ls.ChunksReused, ls.BytesRead
 			}
 			bl.WallS, bl.ReadGBps = median(lw), median(gb)
 			if bl.WallS > 0 {
@@ -454,11 +455,11 @@ func printBench(w io.Writer, r *benchReport) {
 		r.Date, r.Host, r.CPUs, r.Backend, r.Devices, ioKind(r.DirectIO), r.Train, r.Runs)
 	for _, s := range r.Sets {
 		fmt.Fprintf(w, "\nfanouts %v\n", s.Fanouts)
-		fmt.Fprintf(w, "%5s %6s %10s %12s %6s %12s %9s %8s %12s %9s %9s %9s\n",
-			"layer", "fanout", "targets", "slots", "chunks", "bytes", "wall s", "GB/s", "slots/s", "io-floor", "gather", "kernel")
+		fmt.Fprintf(w, "%5s %6s %10s %12s %6s %6s %12s %9s %8s %12s %9s %9s %9s\n",
+			"layer", "fanout", "targets", "slots", "read", "reused", "bytes", "wall s", "GB/s", "slots/s", "io-floor", "gather", "kernel")
 		for _, l := range s.Layers {
-			fmt.Fprintf(w, "%5d %6d %10d %12d %6d %12d %9.3f %8.2f %12.3g %9.3f %9.3f %9.3f\n",
-				l.Layer, l.Fanout, l.Targets, l.SampledSlots, l.ChunksRead, l.BytesRead, l.WallS, l.ReadGBps, l.SlotsPerS, l.IOFloorS, l.GatherFloorS, l.KernelFloorS)
+			fmt.Fprintf(w, "%5d %6d %10d %12d %6d %6d %12d %9.3f %8.2f %12.3g %9.3f %9.3f %9.3f\n",
+				l.Layer, l.Fanout, l.Targets, l.SampledSlots, l.ChunksRead, l.ChunksReused, l.BytesRead, l.WallS, l.ReadGBps, l.SlotsPerS, l.IOFloorS, l.GatherFloorS, l.KernelFloorS)
 		}
 		fmt.Fprintf(w, "epoch: wall %.3f s (runs %s), %d bytes at %.2f GB/s (sequential %.2f GB/s), %.3g slots/s (gather floor %.3g slots/s)\n",
 			s.EpochWallS, fmtFloats(s.EpochWalls), s.BytesRead, s.ReadGBps, r.SeqReadGBps, s.SlotsPerS, s.GatherSlotsPS)
