@@ -106,3 +106,30 @@ func splitFields(t []byte) [][]byte {
 	}
 	return [][]byte{t[:i], rest}
 }
+
+// TestScanUint checks the SWAR digit scanner against the byte loop for
+// every digit count and every kind of byte after the digits, with and
+// without 8 bytes of room.
+func TestScanUint(t *testing.T) {
+	slow := func(b []byte, i int) (uint64, int) {
+		var x uint64
+		for i < len(b) && b[i]-'0' <= 9 {
+			x = x*10 + uint64(b[i]-'0')
+			i++
+		}
+		return x, i
+	}
+	digits := "98765432109876543210"
+	for n := 0; n <= 20; n++ {
+		for _, after := range []string{"", "\n", "\t7", " ", ",", "\r\n", "/", ":", "a", "\x00", "\xff", "00000000"} {
+			for _, pad := range []string{"", "\n\n\n\n\n\n\n\n"} {
+				b := []byte("x" + digits[:n] + after + pad)
+				gv, gi := scanUint(b, 1)
+				wv, wi := slow(b, 1)
+				if gi != wi || (n <= 19 && gv != wv) {
+					t.Fatalf("%q: scanUint = %d, %d; want %d, %d", b, gv, gi, wv, wi)
+				}
+			}
+		}
+	}
+}

@@ -2,8 +2,10 @@ package ingest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
 	"runtime"
 	"strconv"
 	"sync"
@@ -77,15 +79,7 @@ func parseText(b []byte, pairs []uint32, limit uint64, numGiven, header bool) (r
 		}
 		// First id.
 		start = i
-		u = 0
-		for i < n {
-			d := b[i] - '0'
-			if d > 9 {
-				break
-			}
-			u = u*10 + uint64(d)
-			i++
-		}
+		u, i = scanUint(b, i)
 		if i-start > 18 {
 			u = longID(b[start:i])
 		}
@@ -110,15 +104,7 @@ func parseText(b []byte, pairs []uint32, limit uint64, numGiven, header bool) (r
 		}
 		// Second id.
 		start2 = i
-		v = 0
-		for i < n {
-			d := b[i] - '0'
-			if d > 9 {
-				break
-			}
-			v = v*10 + uint64(d)
-			i++
-		}
+		v, i = scanUint(b, i)
 		if i-start2 > 18 {
 			v = longID(b[start2:i])
 		}
@@ -172,6 +158,43 @@ done:
 	res.pairs = pairs[:np]
 	res.lines = int64(bytes.Count(b, []byte{'\n'}))
 	return res
+}
+
+// scanUint reads the decimal digits at b[i:] (possibly none) and returns
+// their value (wrapped if longer than 19 digits; callers check the digit
+// count) and the index after them. Where 8 bytes are available it works
+// on them at once (SWAR): find the first non-digit with a borrow-safe
+// mask, then combine up to 8 digits with three multiplications.
+func scanUint(b []byte, i int) (uint64, int) {
+	if i+8 <= len(b) {
+		t := binary.LittleEndian.Uint64(b[i:]) - 0x3030303030303030
+		// A byte is a digit iff it is now ≤ 9. Borrows and carries only
+		// run towards later bytes, so the first non-digit is flagged
+		// correctly whatever follows it.
+		m := (t | (t + 0x7676767676767676)) & 0x8080808080808080
+		if m != 0 {
+			n := bits.TrailingZeros64(m) >> 3
+			if n == 0 {
+				return 0, i
+			}
+			// The n digits to the top, zeros (leading zeros) below.
+			t <<= 64 - 8*uint(n)
+			t = (t * 10) + (t >> 8)
+			t = ((t & 0x00FF00FF00FF00FF) * (100<<16 + 1)) >> 16
+			t = ((t & 0x0000FFFF0000FFFF) * (10000<<32 + 1)) >> 32
+			return t & 0xFFFFFFFF, i + n
+		}
+	}
+	var x uint64
+	for i < len(b) {
+		d := b[i] - '0'
+		if d > 9 {
+			break
+		}
+		x = x*10 + uint64(d)
+		i++
+	}
+	return x, i
 }
 
 // longID re-reads an id of many digits, which may have overflowed: leading
