@@ -10,7 +10,7 @@ import (
 
 // openDirect opens path read-only with O_DIRECT, bypassing the page cache
 // as a P2P read does. tmpfs and some other filesystems refuse it (EINVAL).
-func openDirect(path string) (*os.File, error) {
+func openDirectFile(path string) (*os.File, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}

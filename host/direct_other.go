@@ -8,6 +8,6 @@ import (
 )
 
 // openDirect is unavailable off Linux; Open falls back to buffered reads.
-func openDirect(path string) (*os.File, error) {
+func openDirectFile(path string) (*os.File, error) {
 	return nil, errors.New("O_DIRECT is only used on linux")
 }

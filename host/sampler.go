@@ -285,3 +285,7 @@ func (s *Sampler) Close() error {
 }
 
 func roundUpTo(x, a int64) int64 { return (x + a - 1) / a * a }
+
+// openDirect opens edges.chunks with O_DIRECT; a variable so that tests can
+// play a filesystem that refuses it.
+var openDirect = openDirectFile

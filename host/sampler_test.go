@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -249,6 +250,40 @@ func TestReferenceOverGraphDir(t *testing.T) {
 	got, err := Reference(GraphAdjacency(gd), seeds, []int{6, 4}, key)
 	if err != nil {
 		t.Fatal(err)
+	}
+	requireEqualResults(t, got, want)
+}
+
+// TestSamplerBufferedFallback: when the filesystem refuses O_DIRECT (as
+// tmpfs did before Linux 6.6), the sampler reads buffered, says so in the
+// statistics, and is still exact; Options.Buffered asks for it directly.
+func TestSamplerBufferedFallback(t *testing.T) {
+	g := randomCSR(2000, 5, 4)
+	dir := writeGraph(t, g, 4096)
+	seeds := randomSeeds(2000, 100, 1)
+	want, _ := Reference(g, seeds, []int{5, 5}, epoch.Key{Seed: 2})
+
+	saved := openDirect
+	openDirect = func(string) (*os.File, error) { return nil, errors.New("invalid argument") }
+	s, err := Open(dir, Options{})
+	openDirect = saved
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, st, err := s.SampleEpochStats(context.Background(), seeds, []int{5, 5}, epoch.Key{Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.DirectIO || len(st.Notes) == 0 || !strings.Contains(st.Notes[0], "buffered") {
+		t.Fatalf("fallback not reported: direct %v, notes %v", st.DirectIO, st.Notes)
+	}
+	requireEqualResults(t, got, want)
+
+	b := openSampler(t, dir, Options{Buffered: true})
+	got, st, err = b.SampleEpochStats(context.Background(), seeds, []int{5, 5}, epoch.Key{Seed: 2})
+	if err != nil || st.DirectIO || len(st.Notes) != 0 {
+		t.Fatalf("Buffered: %v, direct %v, notes %v", err, st.DirectIO, st.Notes)
 	}
 	requireEqualResults(t, got, want)
 }
