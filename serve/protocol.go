@@ -320,6 +320,10 @@ func (d *decoder) u32s(what string) ([]uint32, error) {
 		return nil, err
 	}
 	out := make([]uint32, len(b)/4)
+	if littleEndian {
+		copy(u32Bytes(out), b)
+		return out, nil
+	}
 	for i := range out {
 		out[i] = binary.LittleEndian.Uint32(b[4*i:])
 	}
@@ -332,6 +336,10 @@ func (d *decoder) i32s(what string) ([]int32, error) {
 		return nil, err
 	}
 	out := make([]int32, len(b)/4)
+	if littleEndian {
+		copy(i32Bytes(out), b)
+		return out, nil
+	}
 	for i := range out {
 		out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
 	}
