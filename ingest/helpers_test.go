@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -153,6 +152,3 @@ func randomEdgeText(n int) []byte {
 	}
 	return b
 }
-
-func testingNow() time.Time                   { return time.Now() }
-func testingSince(t0 time.Time) time.Duration { return time.Since(t0) }
