@@ -324,15 +324,19 @@ func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) {
 				rows = append(rows, int32(row))
 			}
 		}
-		gs, ed := a.gs[:0], a.ed[:0]
+		// Branch-free gather: write every sample, advance past valid ones
+		// (padding is scattered unpredictably through the rows).
+		maxEdges := len(rows)*k + 1
+		gs, ed := slices.Grow(a.gs[:0], maxEdges)[:maxEdges], slices.Grow(a.ed[:0], maxEdges)[:maxEdges]
+		j := 0
 		for i, row := range rows {
 			for _, s := range ly.Samples[int(row)*k : int(row)*k+k] {
-				if s >= 0 {
-					gs = append(gs, uint32(s))
-					ed = append(ed, int32(i))
-				}
+				gs[j] = uint32(s)
+				ed[j] = int32(i)
+				j += int(^uint32(s) >> 31)
 			}
 		}
+		gs, ed = gs[:j], ed[:j]
 		es := slices.Grow(a.es[:0], len(gs))[:len(gs)]
 		if dense {
 			for j, s := range gs {

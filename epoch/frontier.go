@@ -42,15 +42,14 @@ func useBitmap(n int, maxID uint32) bool {
 	return uint64(maxID)+1 <= 16*uint64(n)
 }
 
+// countValid counts the non-negative samples and finds the largest. It is
+// branch-free: -1 padding is scattered unpredictably, and a branch on it
+// cost more than the rest of NextFrontier's bitmap path.
 func countValid(samples []int32) (n int, maxID uint32) {
 	var mx int32 = -1
 	for _, s := range samples {
-		if s >= 0 {
-			n++
-			if s > mx {
-				mx = s
-			}
-		}
+		n += int(^uint32(s) >> 31)
+		mx = max(mx, s)
 	}
 	if mx < 0 {
 		return n, 0
@@ -64,9 +63,11 @@ func nextBitmap(frontier []uint32, samples []int32, maxID uint32) []uint32 {
 		words[v>>6] |= 1 << (v & 63)
 	}
 	for _, s := range samples {
-		if s >= 0 {
-			words[uint32(s)>>6] |= 1 << (uint32(s) & 63)
-		}
+		// Branch-free: a -1 sets nothing (bit 0 of word 0 ORed with 0).
+		v := uint32(s)
+		valid := ^v >> 31
+		v &= -valid
+		words[v>>6] |= uint64(valid) << (v & 63)
 	}
 	total := 0
 	for _, w := range words {
@@ -83,14 +84,19 @@ func nextBitmap(frontier []uint32, samples []int32, maxID uint32) []uint32 {
 	return out
 }
 
+// gatherValid returns the n valid samples, branch-free: every sample is
+// written and the position advances only past valid ones.
 func gatherValid(samples []int32, n int) []uint32 {
-	buf := make([]uint32, 0, n)
+	buf := make([]uint32, n+1)
+	j := 0
 	for _, s := range samples {
-		if s >= 0 {
-			buf = append(buf, uint32(s))
+		buf[j] = uint32(s)
+		j += int(^uint32(s) >> 31)
+		if j > n { // only with a wrong n; keeps the writes in bounds
+			break
 		}
 	}
-	return buf
+	return buf[:n]
 }
 
 func nextSort(frontier []uint32, samples []int32, n int) []uint32 {
