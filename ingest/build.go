@@ -785,6 +785,10 @@ func (b *builder) scatter(csr []uint32, p []uint32, lo, hi uint32) error {
 type window struct {
 	lo, hi uint32
 	done   chan struct{}
+	// Filled by the worker: each node's length after dedup and the
+	// self-loop rule (its list compacted in place), and what was dropped.
+	lens          []uint32
+	dups, selfLps uint64
 }
 
 // pass3 sorts each node's adjacency (workers, a window of nodes at a
@@ -806,6 +810,7 @@ func (b *builder) pass3() error {
 	pos := b.pos
 	workers := max(1, runtime.GOMAXPROCS(0))
 	ahead := 2*workers + 2
+	dedup, drop := b.o.Dedup, b.o.SelfLoops == chunkfmt.SelfLoopsDrop
 	windows := make(chan *window, ahead)
 	jobs := make(chan *window, ahead)
 	quit := make(chan struct{})
@@ -844,16 +849,34 @@ func (b *builder) pass3() error {
 			var tmp []uint32
 			idBits := bits.Len32(b.numNodes - 1)
 			for win := range jobs {
+				win.lens = make([]uint32, win.hi-win.lo)
 				for u := win.lo; u < win.hi; u++ {
-					if s, e := pos[u], pos[u+1]; e-s > 1 {
-						tmp = sortAdj(csr[s:e], tmp, idBits)
+					adj := csr[pos[u]:pos[u+1]]
+					if len(adj) > 1 {
+						tmp = sortAdj(adj, tmp, idBits)
 					}
+					if dedup || drop {
+						k := 0
+						for _, x := range adj {
+							if drop && x == u {
+								win.selfLps++
+								continue
+							}
+							if dedup && k > 0 && x == adj[k-1] {
+								win.dups++
+								continue
+							}
+							adj[k] = x
+							k++
+						}
+						adj = adj[:k]
+					}
+					win.lens[u-win.lo] = uint32(len(adj))
 				}
 				close(win.done)
 			}
 		}()
 	}
-	dedup, drop := b.o.Dedup, b.o.SelfLoops == chunkfmt.SelfLoopsDrop
 	for win := range windows {
 		select {
 		case <-win.done:
@@ -863,25 +886,11 @@ func (b *builder) pass3() error {
 		if err := b.ctx.Err(); err != nil {
 			return err
 		}
+		b.sum.DuplicatesDropped += win.dups
+		b.sum.SelfLoopsDropped += win.selfLps
 		for u := win.lo; u < win.hi; u++ {
-			adj := csr[pos[u]:pos[u+1]]
-			if dedup || drop {
-				k := 0
-				for i, x := range adj {
-					if drop && x == u {
-						b.sum.SelfLoopsDropped++
-						continue
-					}
-					if dedup && k > 0 && i > 0 && x == adj[k-1] {
-						b.sum.DuplicatesDropped++
-						continue
-					}
-					adj[k] = x
-					k++
-				}
-				adj = adj[:k]
-			}
-			if err := w.Append(adj); err != nil {
+			s := pos[u]
+			if err := w.Append(csr[s : s+uint64(win.lens[u-win.lo])]); err != nil {
 				return fmt.Errorf("build: %w", err)
 			}
 		}

@@ -163,6 +163,13 @@ func TestBuildProperties(t *testing.T) {
 							if sum.NumEdges != entries || sum.InputEdges != uint64(len(pairs)/2) || sum.NumNodes != n {
 								t.Fatalf("summary %+v; want %d entries, %d input edges", sum, entries, len(pairs)/2)
 							}
+							raw := uint64(len(pairs) / 2)
+							if sym {
+								raw *= 2
+							}
+							if sum.DuplicatesDropped+sum.SelfLoopsDropped != raw-entries || (!dedup && sum.DuplicatesDropped != 0) || (loops == "keep" && sum.SelfLoopsDropped != 0) {
+								t.Fatalf("dropped %d duplicates + %d self-loops; %d raw entries, %d stored", sum.DuplicatesDropped, sum.SelfLoopsDropped, raw, entries)
+							}
 							assertClean(t, filepath.Dir(out), "g")
 						})
 					}
