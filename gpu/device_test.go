@@ -26,9 +26,11 @@ import (
 //	STREAMSAMPLER_GPU_TEST=1 STREAMSAMPLER_GPU_LIB=gpu/build/libstreamsampler_gpu.so \
 //	STREAMSAMPLER_GPU_EDGES=path/to/soc-Slashdot0902.txt.gz ./bin/gpu.test -test.v
 
+func gpuTestEnabled() bool { return os.Getenv("STREAMSAMPLER_GPU_TEST") != "" }
+
 func needGPU(t *testing.T) {
 	t.Helper()
-	if os.Getenv("STREAMSAMPLER_GPU_TEST") == "" {
+	if !gpuTestEnabled() {
 		t.Skip("set STREAMSAMPLER_GPU_TEST=1 on a CUDA machine")
 	}
 }

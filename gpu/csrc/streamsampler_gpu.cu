@@ -9,9 +9,9 @@
 //    samples each with a group of lanes, writes the row to a per-task slot,
 //    and pushes the vertex itself and its new neighbors as hop+1 tasks,
 //    deduplicated by a per-hop bitmap (atomicOr). Blocks stop when every
-//    pushed task is done. Afterwards one CUB radix sort of (hop, vertex)
-//    gives every layer's sorted frontier and a gather puts the rows in
-//    frontier order.
+//    pushed task is done. Bitmap h then holds exactly frontier_h: a
+//    popcount + CUB exclusive scan + compaction gives every sorted frontier
+//    and each node's row (its rank in the bitmap), with no sort at all.
 //  * bsp: one launch per hop over the sorted frontier, then CUB sort +
 //    unique of frontier ∪ samples for the next hop (what DGL does); one
 //    host synchronisation per hop to learn the next frontier's size.
@@ -68,8 +68,9 @@ struct DevGraph {
     uint32_t n;
 };
 
-// Counters of the fused kernel's queue. hop_count[h] counts the tasks of
-// hop h (the size of frontier_h); final_count the size of frontier_L.
+// Counters of the fused kernel's queue. hop_count[h] (|frontier_h|) and
+// final_count (|frontier_L|) are filled after the kernel from the bitmaps'
+// popcounts; the BSP engine uses head to bring a count to the host.
 // The queue counters sit on separate 128-byte lines: idle blocks poll
 // head/tail/done while producers hammer tail with atomics.
 struct Counters {
@@ -568,8 +569,10 @@ struct ssg_ctx {
     std::string broken_msg;
 
     // Workspace, grown on demand and kept between calls.
-    Buf seeds, q, fin, sampq, bitmaps, counters, keys, vals, skeys, svals, front, samples, cand,
-        scand, nsel, temp, lkeys, lfan;
+    // fused: q, sampq, bitmaps, counters (+ layer keys, fanouts), keys/vals
+    // (popcounts and their scan), cand (seeds), front, samples;
+    // bsp: front, samples, cand, scand, fin, nsel, counters; both: temp.
+    Buf q, fin, sampq, bitmaps, counters, keys, vals, front, samples, cand, scand, nsel, temp;
     Counters *h_counters = nullptr; // pinned
     void *h_stage = nullptr;         // pinned staging for uploads
     size_t h_stage_cap = 0;
@@ -1003,8 +1006,8 @@ template <class F> int guard(ssg_ctx *c, char *err, size_t err_len, F &&f) {
 void free_ctx(ssg_ctx *c) {
     cudaSetDevice(c->device);
     if (c->stream) cudaStreamSynchronize(c->stream);
-    for (Buf *b : {&c->seeds, &c->q, &c->fin, &c->sampq, &c->bitmaps, &c->counters, &c->keys, &c->vals, &c->skeys,
-                   &c->svals, &c->front, &c->samples, &c->cand, &c->scand, &c->nsel, &c->temp, &c->lkeys, &c->lfan})
+    for (Buf *b : {&c->q, &c->fin, &c->sampq, &c->bitmaps, &c->counters, &c->keys, &c->vals, &c->front, &c->samples,
+                   &c->cand, &c->scand, &c->nsel, &c->temp})
         b->release();
     if (c->h_pinned) {
         cudaFreeHost(c->h_pinned);
