@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -151,6 +152,54 @@ func TestPrepareCancelled(t *testing.T) {
 	for _, e := range ents {
 		if e.Name() != epoch.ConfigName {
 			t.Fatalf("cancelled prepare left %s", e.Name())
+		}
+	}
+}
+
+// TestPrepareShards: ranks of one world prepare disjoint shards of the
+// training nodes that together cover them, and each shard's epoch equals
+// the reference over that shard.
+func TestPrepareShards(t *testing.T) {
+	graph, g := testGraph(t, 3000, 5, 4096)
+	var train []uint32
+	for v := uint32(0); v < 3000; v += 3 {
+		train = append(train, v)
+	}
+	tf := writeTrain(t, train)
+	seen := map[uint32]int{}
+	for rank := 0; rank < 3; rank++ {
+		state := filepath.Join(t.TempDir(), "s")
+		if _, e, code := cli(t, "prepare", "--state", state, "--graph", graph, "--train", tf, "--fanouts", "4,2",
+			"--seed", "5", "--rank", itoa(uint32(rank)), "--world-size", "3", "--epoch", "2"); code != 0 {
+			t.Fatal(e)
+		}
+		res, err := epoch.Read(filepath.Join(state, "epoch-2"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shard := res.Layers[0].Frontier
+		if n := len(shard); n < 333 || n > 334 {
+			t.Fatalf("rank %d: shard of %d nodes", rank, n)
+		}
+		for _, v := range shard {
+			seen[v]++
+		}
+		want, err := host.Reference(g, shard, []int{4, 2}, epoch.Key{Seed: 5, Epoch: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range want.Layers {
+			if !slices.Equal(res.Layers[l].Samples, want.Layers[l].Samples) || !slices.Equal(res.Layers[l].Frontier, want.Layers[l].Frontier) {
+				t.Fatalf("rank %d layer %d differs from the reference", rank, l)
+			}
+		}
+	}
+	if len(seen) != len(train) {
+		t.Fatalf("shards cover %d of %d training nodes", len(seen), len(train))
+	}
+	for v, n := range seen {
+		if n != 1 {
+			t.Fatalf("node %d in %d shards", v, n)
 		}
 	}
 }
