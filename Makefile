@@ -10,7 +10,7 @@ PYTHON       ?= /usr/bin/python3
 GOFLAGS_RACE ?= -race
 STATICCHECK  ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
 
-.PHONY: all deps build test vet lint test-go test-xrt hls-csim bench demo clean
+.PHONY: all deps build test vet lint test-go test-xrt hls-csim gpu test-gpu bench demo clean
 
 all: build
 
@@ -47,6 +47,13 @@ test-xrt:
 
 hls-csim:
 	$(MAKE) -C hls csim
+
+# The CUDA backend: needs nvcc and a GPU (see docs/GPU.md); not part of `test`.
+gpu:
+	$(MAKE) -C gpu install BIN=$(abspath $(BIN))
+
+test-gpu:
+	$(MAKE) -C gpu test
 
 bench:
 	$(GO) test -run '^$$' -bench . -count 5 ./rng/ ./chunkfmt/ ./hls/ ./xrt/ ./epoch/
