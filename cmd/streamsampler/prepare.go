@@ -176,11 +176,6 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) error
 	if err != nil {
 		return usageError{err}
 	}
-	if fresh {
-		if err := st.WriteConfig(cfg); err != nil {
-			return err
-		}
-	}
 	// Progress: at most every layer reads the whole file once.
 	hook, bar := chunkProgress(cmd.ErrOrStderr(), o.json, fmt.Sprintf("epoch %d", n), int64(len(cfg.Fanouts))*m.FileSize())
 	bar.SetUnit("chunks")
@@ -204,6 +199,13 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) error
 			return fmt.Errorf("epoch %d was prepared concurrently: %w", n, err)
 		}
 		return err
+	}
+	// The configuration is recorded once the first epoch exists, so that a
+	// first prepare that fails (a bad backend, Ctrl-C) binds nothing.
+	if fresh {
+		if err := st.WriteConfig(cfg); err != nil {
+			return err
+		}
 	}
 	printEpochStats(cmd.OutOrStdout(), o.json, n, len(seeds), res, be, sampleWall, time.Since(t0))
 	return nil
