@@ -34,6 +34,7 @@ type InputError struct {
 	Err    error  // the sentinel (ErrSyntax, ErrIDRange, ErrFormat) or the I/O cause
 }
 
+// Error renders file:line: msg, file: edge N: msg, or file: msg.
 func (e *InputError) Error() string {
 	switch {
 	case e.Line > 0:
@@ -44,6 +45,7 @@ func (e *InputError) Error() string {
 	return fmt.Sprintf("%s: %s", e.File, e.Msg)
 }
 
+// Unwrap returns the sentinel or the I/O cause, for errors.Is.
 func (e *InputError) Unwrap() error { return e.Err }
 
 func rangeMsg(id uint64, limit uint64, numNodesGiven bool) string {

@@ -27,6 +27,7 @@ const (
 
 var formatNames = [...]string{"auto", "text", "bin32", "bin64", "npy"}
 
+// String is the name ParseFormat accepts.
 func (f Format) String() string {
 	if f >= 0 && int(f) < len(formatNames) {
 		return formatNames[f]
