@@ -5,6 +5,8 @@ import os
 import socket
 import threading
 
+import numpy as np
+
 from . import protocol as P
 
 
@@ -42,6 +44,11 @@ class Client:
         self._sock = socket.socket(family, socket.SOCK_STREAM)
         try:
             self._sock.settimeout(timeout)
+            try:
+                # Minibatches are megabytes: fewer, larger reads.
+                self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+            except OSError:
+                pass
             self._sock.connect(addr)
         except BaseException:
             self._sock.close()
@@ -65,7 +72,7 @@ class Client:
             return rid
 
     def _recv_exact(self, buf):
-        view = memoryview(buf)
+        view = memoryview(buf).cast("B")
         got = 0
         while got < len(buf):
             n = self._sock.recv_into(view[got:])
@@ -79,9 +86,11 @@ class Client:
         length, op, status, rid = P.HEADER.unpack(self._header)
         if length < P.HEADER_SIZE - 4 or length + 4 > P.MAX_REPLY:
             raise P.ProtocolError("reply frame length %d" % length)
-        payload = bytearray(length - (P.HEADER_SIZE - 4))
+        # An uninitialised numpy buffer (a bytearray would be zero-filled
+        # first); the decoded arrays are views of it.
+        payload = np.empty(length - (P.HEADER_SIZE - 4), dtype=np.uint8)
         self._recv_exact(payload)
-        return op, status, rid, payload
+        return op, status, rid, memoryview(payload)
 
     def _wait(self, op, rid):
         """The reply to request ``rid``: (status, payload); error replies

@@ -113,6 +113,7 @@ class Live(unittest.TestCase):
                 seen = []
                 for i, b in enumerate(c.batches()):
                     self.assertEqual((b.epoch, b.index), (e, i))
+                    self.assertTrue(b.hops[-1].src.flags.writeable)  # views of the receive buffer
                     self.check_batch(b)
                     seen.append(b.seeds)
                 allseeds = np.concatenate(seen)
