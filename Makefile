@@ -10,7 +10,7 @@ PYTHON       ?= /usr/bin/python3
 GOFLAGS_RACE ?= -race
 STATICCHECK  ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
 
-.PHONY: all deps build test vet lint test-go test-xrt hls-csim gpu test-gpu bench demo clean
+.PHONY: all deps build test vet lint test-go test-xrt test-python hls-csim gpu test-gpu bench bench-chunkify bench-streamsampler bench-serve demo clean
 
 all: build
 
@@ -35,7 +35,7 @@ lint: vet
 	$(STATICCHECK) -tags xrt ./xrt/...
 
 test: deps
-	$(MAKE) lint test-go test-xrt hls-csim
+	$(MAKE) lint test-go test-xrt hls-csim test-python
 
 test-go:
 	$(GO) test $(GOFLAGS_RACE) -timeout 40m ./...
@@ -44,6 +44,11 @@ test-xrt:
 	$(GO) test $(GOFLAGS_RACE) -tags xrt ./xrt/...
 	$(GO) test $(GOFLAGS_RACE) -tags xrt,xrt_noop ./xrt/...
 	CGO_ENABLED=0 $(GO) test ./xrt/... ./hls/...
+
+# The Python client: unittest (no pytest needed), numpy from Debian's
+# /usr/bin/python3; the live tests build the Go binaries themselves.
+test-python:
+	PYTHONPATH=python $(PYTHON) -m unittest discover -s python/tests -t python
 
 hls-csim:
 	$(MAKE) -C hls csim
@@ -55,12 +60,38 @@ gpu:
 test-gpu:
 	$(MAKE) -C gpu test
 
+# Micro-benchmarks beside the code (ratios against same-run floors).
 bench:
-	$(GO) test -run '^$$' -bench . -count 5 ./rng/ ./chunkfmt/ ./hls/ ./xrt/ ./epoch/
+	$(GO) test -run '^$$' -bench . -count 5 ./rng/ ./hls/ ./xrt/ ./epoch/ ./serve/
+	$(GO) test -run '^$$' -bench . -benchtime 5x -count 3 ./chunkfmt/
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./host/
 
+# End-to-end benchmarks on generated R-MAT graphs (minutes; see docs/PERFORMANCE.md).
+bench-chunkify: build
+	bench/chunkify.sh
+
+bench-streamsampler: build
+	bench/streamsampler.sh
+
+bench-serve:
+	$(GO) run ./bench/serve_bench --scale 21 --edge-factor 30 --reps 9 --batches 16
+
+# The main job on bundled real data (SNAP email-Eu-core): chunkify it into
+# 16 KiB chunks, describe and verify the graph directory, run two epochs on
+# two emulated SmartSSDs with the second prepared in the background, then
+# the CLI's state-directory round trip and one minibatch's block sizes.
 demo: build
 	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)
-	@echo "demo: not yet wired"
+	$(BIN)/chunkify build testdata/email-Eu-core.txt.gz -o $(DEMO_DIR)/email --chunk-size 16KiB
+	$(BIN)/chunkify info $(DEMO_DIR)/email
+	$(BIN)/chunkify verify $(DEMO_DIR)/email
+	seq 0 2 1004 > $(DEMO_DIR)/train.txt
+	$(BIN)/streamsampler run --graph $(DEMO_DIR)/email --train $(DEMO_DIR)/train.txt --fanouts 15,10,5 --batch-size 64 --epochs 2 --devices 2
+	$(BIN)/streamsampler prepare --state $(DEMO_DIR)/state --graph $(DEMO_DIR)/email --train $(DEMO_DIR)/train.txt --fanouts 15,10,5 --seed 1
+	$(BIN)/streamsampler prepare --state $(DEMO_DIR)/state
+	$(BIN)/streamsampler advance --state $(DEMO_DIR)/state
+	$(BIN)/streamsampler sample --state $(DEMO_DIR)/state --seeds 0,2,4 --format summary
+	$(BIN)/streamsampler info --state $(DEMO_DIR)/state
 
 clean:
 	rm -rf $(BIN) out hls/build

@@ -23,13 +23,14 @@ type sampleOptions struct {
 func newSampleCmd() *cobra.Command {
 	var o sampleOptions
 	cmd := &cobra.Command{
-		Use:   "sample --state STATEDIR (--seeds 1,2,3 | --seeds-file F) [--format json|npz] [-o FILE]",
+		Use:   "sample --state STATEDIR (--seeds 1,2,3 | --seeds-file F) [--format json|npz|summary] [-o FILE]",
 		Short: "Assemble one minibatch's blocks from the current epoch",
 		Long: `sample prints the blocks of one minibatch of the current epoch: for each hop,
 dst and src (global ids; src starts with dst) and the edges as local indices
 (edge_src into src, edge_dst into dst). JSON is
 {"epoch":N,"hops":[{"dst":[…],"src":[…],"edge_src":[…],"edge_dst":[…]},…]};
-npz holds epoch, seeds and hopH_{dst,src,edge_src,edge_dst} for H = 1..L.
+npz holds epoch, seeds and hopH_{dst,src,edge_src,edge_dst} for H = 1..L;
+summary prints one line per hop with the block's sizes.
 Every seed must be a training node of the current epoch (this rank's shard).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -40,7 +41,7 @@ Every seed must be a training node of the current epoch (this rank's shard).`,
 	f.StringVar(&o.state, "state", "", "state directory")
 	f.StringVar(&o.seeds, "seeds", "", "comma-separated seed node ids")
 	f.StringVar(&o.seedsFile, "seeds-file", "", "seed node ids, one per line (or .npy)")
-	f.StringVar(&o.format, "format", "json", "output format: json or npz")
+	f.StringVar(&o.format, "format", "json", "output format: json, npz or summary")
 	f.StringVarP(&o.out, "output", "o", "", "write to this file instead of stdout")
 	cmd.MarkFlagRequired("state")
 	return cmd
@@ -50,8 +51,8 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 	if (o.seeds == "") == (o.seedsFile == "") {
 		return usagef("give exactly one of --seeds and --seeds-file")
 	}
-	if o.format != "json" && o.format != "npz" {
-		return usagef("--format %q: want json or npz", o.format)
+	if o.format != "json" && o.format != "npz" && o.format != "summary" {
+		return usagef("--format %q: want json, npz or summary", o.format)
 	}
 	st := epoch.State{Dir: o.state}
 	cfg, ok, err := readStateConfig(st)
@@ -104,10 +105,13 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 		w = f
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
-	if o.format == "json" {
+	switch o.format {
+	case "json":
 		err = writeBlocksJSON(bw, b)
-	} else {
+	case "npz":
 		err = writeBlocksNPZ(bw, b)
+	default:
+		err = writeBlocksSummary(bw, b)
 	}
 	if err == nil {
 		err = bw.Flush()
@@ -129,6 +133,18 @@ func writeBlocksJSON(w io.Writer, b *epoch.Blocks) error {
 		buf = b.Hops[h].AppendJSON(buf)
 	}
 	buf = append(buf, "]}\n"...)
+	_, err := w.Write(buf)
+	return err
+}
+
+// writeBlocksSummary prints the sizes a reader checks first: per hop the
+// destination and source counts and the number of edges between them.
+func writeBlocksSummary(w io.Writer, b *epoch.Blocks) error {
+	buf := fmt.Appendf(nil, "epoch %d, %d seeds\n", b.Epoch, len(b.Seeds))
+	for h, hop := range b.Hops {
+		buf = fmt.Appendf(buf, "hop %d: %d dst <- %d src (%d new), %d edges\n",
+			h+1, len(hop.Dst), len(hop.Src), len(hop.Src)-len(hop.Dst), len(hop.EdgeSrc))
+	}
 	_, err := w.Write(buf)
 	return err
 }

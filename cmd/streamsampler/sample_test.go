@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,7 +40,7 @@ func TestSampleErrors(t *testing.T) {
 		{"no-seeds", nil, 2, "exactly one of"},
 		{"both", []string{"--seeds", "7", "--seeds-file", "x"}, 2, "exactly one of"},
 		{"bad-seed", []string{"--seeds", "7,-1"}, 2, "not a node id"},
-		{"bad-format", []string{"--seeds", "7", "--format", "xml"}, 2, "json or npz"},
+		{"bad-format", []string{"--seeds", "7", "--format", "xml"}, 2, "json, npz or summary"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, e, code := cli(t, append([]string{"sample", "--state", state}, tc.args...)...)
@@ -120,5 +122,34 @@ print("ok")
 	out, err := exec.Command(py, "-c", script, npz, jf).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
 		t.Fatalf("numpy check: %v\n%s", err, out)
+	}
+}
+
+// TestSampleSummary checks the summary's counts against the JSON blocks.
+func TestSampleSummary(t *testing.T) {
+	state, _ := preparedState(t)
+	js, e, code := cli(t, "sample", "--state", state, "--seeds", "14,7,21")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	var b struct {
+		Epoch int
+		Hops  []struct {
+			D []int64 `json:"dst"`
+			S []int64 `json:"src"`
+			E []int64 `json:"edge_src"`
+		}
+	}
+	if err := json.Unmarshal([]byte(js), &b); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("epoch %d, 3 seeds\n", b.Epoch)
+	for h, hop := range b.Hops {
+		want += fmt.Sprintf("hop %d: %d dst <- %d src (%d new), %d edges\n",
+			h+1, len(hop.D), len(hop.S), len(hop.S)-len(hop.D), len(hop.E))
+	}
+	got, e, code := cli(t, "sample", "--state", state, "--seeds", "14,7,21", "--format", "summary")
+	if code != 0 || got != want {
+		t.Fatalf("summary (exit %d, %s):\n%s\nwant:\n%s", code, e, got, want)
 	}
 }
