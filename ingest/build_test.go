@@ -316,3 +316,33 @@ func TestBuildCancelled(t *testing.T) {
 	}
 	assertClean(t, dir)
 }
+
+// TestBuildParallelPaths uses enough edges that the scatter is split over
+// several workers and the sort over several windows (the small property
+// graphs take the single-worker path), and checks the result against the
+// naive builder for each direction option.
+func TestBuildParallelPaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const n, m = 20000, 150000
+	pairs := make([]uint32, 0, 2*m)
+	for range m {
+		// Skewed sources, so that ranges of equal entry counts differ in width.
+		u := uint32(rng.IntN(n) * rng.IntN(n) / n)
+		pairs = append(pairs, u, uint32(rng.IntN(n)))
+	}
+	in := writeFile(t, t.TempDir(), "g.bin32", bin32(pairs))
+	for _, o := range []BuildOptions{
+		{Dedup: true},
+		{Reverse: true, SelfLoops: "drop"},
+		{Symmetrize: true, Dedup: true, SelfLoops: "drop"},
+	} {
+		want := naiveBuild(pairs, n, o)
+		o.NumNodes = n
+		o.ChunkSize = 16 << 10
+		out := filepath.Join(t.TempDir(), "g")
+		if _, err := Build(context.Background(), []string{in}, out, o); err != nil {
+			t.Fatal(err)
+		}
+		sameAdj(t, readGraph(t, out), want)
+	}
+}
