@@ -17,8 +17,8 @@
 #   text input: chunkify's rate (input bytes / wall time, end to end: parse,
 #       place, sort, write) ≥ 25% of the rate of `wc -l` over the same file
 #       (page cache warm for both). The parse pass alone is reported too.
-#   peak RSS ≤ 16 bytes × num_nodes + 512 MiB (from /usr/bin/time -v; the
-#       `time` package provides it: apt-get install time).
+#   peak RSS ≤ 16 bytes × num_nodes + 512 MiB (from /usr/bin/time -v, the
+#       `time` package: apt-get install time; without it, VmHWM polled).
 #
 # Medians over RUNS runs are reported. Environment: SCALE, EF, SEED, RUNS,
 # BENCH_DIR (default out/bench-chunkify; the inputs are ~1.2 GB), CHUNKIFY
@@ -37,10 +37,34 @@ TASKSET=${TASKSET:-}
 mkdir -p "$BENCH_DIR"
 BENCH_DIR=$(cd "$BENCH_DIR" && pwd)
 
-if [[ ! -x /usr/bin/time ]]; then
-  echo "bench: /usr/bin/time is missing: install the 'time' package (apt-get install time)" >&2
-  exit 2
-fi
+# Wall time and peak RSS come from GNU time (`apt-get install time`); where
+# it is missing, from polling the process's VmHWM in /proc every 20 ms.
+HAVE_TIME=no
+[[ -x /usr/bin/time && -z "${BENCH_NO_GNU_TIME:-}" ]] && HAVE_TIME=yes
+
+# measure OUTFILE CMD...: runs CMD with stdout to OUTFILE; sets M_WALL (s)
+# and M_RSS (KiB).
+measure() {
+  local out=$1; shift
+  if [[ $HAVE_TIME == yes ]]; then
+    /usr/bin/time -v -o "$BENCH_DIR/time.txt" "$@" > "$out"
+    M_WALL=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; print s}' "$BENCH_DIR/time.txt")
+    M_RSS=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$BENCH_DIR/time.txt")
+    return
+  fi
+  local t0 t1 pid hwm=0 h
+  t0=$(date +%s.%N)
+  "$@" > "$out" & pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    h=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    [[ -n "$h" ]] && (( h > hwm )) && hwm=$h
+    sleep 0.02
+  done
+  wait "$pid"
+  t1=$(date +%s.%N)
+  M_WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')
+  M_RSS=$hwm
+}
 CHUNKIFY=${CHUNKIFY:-}
 if [[ -z "$CHUNKIFY" ]]; then
   CHUNKIFY="$BENCH_DIR/chunkify"
@@ -53,10 +77,10 @@ BIN="$BENCH_DIR/rmat-s$SCALE-e$EF-$SEED.bin32"
 TXT="$BENCH_DIR/rmat-s$SCALE-e$EF-$SEED.txt"
 for f in "$BIN" "$TXT"; do
   if [[ ! -s "$f" || ! -s "$f.done" ]]; then
-    /usr/bin/time -f "%e" -o "$BENCH_DIR/gen.time" \
-      "$CHUNKIFY" generate rmat --scale "$SCALE" --edge-factor "$EF" --seed "$SEED" -o "$f"
-    echo "generated in $(cat "$BENCH_DIR/gen.time") s" > "$f.done"
+    measure "$BENCH_DIR/gen.out" $TASKSET "$CHUNKIFY" generate rmat --scale "$SCALE" --edge-factor "$EF" --seed "$SEED" -o "$f" --quiet
+    echo "$M_WALL" > "$f.done"
   fi
+  echo "generate $(basename "$f"): $(cat "$f.done") s"
 done
 BIN_BYTES=$(stat -c %s "$BIN")
 TXT_BYTES=$(stat -c %s "$TXT")
@@ -68,11 +92,9 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 build() {
   local in=$1 out=$2 walls=() rss=0 p1s=()
   for ((r = 0; r < RUNS; r++)); do
-    $TASKSET /usr/bin/time -v -o "$BENCH_DIR/time.txt" \
-      "$CHUNKIFY" build "$in" -o "$out" --force --quiet --json > "$BENCH_DIR/summary.json"
-    walls+=("$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; print s}' "$BENCH_DIR/time.txt")")
-    local m; m=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$BENCH_DIR/time.txt")
-    (( m > rss )) && rss=$m
+    measure "$BENCH_DIR/summary.json" $TASKSET "$CHUNKIFY" build "$in" -o "$out" --force --quiet --json
+    walls+=("$M_WALL")
+    (( M_RSS > rss )) && rss=$M_RSS
     p1s+=("$(tr -d ' \n' < "$BENCH_DIR/summary.json" | sed 's/.*"pass_seconds":\[\([0-9.e+-]*\),.*/\1/')")
   done
   WALL=$(printf '%s\n' "${walls[@]}" | median)
@@ -122,7 +144,8 @@ T_WALL=$WALL T_RSS=$RSS T_PASS1=$PASS1
 cat "$TXT" > /dev/null
 WCS=()
 for ((r = 0; r < RUNS; r++)); do
-  WCS+=("$( { /usr/bin/time -f '%e' wc -l "$TXT" > /dev/null; } 2>&1 )")
+  measure /dev/null $TASKSET wc -l "$TXT"
+  WCS+=("$M_WALL")
 done
 WC=$(printf '%s\n' "${WCS[@]}" | median)
 cmp -s "$BENCH_DIR/g-bin/edges.chunks" "$BENCH_DIR/g-txt/edges.chunks" && SAME=yes || SAME=NO
