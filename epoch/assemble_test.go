@@ -106,7 +106,20 @@ func checkInvariants(t *testing.T, r *Result, b *Blocks) {
 	}
 }
 
-func TestSampleMatchesBruteForce(t *testing.T) {
+// eachLookup runs fn with each way of finding rows (binary search or
+// sort-and-merge, mergeRatio) and of relabelling without a dense index
+// (hash table or sorting, sortRelabelMin), forced and at the defaults.
+func eachLookup(t *testing.T, fn func(t *testing.T)) {
+	defer func(m, s int) { mergeRatio, sortRelabelMin = m, s }(mergeRatio, sortRelabelMin)
+	for _, c := range [][2]int{{0, 1 << 30}, {64, 1 << 15}, {1 << 30, 0}, {1 << 30, 1 << 30}, {0, 0}} {
+		mergeRatio, sortRelabelMin = c[0], c[1]
+		t.Run(fmt.Sprintf("mergeRatio=%d,sortRelabelMin=%d", c[0], c[1]), fn)
+	}
+}
+
+func TestSampleMatchesBruteForce(t *testing.T) { eachLookup(t, testSampleMatchesBruteForce) }
+
+func testSampleMatchesBruteForce(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	cases := []struct {
 		n, maxDeg int
@@ -160,7 +173,9 @@ func TestSampleMatchesBruteForce(t *testing.T) {
 	}
 }
 
-func TestSampleErrors(t *testing.T) {
+func TestSampleErrors(t *testing.T) { eachLookup(t, testSampleErrors) }
+
+func testSampleErrors(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	g := randomGraph(r, 100, 6, false)
 	res := sampleEpoch(g, []uint32{1, 5, 9, 20}, []int{3, 2}, Key{Seed: 7})
@@ -266,7 +281,9 @@ func TestIndexAndZeroLayers(t *testing.T) {
 
 // TestAssemblerReuse interleaves minibatches of very different sizes on
 // one Assembler, so that its tables shrink, grow and wrap generations.
-func TestAssemblerReuse(t *testing.T) {
+func TestAssemblerReuse(t *testing.T) { eachLookup(t, testAssemblerReuse) }
+
+func testAssemblerReuse(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 8))
 	g := randomGraph(r, 3000, 20, false)
 	train := randomSeeds(r, 3000, 2000)
