@@ -17,9 +17,12 @@
 // Result.Sample, Assembler.Sample and Store.Sample build, for hop h = 1..L,
 // DGL to_block blocks: dst (the seeds, then the previous hop's src), src
 // (dst first, then new neighbors in order of first appearance) and edges
-// in local ids ordered by dst and sample slot. A node's row is found by
-// binary search, or through a dense Index (4 bytes per node per layer)
-// when memory allows; the Store builds one within its budget.
+// in local ids ordered by dst and sample slot. A node's row is found
+// through a dense Index (4 bytes per node per layer) when memory allows —
+// the Store builds one within its budget — and otherwise by binary search,
+// or, for a hop with many nodes, by sorting them and merging with the
+// frontier; global ids become local ones through a dense table, a hash
+// table, or (large hops without an index) by sorting.
 //
 // # Epoch directory (format version 1)
 //
