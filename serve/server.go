@@ -306,11 +306,12 @@ type claimed struct {
 	slot *slot
 }
 
-// assemble builds a claimed minibatch from the Store (whose current epoch
-// cannot change before the claim is done).
+// assemble builds a claimed minibatch from the Store. The claim holds the
+// epoch current (Advance waits for in-flight claims); SampleAt pins the
+// epoch anyway, so a bug there fails loudly instead of mixing epochs.
 func (s *Server) assemble(c claimed) (Batch, error) {
 	defer c.slot.inflight.Done()
-	b, err := s.store.Sample(c.slot.batches[c.Index])
+	b, err := s.store.SampleAt(c.Epoch, c.slot.batches[c.Index])
 	if err != nil {
 		return Batch{}, reqErr(CodeInternal, "assembling batch %d of epoch %d: %v", c.Index, c.Epoch, err)
 	}
