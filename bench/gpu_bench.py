@@ -39,9 +39,14 @@ class Lib:
         l.ssg_create.argtypes = [C.c_int, C.c_uint32, C.c_void_p, C.c_uint64, C.c_void_p, C.POINTER(Opts),
                                  C.POINTER(C.c_void_p), C.c_char_p, C.c_size_t]
         l.ssg_destroy.argtypes = [C.c_void_p]
+        # ABI 2: every output array is passed with its capacity (elements).
+        l.ssg_abi_version.argtypes = []
+        if l.ssg_abi_version() != 2:
+            raise RuntimeError(f"{path}: ABI version {l.ssg_abi_version()}, this script needs 2: rebuild it")
         l.ssg_sample.argtypes = [C.c_void_p, C.c_int32, C.c_void_p, C.c_uint64, C.c_void_p, C.c_int32, C.c_uint64,
-                                 C.c_uint32, C.c_int32, C.c_void_p, C.c_char_p, C.c_size_t]
-        l.ssg_fetch.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p, C.c_void_p, C.c_char_p, C.c_size_t]
+                                 C.c_uint32, C.c_int32, C.c_void_p, C.c_uint64, C.c_char_p, C.c_size_t]
+        l.ssg_fetch.argtypes = [C.c_void_p, C.c_void_p, C.c_uint64, C.c_void_p, C.c_uint64, C.c_void_p, C.c_uint64,
+                                C.c_char_p, C.c_size_t]
         l.ssg_count_edges.argtypes = [C.c_void_p, C.c_void_p, C.c_char_p, C.c_size_t]
         l.ssg_last_timings.argtypes = [C.c_void_p, C.POINTER(C.c_double), C.c_int]
         self.err = C.create_string_buffer(1024)
@@ -59,10 +64,11 @@ class Lib:
         return ctx
 
     def sample(self, ctx, mode, seeds, fanouts, seed=42, epoch=0, replace=0):
-        f = np.asarray(fanouts, dtype=np.int32)
+        f = np.ascontiguousarray(fanouts, dtype=np.int32)
+        seeds = np.ascontiguousarray(seeds, dtype=np.uint32)
         counts = np.zeros(len(fanouts) + 1, dtype=np.uint64)
         self.check(self.l.ssg_sample(ctx, mode, seeds.ctypes.data, len(seeds), f.ctypes.data, len(f), seed, epoch,
-                                     replace, counts.ctypes.data, self.err, 1024), "ssg_sample")
+                                     replace, counts.ctypes.data, counts.size, self.err, 1024), "ssg_sample")
         return counts
 
     def fetch(self, ctx, counts, fanouts):
@@ -72,8 +78,14 @@ class Lib:
         fr = np.empty(nf, np.uint32)
         sa = np.empty(ns, np.int32)
         fi = np.empty(int(counts[L]), np.uint32)
-        self.check(self.l.ssg_fetch(ctx, fr.ctypes.data, sa.ctypes.data, fi.ctypes.data, self.err, 1024), "fetch")
+        self.check(self.l.ssg_fetch(ctx, fr.ctypes.data, fr.size, sa.ctypes.data, sa.size, fi.ctypes.data, fi.size,
+                                    self.err, 1024), "fetch")
         return fr, sa, fi
+
+    def fetch_rc(self, ctx, fr, sa, fi):
+        """ssg_fetch's status into the given arrays (capacities = their sizes)."""
+        return self.l.ssg_fetch(ctx, fr.ctypes.data, fr.size, sa.ctypes.data, sa.size, fi.ctypes.data, fi.size,
+                                self.err, 1024)
 
     def count_edges(self, ctx):
         e = np.zeros(1, np.uint64)
@@ -198,6 +210,15 @@ def main():
     same = all(np.array_equal(a, b) for a, b in zip(r1, r2)) and np.array_equal(c1, c2)
     print(f"fused == bsp on a batch: {same}", flush=True)
     res["fused_equals_bsp"] = bool(same)
+    # Arrays one element short (here: sized from an older, smaller result)
+    # must be refused with nothing written, never overrun.
+    small = lib.sample(ctx, 0, bt[:8], [2])
+    lib.sample(ctx, 0, bt, [15, 10, 5])
+    fr = np.full(int(small[0]), 0xdeadbeef, np.uint32)
+    rc = lib.fetch_rc(ctx, fr, np.empty(0, np.int32), np.empty(0, np.uint32))
+    refused = rc == 4 and bool((fr == 0xdeadbeef).all()) and b"too small" in lib.err.value
+    print(f"undersized fetch refused, nothing written: {refused} ({lib.err.value.decode()})", flush=True)
+    res["undersized_fetch_refused"] = refused
 
     # ---- per-minibatch
     mb = {}

@@ -348,7 +348,7 @@ const (
 	ssgErrInvalid  = 4
 	ssgErrTimeout  = 5
 	ssgErrBroken   = 6
-	abiVersion     = 1
+	abiVersion     = 2 // SSG_ABI_VERSION: 2 added the output capacities
 )
 
 func statusError(code int, msg string) error {

@@ -18,8 +18,8 @@ typedef struct {
 	int (*create)(int, uint32_t, const uint64_t *, uint64_t, const uint32_t *, const ssg_options *, ssg_ctx **, char *, size_t);
 	void (*destroy)(ssg_ctx *);
 	int (*info)(ssg_ctx *, char *, size_t, int32_t *, char *, size_t);
-	int (*sample)(ssg_ctx *, int32_t, const uint32_t *, uint64_t, const int32_t *, int32_t, uint64_t, uint32_t, int32_t, uint64_t *, char *, size_t);
-	int (*fetch)(ssg_ctx *, uint32_t *, int32_t *, uint32_t *, char *, size_t);
+	int (*sample)(ssg_ctx *, int32_t, const uint32_t *, uint64_t, const int32_t *, int32_t, uint64_t, uint32_t, int32_t, uint64_t *, uint64_t, char *, size_t);
+	int (*fetch)(ssg_ctx *, uint32_t *, uint64_t, int32_t *, uint64_t, uint32_t *, uint64_t, char *, size_t);
 	int (*timings)(ssg_ctx *, double *, int);
 } ssg_lib;
 
@@ -59,11 +59,12 @@ static int w_info(ssg_lib *l, ssg_ctx *c, char *name, size_t nlen, int32_t *uva,
 	return l->info(c, name, nlen, uva, err, len);
 }
 static int w_sample(ssg_lib *l, ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, const int32_t *fan,
-                    int32_t L, uint64_t seed, uint32_t ep, int32_t rep, uint64_t *counts, char *err, size_t len) {
-	return l->sample(c, mode, seeds, ns, fan, L, seed, ep, rep, counts, err, len);
+                    int32_t L, uint64_t seed, uint32_t ep, int32_t rep, uint64_t *counts, uint64_t ncounts, char *err, size_t len) {
+	return l->sample(c, mode, seeds, ns, fan, L, seed, ep, rep, counts, ncounts, err, len);
 }
-static int w_fetch(ssg_lib *l, ssg_ctx *c, uint32_t *f, int32_t *s, uint32_t *fin, char *err, size_t len) {
-	return l->fetch(c, f, s, fin, err, len);
+static int w_fetch(ssg_lib *l, ssg_ctx *c, uint32_t *f, uint64_t nf, int32_t *s, uint64_t ns, uint32_t *fin, uint64_t nfin,
+                   char *err, size_t len) {
+	return l->fetch(c, f, nf, s, ns, fin, nfin, err, len);
 }
 static int w_timings(ssg_lib *l, ssg_ctx *c, double *out, int n) { return l->timings(c, out, n); }
 */
@@ -218,7 +219,7 @@ func (e *cEngine) sample(mode Mode, seeds []uint32, fanouts []int32, seed uint64
 	}
 	rc := C.w_sample(e.l, e.ctx, C.int32_t(mode), sp, C.uint64_t(len(seeds)),
 		(*C.int32_t)(unsafe.Pointer(&fanouts[0])), C.int32_t(len(fanouts)), C.uint64_t(seed), C.uint32_t(ep), rep,
-		(*C.uint64_t)(unsafe.Pointer(&counts[0])), errBuf, errLen)
+		(*C.uint64_t)(unsafe.Pointer(&counts[0])), C.uint64_t(len(counts)), errBuf, errLen)
 	if rc != ssgOK {
 		return nil, statusError(int(rc), C.GoString(errBuf))
 	}
@@ -239,7 +240,10 @@ func (e *cEngine) fetch(frontiers []uint32, samples []int32, final []uint32) err
 	if len(final) > 0 {
 		finp = (*C.uint32_t)(unsafe.Pointer(&final[0]))
 	}
-	if rc := C.w_fetch(e.l, e.ctx, fp, sp, finp, errBuf, errLen); rc != ssgOK {
+	// The capacities are the slices' lengths: the library refuses (rather
+	// than overruns) a result that does not fit.
+	if rc := C.w_fetch(e.l, e.ctx, fp, C.uint64_t(len(frontiers)), sp, C.uint64_t(len(samples)), finp,
+		C.uint64_t(len(final)), errBuf, errLen); rc != ssgOK {
 		return statusError(int(rc), C.GoString(errBuf))
 	}
 	return nil

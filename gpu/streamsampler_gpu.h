@@ -9,6 +9,12 @@
  *
  * Every function that can fail returns an SSG_* status and, on failure,
  * writes a NUL-terminated message into err[0..err_len) (err may be NULL).
+ *
+ * Every caller-provided output array comes with its capacity in elements;
+ * a call whose result does not fit fails with SSG_ERR_INVALID, naming the
+ * array, the size needed and the capacity given, and writes nothing into
+ * any of its output arrays. The library never sizes a write from its own
+ * state alone.
  * A context is not thread-safe: callers serialise calls on one context.
  *
  * Sampling is bit-identical to the Go reference (rng.Sample, DESIGN §3):
@@ -25,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped on any incompatible change of the functions or structs below. */
-#define SSG_ABI_VERSION 1
+#define SSG_ABI_VERSION 2 /* 2: capacities on ssg_sample's counts and ssg_fetch's arrays */
 
 /* Status codes. */
 enum {
@@ -73,7 +79,8 @@ int ssg_create(int device, uint32_t num_nodes, const uint64_t *indptr,
 /* Frees the context and everything it holds. NULL is a no-op. */
 void ssg_destroy(ssg_ctx *ctx);
 
-/* Writes the device's name and whether the CSR lives in host memory. */
+/* Writes the device's name (NUL-terminated, truncated to name_len - 1
+ * bytes) and whether the CSR lives in host memory. */
 int ssg_info(ssg_ctx *ctx, char *name, size_t name_len, int32_t *uva,
              char *err, size_t err_len);
 
@@ -82,18 +89,24 @@ int ssg_info(ssg_ctx *ctx, char *name, size_t name_len, int32_t *uva,
  * frontier_l with key(seed, epoch, l); frontier_{l+1} = sorted unique
  * (frontier_l ∪ valid samples_l). On return the result is complete on the
  * device and counts[0..n_layers] hold |frontier_0| … |frontier_L|
- * (counts[n_layers] is the final frontier). Fetch it with ssg_fetch. */
+ * (counts[n_layers] is the final frontier). Fetch it with ssg_fetch.
+ * counts may be NULL; otherwise counts_cap must be >= n_layers + 1, checked
+ * before any work. A failed call leaves no result: ssg_fetch then fails. */
 int ssg_sample(ssg_ctx *ctx, int32_t mode, const uint32_t *seeds, uint64_t n_seeds,
                const int32_t *fanouts, int32_t n_layers, uint64_t seed,
-               uint32_t epoch, int32_t replace, uint64_t *counts,
+               uint32_t epoch, int32_t replace, uint64_t *counts, uint64_t counts_cap,
                char *err, size_t err_len);
 
 /* Copies the last ssg_sample result to host memory: frontiers = all
  * layers' frontiers concatenated (sum counts[0..L-1] words), samples = all
  * layers' sample rows concatenated (sum counts[l]*fanouts[l] words, -1 for
- * an empty slot), final = counts[L] words. Any pointer may be NULL to skip. */
-int ssg_fetch(ssg_ctx *ctx, uint32_t *frontiers, int32_t *samples, uint32_t *final_,
-              char *err, size_t err_len);
+ * an empty slot), final = counts[L] words. Any pointer may be NULL to skip.
+ * The *_cap arguments are the arrays' capacities in elements: if any
+ * non-NULL array is smaller than its part of the result, the call fails
+ * with SSG_ERR_INVALID before copying anything. */
+int ssg_fetch(ssg_ctx *ctx, uint32_t *frontiers, uint64_t frontiers_cap,
+              int32_t *samples, uint64_t samples_cap,
+              uint32_t *final_, uint64_t final_cap, char *err, size_t err_len);
 
 /* Counts the valid (non-negative) samples of the last ssg_sample, on the
  * GPU (the sampled edges of the epoch). */
@@ -101,7 +114,8 @@ int ssg_count_edges(ssg_ctx *ctx, uint64_t *edges, char *err, size_t err_len);
 
 /* Timings of the last ssg_sample in milliseconds, measured with CUDA events:
  * out[0] sampling kernel(s), out[1] sort/gather (fused) or sort/unique
- * (bsp), out[2] whole call. Returns the number of values written. */
+ * (bsp), out[2] whole call. Writes min(n, 3) values (n is out's capacity)
+ * and returns that number. */
 int ssg_last_timings(ssg_ctx *ctx, double *out, int n);
 
 #ifdef __cplusplus

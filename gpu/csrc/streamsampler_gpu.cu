@@ -1133,15 +1133,23 @@ int ssg_info(ssg_ctx *c, char *name, size_t name_len, int32_t *uva, char *err, s
 }
 
 int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t n_seeds, const int32_t *fanouts,
-               int32_t n_layers, uint64_t seed, uint32_t epoch, int32_t replace, uint64_t *counts, char *err,
-               size_t err_len) {
+               int32_t n_layers, uint64_t seed, uint32_t epoch, int32_t replace, uint64_t *counts,
+               uint64_t counts_cap, char *err, size_t err_len) {
     if (!c) {
         set_err(err, err_len, "nil context");
         return SSG_ERR_INVALID;
     }
+    // Whatever happens below, the previous result is gone: a fetch sized
+    // from the caller's old counts must not see a half-written new one.
+    c->counts.clear();
     if (n_layers < 1 || n_layers > MAX_LAYERS || !fanouts || (n_seeds > 0 && !seeds) ||
         (mode != SSG_MODE_FUSED && mode != SSG_MODE_BSP)) {
         set_err(err, err_len, fmt("invalid request: %d layers (want 1..%d), mode %d", n_layers, MAX_LAYERS, mode));
+        return SSG_ERR_INVALID;
+    }
+    if (counts && counts_cap < uint64_t(n_layers) + 1) {
+        set_err(err, err_len, fmt("counts array too small: %d layers need %d counts, capacity %llu", n_layers,
+                                  n_layers + 1, (unsigned long long)counts_cap));
         return SSG_ERR_INVALID;
     }
     for (int l = 0; l < n_layers; ++l) {
@@ -1150,10 +1158,9 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t n_seeds
             return SSG_ERR_INVALID;
         }
     }
-    return guard(c, err, err_len, [&] {
+    const int rc = guard(c, err, err_len, [&] {
         c->L = n_layers;
         c->fanouts.assign(fanouts, fanouts + n_layers);
-        c->counts.clear();
         check_seeds(c, seeds, n_seeds);
         if (mode == SSG_MODE_FUSED) {
             sample_fused(c, seeds, n_seeds, seed, epoch, replace);
@@ -1163,20 +1170,43 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t n_seeds
         if (counts)
             for (int l = 0; l <= n_layers; ++l) counts[l] = c->counts[l];
     });
+    // sample_bsp fills counts hop by hop: a failure half-way must not leave
+    // a partial result for ssg_fetch.
+    if (rc != SSG_OK) c->counts.clear();
+    return rc;
 }
 
-int ssg_fetch(ssg_ctx *c, uint32_t *frontiers, int32_t *samples, uint32_t *final_, char *err, size_t err_len) {
+int ssg_fetch(ssg_ctx *c, uint32_t *frontiers, uint64_t frontiers_cap, int32_t *samples, uint64_t samples_cap,
+              uint32_t *final_, uint64_t final_cap, char *err, size_t err_len) {
     if (!c || c->counts.empty()) {
-        set_err(err, err_len, "no result to fetch: call ssg_sample first");
+        set_err(err, err_len, "no result to fetch: call ssg_sample first (a failed ssg_sample leaves none)");
         return SSG_ERR_INVALID;
     }
-    return guard(c, err, err_len, [&] {
-        const int L = c->L;
-        uint64_t nf = 0, ns = 0;
-        for (int l = 0; l < L; ++l) {
-            nf += c->counts[l];
-            ns += c->counts[l] * c->fanouts[l];
+    const int L = c->L;
+    uint64_t nf = 0, ns = 0;
+    for (int l = 0; l < L; ++l) {
+        nf += c->counts[l];
+        ns += c->counts[l] * c->fanouts[l];
+    }
+    // Check every array before writing any: the sizes come from this
+    // context's last ssg_sample, which need not be the call the caller
+    // sized its arrays from.
+    struct {
+        const void *p;
+        uint64_t need, cap;
+        const char *name;
+    } outs[3] = {{frontiers, nf, frontiers_cap, "frontiers"},
+                 {samples, ns, samples_cap, "samples"},
+                 {final_, c->counts[L], final_cap, "final"}};
+    for (const auto &o : outs) {
+        if (o.p && o.cap < o.need) {
+            set_err(err, err_len,
+                    fmt("%s array too small: the last ssg_sample's result needs %llu elements, capacity %llu", o.name,
+                        (unsigned long long)o.need, (unsigned long long)o.cap));
+            return SSG_ERR_INVALID;
         }
+    }
+    return guard(c, err, err_len, [&] {
         if (frontiers) copy_out(c, frontiers, c->front.p, nf * 4);
         if (samples) copy_out(c, samples, c->samples.p, ns * 4);
         if (final_) copy_out(c, final_, c->final_dev, c->counts[L] * 4);

@@ -134,6 +134,9 @@ static Res reference(const CSR &g, std::vector<uint32_t> seeds, const std::vecto
     return r;
 }
 
+constexpr int GUARD = 16;
+constexpr uint32_t CANARY = 0xdeadbeefu;
+
 static Res run(ssg_ctx *ctx, int mode, const std::vector<uint32_t> &seeds, const std::vector<int> &fan,
                uint64_t seed, uint32_t epoch, bool replace) {
     char err[512];
@@ -141,7 +144,7 @@ static Res run(ssg_ctx *ctx, int mode, const std::vector<uint32_t> &seeds, const
     std::vector<uint64_t> counts(L + 1);
     std::vector<int32_t> f32(fan.begin(), fan.end());
     int rc = ssg_sample(ctx, mode, seeds.data(), seeds.size(), f32.data(), L, seed, epoch, replace ? 1 : 0,
-                        counts.data(), err, sizeof err);
+                        counts.data(), counts.size(), err, sizeof err);
     if (rc != SSG_OK) {
         std::fprintf(stderr, "ssg_sample(mode %d): %d %s\n", mode, rc, err);
         std::exit(1);
@@ -151,15 +154,20 @@ static Res run(ssg_ctx *ctx, int mode, const std::vector<uint32_t> &seeds, const
         nf += counts[l];
         ns += counts[l] * fan[l];
     }
-    std::vector<uint32_t> fr(nf + 1);
-    std::vector<int32_t> sa(ns + 1);
+    // Exact capacities, then GUARD canary words the library must not touch
+    // (a host-side overrun shows here, not as heap corruption later).
+    std::vector<uint32_t> fr(nf + GUARD, CANARY);
+    std::vector<int32_t> sa(ns + GUARD, int32_t(CANARY));
     Res r;
-    r.fin.resize(counts[L] + 1);
-    rc = ssg_fetch(ctx, fr.data(), sa.data(), r.fin.data(), err, sizeof err);
+    r.fin.assign(counts[L] + GUARD, CANARY);
+    rc = ssg_fetch(ctx, fr.data(), nf, sa.data(), ns, r.fin.data(), counts[L], err, sizeof err);
     if (rc != SSG_OK) {
         std::fprintf(stderr, "ssg_fetch: %d %s\n", rc, err);
         std::exit(1);
     }
+    for (int i = 0; i < GUARD; ++i)
+        EXPECT(fr[nf + i] == CANARY && sa[ns + i] == int32_t(CANARY) && r.fin[counts[L] + i] == CANARY,
+               "ssg_fetch wrote past an array's capacity (guard word %d)", i);
     r.fin.resize(counts[L]);
     uint64_t edges = 0, valid = 0;
     rc = ssg_count_edges(ctx, &edges, err, sizeof err);
@@ -339,15 +347,58 @@ int main(int argc, char **argv) {
             std::vector<uint32_t> bad = {1, n + 5};
             int32_t f = 3;
             uint64_t counts[2];
-            rc = ssg_sample(ctx, 0, bad.data(), bad.size(), &f, 1, 1, 0, 0, counts, err, sizeof err);
+            rc = ssg_sample(ctx, 0, bad.data(), bad.size(), &f, 1, 1, 0, 0, counts, 2, err, sizeof err);
             EXPECT(rc == SSG_ERR_INVALID && std::strstr(err, "not a node"), "bad seed: rc %d %s", rc, err);
             f = 0;
-            rc = ssg_sample(ctx, 0, bad.data(), 1, &f, 1, 1, 0, 0, counts, err, sizeof err);
+            rc = ssg_sample(ctx, 0, bad.data(), 1, &f, 1, 1, 0, 0, counts, 2, err, sizeof err);
             EXPECT(rc == SSG_ERR_INVALID, "fanout 0: rc %d", rc);
             std::vector<uint32_t> none;
             f = 4;
-            rc = ssg_sample(ctx, 0, none.data(), 0, &f, 1, 1, 0, 0, counts, err, sizeof err);
+            rc = ssg_sample(ctx, 0, none.data(), 0, &f, 1, 1, 0, 0, counts, 2, err, sizeof err);
             EXPECT(rc == SSG_OK && counts[0] == 0 && counts[1] == 0, "empty seeds: rc %d %s", rc, err);
+        }
+        // Undersized output arrays are errors, and nothing is written.
+        for (int mode = 0; mode <= 1; ++mode) {
+            std::vector<uint32_t> seeds;
+            for (uint32_t i = 0; i < 2000; ++i) seeds.push_back(uint32_t(mix64(i + 77) % n));
+            const int32_t fan[3] = {15, 10, 5};
+            uint64_t counts[4] = {CANARY, CANARY, CANARY, CANARY};
+            rc = ssg_sample(ctx, mode, seeds.data(), seeds.size(), fan, 3, 5, 0, 0, counts, 3, err, sizeof err);
+            EXPECT(rc == SSG_ERR_INVALID && std::strstr(err, "counts array too small") && counts[0] == CANARY,
+                   "mode %d counts_cap 3 for 3 layers: rc %d %s", mode, rc, err);
+            rc = ssg_fetch(ctx, nullptr, 0, nullptr, 0, nullptr, 0, err, sizeof err);
+            EXPECT(rc == SSG_ERR_INVALID && std::strstr(err, "no result"), "fetch after a failed sample: rc %d %s",
+                   rc, err);
+            rc = ssg_sample(ctx, mode, seeds.data(), seeds.size(), fan, 3, 5, 0, 0, counts, 4, err, sizeof err);
+            EXPECT(rc == SSG_OK, "mode %d sample: %s", mode, err);
+            const uint64_t nf = counts[0] + counts[1] + counts[2];
+            const uint64_t ns = counts[0] * 15 + counts[1] * 10 + counts[2] * 5, nfin = counts[3];
+            std::vector<uint32_t> fr(nf, CANARY), fin(nfin, CANARY);
+            std::vector<int32_t> sa(ns, int32_t(CANARY));
+            struct {
+                uint64_t fc, sc, nc;
+                const char *name;
+            } bad[3] = {{nf - 1, ns, nfin, "frontiers"}, {nf, ns - 1, nfin, "samples"}, {nf, ns, nfin - 1, "final"}};
+            for (auto &b : bad) {
+                rc = ssg_fetch(ctx, fr.data(), b.fc, sa.data(), b.sc, fin.data(), b.nc, err, sizeof err);
+                const bool untouched = std::all_of(fr.begin(), fr.end(), [](uint32_t x) { return x == CANARY; }) &&
+                                       std::all_of(sa.begin(), sa.end(), [](int32_t x) { return x == int32_t(CANARY); }) &&
+                                       std::all_of(fin.begin(), fin.end(), [](uint32_t x) { return x == CANARY; });
+                EXPECT(rc == SSG_ERR_INVALID && std::strstr(err, b.name) && std::strstr(err, "too small") && untouched,
+                       "mode %d undersized %s: rc %d untouched %d: %s", mode, b.name, rc, int(untouched), err);
+            }
+            // Arrays sized from an earlier, smaller result (a stale count).
+            const int32_t small = 2;
+            uint64_t c2[2];
+            rc = ssg_sample(ctx, mode, seeds.data(), 10, &small, 1, 5, 0, 0, c2, 2, err, sizeof err);
+            EXPECT(rc == SSG_OK, "small sample: %s", err);
+            std::vector<uint32_t> sfr(c2[0]);
+            rc = ssg_sample(ctx, mode, seeds.data(), seeds.size(), fan, 3, 5, 0, 0, counts, 4, err, sizeof err);
+            rc = ssg_fetch(ctx, sfr.data(), sfr.size(), nullptr, 0, nullptr, 0, err, sizeof err);
+            EXPECT(rc == SSG_ERR_INVALID && std::strstr(err, "frontiers array too small"),
+                   "mode %d stale counts: rc %d %s", mode, rc, err);
+            rc = ssg_fetch(ctx, fr.data(), nf, sa.data(), ns, fin.data(), nfin, err, sizeof err);
+            EXPECT(rc == SSG_OK && fr[0] != CANARY, "mode %d exact fetch: rc %d %s", mode, rc, err);
         }
         ssg_destroy(ctx);
     }

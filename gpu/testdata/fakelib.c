@@ -57,6 +57,7 @@ int ssg_create(int device, uint32_t n, const uint64_t *indptr, uint64_t nnz, con
         return SSG_ERR_NO_DEVICE;
     }
     ssg_ctx *c = calloc(1, sizeof *c);
+    c->L = -1; /* no result yet */
     c->n = n;
     c->indptr = malloc((n + 1) * 8);
     memcpy(c->indptr, indptr, (n + 1) * 8);
@@ -98,8 +99,14 @@ static uint64_t uniq(uint32_t *a, uint64_t n) {
 }
 
 int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, const int32_t *fan, int32_t L,
-               uint64_t seed, uint32_t epoch, int32_t replace, uint64_t *counts, char *err, size_t len) {
+               uint64_t seed, uint32_t epoch, int32_t replace, uint64_t *counts, uint64_t counts_cap, char *err,
+               size_t len) {
     (void)mode;
+    c->L = -1; /* no result until this call succeeds (as the CUDA library) */
+    if (counts && counts_cap < (uint64_t)L + 1) {
+        set_err(err, len, "counts array too small");
+        return SSG_ERR_INVALID;
+    }
     if (seed == 0xdead) {
         set_err(err, len, "CUDA error cudaErrorLaunchFailure (unspecified launch failure) in fused_kernel launch");
         return SSG_ERR_CUDA;
@@ -168,10 +175,27 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, con
     return SSG_OK;
 }
 
-int ssg_fetch(ssg_ctx *c, uint32_t *fr, int32_t *sa, uint32_t *fin, char *err, size_t len) {
-    (void)err, (void)len;
+int ssg_fetch(ssg_ctx *c, uint32_t *fr, uint64_t fr_cap, int32_t *sa, uint64_t sa_cap, uint32_t *fin,
+              uint64_t fin_cap, char *err, size_t len) {
+    char m[256];
     uint64_t nf = 0, ns = 0;
+    if (c->L < 0) {
+        set_err(err, len, "no result to fetch: call ssg_sample first (a failed ssg_sample leaves none)");
+        return SSG_ERR_INVALID;
+    }
     for (int l = 0; l < c->L; l++) nf += c->counts[l], ns += c->counts[l] * (uint64_t)c->fan[l];
+    /* The capacity checks of the CUDA library, word for word. */
+    const char *name = NULL;
+    uint64_t need = 0, cap = 0;
+    if (fr && fr_cap < nf) name = "frontiers", need = nf, cap = fr_cap;
+    else if (sa && sa_cap < ns) name = "samples", need = ns, cap = sa_cap;
+    else if (fin && fin_cap < c->counts[c->L]) name = "final", need = c->counts[c->L], cap = fin_cap;
+    if (name) {
+        snprintf(m, sizeof m, "%s array too small: the last ssg_sample's result needs %llu elements, capacity %llu",
+                 name, (unsigned long long)need, (unsigned long long)cap);
+        set_err(err, len, m);
+        return SSG_ERR_INVALID;
+    }
     if (fr) memcpy(fr, c->front, nf * 4);
     if (sa) memcpy(sa, c->samp, ns * 4);
     if (fin) memcpy(fin, c->fin, c->counts[c->L] * 4);
@@ -179,8 +203,11 @@ int ssg_fetch(ssg_ctx *c, uint32_t *fr, int32_t *sa, uint32_t *fin, char *err, s
 }
 
 int ssg_count_edges(ssg_ctx *c, uint64_t *edges, char *err, size_t len) {
-    (void)err, (void)len;
     uint64_t ns = 0, m = 0;
+    if (c->L < 0) {
+        set_err(err, len, "no result to count: call ssg_sample first");
+        return SSG_ERR_INVALID;
+    }
     for (int l = 0; l < c->L; l++) ns += c->counts[l] * (uint64_t)c->fan[l];
     for (uint64_t i = 0; i < ns; i++) m += c->samp[i] >= 0;
     *edges = m;

@@ -1,0 +1,19 @@
+package gpu
+
+// Hooks into the engine for the external tests of the C ABI's capacity
+// checks: the Backend's own calls always size their arrays exactly.
+
+// RawSample runs the library's ssg_sample and returns its counts.
+func (b *Backend) RawSample(mode Mode, seeds []uint32, fanouts []int32, seed uint64, ep uint32) ([]uint64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.eng.sample(mode, seeds, fanouts, seed, ep, false)
+}
+
+// RawFetch runs the library's ssg_fetch into the slices, whose lengths
+// are passed as the capacities.
+func (b *Backend) RawFetch(frontiers []uint32, samples []int32, final []uint32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.eng.fetch(frontiers, samples, final)
+}
