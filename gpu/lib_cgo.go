@@ -6,6 +6,7 @@ package gpu
 #cgo LDFLAGS: -ldl
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "streamsampler_gpu.h"
 
@@ -23,12 +24,17 @@ typedef struct {
 	int (*timings)(ssg_ctx *, double *, int);
 } ssg_lib;
 
-static const char *ssg_dlerror(void) {
-	const char *e = dlerror();
-	return e ? e : "unknown dlopen error";
+// ssg_dlopen opens path and, on failure, copies dlerror's message into
+// err in the same C call: dlerror's state is per OS thread, and Go may move
+// the goroutine to another thread between two cgo calls.
+static void *ssg_dlopen(const char *path, char *err, size_t n) {
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *e = dlerror();
+		snprintf(err, n, "%s", e ? e : "unknown dlopen error");
+	}
+	return h;
 }
-
-static void *ssg_dlopen(const char *path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL); }
 
 // ssg_resolve fills l from handle h; it returns the name of the first
 // missing symbol, or NULL.
@@ -115,10 +121,12 @@ func loadLibrary(libPath string) (*library, error) {
 			}
 		}
 		cp := C.CString(p)
-		h := C.ssg_dlopen(cp)
+		eb := (*C.char)(C.calloc(errLen, 1))
+		h := C.ssg_dlopen(cp, eb, errLen)
+		msg := C.GoString(eb)
 		C.free(unsafe.Pointer(cp))
+		C.free(unsafe.Pointer(eb))
 		if h == nil {
-			msg := C.GoString(C.ssg_dlerror())
 			if bare {
 				reasons[i] = "not on the system library path"
 				if !strings.Contains(msg, "cannot open shared object file") {
