@@ -44,12 +44,11 @@ cp "$CARRY/streamsampler" "$CARRY/chunkify" "$FRESH/bin/"
 cd "$FRESH" || exit 99
 echo "fresh tree: $(find . -type f | wc -l) files, no build outputs: $(ls gpu/build 2>&1 | head -1)" >>"$OUT/summary.log"
 
-step make-gpu 400 "make gpu"
-step test-gpu 300 "make test-gpu"
-step sanitize 400 "make -C gpu sanitize"
+step make-gpu 300 "make gpu"
+step test-gpu 150 "make test-gpu"
 edges=""
 [ -f "$CARRY/soc-Slashdot0902.txt.gz" ] && edges="STREAMSAMPLER_GPU_EDGES=$CARRY/soc-Slashdot0902.txt.gz"
-step test-go 300 "$edges make -C gpu test-go GPU_GO_TEST=$CARRY/gpu.test"
+step test-go 150 "$edges make -C gpu test-go GPU_GO_TEST=$CARRY/gpu.test"
 
 # The CLI on a bundled graph; the library is found next to the executable
 # (make gpu installed it into bin/), no --gpu-lib.
@@ -66,7 +65,10 @@ step prepare-gpu-bsp 120 "for e in 0 1; do bin/streamsampler prepare --backend g
 # Byte-identical epoch arrays: gpu (fused, bsp) against emu, every file.
 step cmp-epochs 60 "n=0; for d in $W/state-emu/epoch-*; do for f in \$d/*.u32 \$d/*.i32; do r=\${f#$W/state-emu/}; for o in gpu bsp; do cmp $W/state-emu/\$r $W/state-\$o/\$r || exit 1; n=\$((n+1)); done; done; done; echo \"\$n array files byte-identical (gpu fused and bsp vs emu)\"; [ \$n -gt 0 ]"
 
-step gpu-bench 400 "PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --lib gpu/build/libstreamsampler_gpu.so --reps $REPS --json $OUT/gpu_bench.json"
+step gpu-bench 150 "PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --lib gpu/build/libstreamsampler_gpu.so --reps $REPS --json $OUT/gpu_bench.json"
+
+# Last: the slowest step (the sanitizers slow kernels by orders of magnitude).
+step sanitize ${SANITIZE_TIMEOUT:-200} "make -C gpu sanitize"
 
 echo "failed steps: $fails" >>"$OUT/summary.log"
 exit $fails
