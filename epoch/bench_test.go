@@ -62,40 +62,6 @@ func benchResult() *Result {
 	return benchRes
 }
 
-// BenchmarkSample assembles minibatches of 1024 seeds with each way of
-// finding a node's row: binary search, the dense index, the map index.
-func BenchmarkSample(b *testing.B) {
-	res := benchResult()
-	batches := Batches(res.Layers[0].Frontier, 1024, 1, 0)
-	dense, err := res.Index(0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, c := range []struct {
-		name string
-		ix   *Index
-	}{{"search", nil}, {"dense", dense}, {"map", res.MapIndex()}} {
-		b.Run(c.name, func(b *testing.B) {
-			a := NewAssembler(res, c.ix)
-			edges := 0
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				blk, err := a.Sample(batches[i%len(batches)])
-				if err != nil {
-					b.Fatal(err)
-				}
-				edges += blk.NumEdges()
-			}
-			sec := b.Elapsed().Seconds()
-			b.ReportMetric(sec*1e3/float64(b.N), "ms/batch")
-			b.ReportMetric(float64(edges)/sec, "edges/s")
-			if c.ix != nil {
-				b.ReportMetric(float64(c.ix.Bytes())/(1<<20), "index-MiB")
-			}
-		})
-	}
-}
-
 // BenchmarkNextFrontier compares the methods NextFrontier chooses among,
 // and the naive sort-and-compact as the peer, on the shapes of the
 // benchmark epoch's layers (dense: ids up to 2^20) and a sparse one (ids up

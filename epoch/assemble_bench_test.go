@@ -1,0 +1,178 @@
+package epoch
+
+import (
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// rmatLikeResult builds an epoch shaped like ogbn-products on an R-MAT
+// graph (docs/PERFORMANCE.md, "## serve": scale 21, edge factor 30,
+// symmetrized, ids scrambled) without generating the graph: a node's
+// degree is R-MAT's expectation for its id (Poisson around it) and every
+// sample is an R-MAT endpoint (each of the scale bits set with probability
+// c+d = b+d = 0.24), the degree-biased distribution of a random edge's
+// end. Training nodes are a seeded 8%, fanouts as given. At scale 21,
+// [15,10,5], the frontiers (167 772 → 383 194 → 599 894 → 705 290) are
+// within 10% of the real graph's (167 772 → 374 331 → 560 399 → 644 900),
+// and a minibatch of 1024 has 244 k edges against the real epoch's 245 k.
+func rmatLikeResult(scale uint, fanouts []int, seed uint64) *Result {
+	n := uint32(1) << scale
+	mask := n - 1
+	const mulA, mulB = 0x9E3779B1, 0x85EBCA77 // odd: bijections mod 2^scale
+	perm := func(x uint32) uint32 {
+		x = (x * mulA) & mask
+		x ^= x >> 7
+		return (x * mulB) & mask
+	}
+	invA, invB := inverseOdd(mulA), inverseOdd(mulB)
+	unperm := func(y uint32) uint32 {
+		y = (y * invB) & mask
+		y ^= y>>7 ^ y>>14 ^ y>>21 ^ y>>28
+		return (y * invA) & mask
+	}
+	r := rand.New(rand.NewPCG(seed, 2))
+	endpoint := func() uint32 {
+		var code uint32
+		for b := uint(0); b < scale; b += 8 {
+			w := r.Uint64()
+			for j := uint(0); j < 8 && b+j < scale; j++ {
+				if uint8(w>>(8*j)) < 61 { // 61/256 ≈ 0.24
+					code |= 1 << (b + j)
+				}
+			}
+		}
+		return perm(code)
+	}
+	const avgDegree = 2 * 30
+	degree := func(v uint32) int {
+		ones := bits.OnesCount32(unperm(v))
+		mean := avgDegree * math.Pow(2*0.24, float64(ones)) * math.Pow(2*0.76, float64(int(scale)-ones))
+		if mean > 64 {
+			return 64 // above every fanout
+		}
+		// Poisson by inversion (Knuth); mean <= 64.
+		l, k, p := math.Exp(-mean), 0, 1.0
+		for {
+			p *= r.Float64()
+			if p <= l {
+				return k
+			}
+			k++
+		}
+	}
+	train := randomSeeds(rand.New(rand.NewPCG(seed, 3)), int(n), int(n)*8/100)
+	slices.Sort(train)
+	res := &Result{Key: Key{Seed: seed}}
+	f := train
+	for _, k := range fanouts {
+		s := make([]int32, len(f)*k)
+		for i, v := range f {
+			d := min(degree(v), k)
+			row := s[i*k : (i+1)*k]
+			for t := range row {
+				if t < d {
+					row[t] = int32(endpoint())
+				} else {
+					row[t] = -1
+				}
+			}
+		}
+		res.Layers = append(res.Layers, Layer{Frontier: f, Fanout: k, Samples: s})
+		f = NextFrontier(f, s)
+	}
+	res.Final = f
+	return res
+}
+
+// inverseOdd returns the multiplicative inverse of odd a modulo 2^32.
+func inverseOdd(a uint32) uint32 {
+	x := a // Newton: each step doubles the correct low bits
+	for range 5 {
+		x *= 2 - a*x
+	}
+	return x
+}
+
+var (
+	rmatOnce sync.Once
+	rmatRes  *Result
+)
+
+// rmatBenchResult is the shared products-like Result: scale 21, [15,10,5].
+func rmatBenchResult() *Result {
+	rmatOnce.Do(func() { rmatRes = rmatLikeResult(21, []int{15, 10, 5}, 42) })
+	return rmatRes
+}
+
+// BenchmarkSample assembles minibatches of 1024 seeds with each way of
+// finding a node's row (binary search, the dense index, the map index) on
+// two epochs: "rmat2M", products-like (R-MAT skew, 2^21 nodes; the issue's
+// workload), and "uniform1M" (uniform samples over 2^20 nodes: every hop
+// reaches mostly new nodes, 6× the edges per minibatch). With
+// EPOCH_BENCH_RESULT=dir it also runs on an epoch written by Write
+// ("file"). The goroutine is locked to its thread and the thread's CPU time
+// is reported beside the wall time: edges/cpu-s is the per-core rate of
+// the target (≥ 30 M), steady on a shared machine.
+func BenchmarkSample(b *testing.B) {
+	type epochCase struct {
+		name string
+		res  func() (*Result, error)
+	}
+	cases := []epochCase{
+		{"rmat2M", func() (*Result, error) { return rmatBenchResult(), nil }},
+		{"uniform1M", func() (*Result, error) { return benchResult(), nil }},
+	}
+	if dir := os.Getenv("EPOCH_BENCH_RESULT"); dir != "" {
+		cases = append(cases, epochCase{"file", func() (*Result, error) { return Read(dir) }})
+	}
+	for _, ec := range cases {
+		b.Run(ec.name, func(b *testing.B) {
+			res, err := ec.res()
+			if err != nil {
+				b.Fatal(err)
+			}
+			batches := Batches(res.Layers[0].Frontier, 1024, 1, 0)
+			dense, err := res.Index(0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, c := range []struct {
+				name string
+				ix   *Index
+			}{{"search", nil}, {"dense", dense}, {"map", res.MapIndex()}} {
+				b.Run(c.name, func(b *testing.B) { benchAssembler(b, NewAssembler(res, c.ix), batches) })
+			}
+		})
+	}
+}
+
+func benchAssembler(b *testing.B, a *Assembler, batches [][]uint32) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	edges := 0
+	b.ResetTimer()
+	c0 := threadCPU()
+	for i := 0; i < b.N; i++ {
+		blk, err := a.Sample(batches[i%len(batches)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		edges += blk.NumEdges()
+	}
+	cpu := threadCPU() - c0
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(sec*1e3/float64(b.N), "ms/batch")
+	b.ReportMetric(float64(edges)/sec, "edges/s")
+	b.ReportMetric(cpu*1e3/float64(b.N), "cpu-ms/batch")
+	b.ReportMetric(float64(edges)/cpu, "edges/cpu-s")
+	b.ReportMetric(float64(edges)/float64(b.N), "edges/batch")
+	if a.ix != nil {
+		b.ReportMetric(float64(a.ix.Bytes())/(1<<20), "index-MiB")
+	}
+}
