@@ -71,4 +71,7 @@ step gpu-bench 150 "PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --lib gpu/buil
 step sanitize ${SANITIZE_TIMEOUT:-200} "make -C gpu sanitize"
 
 echo "failed steps: $fails" >>"$OUT/summary.log"
+# The device tool brings back at most 8 files: keep the summary and the
+# benchmark's JSON, pack the step logs.
+(cd "$OUT" && tar -czf logs.tgz -- *.log && find . -maxdepth 1 -name '*.log' ! -name summary.log -delete)
 exit $fails
