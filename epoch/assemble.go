@@ -289,14 +289,17 @@ func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) {
 		// the caches.
 		bySort := !dense && len(dst)*k >= sortRelabelMin
 		a.dstFor = nil // sortedDst's cache is per hop
-		if dense {
+		// The dense table is kept from hop to hop: this hop's dst is the
+		// previous hop's src, already in the table under the local ids they
+		// keep (their positions in dst), so only the seeds are inserted.
+		if dense && h == 0 {
 			a.d.reset(len(a.ix.dense[h]))
-		} else if !bySort || h == 0 {
+		} else if !dense && (!bySort || h == 0) {
 			a.t.reset(min(len(dst)*(1+k), len(r.Final)))
 		}
 		src := append(a.sr[:0], dst...)
 		for i, v := range dst {
-			if bySort && h > 0 {
+			if (bySort || dense) && h > 0 {
 				break // the previous hop's src is distinct by construction
 			}
 			var fresh bool
