@@ -57,8 +57,10 @@ hls-csim:
 gpu:
 	$(MAKE) -C gpu install BIN=$(abspath $(BIN))
 
+# On the GPU machine: the C++ engine tests, then the Go test binary built
+# here (`go test -c -o bin/gpu.test ./gpu/`) when it is present.
 test-gpu:
-	$(MAKE) -C gpu test
+	$(MAKE) -C gpu test test-go GPU_GO_TEST=$(abspath $(BIN)/gpu.test)
 
 # Micro-benchmarks beside the code (ratios against same-run floors).
 bench:
