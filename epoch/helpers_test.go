@@ -13,8 +13,6 @@ type csr struct {
 	adj []uint32
 }
 
-func (g *csr) numNodes() int { return len(g.off) - 1 }
-
 func (g *csr) neighbors(v uint32) []uint32 { return g.adj[g.off[v]:g.off[v+1]] }
 
 // randomGraph draws a graph with n nodes and degrees in [0, maxDeg]; with
