@@ -1,0 +1,130 @@
+package atomicfile
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Test seams: tests replace them to inject failures.
+var (
+	rename = os.Rename
+	fsync  = (*os.File).Sync
+)
+
+// File is a temporary file that replaces its destination on Commit. Until
+// then the destination is untouched. Write to it, then Commit; defer
+// Abort to remove the temporary on every error path.
+//
+// A File is not safe for concurrent use.
+type File struct {
+	f    *os.File
+	path string // destination
+	done bool   // committed or aborted
+}
+
+// Create opens a new temporary file in path's directory that Commit will
+// rename to path. Its mode is perm exactly (the umask does not apply), so
+// that the result does not depend on the environment of the process.
+func Create(path string, perm fs.FileMode) (*File, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(perm.Perm()); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &File{f: f, path: path}, nil
+}
+
+// Name returns the temporary file's path.
+func (f *File) Name() string { return f.f.Name() }
+
+// Write writes to the temporary file.
+func (f *File) Write(p []byte) (int, error) { return f.f.Write(p) }
+
+// Commit fsyncs and closes the temporary file, renames it over the
+// destination and fsyncs the destination's directory. If anything before
+// the rename fails, the temporary is removed and the destination is
+// untouched. If only the directory fsync fails, the error is SyncDir's:
+// the destination already holds the new content, which may not survive a
+// crash.
+// Commit after Commit or Abort returns an error wrapping fs.ErrClosed.
+func (f *File) Commit() error {
+	if f.done {
+		return fmt.Errorf("commit %s: %w", f.path, fs.ErrClosed)
+	}
+	f.done = true
+	tmp := f.f.Name()
+	err := fsync(f.f)
+	if cerr := f.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = rename(tmp, f.path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return SyncDir(filepath.Dir(f.path))
+}
+
+// Rename renames oldpath to newpath, as os.Rename does, and then fsyncs
+// the directories involved so that the rename survives a crash. It is the
+// last step of File.Commit, for callers that write and fsync the
+// temporary themselves.
+func Rename(oldpath, newpath string) error {
+	if err := rename(oldpath, newpath); err != nil {
+		return err
+	}
+	return syncParents(oldpath, newpath)
+}
+
+// syncParents fsyncs newpath's directory and, when it is another one,
+// oldpath's: a rename between directories changes both.
+func syncParents(oldpath, newpath string) error {
+	od, nd := filepath.Dir(oldpath), filepath.Dir(newpath)
+	if err := SyncDir(nd); err != nil {
+		return err
+	}
+	if filepath.Clean(od) != filepath.Clean(nd) {
+		return SyncDir(od)
+	}
+	return nil
+}
+
+// Abort closes and removes the temporary file, leaving the destination
+// untouched. After Commit or a previous Abort it does nothing and returns
+// nil, so "defer f.Abort()" is safe.
+func (f *File) Abort() error {
+	if f.done {
+		return nil
+	}
+	f.done = true
+	f.f.Close() // the file is being discarded: only the removal matters
+	return os.Remove(f.f.Name())
+}
+
+// WriteFile replaces path with data, atomically and durably, with mode
+// perm (exactly; the umask does not apply). On error path is untouched,
+// unless the final directory fsync failed (see File.Commit), and no
+// temporary is left behind.
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	f, err := Create(path, perm)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	return f.Commit()
+}

@@ -1,0 +1,181 @@
+package atomicfile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// makeTree creates dir holding the given files (name → content).
+func makeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readTree returns the files in dir (name → content); nil if dir is absent.
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, e := range ents {
+		m[e.Name()] = mustRead(t, filepath.Join(dir, e.Name()))
+	}
+	return m
+}
+
+func sameTree(a, b map[string]string) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestReplaceDir(t *testing.T) {
+	origRename, origExchange, origSync := rename, exchange, fsync
+	defer func() { rename, exchange, fsync = origRename, origExchange, origSync }()
+	var synced []string
+	fsync = func(f *os.File) error {
+		synced = append(synced, f.Name())
+		return f.Sync()
+	}
+	oldTree := map[string]string{"manifest.json": "old", "stale": "only in the old tree"}
+	newTree := map[string]string{"manifest.json": "new", "edges.chunks": "data"}
+	for _, tc := range []struct {
+		name      string
+		dst       string // "absent", "dir", "empty dir" or "file"
+		exchange  string // "real", "unsupported" or "fail"
+		rename    int    // fail the n-th call of rename (1-based); 0 for none
+		wantErr   bool
+		wantTree  string // "new" or "old": what dst holds afterwards
+		wantNames []string
+	}{
+		{name: "absent", dst: "absent", exchange: "real", wantTree: "new"},
+		{name: "exchange", dst: "dir", exchange: "real", wantTree: "new"},
+		{name: "over an empty dir", dst: "empty dir", exchange: "real", wantTree: "new"},
+		{name: "over a file", dst: "file", exchange: "real", wantTree: "new"},
+		{name: "fallback", dst: "dir", exchange: "unsupported", wantTree: "new"},
+		{name: "exchange fails", dst: "dir", exchange: "fail", wantErr: true, wantTree: "old",
+			wantNames: []string{".out.tmp-1", "out"}},
+		{name: "fallback aside fails", dst: "dir", exchange: "unsupported", rename: 2, wantErr: true, wantTree: "old",
+			wantNames: []string{".out.tmp-1", "out"}},
+		{name: "fallback into place fails", dst: "dir", exchange: "unsupported", rename: 3, wantErr: true, wantTree: "old",
+			wantNames: []string{".out.tmp-1", "out"}},
+		{name: "absent rename fails", dst: "absent", exchange: "real", rename: 1, wantErr: true,
+			wantNames: []string{".out.tmp-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent := t.TempDir()
+			dst := filepath.Join(parent, "out")
+			tmp := filepath.Join(parent, ".out.tmp-1")
+			makeTree(t, tmp, newTree)
+			switch tc.dst {
+			case "dir":
+				makeTree(t, dst, oldTree)
+			case "empty dir":
+				makeTree(t, dst, nil)
+			case "file":
+				if err := os.WriteFile(dst, []byte("a file"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			calls := 0
+			rename = func(a, b string) error {
+				calls++
+				if calls == tc.rename {
+					return errInjected
+				}
+				return os.Rename(a, b)
+			}
+			switch tc.exchange {
+			case "real":
+				exchange = origExchange
+			case "unsupported":
+				exchange = func(string, string) error { return errExchangeUnsupported }
+			case "fail":
+				exchange = func(string, string) error { return errInjected }
+			}
+			synced = nil
+			err := ReplaceDir(tmp, dst)
+			if tc.wantErr != (err != nil) {
+				t.Fatalf("ReplaceDir = %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr && !errors.Is(err, errInjected) {
+				t.Fatalf("ReplaceDir = %v, want the injected error", err)
+			}
+			switch tc.wantTree {
+			case "new":
+				if got := readTree(t, dst); !sameTree(got, newTree) {
+					t.Fatalf("dst holds %v, want the new tree", got)
+				}
+			case "old":
+				if got := readTree(t, dst); !sameTree(got, oldTree) {
+					t.Fatalf("dst holds %v, want the old tree", got)
+				}
+				if got := readTree(t, tmp); !sameTree(got, newTree) {
+					t.Fatalf("tmp holds %v, want the new tree, for the caller to remove", got)
+				}
+			}
+			// The new tree's entries are made durable before the move, the
+			// move itself after it.
+			if len(synced) == 0 || synced[0] != tmp {
+				t.Fatalf("synced %v, want %s first", synced, tmp)
+			}
+			if !tc.wantErr && !slices.Contains(synced, parent) {
+				t.Fatalf("synced %v, want the parent %s", synced, parent)
+			}
+			wantNames := tc.wantNames
+			if wantNames == nil {
+				wantNames = []string{"out"}
+			}
+			if names := entries(t, parent); !slices.Equal(names, wantNames) {
+				t.Fatalf("parent holds %v, want %v", names, wantNames)
+			}
+		})
+	}
+}
+
+// TestReplaceDirExchange checks the Linux exchange itself where it runs:
+// both trees survive the swap, each under the other's name.
+func TestReplaceDirExchange(t *testing.T) {
+	parent := t.TempDir()
+	a, b := filepath.Join(parent, "a"), filepath.Join(parent, "b")
+	makeTree(t, a, map[string]string{"x": "A"})
+	makeTree(t, b, map[string]string{"y": "B"})
+	err := exchangeNames(a, b)
+	if errors.Is(err, errExchangeUnsupported) {
+		t.Skip("no atomic exchange on this platform or file system")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readTree(t, a); !sameTree(got, map[string]string{"y": "B"}) {
+		t.Fatalf("a holds %v", got)
+	}
+	if got := readTree(t, b); !sameTree(got, map[string]string{"x": "A"}) {
+		t.Fatalf("b holds %v", got)
+	}
+	if err := exchangeNames(a, filepath.Join(parent, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("exchange with a missing name = %v, want fs.ErrNotExist", err)
+	}
+}
