@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/streamsampler/streamsampler/internal/atomicfile"
 )
 
 // ChunkInfo describes one chunk of edges.chunks as recorded in the
@@ -184,7 +186,9 @@ func parseManifest(b []byte) (*Manifest, error) {
 // writeManifest writes dir/manifest.json atomically: a temporary file in
 // the same directory, fsynced, renamed over the final name, and the
 // directory fsynced, so that a crash leaves either no manifest or a whole
-// one.
+// one. The temporary is written through createFile, the package's
+// fault-injection seam, under the fixed name manifestTemp that Abort and
+// chunkify's output check know.
 func writeManifest(dir string, m *Manifest) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -192,47 +196,29 @@ func writeManifest(dir string, m *Manifest) error {
 	}
 	b = append(b, '\n')
 	tmp := filepath.Join(dir, manifestTemp)
-	f, err := createFile(tmp)
-	if err != nil {
-		return fmt.Errorf("chunkfmt: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
+	if err := writeSynced(tmp, b); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("chunkfmt: writing %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("chunkfmt: syncing %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("chunkfmt: closing %s: %w", tmp, err)
+		return err
 	}
 	final := filepath.Join(dir, ManifestFile)
-	if err := os.Rename(tmp, final); err != nil {
+	if err := atomicfile.Rename(tmp, final); err != nil {
+		// Either the rename failed (tmp remains) or the directory sync
+		// did (the manifest is in place, but maybe not durably): remove
+		// both, so that the caller's error path sees no manifest. NewWriter
+		// removed any older one, so nothing else is lost.
 		os.Remove(tmp)
-		return fmt.Errorf("chunkfmt: %w", err)
-	}
-	if err := syncDir(dir); err != nil {
-		// The rename may not be durable; do not leave a manifest whose
-		// data files' durability is unknown to the caller's error path.
 		os.Remove(final)
-		return err
+		return fmt.Errorf("chunkfmt: %w", err)
 	}
 	return nil
 }
 
 const manifestTemp = ".manifest.json.tmp"
 
+// syncDir makes the entries of dir durable (NewWriter's removal of an
+// old manifest).
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("chunkfmt: syncing directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return fmt.Errorf("chunkfmt: syncing directory %s: %w", dir, err)
 	}
 	return nil
