@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/streamsampler/streamsampler/internal/atomicfile"
 )
 
 // ErrNotPrepared is returned by State.Advance and Store.Advance when no
@@ -100,7 +102,7 @@ func (s State) Current() (n uint32, ok bool, err error) {
 // is prepared and without pruning.
 func (s State) SetCurrent(n uint32) error {
 	path := filepath.Join(s.Dir, CurrentName)
-	if err := writeFileAtomic(path, []byte(strconv.FormatUint(uint64(n), 10)+"\n")); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(strconv.FormatUint(uint64(n), 10)+"\n"), 0o644); err != nil {
 		return fmt.Errorf("epoch: state: %w", err)
 	}
 	return nil
@@ -192,7 +194,7 @@ func (s State) WriteConfig(v any) error {
 	if err != nil {
 		return fmt.Errorf("epoch: state: config: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(s.Dir, ConfigName), append(data, '\n')); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(s.Dir, ConfigName), append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("epoch: state: config: %w", err)
 	}
 	return nil
@@ -210,39 +212,4 @@ func (s State) ReadConfig(v any) error {
 		return fmt.Errorf("epoch: state: %s: %w", path, err)
 	}
 	return nil
-}
-
-// writeFileAtomic replaces path with data: a synced temporary file beside
-// it, renamed over it, and the directory synced.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err = os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
 }
