@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/streamsampler/streamsampler/internal/atomicfile"
 )
 
 // FormatVersion is the version of the epoch directory layout written by
@@ -195,38 +197,31 @@ func Write(dir string, r *Result, opts WriteOptions) (err error) {
 	if err := writeSynced(filepath.Join(tmp, ManifestName), append(js, '\n')); err != nil {
 		return fmt.Errorf("epoch: write %s: %w", dir, err)
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := install(tmp, dir, opts.Overwrite); err != nil {
 		return fmt.Errorf("epoch: write %s: %w", dir, err)
 	}
-	if err := replaceDir(tmp, dir, opts.Overwrite); err != nil {
-		return fmt.Errorf("epoch: write %s: %w", dir, err)
-	}
-	return syncDir(parent)
+	return nil
 }
 
-// replaceDir renames tmp to dir. An existing dir (when overwriting) is
-// first moved aside and removed afterwards: dir is briefly absent, never
-// partial.
-func replaceDir(tmp, dir string, overwrite bool) error {
+// install moves the finished directory tmp to dir durably. Overwriting,
+// an existing dir is replaced (atomically exchanged on Linux, else moved
+// aside first: dir is briefly absent, never partial). Otherwise a dir that
+// appeared since Write checked is not replaced: fs.ErrExist.
+func install(tmp, dir string, overwrite bool) error {
 	if overwrite {
-		if _, err := os.Lstat(dir); err == nil {
-			old := tmp + ".old"
-			if err := os.Rename(dir, old); err != nil {
-				return err
-			}
-			if err := os.Rename(tmp, dir); err != nil {
-				return err
-			}
-			return os.RemoveAll(old)
-		}
+		return atomicfile.ReplaceDir(tmp, dir)
 	}
+	if err := atomicfile.SyncDir(tmp); err != nil {
+		return err
+	}
+	// Not atomicfile.Rename: only a failed rename may mean "exists".
 	if err := os.Rename(tmp, dir); err != nil {
 		if _, serr := os.Lstat(dir); serr == nil {
 			return fmt.Errorf("%w (%v)", fs.ErrExist, err)
 		}
 		return err
 	}
-	return nil
+	return atomicfile.SyncDir(filepath.Dir(dir))
 }
 
 func writeArray(path string, raw []byte, comp string) (err error) {
@@ -272,21 +267,6 @@ func writeSynced(path string, data []byte) (err error) {
 		return err
 	}
 	return f.Sync()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // checkShape is the cheap part of Validate that Write needs: array lengths
