@@ -18,9 +18,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/streamsampler/streamsampler/internal/atomicfile"
 )
 
 // Magic is the first 8 bytes of an xclbin file.
@@ -575,28 +576,14 @@ func (x *Xclbin) marshalXML() ([]byte, error) {
 	return append([]byte(xml.Header), append(out, '\n')...), nil
 }
 
-// WriteFile writes x to path atomically (temporary file, fsync, rename).
+// WriteFile writes x to path atomically and durably (temporary file,
+// fsync, rename, directory fsync), with mode 0644.
 func WriteFile(path string, x *Xclbin) error {
 	b, err := x.MarshalBinary()
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err = f.Write(b); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("xclbin: write %s: %w", path, err)
 	}
 	return nil
