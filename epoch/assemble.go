@@ -366,15 +366,10 @@ func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) {
 		gs, ed = gs[:j], ed[:j]
 		es := slices.Grow(a.es[:0], len(gs))[:len(gs)]
 		if dense {
-			for j, s := range gs {
-				if int(s) >= len(a.d.loc) {
-					return nil, fmt.Errorf("%w: sample %d of node %d at hop %d is beyond the index's %d nodes", ErrNotInFrontier, s, dst[ed[j]], h+1, len(a.d.loc))
-				}
-				loc, fresh := a.d.insert(s, int32(len(src)))
-				if fresh {
-					src = append(src, s)
-				}
-				es[j] = loc
+			var bad int
+			src, bad = a.d.relabel(src, gs, es)
+			if bad >= 0 {
+				return nil, fmt.Errorf("%w: sample %d of node %d at hop %d is beyond the index's %d nodes", ErrNotInFrontier, gs[bad], dst[ed[bad]], h+1, len(a.d.loc))
 			}
 		} else if bySort {
 			src = a.relabelBySort(src, a.sortedDst(dst), gs, es)
@@ -555,8 +550,9 @@ func (a *Assembler) notInFrontier(h, i int, v uint32) error {
 // each entry packing a generation stamp (high half) with the local id, so
 // that emptying it is O(1) and a lookup is one memory access.
 type denseTable struct {
-	loc []uint64
-	gen uint32
+	loc  []uint64
+	gen  uint32
+	sink uint64 // what relabel's prefetching loads were or'ed into
 }
 
 func (t *denseTable) reset(numNodes int) {
@@ -580,6 +576,67 @@ func (t *denseTable) insert(key uint32, v int32) (int32, bool) {
 	t.loc[key] = uint64(t.gen)<<32 | uint64(uint32(v))
 	return v, true
 }
+
+// relabel sets es[j] to the local id of node gs[j], appending each node
+// not yet in the table to src (whose length is the next local id), and
+// returns src. bad is the first j whose node is beyond the table, or -1;
+// src and es are then partly written.
+//
+// The table is far bigger than the caches and the samples hit it at
+// random, so the time is in cache misses, and the loop is shaped for
+// overlapping them:
+//   - blocks of relabelTouch samples are first only loaded (a tight loop
+//     of independent loads, as many in flight as the CPU allows: a
+//     software prefetch), then relabelled from the cache;
+//   - the relabelling has no data-dependent branch: whether a node is new
+//     is unpredictable (about one sample in three is), and a mispredicted
+//     branch would discard the loads in flight. Every iteration stores its
+//     entry and writes src[n]; a new node bumps n by a conditional move.
+//
+// On the products-like BenchmarkSample/rmat2M/dense, the branch-free loop
+// made the whole assembly about 1.1× faster than inserting with a branch,
+// and the blocks about 1.13× faster again (interleaved runs on one
+// Assembler, 2-core VM).
+func (t *denseTable) relabel(src []uint32, gs []uint32, es []int32) ([]uint32, int) {
+	n := len(src)
+	src = slices.Grow(src, len(gs))
+	buf := src[:cap(src)]
+	loc := t.loc
+	gen := uint64(t.gen) << 32
+	es = es[:len(gs)]
+	for j0 := 0; j0 < len(gs); j0 += relabelTouch {
+		blk := gs[j0:min(j0+relabelTouch, len(gs))]
+		var acc uint64
+		for _, s := range blk {
+			if int(s) < len(loc) {
+				acc |= loc[s]
+			}
+		}
+		t.sink |= acc // keeps the loads
+		for jj, s := range blk {
+			if int(s) >= len(loc) {
+				return buf[:n], j0 + jj
+			}
+			e := loc[s]
+			id := uint32(e)
+			if e < gen { // stale stamp: a new node
+				id = uint32(n)
+			}
+			loc[s] = gen | uint64(id)
+			buf[n] = s
+			es[j0+jj] = int32(id)
+			if id == uint32(n) {
+				n++
+			}
+		}
+	}
+	return buf[:n], -1
+}
+
+// relabelTouch is the block of samples whose table entries relabel loads
+// ahead: enough loads to keep the CPU's miss buffers busy, few enough that
+// the block's lines are still in L1 when they are relabelled.
+const relabelTouch = 64
 
 func (a *Assembler) firstPos(seeds []uint32, v uint32) int {
 	for i, s := range seeds {
