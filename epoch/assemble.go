@@ -207,6 +207,7 @@ type Assembler struct {
 	dstFor      []uint32
 	sa, sb      []uint64 // sample pairs
 	na, nb      []uint64 // new nodes
+	sink        uint64   // what gather's prefetching loads were or'ed into
 }
 
 // NewAssembler returns an Assembler over r; ix (from r.Index or
@@ -351,18 +352,9 @@ func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) {
 				rows = append(rows, int32(row))
 			}
 		}
-		// Branch-free gather: write every sample, advance past valid ones
-		// (padding is scattered unpredictably through the rows).
 		maxEdges := len(rows)*k + 1
 		gs, ed := slices.Grow(a.gs[:0], maxEdges)[:maxEdges], slices.Grow(a.ed[:0], maxEdges)[:maxEdges]
-		j := 0
-		for i, row := range rows {
-			for _, s := range ly.Samples[int(row)*k : int(row)*k+k] {
-				gs[j] = uint32(s)
-				ed[j] = int32(i)
-				j += int(^uint32(s) >> 31)
-			}
-		}
+		j := a.gather(gs, ed, ly.Samples, rows, k)
 		gs, ed = gs[:j], ed[:j]
 		es := slices.Grow(a.es[:0], len(gs))[:len(gs)]
 		if dense {
@@ -393,6 +385,46 @@ func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) {
 	}
 	return b, nil
 }
+
+// gather writes the valid samples of the given rows of samples (k slots a
+// row) to gs, in row and slot order, with the index of each one's row in
+// rows to ed, and returns how many it wrote. gs and ed must hold
+// len(rows)*k+1.
+//
+// The rows are at random places in an array far bigger than the caches.
+// Blocks of gatherTouch rows are first only loaded (both ends of each row,
+// which may straddle two cache lines: a tight loop of independent loads,
+// a software prefetch), then copied from the cache; copying a row of k
+// slots takes too many instructions for the CPU to reach the next rows'
+// misses on its own. The copy is branch-free: every slot is written, and j
+// moves past valid ones only (padding is scattered unpredictably).
+// BenchmarkSample/rmat2M/dense: 1.3× faster than without the blocks.
+func (a *Assembler) gather(gs []uint32, ed []int32, smp []int32, rows []int32, k int) int {
+	j := 0
+	if k < 1 { // an unvalidated Result
+		return 0
+	}
+	for i0 := 0; i0 < len(rows); i0 += gatherTouch {
+		blk := rows[i0:min(i0+gatherTouch, len(rows))]
+		var acc int32
+		for _, row := range blk {
+			acc |= smp[int(row)*k] | smp[int(row)*k+k-1]
+		}
+		a.sink |= uint64(acc) // keeps the loads
+		for ii, row := range blk {
+			i := int32(i0 + ii)
+			for _, s := range smp[int(row)*k : int(row)*k+k] {
+				gs[j] = uint32(s)
+				ed[j] = i
+				j += int(^uint32(s) >> 31)
+			}
+		}
+	}
+	return j
+}
+
+// gatherTouch is the block of rows gather loads ahead.
+const gatherTouch = 32
 
 // mergeRatio: Sample finds rows by sorting and merging rather than by
 // binary search when len(dst)·mergeRatio >= len(frontier). A variable so
