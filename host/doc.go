@@ -6,5 +6,8 @@
 //
 // It also holds the in-memory reference sampler (Reference), a plain
 // implementation of DESIGN §4 over an adjacency held in memory. Every
-// backend's output is tested for exact equality against it.
+// backend's output is tested for exact equality against it. SampleBlocks
+// is its per-minibatch counterpart: one batch's blocks sampled from
+// scratch, DGL-style, the peer the epoch assembly is measured against
+// (package hostbench).
 package host

@@ -5,8 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/host/hostbench"
 )
 
 // TestBenchRuns runs the benchmark end to end on a small graph: it must
@@ -19,7 +18,7 @@ func TestBenchRuns(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var r benchReport
+	var r hostbench.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v: %q", err, out)
 	}
@@ -37,36 +36,5 @@ func TestBenchRuns(t *testing.T) {
 	human, _, code := cli(t, "bench", "--graph", dir, "--runs", "1", "--fanouts", "5,5", "--max-batches", "3")
 	if code != 0 || !strings.Contains(human, "overall") || !strings.Contains(human, "PASS blocks identical") {
 		t.Fatalf("human report (exit %d):\n%s", code, human)
-	}
-}
-
-// TestMinibatchSamplerMatchesAssembly checks the benchmark's peer against
-// the epoch assembly directly, including with replacement.
-func TestMinibatchSamplerMatchesAssembly(t *testing.T) {
-	_, g := testGraph(t, 3000, 6, 8192)
-	for _, rep := range []bool{false, true} {
-		key := epoch.Key{Seed: 9, Epoch: 2, Replace: rep}
-		train := make([]uint32, 0, 300)
-		for v := uint32(0); v < 3000; v += 10 {
-			train = append(train, v)
-		}
-		res, err := host.Reference(g, train, []int{7, 4, 3}, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms := &minibatchSampler{g: g, fanouts: []int{7, 4, 3}, key: key}
-		for _, b := range epoch.Batches(train, 64, 1, 2) {
-			x, err := res.Sample(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			y, err := ms.sample(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !sameBlocks(x, y) {
-				t.Fatalf("replace=%v: blocks differ for batch starting %d", rep, b[0])
-			}
-		}
 	}
 }

@@ -57,7 +57,7 @@ func TestPrepareAdvanceSampleRoundTrip(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "current epoch "+itoa(uint32(want))) {
 			t.Fatalf("advance: %d %q %s", code, out, e)
 		}
-		g, err := loadCSR(graph)
+		g, err := host.LoadCSR(graph)
 		if err != nil {
 			t.Fatal(err)
 		}

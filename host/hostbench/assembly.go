@@ -1,0 +1,115 @@
+package hostbench
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/host"
+)
+
+// identityChecks is how many minibatches are compared block for block
+// with the per-minibatch sampler (the timing passes only count edges).
+const identityChecks = 20
+
+// measureAssembly times assembling the minibatches of res's epoch against
+// host.SampleBlocks on the same minibatches over an in-memory CSR, and
+// checks that the two build identical blocks.
+func measureAssembly(ctx context.Context, cfg Config, res *epoch.Result, train []uint32, fan []int) (*Assembly, error) {
+	batches := epoch.Batches(train, cfg.BatchSize, cfg.Seed, res.Key.Epoch)
+	if cfg.MaxBatches > 0 && len(batches) > cfg.MaxBatches {
+		batches = batches[:cfg.MaxBatches]
+	}
+	a := &Assembly{Fanouts: fan, BatchSize: cfg.BatchSize, Batches: len(batches)}
+	ix, err := res.Index(0)
+	if err != nil {
+		return nil, err
+	}
+	as := epoch.NewAssembler(res, ix)
+	csr, err := host.LoadCSR(cfg.Graph)
+	if err != nil {
+		return nil, err
+	}
+	base := func(seeds []uint32) (*epoch.Blocks, error) { return host.SampleBlocks(csr, seeds, fan, res.Key) }
+
+	// One goroutine on one locked OS thread assembles every batch, so the
+	// thread's CPU time is the single core's work, whatever else the
+	// machine runs; wall time is reported beside it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pass := func(f func([]uint32) (*epoch.Blocks, error)) (wall, cpu float64, edges int64, err error) {
+		c0 := threadCPU()
+		t0 := time.Now()
+		for _, b := range batches {
+			blk, err := f(b)
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			edges += int64(blk.NumEdges())
+		}
+		return time.Since(t0).Seconds(), threadCPU() - c0, edges, nil
+	}
+	var walls, cpus, bwalls, bcpus []float64
+	for range cfg.Runs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// Alternate the two so that both see the same machine.
+		w, c, e, err := pass(as.Sample)
+		if err != nil {
+			return nil, err
+		}
+		walls, cpus, a.Edges = append(walls, w), append(cpus, c), e
+		w, c, _, err = pass(base)
+		if err != nil {
+			return nil, err
+		}
+		bwalls, bcpus = append(bwalls, w), append(bcpus, c)
+	}
+	n := float64(len(batches))
+	t, c, bt, bc := Median(walls), Median(cpus), Median(bwalls), Median(bcpus)
+	e := float64(a.Edges)
+	a.MsPerBatch, a.EdgesPerS = ratio(t*1e3, n), ratio(e, t)
+	a.CPUMsPerBatch, a.EdgesPerCPUS = ratio(c*1e3, n), ratio(e, c)
+	a.BaselineMsPerBat, a.BaselineEdgesPS = ratio(bt*1e3, n), ratio(e, bt)
+	a.BaselineCPUMsPerBat, a.BaselineEdgesPerCPUS = ratio(bc*1e3, n), ratio(e, bc)
+	a.Speedup = ratio(bc, c)
+	// The two must agree exactly: same rng contract, same block order.
+	a.IdenticalBlocks = true
+	for i := 0; i < min(len(batches), identityChecks); i++ {
+		x, err1 := as.Sample(batches[i])
+		y, err2 := base(batches[i])
+		if err1 != nil || err2 != nil || !sameBlocks(x, y) {
+			a.IdenticalBlocks = false
+		}
+	}
+	a.PassVsBaseline = a.Speedup >= 1
+	a.PassEdgesPerCore = a.EdgesPerCPUS >= 30e6
+	return a, nil
+}
+
+// ratio is x/y, or 0 when y is not positive (no batches, or a pass too
+// short for the clock): a report must stay finite to be JSON.
+func ratio(x, y float64) float64 {
+	if y <= 0 {
+		return 0
+	}
+	return x / y
+}
+
+// sameBlocks compares two minibatches field by field (slices.Equal takes
+// a nil slice for an empty one).
+func sameBlocks(a, b *epoch.Blocks) bool {
+	if a.Epoch != b.Epoch || !slices.Equal(a.Seeds, b.Seeds) || len(a.Hops) != len(b.Hops) {
+		return false
+	}
+	for h := range a.Hops {
+		x, y := a.Hops[h], b.Hops[h]
+		if !slices.Equal(x.Dst, y.Dst) || !slices.Equal(x.Src, y.Src) || !slices.Equal(x.EdgeSrc, y.EdgeSrc) || !slices.Equal(x.EdgeDst, y.EdgeDst) {
+			return false
+		}
+	}
+	return true
+}
