@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/internal/atomicfile"
+	"github.com/streamsampler/streamsampler/internal/npy"
 )
 
 func init() { register(newSampleCmd) }
@@ -96,13 +96,15 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 		return err
 	}
 	var w io.Writer = cmd.OutOrStdout()
-	var f *os.File
+	var af *atomicfile.File
 	if o.out != "" {
-		if f, err = os.Create(o.out); err != nil {
+		// Temp + fsync + rename: a failed or interrupted write leaves any
+		// previous file whole and no partial one.
+		if af, err = atomicfile.Create(o.out, 0o644); err != nil {
 			return err
 		}
-		defer f.Close()
-		w = f
+		defer af.Abort()
+		w = af
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	switch o.format {
@@ -116,8 +118,8 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 	if err == nil {
 		err = bw.Flush()
 	}
-	if err == nil && f != nil {
-		err = f.Close()
+	if err == nil && af != nil {
+		err = af.Commit()
 	}
 	return err
 }
@@ -149,34 +151,29 @@ func writeBlocksSummary(w io.Writer, b *epoch.Blocks) error {
 	return err
 }
 
+// writeBlocksNPZ writes epoch (a scalar), seeds and hopH_{dst,src,
+// edge_src,edge_dst} for H = 1..L as an uncompressed .npz.
 func writeBlocksNPZ(w io.Writer, b *epoch.Blocks) error {
-	arrays := []npzArray{
-		{"epoch", func(w io.Writer) error {
-			return writeNPY(w, "<u4", 1, func(w io.Writer) error { return npyData(w, []uint32{b.Epoch}) }, true)
-		}},
-		{"seeds", func(w io.Writer) error { return npyU32(w, b.Seeds) }},
+	z := npy.NewNPZWriter(w)
+	if err := npy.AddScalar(z, "epoch", b.Epoch); err != nil {
+		return err
+	}
+	if err := npy.AddArray(z, "seeds", b.Seeds); err != nil {
+		return err
 	}
 	for h := range b.Hops {
 		hop := &b.Hops[h]
 		p := fmt.Sprintf("hop%d_", h+1)
-		arrays = append(arrays,
-			npzArray{p + "dst", func(w io.Writer) error { return npyU32(w, hop.Dst) }},
-			npzArray{p + "src", func(w io.Writer) error { return npyU32(w, hop.Src) }},
-			npzArray{p + "edge_src", func(w io.Writer) error { return npyI32(w, hop.EdgeSrc) }},
-			npzArray{p + "edge_dst", func(w io.Writer) error { return npyI32(w, hop.EdgeDst) }},
-		)
+		for _, err := range []error{
+			npy.AddArray(z, p+"dst", hop.Dst),
+			npy.AddArray(z, p+"src", hop.Src),
+			npy.AddArray(z, p+"edge_src", hop.EdgeSrc),
+			npy.AddArray(z, p+"edge_dst", hop.EdgeDst),
+		} {
+			if err != nil {
+				return err
+			}
+		}
 	}
-	return writeNPZ(w, arrays)
-}
-
-func npyData(w io.Writer, a []uint32) error {
-	var sb strings.Builder
-	for _, v := range a {
-		sb.WriteByte(byte(v))
-		sb.WriteByte(byte(v >> 8))
-		sb.WriteByte(byte(v >> 16))
-		sb.WriteByte(byte(v >> 24))
-	}
-	_, err := io.WriteString(w, sb.String())
-	return err
+	return z.Close()
 }

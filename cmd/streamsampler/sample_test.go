@@ -153,3 +153,34 @@ func TestSampleSummary(t *testing.T) {
 		t.Fatalf("summary (exit %d, %s):\n%s\nwant:\n%s", code, e, got, want)
 	}
 }
+
+// TestSampleOutputAtomic: -o writes exactly what stdout would get, leaves
+// no temporary behind, and a failing sample leaves the previous file
+// whole.
+func TestSampleOutputAtomic(t *testing.T) {
+	state, _ := preparedState(t)
+	js, e, code := cli(t, "sample", "--state", state, "--seeds", "14,7,21")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "b.json")
+	if err := os.WriteFile(out, []byte("previous"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, e, code := cli(t, "sample", "--state", state, "--seeds", "14,7,21", "-o", out); code != 0 {
+		t.Fatal(e)
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != js {
+		t.Fatalf("-o file (%v) differs from stdout", err)
+	}
+	if _, e, code := cli(t, "sample", "--state", state, "--seeds", "14,14", "-o", out); code == 0 {
+		t.Fatalf("duplicate seeds accepted: %s", e)
+	}
+	if b, _ := os.ReadFile(out); string(b) != js {
+		t.Fatal("a failed sample changed the previous output")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("directory holds %d entries, want only the output", len(ents))
+	}
+}

@@ -1,0 +1,9 @@
+// Package npy writes NumPy's .npy array format (version 1.0) and .npz
+// archives of them, which numpy.load opens without any other dependency.
+//
+// Only what a writer of little-endian numeric arrays needs is here: a
+// header (dtype descriptor, shape, C order) padded so that the data starts
+// on a 64-byte boundary, as NumPy itself writes it, then the raw
+// little-endian data. Readers of .npy live with their callers (ingest
+// reads node-id lists).
+package npy
