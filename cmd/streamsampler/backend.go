@@ -4,8 +4,10 @@ import (
 	"errors"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/internal/progress"
 )
@@ -15,6 +17,8 @@ type backendFlags struct {
 	Backend string
 	Devices int
 	Xclbin  string
+	// GPU holds the --gpu-* flags, registered by backend_gpu.go.
+	GPU gpuOptions
 	// OnChunk, if set, receives each chunk read (progress reporting).
 	OnChunk func(layer, chunk int, bytes int64)
 }
@@ -23,7 +27,24 @@ func (b *backendFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&b.Backend, "backend", "emu", "sampling engine: emu (emulated SmartSSD), xrt (SmartSSD via XRT, needs -tags xrt) or gpu")
 	cmd.Flags().IntVar(&b.Devices, "devices", 1, "number of devices to stream over")
 	cmd.Flags().StringVar(&b.Xclbin, "xclbin", "", "kernel binary for --backend xrt")
+	if addGPUFlags != nil {
+		addGPUFlags(cmd.Flags(), &b.GPU)
+	}
 }
+
+// gpuOptions configure the GPU engine (--gpu-lib, --gpu-device, --gpu-uva,
+// --gpu-mode, --gpu-timeout); only commands that open a backend have them.
+type gpuOptions struct {
+	Lib     string
+	Device  int
+	UVA     bool
+	Mode    string
+	Timeout time.Duration
+}
+
+// addGPUFlags registers the gpuOptions flags; backend_gpu.go assigns it
+// in an init function, beside openGPUBackend.
+var addGPUFlags func(fs *pflag.FlagSet, g *gpuOptions)
 
 // errGPUNotBuiltIn is returned for --backend gpu until backend_gpu.go
 // sets openGPUBackend.

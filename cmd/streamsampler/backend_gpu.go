@@ -10,43 +10,35 @@ import (
 	"github.com/streamsampler/streamsampler/host"
 )
 
-// The GPU engine's own flags. They live on pflag.CommandLine, which cobra
-// adds to the root command's persistent flags, so that this file alone
-// wires --backend gpu in.
-var gpuFlags struct {
-	lib     string
-	device  int
-	uva     bool
-	mode    string
-	timeout time.Duration
-}
-
 var _ host.Backend = (*gpu.Backend)(nil)
 
+// init wires --backend gpu in: the --gpu-* flags join the backend flag
+// group of the commands that open a backend, and openBackend can open it.
 func init() {
-	fs := pflag.CommandLine
-	fs.StringVar(&gpuFlags.lib, "gpu-lib", "", "path of "+gpu.LibName+" for --backend gpu (default: $"+gpu.EnvLib+", then next to the executable, then the system library path)")
-	fs.IntVar(&gpuFlags.device, "gpu-device", 0, "CUDA device index for --backend gpu")
-	fs.BoolVar(&gpuFlags.uva, "gpu-uva", false, "--backend gpu: keep the graph in pinned host memory, read over UVA (for graphs larger than GPU memory)")
-	fs.StringVar(&gpuFlags.mode, "gpu-mode", "fused", "--backend gpu engine: fused (one persistent multi-hop kernel) or bsp (one kernel per hop)")
-	fs.DurationVar(&gpuFlags.timeout, "gpu-timeout", time.Minute, "--backend gpu: watchdog on every GPU wait")
+	addGPUFlags = func(fs *pflag.FlagSet, g *gpuOptions) {
+		fs.StringVar(&g.Lib, "gpu-lib", "", "path of "+gpu.LibName+" for --backend gpu (default: $"+gpu.EnvLib+", then next to the executable, then the system library path)")
+		fs.IntVar(&g.Device, "gpu-device", 0, "CUDA device index for --backend gpu")
+		fs.BoolVar(&g.UVA, "gpu-uva", false, "--backend gpu: keep the graph in pinned host memory, read over UVA (for graphs larger than GPU memory)")
+		fs.StringVar(&g.Mode, "gpu-mode", "fused", "--backend gpu engine: fused (one persistent multi-hop kernel) or bsp (one kernel per hop)")
+		fs.DurationVar(&g.Timeout, "gpu-timeout", time.Minute, "--backend gpu: watchdog on every GPU wait")
+	}
 	openGPUBackend = openGPU
 }
 
 // openGPU loads the CUDA library, reads the graph's CSR from its chunks
 // and copies it to the GPU; the graph directory is closed again since the
 // backend keeps its own copy.
-func openGPU(graphDir string, _ backendFlags) (host.Backend, error) {
-	mode, err := gpu.ParseMode(gpuFlags.mode)
+func openGPU(graphDir string, b backendFlags) (host.Backend, error) {
+	mode, err := gpu.ParseMode(b.GPU.Mode)
 	if err != nil {
-		return nil, usagef("--gpu-mode %q: want fused or bsp", gpuFlags.mode)
+		return nil, usagef("--gpu-mode %q: want fused or bsp", b.GPU.Mode)
 	}
 	g, err := chunkfmt.Open(graphDir)
 	if err != nil {
 		return nil, err
 	}
 	defer g.Close()
-	be, err := gpu.Open(gpuFlags.lib, gpuFlags.device, g, gpu.Options{Mode: mode, UVA: gpuFlags.uva, Timeout: gpuFlags.timeout})
+	be, err := gpu.Open(b.GPU.Lib, b.GPU.Device, g, gpu.Options{Mode: mode, UVA: b.GPU.UVA, Timeout: b.GPU.Timeout})
 	if err != nil {
 		return nil, fmt.Errorf("--backend gpu: %w", err)
 	}

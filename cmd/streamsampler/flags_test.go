@@ -76,3 +76,34 @@ func FuzzParseFanouts(f *testing.F) {
 		}
 	})
 }
+
+// TestGPUFlagsOnlyWhereABackendOpens: the --gpu-* flags belong to the
+// backend flag group, so the commands that open a backend have them (with
+// their defaults) and the others reject them.
+func TestGPUFlagsOnlyWhereABackendOpens(t *testing.T) {
+	gpuFlags := map[string]string{"gpu-lib": "", "gpu-device": "0", "gpu-uva": "false", "gpu-mode": "fused", "gpu-timeout": "1m0s"}
+	root := newRootCmd()
+	with := map[string]bool{"prepare": true, "run": true, "bench": true, "serve": true}
+	seen := 0
+	for _, c := range root.Commands() {
+		for name, def := range gpuFlags {
+			f := c.Flags().Lookup(name)
+			if with[c.Name()] {
+				if f == nil || f.DefValue != def {
+					t.Errorf("%s: --%s missing or default %v, want %q", c.Name(), name, f, def)
+				}
+			} else if f != nil || c.InheritedFlags().Lookup(name) != nil {
+				t.Errorf("%s: has --%s but opens no backend", c.Name(), name)
+			}
+		}
+		if with[c.Name()] {
+			seen++
+		}
+	}
+	if seen != len(with) {
+		t.Fatalf("found %d of the %d backend commands", seen, len(with))
+	}
+	if _, e, code := cli(t, "info", "--gpu-lib", "x"); code == 0 || !strings.Contains(e, "unknown flag: --gpu-lib") {
+		t.Fatalf("info --gpu-lib: exit %d, %s", code, e)
+	}
+}
