@@ -55,10 +55,24 @@ type Writer struct {
 	f  syncWriter
 	bw *bufio.Writer
 
-	next  uint32   // id of the next node to append
-	start uint32   // first node of the chunk being built
-	hdr   []uint32 // [n_nodes, start_node, rel off_0, rel off_1, ...]: becomes the chunk header
-	nb    []uint32 // neighbors of the chunk being built
+	next   uint32   // id of the next node to append
+	start  uint32   // first node of the chunk being built
+	hdr    []uint32 // [n_nodes, start_node, rel off_0, rel off_1, ...]: becomes the chunk header
+	nb     []uint32 // neighbors of the chunk being built
+	hint   uint64   // SizeHint's bound on the neighbor words still to come
+	hinted bool
+
+	// Streaming: when SizeHint shows that every node left fits in the
+	// chunk being started, that chunk is the last one and its node count
+	// is known, hence where its neighbors start. They then go straight to
+	// the file (after a zero placeholder for the header, written for real
+	// at the end) instead of into nb: no chunk buffer, and the write to
+	// the page cache overlaps the caller's work instead of following it.
+	wa       io.WriterAt // the file, when it supports positioned writes
+	off      int64       // file offset of the chunk being built
+	stream   bool
+	streamed uint64 // neighbors streamed so far in this chunk
+	crcRest  uint32 // CRC-32C of what follows the header, so far
 
 	chunks    []ChunkInfo
 	numEdges  uint64
@@ -99,6 +113,7 @@ func NewWriter(dir string, numNodes uint32, chunkSize int64, opts Options) (*Wri
 	if err != nil {
 		return nil, fmt.Errorf("chunkfmt: %w", err)
 	}
+	wa, _ := f.(io.WriterAt)
 	return &Writer{
 		CreatedBy: "streamsampler/chunkfmt",
 		dir:       dir,
@@ -109,8 +124,19 @@ func NewWriter(dir string, numNodes uint32, chunkSize int64, opts Options) (*Wri
 		f:         f,
 		bw:        bufio.NewWriterSize(f, writeBufSize),
 		hdr:       []uint32{0, 0},
+		wa:        wa,
 	}, nil
 }
+
+// SizeHint tells the writer that the nodes still to be appended hold at
+// most about words neighbors in all, so that it can size its chunk buffer
+// once (min(chunk size, words)) instead of growing it: growing copies the
+// buffer and, for a large chunk, briefly holds the old and new copies.
+// A hint larger than what comes only costs memory.
+//
+// The bound must hold: once the writer streams the last chunk (see
+// Writer's comment on streaming) a node beyond it fails the Append.
+func (w *Writer) SizeHint(words uint64) { w.hint, w.hinted = words, true }
 
 // Next is the id of the node the next Append describes.
 func (w *Writer) Next() uint32 { return w.next }
@@ -141,21 +167,52 @@ func (w *Writer) Append(adj []uint32) error {
 	if headerWords(1)+d > w.capWords {
 		return w.fail(&NodeTooLargeError{Node: node, Degree: len(adj), ChunkSize: w.chunkSize, MinChunkSize: MinChunkSizeFor(len(adj))})
 	}
-	n := uint64(len(w.hdr) - 2)
-	if n > 0 && headerWords(n+1)+uint64(len(w.nb))+d > w.capWords {
+	if n := uint64(len(w.hdr) - 2); !w.stream && n > 0 && headerWords(n+1)+uint64(len(w.nb))+d > w.capWords {
 		if err := w.flush(false); err != nil {
 			return w.fail(err)
 		}
+	}
+	if len(w.hdr) == 2 && !w.stream && w.hinted && w.wa != nil {
+		if rest := uint64(w.numNodes - node); headerWords(rest)+w.hint <= w.capWords {
+			if err := w.startStream(rest); err != nil {
+				return w.fail(err)
+			}
+		}
+	}
+	if w.stream {
+		if d > w.hint {
+			return w.fail(fmt.Errorf("chunkfmt: node %d: %d neighbors, more than the %d that SizeHint left", node, d, w.hint))
+		}
+		w.hdr = append(w.hdr, uint32(w.streamed))
+		if err := w.put(wordBytes(adj)); err != nil {
+			return w.fail(err)
+		}
+		w.streamed += d
+		w.hint -= d
+		w.next++
+		w.numEdges += d
+		if uint32(d) > w.maxDegree {
+			w.maxDegree = uint32(d)
+		}
+		return nil
 	}
 	if need := uint64(len(w.nb)) + d; need > uint64(cap(w.nb)) {
 		// Grow geometrically but never past one chunk's worth of words:
 		// with 512 MiB chunks, append's own growth could overshoot by
 		// hundreds of MiB.
-		nc := min(max(need, 2*uint64(cap(w.nb)), 1<<16), w.capWords)
+		nc := min(max(need, 2*uint64(cap(w.nb)), 1<<16, uint64(len(w.nb))+w.hint), w.capWords)
 		nb := make([]uint32, len(w.nb), nc)
 		copy(nb, w.nb)
 		w.nb = nb
+		if w.hint > 0 && cap(w.hdr) == 2 {
+			// The header grows by one word per node: size it with the
+			// same bound (nodes left, capped at one chunk).
+			hdr := make([]uint32, len(w.hdr), min(uint64(w.numNodes-node)+3, w.capWords))
+			copy(hdr, w.hdr)
+			w.hdr = hdr
+		}
 	}
+	w.hint -= min(w.hint, d)
 	w.hdr = append(w.hdr, uint32(len(w.nb)))
 	w.nb = append(w.nb, adj...)
 	w.next++
@@ -196,9 +253,137 @@ func (w *Writer) check(node uint32, adj []uint32) error {
 	return fmt.Errorf("chunkfmt: internal error: node %d: adjacency rejected without a defect", node)
 }
 
+// startStream begins the last chunk, of nodes nodes, in streaming mode:
+// a placeholder for its header, then neighbors as they are appended.
+func (w *Writer) startStream(nodes uint64) error {
+	w.stream, w.streamed, w.crcRest = true, 0, 0
+	if uint64(cap(w.hdr)) < headerWords(nodes) {
+		hdr := make([]uint32, len(w.hdr), headerWords(nodes))
+		copy(hdr, w.hdr)
+		w.hdr = hdr
+	}
+	w.nb = nil
+	for left := int64(headerWords(nodes)) * 4; left > 0; {
+		k := min(left, int64(len(zeros)))
+		if _, err := w.bw.Write(zeros[:k]); err != nil {
+			return fmt.Errorf("chunkfmt: writing %s: %w", filepath.Join(w.dir, ChunksFile), err)
+		}
+		left -= k
+	}
+	return nil
+}
+
+// put writes b after the header of a streamed chunk.
+func (w *Writer) put(b []byte) error {
+	w.crcRest = crc32.Update(w.crcRest, castagnoli, b)
+	if _, err := w.bw.Write(b); err != nil {
+		return fmt.Errorf("chunkfmt: writing %s: %w", filepath.Join(w.dir, ChunksFile), err)
+	}
+	return nil
+}
+
+// flushStream finishes a streamed chunk: zero fill to the sector
+// boundary, then the real header over the placeholder; the chunk's CRC
+// joins the header's CRC to that of the rest.
+func (w *Writer) flushStream() error {
+	n := uint32(len(w.hdr) - 2)
+	e := w.streamed
+	base := headerWords(uint64(n))
+	if uint64(len(w.hdr)+1) != base || uint64(w.numNodes-w.start) != uint64(n) {
+		return fmt.Errorf("chunkfmt: internal error: streamed chunk has %d nodes, planned %d", n, w.numNodes-w.start)
+	}
+	w.hdr[0] = n
+	w.hdr[1] = w.start
+	for i := 2; i < len(w.hdr); i++ {
+		w.hdr[i] += uint32(base)
+	}
+	w.hdr = append(w.hdr, uint32(base+e))
+	used := int64(base+e) * 4
+	stored := roundUp(used)
+	for fill := stored - used; fill > 0; {
+		k := min(fill, int64(len(zeros)))
+		if err := w.put(zeros[:k]); err != nil {
+			return err
+		}
+		fill -= k
+	}
+	path := filepath.Join(w.dir, ChunksFile)
+	if err := w.bw.Flush(); err != nil {
+		return fmt.Errorf("chunkfmt: writing %s: %w", path, err)
+	}
+	hb := wordBytes(w.hdr)
+	if _, err := w.wa.WriteAt(hb, w.off); err != nil {
+		return fmt.Errorf("chunkfmt: writing %s: %w", path, err)
+	}
+	crc := crc32cCombine(crc32.Update(0, castagnoli, hb), w.crcRest, stored-int64(len(hb)))
+	w.chunks = append(w.chunks, ChunkInfo{
+		Start: w.start, End: w.start + n, NNodes: n, NEdges: e,
+		BytesUsed: used, FillBytes: stored - used, CRC32C: crc,
+	})
+	w.start += n
+	w.off += stored
+	w.hdr = w.hdr[:2]
+	w.stream = false
+	return nil
+}
+
+// crc32cCombine returns the CRC-32C of A||B from crc1 = CRC(A), crc2 =
+// CRC(B) and len2 = len(B) (zlib's crc32_combine: multiply crc1 by x^(8
+// len2) in GF(2) with matrix squaring, O(log len2)).
+func crc32cCombine(crc1, crc2 uint32, len2 int64) uint32 {
+	if len2 <= 0 {
+		return crc1 ^ crc2
+	}
+	var even, odd [32]uint32
+	odd[0] = 0x82F63B78 // the Castagnoli polynomial, reflected
+	row := uint32(1)
+	for n := 1; n < 32; n++ {
+		odd[n] = row
+		row <<= 1
+	}
+	gf2Square(&even, &odd) // two zero bits
+	gf2Square(&odd, &even) // four zero bits
+	for {
+		gf2Square(&even, &odd) // the first time: one zero byte
+		if len2&1 != 0 {
+			crc1 = gf2Times(&even, crc1)
+		}
+		if len2 >>= 1; len2 == 0 {
+			break
+		}
+		gf2Square(&odd, &even)
+		if len2&1 != 0 {
+			crc1 = gf2Times(&odd, crc1)
+		}
+		if len2 >>= 1; len2 == 0 {
+			break
+		}
+	}
+	return crc1 ^ crc2
+}
+
+func gf2Times(mat *[32]uint32, vec uint32) uint32 {
+	var sum uint32
+	for i := 0; vec != 0; i, vec = i+1, vec>>1 {
+		if vec&1 != 0 {
+			sum ^= mat[i]
+		}
+	}
+	return sum
+}
+
+func gf2Square(square, mat *[32]uint32) {
+	for n := range 32 {
+		square[n] = gf2Times(mat, mat[n])
+	}
+}
+
 // flush writes the chunk being built: header, neighbors and zero fill up
 // to chunkSize, or, for the last chunk, up to the next sector boundary.
 func (w *Writer) flush(last bool) error {
+	if w.stream {
+		return w.flushStream()
+	}
 	n := uint32(len(w.hdr) - 2)
 	e := uint32(len(w.nb))
 	base := uint32(headerWords(uint64(n)))
@@ -239,6 +424,7 @@ func (w *Writer) flush(last bool) error {
 		BytesUsed: used, FillBytes: stored - used, CRC32C: crc,
 	})
 	w.start += n
+	w.off += stored
 	w.hdr = w.hdr[:2]
 	w.nb = w.nb[:0]
 	return nil

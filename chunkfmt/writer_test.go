@@ -605,3 +605,94 @@ func TestFormatDocExample(t *testing.T) {
 		t.Fatalf("manifest chunk %+v", c)
 	}
 }
+
+// writeHinted writes adj like writeGraph, after SizeHint(hint) when hint
+// is not negative, and returns the directory or the first error.
+func writeHinted(t *testing.T, adj [][]uint32, chunkSize int64, opts Options, hint int64) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	w, err := NewWriter(dir, uint32(len(adj)), chunkSize, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hint >= 0 {
+		w.SizeHint(uint64(hint))
+	}
+	for _, a := range adj {
+		if err := w.Append(a); err != nil {
+			w.Abort()
+			return dir, err
+		}
+	}
+	return dir, w.Close()
+}
+
+// TestSizeHint checks that a hinted writer (pre-sized buffer, or the last
+// chunk streamed to the file with its header written afterwards) writes
+// exactly the bytes of an unhinted one, and that a hint exceeded while
+// streaming is an error, not a corrupt file.
+func TestSizeHint(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for iter := 0; iter < 20; iter++ {
+		n := 1 + r.Uint32N(400)
+		chunkSize := int64(512 * (1 + r.IntN(8)))
+		if iter%3 == 0 {
+			chunkSize = 1 << 20 // the whole graph in one (streamed) chunk
+		}
+		dedup := r.IntN(2) == 0
+		adj := randomGraph(r, n, min(int(chunkSize/4)-4, 300), dedup)
+		var total int64
+		for _, a := range adj {
+			total += int64(len(a))
+		}
+		ref, err := writeHinted(t, adj, chunkSize, Options{Dedup: dedup}, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, hint := range []int64{total, total + 1 + r.Int64N(100), 1 << 40} {
+			dir, err := writeHinted(t, adj, chunkSize, Options{Dedup: dedup}, hint)
+			if err != nil {
+				t.Fatalf("n %d chunk %d hint %d (total %d): %v", n, chunkSize, hint, total, err)
+			}
+			for _, f := range []string{ChunksFile, IndexFile, ManifestFile} {
+				a, _ := os.ReadFile(filepath.Join(ref, f))
+				b, err := os.ReadFile(filepath.Join(dir, f))
+				if err != nil || !bytes.Equal(a, b) {
+					t.Fatalf("n %d chunk %d hint %d (total %d): %s differs from the unhinted writer's (%v)", n, chunkSize, hint, total, f, err)
+				}
+			}
+			if err := Verify(dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if total > 0 && headerWords(uint64(n))+uint64(total) <= uint64(chunkSize/4) {
+			// The writer streams from node 0 and must notice the lie.
+			dir, err := writeHinted(t, adj, chunkSize, Options{Dedup: dedup}, total-1)
+			if err == nil || !strings.Contains(err.Error(), "SizeHint") {
+				t.Fatalf("hint below the total: err %v", err)
+			}
+			if _, serr := os.Stat(filepath.Join(dir, ChunksFile)); !errors.Is(serr, fs.ErrNotExist) {
+				t.Fatalf("hint below the total: %s left behind (%v)", ChunksFile, serr)
+			}
+		}
+	}
+}
+
+func TestCRC32CCombine(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, la := range []int{0, 1, 7, 100, 4096} {
+		for _, lb := range []int{0, 1, 3, 64, 5000, 1 << 16} {
+			a, b := make([]byte, la), make([]byte, lb)
+			for i := range a {
+				a[i] = byte(r.Uint32())
+			}
+			for i := range b {
+				b[i] = byte(r.Uint32())
+			}
+			want := crc32.Checksum(append(slices.Clone(a), b...), castagnoli)
+			if got := crc32cCombine(crc32.Checksum(a, castagnoli), crc32.Checksum(b, castagnoli), int64(lb)); got != want {
+				t.Fatalf("len %d+%d: combine %08x, want %08x", la, lb, got, want)
+			}
+		}
+	}
+}

@@ -806,6 +806,7 @@ func (b *builder) pass3() error {
 		w.CreatedBy = b.o.CreatedBy
 	}
 	b.writer = w
+	w.SizeHint(b.entries) // an upper bound: dedup and self-loops only shrink it
 	csr := b.csrWords()
 	pos := b.pos
 	workers := max(1, runtime.GOMAXPROCS(0))
