@@ -173,6 +173,16 @@ func testSampleMatchesBruteForce(t *testing.T) {
 	}
 }
 
+// TestSampleWithoutPrefetch runs the brute-force comparison with the
+// touching loads that replace prefetch instructions on other machines.
+func TestSampleWithoutPrefetch(t *testing.T) {
+	defer func(p bool) { usePrefetch = p }(usePrefetch)
+	for _, p := range []bool{false, havePrefetch} {
+		usePrefetch = p
+		t.Run(fmt.Sprintf("prefetch=%v", p), testSampleMatchesBruteForce)
+	}
+}
+
 func TestSampleErrors(t *testing.T) { eachLookup(t, testSampleErrors) }
 
 func testSampleErrors(t *testing.T) {
