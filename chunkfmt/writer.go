@@ -74,6 +74,12 @@ type Writer struct {
 	streamed uint64 // neighbors streamed so far in this chunk
 	crcRest  uint32 // CRC-32C of what follows the header, so far
 
+	// Background fsync: every syncEvery bytes written, an fsync runs in
+	// a goroutine so that the device writes the file while the caller
+	// fills the rest, and the final fsync only has the tail left.
+	unsynced int64
+	syncing  chan error // the fsync in flight, nil when none
+
 	chunks    []ChunkInfo
 	numEdges  uint64
 	maxDegree uint32
@@ -279,6 +285,49 @@ func (w *Writer) put(b []byte) error {
 	if _, err := w.bw.Write(b); err != nil {
 		return fmt.Errorf("chunkfmt: writing %s: %w", filepath.Join(w.dir, ChunksFile), err)
 	}
+	w.unsynced += int64(len(b))
+	return w.backgroundSync()
+}
+
+// syncEvery is how many bytes are written between background fsyncs (a
+// variable for the fault tests).
+var syncEvery int64 = 64 << 20
+
+// backgroundSync starts an fsync of what was written so far when
+// syncEvery bytes have been written since the last one and none is in
+// flight, and reports the failure of a finished one.
+func (w *Writer) backgroundSync() error {
+	if w.syncing != nil {
+		select {
+		case err := <-w.syncing:
+			w.syncing = nil
+			if err != nil {
+				return fmt.Errorf("chunkfmt: syncing %s: %w", filepath.Join(w.dir, ChunksFile), err)
+			}
+		default:
+			return nil
+		}
+	}
+	if w.unsynced >= syncEvery {
+		w.unsynced = 0
+		ch := make(chan error, 1)
+		f := w.f
+		go func() { ch <- f.Sync() }()
+		w.syncing = ch
+	}
+	return nil
+}
+
+// waitSync waits for the background fsync in flight, if any.
+func (w *Writer) waitSync() error {
+	if w.syncing == nil {
+		return nil
+	}
+	err := <-w.syncing
+	w.syncing = nil
+	if err != nil {
+		return fmt.Errorf("chunkfmt: syncing %s: %w", filepath.Join(w.dir, ChunksFile), err)
+	}
 	return nil
 }
 
@@ -427,7 +476,8 @@ func (w *Writer) flush(last bool) error {
 	w.off += stored
 	w.hdr = w.hdr[:2]
 	w.nb = w.nb[:0]
-	return nil
+	w.unsynced += stored
+	return w.backgroundSync()
 }
 
 // fail records err as the writer's final error.
@@ -471,6 +521,9 @@ func (w *Writer) finish() error {
 		return fmt.Errorf("chunkfmt: writing %s: %w", path, err)
 	}
 	w.hdr, w.nb = nil, nil
+	if err := w.waitSync(); err != nil {
+		return err
+	}
 	f := w.f
 	w.f = nil
 	if err := f.Sync(); err != nil {
@@ -541,6 +594,7 @@ func (w *Writer) Abort() error {
 		w.err = ErrClosed
 	}
 	if w.f != nil {
+		w.waitSync()
 		w.f.Close()
 		w.f = nil
 	}

@@ -411,6 +411,15 @@ func (f *faultyFile) Write(b []byte) (int, error) {
 	return f.File.Write(b)
 }
 
+func (f *faultyFile) WriteAt(b []byte, off int64) (int, error) {
+	if int64(len(b)) > *f.budget {
+		*f.budget = 0
+		return 0, errDiskFull
+	}
+	*f.budget -= int64(len(b))
+	return f.File.WriteAt(b, off)
+}
+
 func (f *faultyFile) Sync() error {
 	if f.syncFail {
 		return errDiskFull
@@ -430,48 +439,64 @@ func TestWriteFaults(t *testing.T) {
 	orig := createFile
 	defer func() { createFile = orig }()
 	limits := []int64{0, 1, 511, 1024, 1025, total / 2, total - 1, total, total + 3, total + infoLen, total + infoLen + 10}
-	for _, limit := range limits {
-		for _, syncFail := range []bool{false, true} {
-			if syncFail && limit != 0 {
-				continue
-			}
-			budget := limit
-			if syncFail {
-				budget = 1 << 40
-			}
-			createFile = func(name string) (syncWriter, error) {
-				f, err := os.Create(name)
+	var edges uint64
+	for _, a := range adj {
+		edges += uint64(len(a))
+	}
+	defer func(s int64) { syncEvery = s }(syncEvery)
+	// hinted: SizeHint makes the last chunk stream (header written last,
+	// with WriteAt) and background fsyncs run every 2 KiB.
+	for _, hinted := range []bool{false, true} {
+		syncEvery = 64 << 20
+		if hinted {
+			syncEvery = 2048
+		}
+		for _, limit := range limits {
+			for _, syncFail := range []bool{false, true} {
+				if syncFail && limit != 0 {
+					continue
+				}
+				budget := limit
+				if syncFail {
+					budget = 1 << 40
+				}
+				createFile = func(name string) (syncWriter, error) {
+					f, err := os.Create(name)
+					if err != nil {
+						return nil, err
+					}
+					return &faultyFile{File: f, budget: &budget, syncFail: syncFail}, nil
+				}
+				dir := t.TempDir()
+				w, err := NewWriter(dir, uint32(len(adj)), 1024, Options{})
 				if err != nil {
-					return nil, err
+					t.Fatal(err)
 				}
-				return &faultyFile{File: f, budget: &budget, syncFail: syncFail}, nil
-			}
-			dir := t.TempDir()
-			w, err := NewWriter(dir, uint32(len(adj)), 1024, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var werr error
-			for _, a := range adj {
-				if werr = w.Append(a); werr != nil {
-					break
+				if hinted {
+					w.SizeHint(edges)
 				}
-			}
-			cerr := w.Close()
-			if !errors.Is(cerr, errDiskFull) {
-				t.Fatalf("limit %d sync %v: Close = %v (Append %v), want the injected error", limit, syncFail, cerr, werr)
-			}
-			if werr != nil && !errors.Is(werr, errDiskFull) {
-				t.Fatalf("limit %d: Append = %v", limit, werr)
-			}
-			if !strings.Contains(cerr.Error(), dir) {
-				t.Fatalf("limit %d: error %q does not name the file", limit, cerr)
-			}
-			if names := dirFiles(t, dir); len(names) != 0 {
-				t.Fatalf("limit %d: files left: %v", limit, names)
-			}
-			if _, err := ReadManifest(dir); !errors.Is(err, ErrNoManifest) {
-				t.Fatalf("limit %d: %v", limit, err)
+				var werr error
+				for _, a := range adj {
+					if werr = w.Append(a); werr != nil {
+						break
+					}
+				}
+				cerr := w.Close()
+				if !errors.Is(cerr, errDiskFull) {
+					t.Fatalf("limit %d sync %v: Close = %v (Append %v), want the injected error", limit, syncFail, cerr, werr)
+				}
+				if werr != nil && !errors.Is(werr, errDiskFull) {
+					t.Fatalf("limit %d: Append = %v", limit, werr)
+				}
+				if !strings.Contains(cerr.Error(), dir) {
+					t.Fatalf("limit %d: error %q does not name the file", limit, cerr)
+				}
+				if names := dirFiles(t, dir); len(names) != 0 {
+					t.Fatalf("limit %d: files left: %v", limit, names)
+				}
+				if _, err := ReadManifest(dir); !errors.Is(err, ErrNoManifest) {
+					t.Fatalf("limit %d: %v", limit, err)
+				}
 			}
 		}
 	}
