@@ -326,12 +326,10 @@ func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) {
 		// on a 1M-node epoch; BenchmarkSample).
 		rows := a.rows[:0]
 		if dense {
-			p := a.ix.dense[h]
-			for i, v := range dst {
-				if int(v) >= len(p) || p[v] < 0 {
-					return nil, a.notInFrontier(h, i, v)
-				}
-				rows = append(rows, p[v])
+			var bad int
+			rows, bad = denseRows(rows, a.ix.dense[h], dst)
+			if bad >= 0 {
+				return nil, a.notInFrontier(h, bad, dst[bad])
 			}
 		} else if f := ly.Frontier; a.ix == nil && len(dst)*mergeRatio >= len(f) {
 			// Many lookups: sort them and walk the frontier once instead of
@@ -437,6 +435,29 @@ func (a *Assembler) gather(gs []uint32, ed []int32, smp []int32, rows []int32, k
 	return j
 }
 
+// denseRows appends the position of each dst node in the frontier of
+// index p to rows (as gather, prefetching the next block's entries) and
+// returns it; bad is the index in dst of the first node missing from the
+// frontier, or -1.
+func denseRows(rows []int32, p []int32, dst []uint32) ([]int32, int) {
+	pf := usePrefetch && len(p) > 0
+	if pf {
+		prefetchIdx4(&p[0], dst[:min(rowsPrefetch, len(dst))])
+	}
+	for i0 := 0; i0 < len(dst); i0 += rowsPrefetch {
+		if next := i0 + rowsPrefetch; pf && next < len(dst) {
+			prefetchIdx4(&p[0], dst[next:min(next+rowsPrefetch, len(dst))])
+		}
+		for ii, v := range dst[i0:min(i0+rowsPrefetch, len(dst))] {
+			if int(v) >= len(p) || p[v] < 0 {
+				return rows, i0 + ii
+			}
+			rows = append(rows, p[v])
+		}
+	}
+	return rows, -1
+}
+
 // Rows (gather) and samples (relabel) taken per block: with prefetch
 // instructions, the next block is requested while this one is worked on
 // (16 and 32 measured best among 8 to 128); with touching loads, the block
@@ -446,6 +467,7 @@ const (
 	gatherTouch     = 32
 	relabelPrefetch = 32
 	relabelTouch    = 64
+	rowsPrefetch    = 32 // denseRows
 )
 
 // usePrefetch selects prefetch instructions over touching loads; a
