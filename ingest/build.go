@@ -633,13 +633,16 @@ func (b *builder) csrWords() []uint32 {
 var errChanged = errors.New("the input changed between the two passes (a node has more edges than counted)")
 
 // scatterer places edges into the CSR with one worker per range of
-// source nodes (ranges of equal entry counts). Every worker sees every
-// batch but writes only its own nodes' cursors and CSR region, so the
-// workers never share a cache line of pos or csr, and each one's random
-// writes fall in a smaller region.
+// source nodes (ranges of equal entry counts). The producer splits each
+// batch by range, branch-free, into one (source, value) list per worker,
+// so that every worker reads only its own entries (rather than every
+// batch, skipping half on an unpredictable branch) and writes only its
+// own nodes' cursors and CSR region: the workers never share a cache line
+// of pos or csr, and each one's random writes fall in a smaller region.
 type scatterer struct {
 	b      *builder
 	csr    []uint32
+	bnd    []uint32 // bnd[k] is the first node of worker k+1
 	chans  []chan *scatterBatch
 	free   chan *scatterBatch
 	wg     sync.WaitGroup
@@ -649,8 +652,8 @@ type scatterer struct {
 }
 
 type scatterBatch struct {
-	p    []uint32
-	left atomic.Int32
+	parts [][]uint32 // per worker: (source, value) words
+	left  atomic.Int32
 }
 
 func (b *builder) newScatterer(csr []uint32) *scatterer {
@@ -661,7 +664,12 @@ func (b *builder) newScatterer(csr []uint32) *scatterer {
 	}
 	s := &scatterer{b: b, csr: csr, chans: make([]chan *scatterBatch, w), free: make(chan *scatterBatch, 2*w+2), errs: make([]error, w)}
 	for range cap(s.free) {
-		s.free <- &scatterBatch{p: make([]uint32, 0, 2*buildBatch)}
+		bt := &scatterBatch{parts: make([][]uint32, w)}
+		for k := range bt.parts {
+			// Room for an even share; split grows a part that needs more.
+			bt.parts[k] = make([]uint32, 0, 2*buildBatch/w+64)
+		}
+		s.free <- bt
 	}
 	lo := uint32(0)
 	for k := range w {
@@ -671,10 +679,11 @@ func (b *builder) newScatterer(csr []uint32) *scatterer {
 			target := b.entries * uint64(k+1) / uint64(w)
 			hi = uint32(sortSearch(int(n), func(i int) bool { return b.pos[i] >= target }))
 			hi = max(hi, lo)
+			s.bnd = append(s.bnd, hi)
 		}
 		s.chans[k] = make(chan *scatterBatch, cap(s.free))
 		s.wg.Add(1)
-		go s.work(k, lo, hi)
+		go s.work(k)
 		lo = hi
 	}
 	return s
@@ -693,18 +702,86 @@ func sortSearch(n int, f func(int) bool) int {
 	return i
 }
 
-// add hands a batch (copied) to every worker.
+// add splits a batch by worker (stored source, value) and hands each
+// worker its part. p may hold more edges than buildBatch; it is split.
 func (s *scatterer) add(p []uint32) error {
+	for len(p) > 2*buildBatch {
+		if err := s.add(p[:2*buildBatch]); err != nil {
+			return err
+		}
+		p = p[2*buildBatch:]
+	}
 	if s.failed.Load() {
 		return errChanged
 	}
 	bt := <-s.free
-	bt.p = append(bt.p[:0], p...)
+	s.split(bt, p)
 	bt.left.Store(int32(len(s.chans)))
 	for _, c := range s.chans {
 		c <- bt
 	}
 	return nil
+}
+
+// split writes the stored entries of the edges in p into bt.parts by the
+// worker owning their source. The worker index is computed without a
+// branch (a comparison per boundary, summed as 0/1).
+func (s *scatterer) split(bt *scatterBatch, p []uint32) {
+	parts := bt.parts
+	var fill [64]int
+	cnt := fill[:len(parts)]
+	if len(cnt) > len(fill) {
+		cnt = make([]int, len(parts))
+	}
+	for k := range parts {
+		parts[k] = parts[k][:cap(parts[k])]
+	}
+	bnd := s.bnd
+	owner := func(u uint32) int {
+		w := 0
+		for _, b := range bnd {
+			w += b2i(u >= b)
+		}
+		return w
+	}
+	put := func(u, v uint32) {
+		w := owner(u)
+		d, c := parts[w], cnt[w]
+		if c+2 > len(d) {
+			d = slices.Grow(d[:c], max(c, 64))
+			d = d[:cap(d)]
+			parts[w] = d
+		}
+		d[c] = u
+		d[c+1] = v
+		cnt[w] = c + 2
+	}
+	switch {
+	case s.b.o.Symmetrize:
+		for k := 0; k+1 < len(p); k += 2 {
+			u, v := p[k], p[k+1]
+			put(u, v)
+			put(v, u)
+		}
+	case s.b.o.Reverse:
+		for k := 0; k+1 < len(p); k += 2 {
+			put(p[k+1], p[k])
+		}
+	default:
+		for k := 0; k+1 < len(p); k += 2 {
+			put(p[k], p[k+1])
+		}
+	}
+	for k := range parts {
+		parts[k] = parts[k][:cnt[k]]
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // stop waits for the workers and returns the first error; idempotent.
@@ -724,11 +801,11 @@ func (s *scatterer) stop() error {
 	return nil
 }
 
-func (s *scatterer) work(k int, lo, hi uint32) {
+func (s *scatterer) work(k int) {
 	defer s.wg.Done()
 	for bt := range s.chans[k] {
 		if s.errs[k] == nil {
-			if s.errs[k] = s.b.scatter(s.csr, bt.p, lo, hi); s.errs[k] != nil {
+			if s.errs[k] = s.b.placePairs(s.csr, bt.parts[k]); s.errs[k] != nil {
 				s.failed.Store(true)
 			}
 		}
@@ -738,45 +815,20 @@ func (s *scatterer) work(k int, lo, hi uint32) {
 	}
 }
 
-// scatter places the edges whose stored source lies in [lo, hi) at their
-// source's cursor, advancing it. The checks catch an input that changed
-// between the passes before it could write outside the CSR.
-func (b *builder) scatter(csr []uint32, p []uint32, lo, hi uint32) error {
+// placePairs places (source, value) words at their sources' cursors,
+// advancing them. The check catches an input that changed between the
+// passes before it could write outside the CSR.
+func (b *builder) placePairs(csr []uint32, p []uint32) error {
 	pos := b.pos
-	span := hi - lo
 	limit := uint64(len(csr))
-	put := func(u, v uint32) bool {
+	for k := 0; k+1 < len(p); k += 2 {
+		u := p[k]
 		c := pos[u]
 		if c >= limit {
-			return false
+			return errChanged
 		}
-		csr[c] = v
+		csr[c] = p[k+1]
 		pos[u] = c + 1
-		return true
-	}
-	switch {
-	case b.o.Symmetrize:
-		for k := 0; k+1 < len(p); k += 2 {
-			u, v := p[k], p[k+1]
-			if u-lo < span && !put(u, v) {
-				return errChanged
-			}
-			if v-lo < span && !put(v, u) {
-				return errChanged
-			}
-		}
-	case b.o.Reverse:
-		for k := 0; k+1 < len(p); k += 2 {
-			if v := p[k+1]; v-lo < span && !put(v, p[k]) {
-				return errChanged
-			}
-		}
-	default:
-		for k := 0; k+1 < len(p); k += 2 {
-			if u := p[k]; u-lo < span && !put(u, p[k+1]) {
-				return errChanged
-			}
-		}
 	}
 	return nil
 }
