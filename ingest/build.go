@@ -662,12 +662,13 @@ func (b *builder) newScatterer(csr []uint32) *scatterer {
 	if b.entries < 1<<16 || n < uint32(w) {
 		w = 1
 	}
-	s := &scatterer{b: b, csr: csr, chans: make([]chan *scatterBatch, w), free: make(chan *scatterBatch, 2*w+2), errs: make([]error, w)}
+	s := &scatterer{b: b, csr: csr, chans: make([]chan *scatterBatch, w), free: make(chan *scatterBatch, w+2), errs: make([]error, w)}
 	for range cap(s.free) {
 		bt := &scatterBatch{parts: make([][]uint32, w)}
 		for k := range bt.parts {
-			// Room for an even share; split grows a part that needs more.
-			bt.parts[k] = make([]uint32, 0, 2*buildBatch/w+64)
+			// Room for an even share and some; split grows a part that
+			// needs more.
+			bt.parts[k] = make([]uint32, 0, 2*buildBatch/w*9/8+64)
 		}
 		s.free <- bt
 	}
@@ -729,8 +730,10 @@ func (s *scatterer) add(p []uint32) error {
 func (s *scatterer) split(bt *scatterBatch, p []uint32) {
 	parts := bt.parts
 	var fill [64]int
-	cnt := fill[:len(parts)]
-	if len(cnt) > len(fill) {
+	var cnt []int
+	if len(parts) <= len(fill) {
+		cnt = fill[:len(parts)]
+	} else {
 		cnt = make([]int, len(parts))
 	}
 	for k := range parts {

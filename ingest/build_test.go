@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -344,5 +345,35 @@ func TestBuildParallelPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameAdj(t, readGraph(t, out), want)
+	}
+}
+
+// TestBuildWorkerCounts repeats the parallel-path check with worker counts
+// other than the machine's (an odd count, and more workers than pass 2's
+// split keeps counters for on its stack) and with the graph in one chunk,
+// which the writer streams, as well as in many.
+func TestBuildWorkerCounts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const n, m = 5000, 80000
+	pairs := make([]uint32, 0, 2*m)
+	for range m {
+		u := uint32(rng.IntN(n) * rng.IntN(n) / n)
+		pairs = append(pairs, u, uint32(rng.IntN(n)))
+	}
+	in := writeFile(t, t.TempDir(), "g.bin32", bin32(pairs))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{3, 70} {
+		runtime.GOMAXPROCS(procs)
+		for _, o := range []BuildOptions{
+			{Dedup: true},
+			{Symmetrize: true, Dedup: true, SelfLoops: "drop", ChunkSize: 16 << 10},
+		} {
+			want := naiveBuild(pairs, n, o)
+			out := filepath.Join(t.TempDir(), "g")
+			if _, err := Build(context.Background(), []string{in}, out, o); err != nil {
+				t.Fatal(err)
+			}
+			sameAdj(t, readGraph(t, out), want)
+		}
 	}
 }
