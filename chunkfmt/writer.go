@@ -71,8 +71,8 @@ type Writer struct {
 	wa       io.WriterAt // the file, when it supports positioned writes
 	off      int64       // file offset of the chunk being built
 	stream   bool
-	streamed uint64 // neighbors streamed so far in this chunk
-	crcRest  uint32 // CRC-32C of what follows the header, so far
+	streamed uint64  // neighbors streamed so far in this chunk
+	tee      *crcTee // under bw: CRCs the streamed chunk's bytes after its header
 
 	// Background fsync: every syncEvery bytes written, an fsync runs in
 	// a goroutine so that the device writes the file while the caller
@@ -120,6 +120,7 @@ func NewWriter(dir string, numNodes uint32, chunkSize int64, opts Options) (*Wri
 		return nil, fmt.Errorf("chunkfmt: %w", err)
 	}
 	wa, _ := f.(io.WriterAt)
+	tee := &crcTee{w: f, from: -1}
 	return &Writer{
 		CreatedBy: "streamsampler/chunkfmt",
 		dir:       dir,
@@ -128,7 +129,8 @@ func NewWriter(dir string, numNodes uint32, chunkSize int64, opts Options) (*Wri
 		capWords:  uint64(chunkSize / 4),
 		opts:      opts,
 		f:         f,
-		bw:        bufio.NewWriterSize(f, writeBufSize),
+		bw:        bufio.NewWriterSize(tee, writeBufSize),
+		tee:       tee,
 		hdr:       []uint32{0, 0},
 		wa:        wa,
 	}, nil
@@ -262,7 +264,8 @@ func (w *Writer) check(node uint32, adj []uint32) error {
 // startStream begins the last chunk, of nodes nodes, in streaming mode:
 // a placeholder for its header, then neighbors as they are appended.
 func (w *Writer) startStream(nodes uint64) error {
-	w.stream, w.streamed, w.crcRest = true, 0, 0
+	w.stream, w.streamed = true, 0
+	w.tee.from, w.tee.crc = w.off+int64(headerWords(nodes))*4, 0
 	if uint64(cap(w.hdr)) < headerWords(nodes) {
 		hdr := make([]uint32, len(w.hdr), headerWords(nodes))
 		copy(hdr, w.hdr)
@@ -279,14 +282,37 @@ func (w *Writer) startStream(nodes uint64) error {
 	return nil
 }
 
-// put writes b after the header of a streamed chunk.
+// put writes b after the header of a streamed chunk. The CRC is taken
+// below the bufio buffer, over its 1 MiB flushes: per node (a few dozen
+// bytes) the call overhead would cost more than the checksum.
 func (w *Writer) put(b []byte) error {
-	w.crcRest = crc32.Update(w.crcRest, castagnoli, b)
 	if _, err := w.bw.Write(b); err != nil {
 		return fmt.Errorf("chunkfmt: writing %s: %w", filepath.Join(w.dir, ChunksFile), err)
 	}
-	w.unsynced += int64(len(b))
-	return w.backgroundSync()
+	if w.unsynced += int64(len(b)); w.unsynced >= syncEvery {
+		return w.backgroundSync()
+	}
+	return nil
+}
+
+// crcTee passes writes to w and keeps the CRC-32C of the bytes at file
+// offsets from onwards (from < 0: none).
+type crcTee struct {
+	w    io.Writer
+	pos  int64 // bytes passed so far
+	from int64
+	crc  uint32
+}
+
+func (t *crcTee) Write(b []byte) (int, error) {
+	n, err := t.w.Write(b)
+	if t.from >= 0 {
+		if skip := t.from - t.pos; skip < int64(n) {
+			t.crc = crc32.Update(t.crc, castagnoli, b[max(skip, 0):n])
+		}
+	}
+	t.pos += int64(n)
+	return n, err
 }
 
 // syncEvery is how many bytes are written between background fsyncs (a
@@ -364,7 +390,8 @@ func (w *Writer) flushStream() error {
 	if _, err := w.wa.WriteAt(hb, w.off); err != nil {
 		return fmt.Errorf("chunkfmt: writing %s: %w", path, err)
 	}
-	crc := crc32cCombine(crc32.Update(0, castagnoli, hb), w.crcRest, stored-int64(len(hb)))
+	crc := crc32cCombine(crc32.Update(0, castagnoli, hb), w.tee.crc, stored-int64(len(hb)))
+	w.tee.from = -1
 	w.chunks = append(w.chunks, ChunkInfo{
 		Start: w.start, End: w.start + n, NNodes: n, NEdges: e,
 		BytesUsed: used, FillBytes: stored - used, CRC32C: crc,

@@ -518,7 +518,10 @@ func TestWriteFaults(t *testing.T) {
 // disk, is the peer and the CPU cost of the format shows.
 func BenchmarkWriter(b *testing.B) {
 	g := randomCSR(21, 2_000_000, 8)
-	b.Run("fsync", func(b *testing.B) { benchWriter(b, g, true) })
+	b.Run("fsync", func(b *testing.B) { benchWriter(b, g, true, false) })
+	// streamed: the whole graph in one chunk with SizeHint, as chunkify
+	// builds graphs smaller than a chunk: no chunk buffer, header last.
+	b.Run("streamed-fsync", func(b *testing.B) { benchWriter(b, g, true, true) })
 	b.Run("nosync", func(b *testing.B) {
 		orig := createFile
 		defer func() { createFile = orig }()
@@ -529,7 +532,7 @@ func BenchmarkWriter(b *testing.B) {
 			}
 			return noSync{f}, nil
 		}
-		benchWriter(b, g, false)
+		benchWriter(b, g, false, false)
 	})
 }
 
@@ -537,9 +540,28 @@ type noSync struct{ *os.File }
 
 func (noSync) Sync() error { return nil }
 
-func benchWriter(b *testing.B, g *csrGraph, fsync bool) {
+func benchWriter(b *testing.B, g *csrGraph, fsync, streamed bool) {
 	dir := b.TempDir()
-	const chunkSize = 16 << 20
+	chunkSize := int64(16 << 20)
+	writeCSR := writeCSR
+	if streamed {
+		chunkSize = 128 << 20
+		writeCSR = func(tb testing.TB, dir string, g *csrGraph, chunkSize int64) {
+			w, err := NewWriter(dir, g.numNodes(), chunkSize, Options{})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			w.SizeHint(uint64(len(g.nb)))
+			for v := uint32(0); v < g.numNodes(); v++ {
+				if err := w.Append(g.adj(v)); err != nil {
+					tb.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
 	writeCSR(b, filepath.Join(dir, "ref"), g, chunkSize)
 	data, err := os.ReadFile(filepath.Join(dir, "ref", ChunksFile))
 	if err != nil {
