@@ -19,6 +19,7 @@ import (
 	"unsafe"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/internal/atomicfile"
 	"github.com/streamsampler/streamsampler/internal/progress"
 )
 
@@ -194,45 +195,13 @@ func checkOutput(out string, force bool) error {
 	return nil
 }
 
-var errExchangeUnsupported = errors.New("rename exchange unsupported")
-
-// install moves the finished graph in tmp to out: a rename when out does
-// not exist; otherwise an atomic exchange (Linux), or rename-aside where
-// that is unsupported; then the old graph is removed.
+// install moves the finished graph in tmp to out durably: a rename when
+// out does not exist; otherwise an atomic exchange (Linux), or rename-aside
+// where that is unsupported; the old graph is removed once the swap is
+// durable.
 func install(tmp, out string) error {
-	if err := os.Rename(tmp, out); err == nil {
-		return syncDir(filepath.Dir(out))
-	} else if _, serr := os.Lstat(out); serr != nil {
+	if err := atomicfile.ReplaceDir(tmp, out); err != nil {
 		return fmt.Errorf("build: moving the finished graph into place: %w", err)
-	}
-	if err := exchange(tmp, out); err == nil {
-		if err := os.RemoveAll(tmp); err != nil {
-			return fmt.Errorf("build: removing the replaced graph (now at %s): %w", tmp, err)
-		}
-		return syncDir(filepath.Dir(out))
-	} else if !errors.Is(err, errExchangeUnsupported) {
-		return fmt.Errorf("build: swapping the finished graph into place: %w", err)
-	}
-	old := tmp + ".old"
-	if err := os.Rename(out, old); err != nil {
-		return fmt.Errorf("build: moving the old graph aside: %w", err)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		os.Rename(old, out)
-		return fmt.Errorf("build: moving the finished graph into place: %w", err)
-	}
-	os.RemoveAll(old)
-	return syncDir(filepath.Dir(out))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("build: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("build: syncing %s: %w", dir, err)
 	}
 	return nil
 }

@@ -4,15 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
+
+	"github.com/streamsampler/streamsampler/internal/atomicfile"
 )
 
 // RMATOptions parameterises the R-MAT generator. The defaults (zero A, B,
@@ -207,23 +206,18 @@ func encodePairs(p []uint32, format Format, buf []byte) []byte {
 // WriteRMATFile generates an R-MAT graph into path atomically: into a
 // temporary file beside it, synced, then renamed. On any failure or
 // cancellation the temporary file is removed and path is untouched.
-func WriteRMATFile(ctx context.Context, path string, o RMATOptions, format Format) (err error) {
+func WriteRMATFile(ctx context.Context, path string, o RMATOptions, format Format) error {
 	if format == FormatAuto {
 		format = formatByName(path)
 		if format == FormatAuto {
 			format = FormatText
 		}
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return fmt.Errorf("rmat: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+	defer f.Abort()
 	bw := bufio.NewWriterSize(f, 4<<20)
 	if err := GenerateRMAT(ctx, bw, o, format); err != nil {
 		return err
@@ -231,20 +225,8 @@ func WriteRMATFile(ctx context.Context, path string, o RMATOptions, format Forma
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("rmat: writing %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("rmat: syncing %s: %w", path, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
+	if err := f.Commit(); err != nil {
 		return fmt.Errorf("rmat: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("rmat: closing %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("rmat: %w", err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return errors.Unwrap(err)
 	}
 	return nil
 }

@@ -1,5 +1,0 @@
-//go:build !linux
-
-package ingest
-
-func exchange(a, b string) error { return errExchangeUnsupported }
