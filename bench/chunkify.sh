@@ -36,6 +36,7 @@ BENCH_DIR=${BENCH_DIR:-out/bench-chunkify}
 TASKSET=${TASKSET:-}
 mkdir -p "$BENCH_DIR"
 BENCH_DIR=$(cd "$BENCH_DIR" && pwd)
+export BENCH_DIR
 
 # Wall time and peak RSS come from GNU time (`apt-get install time`); where
 # it is missing, from polling the process's VmHWM in /proc every 20 ms.
