@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/internal/chisq"
 )
 
 func seq(n int) []uint32 {
@@ -71,30 +73,14 @@ func TestShuffleFirstPositionUniform(t *testing.T) {
 		}
 	}
 	exp := float64(epochs) / n
-	chi := 0.0
-	for _, c := range first {
-		chi += (c - exp) * (c - exp) / exp
-	}
-	if lim := chiSquareQuantile(n-1, 3.09); chi > lim {
+	if chi, lim := chisq.Statistic(first, exp), chisq.Quantile(n-1, chisq.Z999); chi > lim {
 		t.Errorf("first position: chi-square %.1f > %.1f", chi, lim)
 	}
 	for p := range cells {
-		chi = 0
-		for _, c := range cells[p] {
-			chi += (c - exp) * (c - exp) / exp
-		}
-		if lim := chiSquareQuantile(n-1, 3.29); chi > lim {
+		if chi, lim := chisq.Statistic(cells[p], exp), chisq.Quantile(n-1, chisq.Z9995); chi > lim {
 			t.Errorf("position %d: chi-square %.1f > %.1f", p, chi, lim)
 		}
 	}
-}
-
-// chiSquareQuantile approximates the chi-square quantile for df degrees of
-// freedom at the standard normal quantile z (Wilson–Hilferty).
-func chiSquareQuantile(df int, z float64) float64 {
-	v := float64(df)
-	a := 2 / (9 * v)
-	return v * math.Pow(1-a+z*math.Sqrt(a), 3)
 }
 
 func TestBatches(t *testing.T) {

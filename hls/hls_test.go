@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/streamsampler/streamsampler/internal/chisq"
 	"github.com/streamsampler/streamsampler/rng"
 )
 
@@ -213,14 +214,6 @@ func TestNoDuplicatesWithoutReplacement(t *testing.T) {
 	}
 }
 
-// chiSquareBound is the 99.9% quantile of chi-square with df degrees of
-// freedom (Wilson–Hilferty).
-func chiSquareBound(df float64) float64 {
-	const z = 3.090 // 99.9% normal quantile
-	a := 2 / (9 * df)
-	return df * math.Pow(1-a+z*math.Sqrt(a), 3)
-}
-
 // Without replacement every neighbor is included with probability k/d;
 // with replacement every slot is uniform. Counted over many nodes (each
 // node's draws are independent) and keys, through the kernel, with
@@ -256,15 +249,12 @@ func TestKernelInclusionUniform(t *testing.T) {
 					}
 				}
 				expect := float64(keys*nodes*tc.k) / float64(tc.d)
-				var chi float64
-				for _, c := range counts {
-					chi += (c - expect) * (c - expect) / expect
-				}
+				chi := chisq.Statistic(counts, expect)
 				// Without replacement the indicators of one node are
 				// negatively correlated, which shrinks the variance by
 				// (1-k/d); chi-square with the plain bound stays
 				// conservative.
-				if bound := chiSquareBound(float64(tc.d - 1)); chi > bound {
+				if bound := chisq.Quantile(tc.d-1, chisq.Z999); chi > bound {
 					t.Fatalf("chi-square %.1f > %.1f (99.9%%, df %d)", chi, bound, tc.d-1)
 				}
 			})

@@ -1,9 +1,10 @@
 package rng
 
 import (
-	"math"
 	"slices"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/internal/chisq"
 )
 
 // The vectors of DESIGN §3 (seed 42, epoch 0, layer 0, node 7).
@@ -86,22 +87,10 @@ func TestSampleInclusionUniform(t *testing.T) {
 			}
 		}
 		expected := float64(trials*k) / d
-		chi := 0.0
-		for _, c := range counts {
-			chi += (c - expected) * (c - expected) / expected
-		}
-		if lim := chiSquareQuantile(d-1, 3.09); chi > lim {
+		if chi, lim := chisq.Statistic(counts, expected), chisq.Quantile(d-1, chisq.Z999); chi > lim {
 			t.Errorf("replace=%v: chi-square %.1f > %.1f (99.9%%)", replace, chi, lim)
 		}
 	}
-}
-
-// chiSquareQuantile approximates the chi-square quantile for df degrees of
-// freedom at the standard normal quantile z (Wilson–Hilferty).
-func chiSquareQuantile(df int, z float64) float64 {
-	v := float64(df)
-	a := 2 / (9 * v)
-	return v * math.Pow(1-a+z*math.Sqrt(a), 3)
 }
 
 func BenchmarkSample(b *testing.B) {
