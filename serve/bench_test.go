@@ -21,7 +21,7 @@ import (
 func BenchmarkSocketVsInProcess(b *testing.B) {
 	g := randomCSR(200_000, 20, 42)
 	train := trainNodes(200_000, 4)
-	s, err := New(Config{Sampler: refBackend{g}, Train: train, Fanouts: []int{15, 10, 5}, BatchSize: 1024, PrepareAt: 1})
+	s, err := New(Config{Sampler: refBackend{g}, Config: epoch.Config{Sampling: epoch.Sampling{Train: train, Fanouts: []int{15, 10, 5}}, BatchSize: 1024, PrepareAt: 1}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func BenchmarkSocketVsInProcess(b *testing.B) {
 		}
 		t0 := time.Now()
 		for j := 0; j < perRound; j++ {
-			if _, err := s.Sample(CurrentEpoch, batches[j]); err != nil {
+			if _, err := s.Sample(context.Background(), CurrentEpoch, batches[j]); err != nil {
 				b.Fatal(err)
 			}
 		}

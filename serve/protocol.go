@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"unsafe"
 
@@ -50,7 +49,7 @@ const (
 )
 
 // CurrentEpoch in an epoch field means "whatever epoch is current".
-const CurrentEpoch = math.MaxUint32
+const CurrentEpoch = epoch.CurrentEpoch
 
 // NoBatch is the batch index of Blocks answering a sample request.
 const NoBatch = -1

@@ -16,10 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -31,97 +29,39 @@ type EpochSampler interface {
 	SampleEpoch(ctx context.Context, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error)
 }
 
-// ErrConfig is wrapped by New's errors about its configuration.
+// ErrConfig is wrapped by New's errors about its configuration (it also
+// wraps epoch.ErrConfig for those about the minibatch stream).
 var ErrConfig = errors.New("serve: bad configuration")
 
-// DefaultPrepareAt is the fraction of an epoch's minibatches handed out at
-// which the next epoch's preparation starts.
-const DefaultPrepareAt = 0.8
-
-// Config is what a Server serves.
+// Config is what a Server serves: the minibatch stream (the same
+// epoch.Config that run and bench use) and the server's own limits.
 type Config struct {
+	epoch.Config
 	Sampler    EpochSampler
-	Train      []uint32 // training node ids, any order; duplicates are ignored
-	Fanouts    []int    // hop order
-	BatchSize  int
-	Seed       uint64
-	Replace    bool
-	Rank       int     // data-parallel rank, 0..World-1
-	World      int     // data-parallel world size; 0 means 1
-	PrepareAt  float64 // in [0,1]; NaN or negative means DefaultPrepareAt
-	FirstEpoch uint32
-	MaxRequest int                           // request frame cap in bytes; 0 means DefaultMaxRequest
-	Logf       func(format string, a ...any) // nil: silent
+	MaxRequest int // request frame cap in bytes; 0 means DefaultMaxRequest
 }
 
 // EpochInfo is the JSON object epoch_info and advance reply with.
 type EpochInfo struct {
-	Protocol       int     `json:"protocol"`
-	Epoch          uint32  `json:"epoch"`
-	NumBatches     int     `json:"num_batches"`
-	Served         int     `json:"served"` // minibatches of this epoch handed out so far
-	BatchSize      int     `json:"batch_size"`
-	NumTrain       int     `json:"num_train"`  // distinct training nodes, all ranks
-	ShardSize      int     `json:"shard_size"` // this rank's training nodes this epoch
-	Dropped        int     `json:"dropped"`    // shard nodes left out to equalise batch counts
-	Rank           int     `json:"rank"`
-	WorldSize      int     `json:"world_size"`
-	Fanouts        []int   `json:"fanouts"`
-	Seed           uint64  `json:"seed"`
-	Replace        bool    `json:"replace"`
-	PrepareAt      float64 `json:"prepare_at"`
-	NextReady      bool    `json:"next_ready"` // the next epoch is prepared
-	FrontierSizes  []int   `json:"frontier_sizes"`
-	SampledEdges   int64   `json:"sampled_edges"`
-	PrepareSeconds float64 `json:"prepare_seconds"`
+	Protocol int `json:"protocol"`
+	epoch.Info
 }
 
-// slot is the current epoch's minibatch list and cursor bookkeeping; its
-// Result lives in the epoch.Store.
-type slot struct {
-	epoch   uint32
-	res     *epoch.Result
-	batches [][]uint32
-	shard   int
-	dropped int
-	took    time.Duration
-	// leaving is set (under Server.mu) once an advance away from this
-	// epoch has begun: no more claims or samples start on it.
-	leaving bool
-	// inflight counts claimed minibatches and samples being assembled;
-	// the Store switches epochs only once they are done.
-	inflight sync.WaitGroup
-}
-
-// meta is what preparing an epoch computes beside its Result.
-type meta struct {
-	batches [][]uint32
-	shard   int
-	dropped int
-	took    time.Duration
-}
-
-// Server serves one training run's epochs. Create it with New, load the
-// first epoch with Start, then Serve listeners; Shutdown stops it.
+// Server serves one training run's epochs, held by an epoch.Pipeline.
+// Create it with New, load the first epoch with Start, then Serve
+// listeners; Shutdown stops it.
 type Server struct {
 	cfg     Config
-	train   []uint32 // sorted unique
-	perRank int      // minibatches every rank serves per epoch
+	pipe    *epoch.Pipeline
 	maxReq  int
 	baseCtx context.Context
 	cancel  context.CancelFunc
-	store   *epoch.Store
 
-	mu        sync.Mutex
-	cur       *slot
-	cursor    int
-	preparing bool            // Store.Prepare was called for cur.epoch+1
-	metas     map[uint32]meta // filled by preparations
-	advancing chan struct{}   // closed when the advance under way ends
-	closing   bool
-	lns       map[net.Listener]struct{}
-	conns     map[*conn]struct{}
-	connWG    sync.WaitGroup
+	mu      sync.Mutex
+	closing bool
+	lns     map[net.Listener]struct{}
+	conns   map[*conn]struct{}
+	connWG  sync.WaitGroup
 }
 
 // New checks cfg and returns a Server with no epoch loaded yet.
@@ -129,50 +69,23 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Sampler == nil {
 		return nil, fmt.Errorf("%w: no sampler", ErrConfig)
 	}
-	if cfg.BatchSize < 1 {
-		return nil, fmt.Errorf("%w: batch size %d, want >= 1", ErrConfig, cfg.BatchSize)
-	}
-	if len(cfg.Fanouts) == 0 {
-		return nil, fmt.Errorf("%w: no fanouts", ErrConfig)
-	}
-	if cfg.World == 0 {
-		cfg.World = 1
-	}
-	if cfg.World < 1 || cfg.Rank < 0 || cfg.Rank >= cfg.World {
-		return nil, fmt.Errorf("%w: rank %d of world size %d", ErrConfig, cfg.Rank, cfg.World)
-	}
-	if math.IsNaN(cfg.PrepareAt) || cfg.PrepareAt < 0 {
-		cfg.PrepareAt = DefaultPrepareAt
-	}
-	if cfg.PrepareAt > 1 {
-		return nil, fmt.Errorf("%w: prepare-at %g, want a fraction in [0,1]", ErrConfig, cfg.PrepareAt)
-	}
-	if cfg.MaxRequest <= 0 {
+	if cfg.MaxRequest == 0 {
 		cfg.MaxRequest = DefaultMaxRequest
 	}
 	if cfg.MaxRequest < HeaderSize+64 {
 		return nil, fmt.Errorf("%w: request cap %d bytes is too small", ErrConfig, cfg.MaxRequest)
 	}
-	train := slices.Clone(cfg.Train)
-	slices.Sort(train)
-	train = slices.Compact(train)
-	if len(train) < cfg.World {
-		return nil, fmt.Errorf("%w: %d training nodes for %d ranks", ErrConfig, len(train), cfg.World)
+	pipe, err := epoch.NewPipeline(cfg.Config, cfg.Sampler.SampleEpoch, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{
-		cfg: cfg, train: train, maxReq: cfg.MaxRequest,
-		// Every rank's shard has at least floor(n/world) nodes; serving
-		// that many nodes' minibatches on every rank keeps DDP ranks in
-		// step.
-		perRank: epoch.NumBatches(len(train)/cfg.World, cfg.BatchSize),
+	return &Server{
+		cfg: cfg, pipe: pipe, maxReq: cfg.MaxRequest,
 		baseCtx: ctx, cancel: cancel,
-		store: epoch.NewStore(),
-		metas: map[uint32]meta{},
 		lns:   map[net.Listener]struct{}{},
 		conns: map[*conn]struct{}{},
-	}
-	return s, nil
+	}, nil
 }
 
 func (s *Server) logf(format string, a ...any) {
@@ -181,90 +94,24 @@ func (s *Server) logf(format string, a ...any) {
 	}
 }
 
-// prepare starts sampling epoch e into the Store: this rank's shard, the
-// epoch's Result, and its minibatches (cut to perRank).
-func (s *Server) prepare(e uint32) error {
-	key := epoch.Key{Seed: s.cfg.Seed, Epoch: e, Replace: s.cfg.Replace}
-	return s.store.Prepare(s.baseCtx, key, func(ctx context.Context) (*epoch.Result, error) {
-		t0 := time.Now()
-		shard, err := epoch.Shard(s.train, s.cfg.Rank, s.cfg.World, s.cfg.Seed, e)
-		if err != nil {
-			return nil, err
-		}
-		res, err := s.cfg.Sampler.SampleEpoch(ctx, shard, s.cfg.Fanouts, key)
-		if err != nil {
-			s.logf("preparing epoch %d: %v", e, err)
-			return nil, err
-		}
-		batches := epoch.Batches(shard, s.cfg.BatchSize, s.cfg.Seed, e)
-		keep := min(s.perRank, len(batches))
-		m := meta{batches: batches[:keep], shard: len(shard), took: time.Since(t0)}
-		for _, b := range batches[keep:] {
-			m.dropped += len(b)
-		}
-		s.mu.Lock()
-		s.metas[e] = m
-		s.mu.Unlock()
-		s.logf("epoch %d prepared in %v: %d minibatches, frontiers %v", e, m.took.Round(time.Millisecond), keep, frontierSizes(res))
-		return res, nil
-	})
-}
-
-func frontierSizes(r *epoch.Result) []int {
-	out := make([]int, r.NumLayers()+1)
-	for l := range out {
-		out[l] = len(r.Frontier(l))
+// checkOpen refuses work that could start an advance once Shutdown has
+// begun.
+func (s *Server) checkOpen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return newRequestError(CodeShuttingDown, "server is shutting down")
 	}
-	return out
-}
-
-// install makes the Store's newly current Result the current slot.
-func (s *Server) installLocked(res *epoch.Result) {
-	e := res.Key.Epoch
-	m := s.metas[e]
-	delete(s.metas, e)
-	s.cur = &slot{epoch: e, res: res, batches: m.batches, shard: m.shard, dropped: m.dropped, took: m.took}
-	s.cursor = 0
-	s.preparing = false
-	if s.cfg.PrepareAt == 0 || len(m.batches) == 0 {
-		s.prepareNextLocked()
-	}
+	return nil
 }
 
 // Start prepares the first epoch, synchronously.
 func (s *Server) Start(ctx context.Context) error {
-	if err := s.prepare(s.cfg.FirstEpoch); err != nil {
+	if err := s.pipe.Start(ctx); err != nil {
+		s.pipe.Close()
 		return err
 	}
-	res, err := s.store.Advance(ctx)
-	if err != nil {
-		s.store.Discard()
-		return err
-	}
-	s.mu.Lock()
-	s.installLocked(res)
-	s.mu.Unlock()
 	return nil
-}
-
-// prepareNextLocked starts preparing the epoch after the current one,
-// unless that is under way.
-func (s *Server) prepareNextLocked() {
-	if s.preparing {
-		return
-	}
-	if err := s.prepare(s.cur.epoch + 1); err != nil {
-		// Only ErrAlreadyPreparing, which preparing rules out.
-		s.logf("preparing epoch %d: %v", s.cur.epoch+1, err)
-		return
-	}
-	s.preparing = true
-}
-
-// prepareThreshold is the cursor position at which the next epoch's
-// preparation starts.
-func (s *Server) prepareThreshold(n int) int {
-	return int(math.Ceil(s.cfg.PrepareAt * float64(n)))
 }
 
 // requestError is an error with its protocol code.
@@ -275,8 +122,26 @@ type requestError struct {
 
 func (e *requestError) Error() string { return e.msg }
 
-func reqErr(code uint16, format string, a ...any) error {
+func newRequestError(code uint16, format string, a ...any) error {
 	return &requestError{code: code, msg: fmt.Sprintf(format, a...)}
+}
+
+// asRequestError gives a Pipeline's error its protocol code.
+func asRequestError(err error) error {
+	code := CodeInternal
+	switch {
+	case errors.Is(err, epoch.ErrEpochNotDone):
+		code = CodeEpochNotDone
+	case errors.Is(err, epoch.ErrUnknownEpoch):
+		code = CodeUnknownEpoch
+	case errors.Is(err, epoch.ErrNotInFrontier):
+		code = CodeNotInFrontier
+	case errors.Is(err, epoch.ErrDuplicateSeed):
+		code = CodeDuplicateSeed
+	case errors.Is(err, epoch.ErrClosed):
+		code = CodeShuttingDown
+	}
+	return &requestError{code: code, msg: err.Error()}
 }
 
 // Batch is NextBatch's answer: a minibatch and its index in the epoch,
@@ -295,78 +160,30 @@ type Batch struct {
 func (s *Server) NextBatch(ctx context.Context, e uint32) (Batch, error) {
 	c, err := s.claim(ctx, e)
 	if err != nil || c.End {
-		return c.Batch, err
+		return Batch{Epoch: c.Epoch, End: c.End}, err
 	}
 	return s.assemble(c)
 }
 
-// claimed is a minibatch taken off the cursor, not yet assembled.
-type claimed struct {
-	Batch
-	slot *slot
-}
-
-// assemble builds a claimed minibatch from the Store. The claim holds the
-// epoch current (Advance waits for in-flight claims); SampleAt pins the
-// epoch anyway, so a bug there fails loudly instead of mixing epochs.
-func (s *Server) assemble(c claimed) (Batch, error) {
-	defer c.slot.inflight.Done()
-	b, err := s.store.SampleAt(c.Epoch, c.slot.batches[c.Index])
+// claim takes the next minibatch of epoch e off the shared cursor.
+func (s *Server) claim(ctx context.Context, e uint32) (epoch.Claim, error) {
+	if err := s.checkOpen(); err != nil {
+		return epoch.Claim{}, err
+	}
+	c, err := s.pipe.Claim(ctx, e)
 	if err != nil {
-		return Batch{}, reqErr(CodeInternal, "assembling batch %d of epoch %d: %v", c.Index, c.Epoch, err)
+		return c, asRequestError(err)
 	}
-	c.Blocks = b
-	return c.Batch, nil
+	return c, nil
 }
 
-// claim takes the next minibatch index of epoch e off the shared cursor
-// (advancing to e first if e is the next epoch and the current one is
-// exhausted). Assembly is left to the caller, so that a connection can
-// claim in request order and assemble concurrently.
-func (s *Server) claim(ctx context.Context, e uint32) (claimed, error) {
-	for {
-		s.mu.Lock()
-		if s.cur == nil {
-			s.mu.Unlock()
-			return claimed{}, reqErr(CodeUnknownEpoch, "no epoch loaded yet")
-		}
-		cur := s.cur
-		if e == CurrentEpoch {
-			e = cur.epoch
-		}
-		n := len(cur.batches)
-		switch {
-		case e < cur.epoch:
-			s.mu.Unlock()
-			return claimed{Batch: Batch{Epoch: e, End: true}}, nil
-		case e == cur.epoch:
-			if s.cursor >= n || cur.leaving {
-				s.mu.Unlock()
-				return claimed{Batch: Batch{Epoch: e, End: true}}, nil
-			}
-			i := s.cursor
-			s.cursor++
-			cur.inflight.Add(1)
-			if s.cursor >= s.prepareThreshold(n) {
-				s.prepareNextLocked()
-			}
-			s.mu.Unlock()
-			return claimed{Batch: Batch{Epoch: e, Index: i}, slot: cur}, nil
-		case e == cur.epoch+1:
-			if s.cursor < n && !cur.leaving {
-				s.mu.Unlock()
-				return claimed{}, reqErr(CodeEpochNotDone, "epoch %d not started: epoch %d has %d of %d minibatches left", e, cur.epoch, n-s.cursor, n)
-			}
-			s.mu.Unlock()
-			if _, err := s.Advance(ctx, cur.epoch); err != nil {
-				return claimed{}, err
-			}
-			// Loop: serve from the new epoch.
-		default:
-			s.mu.Unlock()
-			return claimed{}, reqErr(CodeUnknownEpoch, "unknown epoch %d: current is %d", e, cur.epoch)
-		}
+// assemble builds a claimed minibatch.
+func (s *Server) assemble(c epoch.Claim) (Batch, error) {
+	b, err := s.pipe.Assemble(c)
+	if err != nil {
+		return Batch{}, newRequestError(CodeInternal, "assembling batch %d of epoch %d: %v", c.Index, c.Epoch, err)
 	}
+	return Batch{Epoch: b.Epoch, Index: b.Index, Blocks: b.Blocks}, nil
 }
 
 // Advance leaves epoch from (CurrentEpoch: the current one), waiting for
@@ -375,120 +192,29 @@ func (s *Server) claim(ctx context.Context, e uint32) (claimed, error) {
 // clients may each ask once. Minibatches of the epoch left that nobody
 // claimed are skipped.
 func (s *Server) Advance(ctx context.Context, from uint32) (EpochInfo, error) {
-	s.mu.Lock()
-	for {
-		if s.cur == nil {
-			s.mu.Unlock()
-			return EpochInfo{}, reqErr(CodeUnknownEpoch, "no epoch loaded yet")
-		}
-		if from == CurrentEpoch {
-			from = s.cur.epoch
-		}
-		if s.cur.epoch > from {
-			info := s.infoLocked()
-			s.mu.Unlock()
-			return info, nil
-		}
-		if s.cur.epoch < from {
-			e := s.cur.epoch
-			s.mu.Unlock()
-			return EpochInfo{}, reqErr(CodeUnknownEpoch, "cannot leave epoch %d: current is %d", from, e)
-		}
-		if s.closing {
-			s.mu.Unlock()
-			return EpochInfo{}, reqErr(CodeShuttingDown, "server is shutting down")
-		}
-		if ch := s.advancing; ch != nil {
-			// Someone else is advancing: wait, then look again.
-			s.mu.Unlock()
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				return EpochInfo{}, ctx.Err()
-			}
-			s.mu.Lock()
-			continue
-		}
-		done := make(chan struct{})
-		s.advancing = done
-		cur := s.cur
-		cur.leaving = true
-		s.prepareNextLocked()
-		s.mu.Unlock()
-
-		cur.inflight.Wait()
-		res, err := s.store.Advance(ctx)
-
-		s.mu.Lock()
-		s.advancing = nil
-		close(done)
-		if err != nil {
-			cur.leaving = false
-			if ctx.Err() == nil {
-				// The preparation failed; the next request retries it.
-				s.preparing = false
-			}
-			s.mu.Unlock()
-			return EpochInfo{}, reqErr(CodeInternal, "preparing epoch %d: %v", from+1, err)
-		}
-		s.installLocked(res)
-		s.logf("advanced to epoch %d", s.cur.epoch)
+	if err := s.checkOpen(); err != nil {
+		return EpochInfo{}, err
 	}
+	info, err := s.pipe.Advance(ctx, from)
+	if err != nil {
+		return EpochInfo{}, asRequestError(err)
+	}
+	return EpochInfo{Protocol: Protocol, Info: info}, nil
 }
 
 // Sample assembles a minibatch of the given seeds from epoch e, which
 // must be the current one (CurrentEpoch: whichever that is).
-func (s *Server) Sample(e uint32, seeds []uint32) (*epoch.Blocks, error) {
-	s.mu.Lock()
-	if s.cur == nil || !(e == CurrentEpoch || e == s.cur.epoch) || s.cur.leaving {
-		var curE uint32
-		if s.cur != nil {
-			curE = s.cur.epoch
-		}
-		s.mu.Unlock()
-		return nil, reqErr(CodeUnknownEpoch, "unknown epoch %d: current is %d", e, curE)
-	}
-	cur := s.cur
-	cur.inflight.Add(1)
-	s.mu.Unlock()
-	defer cur.inflight.Done()
-	b, err := s.store.Sample(seeds)
-	switch {
-	case errors.Is(err, epoch.ErrNotInFrontier):
-		return nil, reqErr(CodeNotInFrontier, "%v", err)
-	case errors.Is(err, epoch.ErrDuplicateSeed):
-		return nil, reqErr(CodeDuplicateSeed, "%v", err)
-	case err != nil:
-		return nil, reqErr(CodeInternal, "%v", err)
+func (s *Server) Sample(ctx context.Context, e uint32, seeds []uint32) (*epoch.Blocks, error) {
+	b, err := s.pipe.Sample(ctx, e, seeds)
+	if err != nil {
+		return nil, asRequestError(err)
 	}
 	return b, nil
 }
 
 // Info returns the current epoch's info.
 func (s *Server) Info() EpochInfo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.infoLocked()
-}
-
-func (s *Server) infoLocked() EpochInfo {
-	info := EpochInfo{
-		Protocol: Protocol, BatchSize: s.cfg.BatchSize, NumTrain: len(s.train),
-		Rank: s.cfg.Rank, WorldSize: s.cfg.World, Fanouts: s.cfg.Fanouts,
-		Seed: s.cfg.Seed, Replace: s.cfg.Replace, PrepareAt: s.cfg.PrepareAt,
-	}
-	if s.cur != nil {
-		info.Epoch = s.cur.epoch
-		info.NumBatches = len(s.cur.batches)
-		info.Served = s.cursor
-		info.ShardSize = s.cur.shard
-		info.Dropped = s.cur.dropped
-		info.FrontierSizes = frontierSizes(s.cur.res)
-		info.SampledEdges = s.cur.res.NumSampledEdges()
-		info.PrepareSeconds = s.cur.took.Seconds()
-		info.NextReady = s.preparing && s.store.Ready()
-	}
-	return info
+	return EpochInfo{Protocol: Protocol, Info: s.pipe.Info()}
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -569,7 +295,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	s.cancel()
-	s.store.Discard()
+	s.pipe.Close()
 	return err
 }
 
@@ -652,9 +378,9 @@ func (c *conn) serve() {
 		if err != nil {
 			switch {
 			case errors.Is(err, ErrFrameTooLarge):
-				c.replyError(0, 0, CodeTooLarge, err.Error())
+				c.replyCode(0, 0, CodeTooLarge, err.Error())
 			case errors.Is(err, ErrMalformed):
-				c.replyError(0, 0, CodeBadRequest, err.Error())
+				c.replyCode(0, 0, CodeBadRequest, err.Error())
 			case err == io.EOF, errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded):
 			default:
 				s.logf("connection %v: %v", c.nc.RemoteAddr(), err)
@@ -664,16 +390,16 @@ func (c *conn) serve() {
 		// next_batch claims its minibatch here, in request order, so that
 		// a client pipelining requests on one connection gets its
 		// minibatches in epoch order; assembly runs concurrently.
-		var cl *claimed
+		var cl *epoch.Claim
 		if f.Op == OpNextBatch {
 			e, err := DecodeEpochRequest(f.Payload)
 			if err != nil {
-				c.replyError(f.Op, f.ID, CodeBadRequest, err.Error())
+				c.replyCode(f.Op, f.ID, CodeBadRequest, err.Error())
 				continue
 			}
 			got, err := s.claim(ctx, e)
 			if err != nil {
-				c.replyErr(f.Op, f.ID, err)
+				c.replyError(f.Op, f.ID, err)
 				continue
 			}
 			cl = &got
@@ -701,37 +427,37 @@ func (c *conn) write(bufs net.Buffers) {
 	}
 }
 
-func (c *conn) replyError(op uint8, id uint32, code uint16, msg string) {
+func (c *conn) replyCode(op uint8, id uint32, code uint16, msg string) {
 	c.write(net.Buffers{AppendFrame(nil, op, StatusError, id, AppendError(nil, code, msg))})
 }
 
-func (c *conn) replyErr(op uint8, id uint32, err error) {
+func (c *conn) replyError(op uint8, id uint32, err error) {
 	var re *requestError
 	if errors.As(err, &re) {
-		c.replyError(op, id, re.code, re.msg)
+		c.replyCode(op, id, re.code, re.msg)
 		return
 	}
-	c.replyError(op, id, CodeInternal, err.Error())
+	c.replyCode(op, id, CodeInternal, err.Error())
 }
 
 func (c *conn) replyJSON(op uint8, id uint32, v any) {
 	p, err := json.Marshal(v)
 	if err != nil {
-		c.replyError(op, id, CodeInternal, err.Error())
+		c.replyCode(op, id, CodeInternal, err.Error())
 		return
 	}
 	c.write(net.Buffers{AppendFrame(nil, op, StatusOK, id, p)})
 }
 
 // replyBatch assembles a claimed minibatch and replies.
-func (c *conn) replyBatch(f Frame, cl claimed) {
+func (c *conn) replyBatch(f Frame, cl epoch.Claim) {
 	if cl.End {
 		c.write(net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, cl.Epoch))})
 		return
 	}
 	b, err := c.s.assemble(cl)
 	if err != nil {
-		c.replyErr(f.Op, f.ID, err)
+		c.replyError(f.Op, f.ID, err)
 		return
 	}
 	c.write(EncodeBlocks(f.Op, f.ID, b.Blocks, b.Index))
@@ -743,35 +469,35 @@ func (c *conn) handle(ctx context.Context, f Frame) {
 	switch f.Op {
 	case OpEpochInfo:
 		if len(f.Payload) != 0 {
-			c.replyError(f.Op, f.ID, CodeBadRequest, fmt.Sprintf("epoch_info takes no payload, got %d bytes", len(f.Payload)))
+			c.replyCode(f.Op, f.ID, CodeBadRequest, fmt.Sprintf("epoch_info takes no payload, got %d bytes", len(f.Payload)))
 			return
 		}
 		c.replyJSON(f.Op, f.ID, s.Info())
 	case OpSample:
 		e, seeds, err := DecodeSampleRequest(f.Payload)
 		if err != nil {
-			c.replyError(f.Op, f.ID, CodeBadRequest, err.Error())
+			c.replyCode(f.Op, f.ID, CodeBadRequest, err.Error())
 			return
 		}
-		b, err := s.Sample(e, seeds)
+		b, err := s.Sample(ctx, e, seeds)
 		if err != nil {
-			c.replyErr(f.Op, f.ID, err)
+			c.replyError(f.Op, f.ID, err)
 			return
 		}
 		c.write(EncodeBlocks(f.Op, f.ID, b, NoBatch))
 	case OpAdvance:
 		e, err := DecodeEpochRequest(f.Payload)
 		if err != nil {
-			c.replyError(f.Op, f.ID, CodeBadRequest, err.Error())
+			c.replyCode(f.Op, f.ID, CodeBadRequest, err.Error())
 			return
 		}
 		info, err := s.Advance(ctx, e)
 		if err != nil {
-			c.replyErr(f.Op, f.ID, err)
+			c.replyError(f.Op, f.ID, err)
 			return
 		}
 		c.replyJSON(f.Op, f.ID, info)
 	default:
-		c.replyError(f.Op, f.ID, CodeUnknownOp, fmt.Sprintf("unknown op %d", f.Op))
+		c.replyCode(f.Op, f.ID, CodeUnknownOp, fmt.Sprintf("unknown op %d", f.Op))
 	}
 }

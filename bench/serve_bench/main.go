@@ -111,7 +111,7 @@ func run() error {
 		return err
 	}
 	defer be.Close()
-	srv, err := serve.New(serve.Config{Sampler: be, Train: train, Fanouts: fanouts, BatchSize: *batch, Seed: 3, PrepareAt: 1})
+	srv, err := serve.New(serve.Config{Sampler: be, Config: epoch.Config{Sampling: epoch.Sampling{Train: train, Fanouts: fanouts, Seed: 3}, BatchSize: *batch, PrepareAt: 1}})
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func run() error {
 					if j >= len(idx) {
 						return
 					}
-					if _, err := srv.Sample(serve.CurrentEpoch, idx[j]); err != nil {
+					if _, err := srv.Sample(context.Background(), serve.CurrentEpoch, idx[j]); err != nil {
 						mu.Lock()
 						firstErr = err
 						mu.Unlock()

@@ -18,7 +18,7 @@ func newAdvanceCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st := epoch.State{Dir: state}
-			if _, _, err := readStateConfig(st); err != nil {
+			if _, err := loadStateConfig(st); err != nil {
 				return err
 			}
 			n, err := st.Advance()

@@ -1,83 +1,110 @@
 package main
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io/fs"
 	"path/filepath"
-	"slices"
+	"strings"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/ingest"
 )
 
-// errGraphMismatch is wrapped when a state directory belongs to another
-// graph (or the graph was rebuilt since).
-var errGraphMismatch = errors.New("state directory was prepared from another graph")
+// flagName is the command-line flag of a StateConfig field.
+func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
 
-// fingerprint identifies a graph directory's content cheaply: its shape
-// and a CRC over the chunks' CRC-32C values from the manifest.
-type fingerprint struct {
-	NumNodes  uint32 `json:"num_nodes"`
-	NumEdges  uint64 `json:"num_edges"`
-	ChunkSize int64  `json:"chunk_size"`
-	Chunks    int    `json:"chunks"`
-	ChunkCRCs uint32 `json:"chunk_crcs"` // CRC-32C over the chunks' CRC-32C values, in order
-}
-
-func graphFingerprint(m *chunkfmt.Manifest) fingerprint {
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	var b [4]byte
-	for _, c := range m.Chunks {
-		binary.LittleEndian.PutUint32(b[:], c.CRC32C)
-		h.Write(b[:])
-	}
-	return fingerprint{NumNodes: m.NumNodes, NumEdges: m.NumEdges, ChunkSize: m.ChunkSize, Chunks: len(m.Chunks), ChunkCRCs: h.Sum32()}
-}
-
-// stateConfig is STATEDIR/config.json: what every epoch of the state
-// directory is sampled from. The first prepare writes it; later commands
-// read it and refuse conflicting flags.
-type stateConfig struct {
-	Graph       string      `json:"graph"` // absolute path
-	Fingerprint fingerprint `json:"fingerprint"`
-	Train       string      `json:"train"` // absolute path
-	Fanouts     []int       `json:"fanouts"`
-	Seed        uint64      `json:"seed"`
-	Replace     bool        `json:"replace"`
-	Rank        int         `json:"rank"`
-	WorldSize   int         `json:"world_size"`
-	Compress    string      `json:"compress,omitempty"`
-}
-
-// readStateConfig reads config.json; ok is false when there is none yet.
-func readStateConfig(st epoch.State) (cfg stateConfig, ok bool, err error) {
-	err = st.ReadConfig(&cfg)
-	if errors.Is(err, fs.ErrNotExist) {
-		return cfg, false, nil
-	}
+// stateConfigFor reconciles a command's flags with the state directory's
+// config.json (epoch.MergeStateConfig): set reports which fields the
+// command gives. It returns the configuration, whether it is new (to be
+// written once the first epoch exists), and the graph's manifest, checked
+// against the recorded fingerprint. It writes nothing.
+func stateConfigFor(st epoch.State, given epoch.StateConfig, set func(field string) bool) (cfg epoch.StateConfig, fresh bool, m *chunkfmt.Manifest, err error) {
+	rec, have, err := st.LoadConfig()
 	if err != nil {
-		return cfg, false, err
+		return cfg, false, nil, err
 	}
-	return cfg, true, nil
+	for _, p := range []*string{&given.Graph, &given.Train} {
+		if *p != "" {
+			if *p, err = filepath.Abs(*p); err != nil {
+				return cfg, false, nil, err
+			}
+		}
+	}
+	var recorded *epoch.StateConfig
+	if have {
+		recorded = &rec
+	}
+	cfg, err = epoch.MergeStateConfig(recorded, given, set)
+	var conflict *epoch.ConflictError
+	var missing *epoch.MissingError
+	switch {
+	case errors.As(err, &conflict):
+		return cfg, false, nil, usagef("--%s %v conflicts with %v recorded in %s; use a new state directory",
+			flagName(conflict.Field), conflict.Given, conflict.Recorded, st.ConfigPath())
+	case errors.As(err, &missing):
+		return cfg, false, nil, usagef("--%s is required on the first prepare of %s", flagName(missing.Field), st.Dir)
+	case errors.Is(err, epoch.ErrConfig):
+		return cfg, false, nil, usageError{err}
+	case err != nil:
+		return cfg, false, nil, err
+	}
+	m, err = chunkfmt.ReadManifest(cfg.Graph)
+	if err != nil {
+		if have {
+			return cfg, false, nil, fmt.Errorf("graph of state %s: %w", st.Dir, err)
+		}
+		return cfg, false, nil, err
+	}
+	if !have {
+		cfg.Fingerprint = m.Fingerprint()
+	} else if err := cfg.CheckGraph(m); err != nil {
+		return cfg, false, nil, fmt.Errorf("%s: %w", st.ConfigPath(), err)
+	}
+	return cfg, !have, m, nil
 }
 
-// checkGraph opens dir's manifest and checks it against the recorded
+// loadStateConfig reads an existing state directory's configuration; a
+// directory without one is an error that says what to run first.
+func loadStateConfig(st epoch.State) (epoch.StateConfig, error) {
+	cfg, ok, err := st.LoadConfig()
+	if err != nil {
+		return cfg, err
+	}
+	if !ok {
+		return cfg, fmt.Errorf("%s is not a state directory (no %s): run prepare first", st.Dir, epoch.ConfigName)
+	}
+	return cfg, nil
+}
+
+// checkStateGraph checks the graph a state directory records against its
 // fingerprint.
-func checkGraph(cfg stateConfig, stateDir string) (*chunkfmt.Manifest, error) {
+func checkStateGraph(st epoch.State, cfg epoch.StateConfig) error {
 	m, err := chunkfmt.ReadManifest(cfg.Graph)
 	if err != nil {
-		return nil, fmt.Errorf("graph of state %s: %w", stateDir, err)
+		return fmt.Errorf("graph of state %s: %w", st.Dir, err)
 	}
-	if fp := graphFingerprint(m); fp != cfg.Fingerprint {
-		return nil, fmt.Errorf("%w: %s records %s with %d nodes, %d edges, %d chunks (chunk CRCs %08x); it now has %d nodes, %d edges, %d chunks (chunk CRCs %08x)",
-			errGraphMismatch, filepath.Join(stateDir, epoch.ConfigName), cfg.Graph,
-			cfg.Fingerprint.NumNodes, cfg.Fingerprint.NumEdges, cfg.Fingerprint.Chunks, cfg.Fingerprint.ChunkCRCs,
-			fp.NumNodes, fp.NumEdges, fp.Chunks, fp.ChunkCRCs)
+	if err := cfg.CheckGraph(m); err != nil {
+		return fmt.Errorf("%s: %w", st.ConfigPath(), err)
 	}
-	return m, nil
+	return nil
 }
 
-func sameInts(a, b []int) bool { return slices.Equal(a, b) }
+// readSampling reads the training nodes of trainPath for a graph of
+// numNodes nodes and checks the Sampling they make: a bad one (an empty
+// training file, fewer nodes than ranks, a fanout out of range) is a usage
+// error naming the file where it is about the file.
+func readSampling(s epoch.Sampling, trainPath string, numNodes uint32) (epoch.Sampling, error) {
+	train, err := ingest.ReadNodeIDs(trainPath, numNodes)
+	if err != nil {
+		return s, fmt.Errorf("training nodes: %w", err)
+	}
+	s.Train = train
+	if err := s.Check(); err != nil {
+		if len(train) == 0 {
+			return s, usagef("--train %s holds no node ids: want at least one training node", trainPath)
+		}
+		return s, usageError{err}
+	}
+	return s, nil
+}

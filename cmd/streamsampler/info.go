@@ -28,12 +28,9 @@ func newInfoCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st := epoch.State{Dir: state}
-			cfg, ok, err := readStateConfig(st)
+			cfg, err := loadStateConfig(st)
 			if err != nil {
 				return err
-			}
-			if !ok {
-				return fmt.Errorf("%s is not a state directory (no %s)", state, epoch.ConfigName)
 			}
 			cur, hasCur, err := st.Current()
 			if err != nil {
@@ -52,7 +49,7 @@ func newInfoCmd() *cobra.Command {
 				eps = append(eps, epochInfo{Epoch: n, Bytes: b, Current: hasCur && n == cur})
 			}
 			graphNote := "ok"
-			if _, err := checkGraph(cfg, state); err != nil {
+			if err := checkStateGraph(st, cfg); err != nil {
 				graphNote = err.Error()
 			}
 			w := cmd.OutOrStdout()

@@ -12,9 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/ingest"
 )
 
 func init() { register(newPrepareCmd) }
@@ -61,109 +59,41 @@ newest prepared one.`,
 	return cmd
 }
 
-// mergeConfig reconciles the flags with config.json (if any) and returns
-// the configuration to use and whether it must be written.
-func mergeConfig(cmd *cobra.Command, o prepareOptions, old stateConfig, have bool) (stateConfig, bool, error) {
+// given is the StateConfig the flags describe; set reports which fields
+// the command line gave (the others come from config.json).
+func (o prepareOptions) given(cmd *cobra.Command) (epoch.StateConfig, func(string) bool, error) {
+	cfg := epoch.StateConfig{Graph: o.graph, Train: o.train, Seed: o.seed, Replace: o.replace,
+		Rank: o.rank, WorldSize: o.world, Compress: o.compress}
 	changed := cmd.Flags().Changed
-	cfg := old
-	conflict := func(flag string, got, rec any) error {
-		return usagef("--%s %v conflicts with %v recorded in %s; use a new state directory", flag, got, rec, filepath.Join(o.state, epoch.ConfigName))
-	}
-	if changed("graph") {
-		abs, err := filepath.Abs(o.graph)
-		if err != nil {
-			return cfg, false, err
-		}
-		if have && abs != old.Graph {
-			return cfg, false, conflict("graph", abs, old.Graph)
-		}
-		cfg.Graph = abs
-	}
-	if changed("train") {
-		abs, err := filepath.Abs(o.train)
-		if err != nil {
-			return cfg, false, err
-		}
-		if have && abs != old.Train {
-			return cfg, false, conflict("train", abs, old.Train)
-		}
-		cfg.Train = abs
-	}
 	if changed("fanouts") {
 		fan, err := parseFanouts(o.fanouts)
 		if err != nil {
-			return cfg, false, err
-		}
-		if have && !sameInts(fan, old.Fanouts) {
-			return cfg, false, conflict("fanouts", o.fanouts, old.Fanouts)
+			return cfg, nil, err
 		}
 		cfg.Fanouts = fan
 	}
-	type scalar struct {
-		flag   string
-		differ bool
-		set    func()
-		got    any
-		rec    any
-	}
-	for _, s := range []scalar{
-		{"seed", o.seed != old.Seed, func() { cfg.Seed = o.seed }, o.seed, old.Seed},
-		{"replace", o.replace != old.Replace, func() { cfg.Replace = o.replace }, o.replace, old.Replace},
-		{"rank", o.rank != old.Rank, func() { cfg.Rank = o.rank }, o.rank, old.Rank},
-		{"world-size", o.world != old.WorldSize, func() { cfg.WorldSize = o.world }, o.world, old.WorldSize},
-		{"compress", o.compress != old.Compress, func() { cfg.Compress = o.compress }, o.compress, old.Compress},
-	} {
-		if !changed(s.flag) {
-			continue
-		}
-		if have && s.differ {
-			return cfg, false, conflict(s.flag, s.got, s.rec)
-		}
-		s.set()
-	}
-	if !have {
-		if cfg.WorldSize == 0 {
-			cfg.WorldSize = 1
-		}
-		for flag, missing := range map[string]bool{"graph": cfg.Graph == "", "train": cfg.Train == "", "fanouts": cfg.Fanouts == nil} {
-			if missing {
-				return cfg, false, usagef("--%s is required on the first prepare of %s", flag, o.state)
-			}
-		}
-		if cfg.Compress != "" && cfg.Compress != "zstd" {
-			return cfg, false, usagef("--compress %q: want zstd or nothing", cfg.Compress)
-		}
-	}
-	return cfg, !have, nil
+	return cfg, func(field string) bool { return changed(flagName(field)) }, nil
 }
 
 func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) error {
 	st := epoch.State{Dir: o.state}
-	old, have, err := readStateConfig(st)
+	given, set, err := o.given(cmd)
 	if err != nil {
 		return err
 	}
-	cfg, fresh, err := mergeConfig(cmd, o, old, have)
+	cfg, fresh, m, err := stateConfigFor(st, given, set)
 	if err != nil {
 		return err
 	}
-	var m *chunkfmt.Manifest
-	if fresh {
-		if m, err = chunkfmt.ReadManifest(cfg.Graph); err != nil {
-			return err
-		}
-		cfg.Fingerprint = graphFingerprint(m)
-	} else if m, err = checkGraph(cfg, o.state); err != nil {
+	sampling, err := readSampling(cfg.Sampling(nil), cfg.Train, m.NumNodes)
+	if err != nil {
 		return err
 	}
-	train, err := ingest.ReadNodeIDs(cfg.Train, m.NumNodes)
-	if err != nil {
-		return fmt.Errorf("training nodes: %w", err)
-	}
-	n := o.epoch
+	// Every argument is checked: only now may the directory be created.
 	if err := st.Init(); err != nil {
 		return err
 	}
+	n := o.epoch
 	if !cmd.Flags().Changed("epoch") {
 		if n, err = st.NextToPrepare(); err != nil {
 			return err
@@ -172,10 +102,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) error
 	if _, err := os.Stat(filepath.Join(st.EpochDir(n), epoch.ManifestName)); err == nil {
 		return fmt.Errorf("epoch %d is already prepared in %s", n, st.EpochDir(n))
 	}
-	seeds, err := epoch.Shard(train, cfg.Rank, cfg.WorldSize, cfg.Seed, n)
-	if err != nil {
-		return usageError{err}
-	}
+	seeds := sampling.Seeds(n)
 	// Progress: at most every layer reads the whole file once.
 	hook, bar := chunkProgress(cmd.ErrOrStderr(), o.json, fmt.Sprintf("epoch %d", n), int64(len(cfg.Fanouts))*m.FileSize())
 	bar.SetUnit("chunks")
@@ -186,9 +113,8 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) error
 		return err
 	}
 	defer be.Close()
-	key := epoch.Key{Seed: cfg.Seed, Epoch: n, Replace: cfg.Replace}
 	t0 := time.Now()
-	res, err := be.SampleEpoch(ctx, seeds, cfg.Fanouts, key)
+	res, err := be.SampleEpoch(ctx, seeds, sampling.Fanouts, sampling.Key(n))
 	bar.Done()
 	if err != nil {
 		return err

@@ -12,18 +12,18 @@ import (
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
-	"github.com/streamsampler/streamsampler/ingest"
 )
 
 func init() { register(newRunCmd) }
 
 type runOptions struct {
-	graph, train, fanouts, state, compress string
-	batchSize, epochs, rank, world         int
-	seed                                   uint64
-	prepareAt                              float64
-	replace, json                          bool
-	backend                                backendFlags
+	stream   streamFlags
+	state    string
+	compress string
+	epochs   int
+	json     bool
+	backend  backendFlags
+	onBatch  func(*epoch.Batch) // tests: sees every minibatch handed out
 }
 
 func newRunCmd() *cobra.Command {
@@ -31,32 +31,24 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run --graph DIR --train FILE --fanouts 15,10,5 --batch-size B --epochs E",
 		Short: "Run the whole loop: sample epochs in the background while minibatches are assembled",
-		Long: `run drives the training loop without a trainer: it samples epoch 0, then hands
-out its minibatches (assembling each one's blocks) and, once --prepare-at of
-them are out, samples epoch e+1 in the background; it prints per-epoch
-statistics (human, or JSON lines with --json).`,
+		Long: `run drives the training loop without a trainer: it samples the first epoch,
+then hands out its minibatches (assembling each one's blocks) and, once
+--prepare-at of them are out, samples the next epoch in the background; it
+prints per-epoch statistics (human, or JSON lines with --json). Its
+minibatches are those serve hands out for the same flags, in the same order.
+With --state it also persists each epoch there, as prepare does.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLoop(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
+	o.stream.add(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.graph, "graph", "", "graph directory (from chunkify)")
-	f.StringVar(&o.train, "train", "", "training node ids (text, OGB csv/csv.gz or .npy)")
-	f.StringVar(&o.fanouts, "fanouts", "15,10,5", "neighbors per hop, hop 1 first")
-	f.IntVar(&o.batchSize, "batch-size", 1024, "seeds per minibatch")
 	f.IntVar(&o.epochs, "epochs", 2, "epochs to run")
-	f.Uint64Var(&o.seed, "seed", 0, "sampling seed")
-	f.Float64Var(&o.prepareAt, "prepare-at", epoch.DefaultPrepareAt, "fraction of an epoch's minibatches after which the next epoch is prepared")
-	f.BoolVar(&o.replace, "replace", false, "sample with replacement")
-	f.IntVar(&o.rank, "rank", 0, "this rank (data-parallel training)")
-	f.IntVar(&o.world, "world-size", 1, "number of ranks")
 	f.StringVar(&o.state, "state", "", "also persist each epoch in this state directory")
 	f.StringVar(&o.compress, "compress", "", `with --state: compress the epoch's arrays ("" or zstd)`)
 	f.BoolVar(&o.json, "json", false, "print JSON lines")
 	o.backend.add(cmd)
-	cmd.MarkFlagRequired("graph")
-	cmd.MarkFlagRequired("train")
 	return cmd
 }
 
@@ -78,22 +70,34 @@ type epochRecord struct {
 }
 
 func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
-	fan, err := parseFanouts(o.fanouts)
-	if err != nil {
-		return err
-	}
 	if o.epochs < 1 {
 		return usagef("--epochs %d: want at least 1", o.epochs)
 	}
-	m, err := chunkfmt.ReadManifest(o.graph)
+	if _, err := o.stream.sampling(); err != nil {
+		return err
+	}
+	m, err := chunkfmt.ReadManifest(o.stream.graph)
 	if err != nil {
 		return err
 	}
-	train, err := ingest.ReadNodeIDs(o.train, m.NumNodes)
+	cfg, err := o.stream.config(m, o.epochs)
 	if err != nil {
-		return fmt.Errorf("training nodes: %w", err)
+		return err
 	}
-	be, err := openBackend(o.graph, o.backend)
+	var st *epoch.State
+	var stCfg epoch.StateConfig
+	var fresh bool
+	if o.state != "" {
+		// run gives every field: it must agree with what the directory
+		// records, as a prepare would.
+		st = &epoch.State{Dir: o.state}
+		given := epoch.StateConfig{Graph: o.stream.graph, Train: o.stream.train, Fanouts: cfg.Fanouts, Seed: cfg.Seed,
+			Replace: cfg.Replace, Rank: cfg.Rank, WorldSize: cfg.World, Compress: o.compress}
+		if stCfg, fresh, _, err = stateConfigFor(*st, given, func(string) bool { return true }); err != nil {
+			return err
+		}
+	}
+	be, err := openBackend(o.stream.graph, o.backend)
 	if err != nil {
 		return err
 	}
@@ -117,23 +121,27 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 		mu.Unlock()
 		return res, nil
 	}
-	var opts []epoch.StoreOption
-	opts = append(opts, epoch.WithNumNodes(m.NumNodes))
-	if o.state != "" {
-		st := epoch.State{Dir: o.state}
+	opts := []epoch.StoreOption{epoch.WithNumNodes(m.NumNodes)}
+	if st != nil {
 		if err := st.Init(); err != nil {
 			return err
 		}
-		opts = append(opts, epoch.WithState(st, epoch.WriteOptions{Compress: o.compress, Overwrite: true}))
+		opts = append(opts, epoch.WithState(*st, epoch.WriteOptions{Compress: stCfg.Compress, Overwrite: true}))
 	}
-	loop, err := epoch.NewLoop(epoch.LoopConfig{
-		Train: train, BatchSize: o.batchSize, Fanouts: fan, Seed: o.seed, Replace: o.replace,
-		Rank: o.rank, World: o.world, Epochs: o.epochs, PrepareAt: o.prepareAt, Sample: sampleFn,
-	}, epoch.NewStore(opts...))
+	pipe, err := epoch.NewPipeline(cfg, sampleFn, epoch.NewStore(opts...))
 	if err != nil {
 		return usageError{err}
 	}
-	defer loop.Close()
+	defer pipe.Close()
+	if err := pipe.Start(ctx); err != nil {
+		return err
+	}
+	if fresh {
+		// Recorded once the first epoch exists, as prepare does.
+		if err := st.WriteConfig(stCfg); err != nil {
+			return err
+		}
+	}
 
 	var cur *epochRecord
 	flush := func() {
@@ -157,13 +165,16 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 	start := time.Now()
 	for {
 		t0 := time.Now()
-		b, err := loop.Next(ctx)
+		b, err := pipe.Next(ctx)
 		el := time.Since(t0).Seconds()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return err
+		}
+		if o.onBatch != nil {
+			o.onBatch(b)
 		}
 		if cur == nil || b.Epoch != cur.Epoch {
 			flush()

@@ -55,12 +55,9 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 		return usagef("--format %q: want json, npz or summary", o.format)
 	}
 	st := epoch.State{Dir: o.state}
-	cfg, ok, err := readStateConfig(st)
+	cfg, err := loadStateConfig(st)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return fmt.Errorf("%s is not a state directory (no %s): run prepare first", o.state, epoch.ConfigName)
 	}
 	cur, ok, err := st.Current()
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/streamsampler/streamsampler/chunkfmt"
-	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/serve"
 )
 
@@ -22,20 +20,11 @@ func init() { register(newServeCmd) }
 
 // serveFlags are streamsampler serve's flags.
 type serveFlags struct {
-	Graph      string
-	Train      string
-	Fanouts    string
-	BatchSize  int
-	Seed       uint64
-	Replace    bool
-	Socket     string
-	TCP        string
-	PrepareAt  float64
-	Rank       int
-	World      int
-	FirstEpoch uint32
-	MaxRequest int
-	Quiet      bool
+	stream     streamFlags
+	socket     string
+	tcp        string
+	maxRequest int
+	quiet      bool
 	backend    backendFlags
 }
 
@@ -46,31 +35,23 @@ func newServeCmd() *cobra.Command {
 		Short: "Serve minibatches to trainers over a Unix socket (or loopback TCP), preparing the next epoch in the background",
 		Long: `serve owns a training run's epochs: it samples the first epoch, then answers
 next_batch, sample, epoch_info and advance requests (docs/PROTOCOL.md) from
-any number of clients, which share one cursor over the epoch's minibatches.
-The next epoch is prepared in the background once --prepare-at of the
-current one is handed out. With --rank/--world-size (default: the RANK and
-WORLD_SIZE variables torchrun sets) it serves one data-parallel rank's shard;
-every rank serves the same number of minibatches. SIGINT or SIGTERM stops it
+any number of clients, which share one cursor over the epoch's minibatches:
+those run hands out for the same flags, in the same order. The next epoch
+is prepared in the background once --prepare-at of the current one is
+handed out. With --rank/--world-size (default: the RANK and WORLD_SIZE
+variables torchrun sets) it serves one data-parallel rank's shard; every
+rank serves the same number of minibatches. SIGINT or SIGTERM stops it
 gracefully: no new connections, in-flight replies finish, the socket file
 is removed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, &f) },
 	}
+	f.stream.add(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.Graph, "graph", "", "graph directory (made by chunkify)")
-	fl.StringVar(&f.Train, "train", "", "training node ids (text, one per line, or .npy)")
-	fl.StringVar(&f.Fanouts, "fanouts", "", "neighbors per hop, hop order, e.g. 15,10,5")
-	fl.IntVar(&f.BatchSize, "batch-size", 1024, "seeds per minibatch")
-	fl.Uint64Var(&f.Seed, "seed", 0, "random seed (samples, minibatch order and shards)")
-	fl.BoolVar(&f.Replace, "replace", false, "sample with replacement")
-	fl.StringVar(&f.Socket, "socket", "", "Unix socket path to listen on")
-	fl.StringVar(&f.TCP, "tcp", "", "also listen on this loopback TCP address, e.g. 127.0.0.1:7070")
-	fl.Float64Var(&f.PrepareAt, "prepare-at", serve.DefaultPrepareAt, "fraction of an epoch's minibatches handed out when the next epoch's preparation starts")
-	fl.IntVar(&f.Rank, "rank", -1, "data-parallel rank (default $RANK, else 0)")
-	fl.IntVar(&f.World, "world-size", -1, "data-parallel world size (default $WORLD_SIZE, else 1)")
-	fl.Uint32Var(&f.FirstEpoch, "epoch", 0, "first epoch to serve")
-	fl.IntVar(&f.MaxRequest, "max-request", serve.DefaultMaxRequest, "largest request frame accepted, in bytes")
-	fl.BoolVar(&f.Quiet, "quiet", false, "no log lines on stderr")
+	fl.StringVar(&f.socket, "socket", "", "Unix socket path to listen on")
+	fl.StringVar(&f.tcp, "tcp", "", "also listen on this loopback TCP address, e.g. 127.0.0.1:7070")
+	fl.IntVar(&f.maxRequest, "max-request", serve.DefaultMaxRequest, "largest request frame accepted, in bytes")
+	fl.BoolVar(&f.quiet, "quiet", false, "no log lines on stderr")
 	f.backend.add(cmd)
 	return cmd
 }
@@ -89,60 +70,34 @@ func envInt(name string, def int) (int, error) {
 }
 
 func runServe(cmd *cobra.Command, f *serveFlags) error {
-	switch {
-	case f.Graph == "":
-		return usagef("--graph is required")
-	case f.Train == "":
-		return usagef("--train is required")
-	case f.Socket == "" && f.TCP == "":
+	if f.socket == "" && f.tcp == "" {
 		return usagef("--socket or --tcp is required")
-	case f.BatchSize < 1:
-		return usagef("--batch-size %d: want >= 1", f.BatchSize)
-	case math.IsNaN(f.PrepareAt) || f.PrepareAt < 0 || f.PrepareAt > 1:
-		return usagef("--prepare-at %g: want a fraction in [0,1]", f.PrepareAt)
 	}
-	fanouts, err := parseFanouts(f.Fanouts)
+	if f.maxRequest < 1 {
+		return usagef("--max-request %d: want a positive number of bytes", f.maxRequest)
+	}
+	if _, err := f.stream.sampling(); err != nil {
+		return err
+	}
+	m, err := chunkfmt.ReadManifest(f.stream.graph)
 	if err != nil {
 		return err
 	}
-	rank, world := f.Rank, f.World
-	if rank < 0 {
-		if rank, err = envInt("RANK", 0); err != nil {
-			return err
+	cfg, err := f.stream.config(m, 0)
+	if err != nil {
+		return err
+	}
+	if !f.quiet {
+		cfg.Logf = func(format string, a ...any) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "streamsampler serve: "+format+"\n", a...)
 		}
 	}
-	if world < 0 {
-		if world, err = envInt("WORLD_SIZE", 1); err != nil {
-			return err
-		}
-	}
-	if world < 1 || rank >= world {
-		return usagef("rank %d of world size %d: want 0 <= rank < world size", rank, world)
-	}
-	m, err := chunkfmt.ReadManifest(f.Graph)
-	if err != nil {
-		return err
-	}
-	train, err := ingest.ReadNodeIDs(f.Train, m.NumNodes)
-	if err != nil {
-		return err
-	}
-	logf := func(format string, a ...any) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "streamsampler serve: "+format+"\n", a...)
-	}
-	if f.Quiet {
-		logf = nil
-	}
-	be, err := openBackend(f.Graph, f.backend)
+	be, err := openBackend(f.stream.graph, f.backend)
 	if err != nil {
 		return err
 	}
 	defer be.Close()
-	srv, err := serve.New(serve.Config{
-		Sampler: be, Train: train, Fanouts: fanouts, BatchSize: f.BatchSize,
-		Seed: f.Seed, Replace: f.Replace, Rank: rank, World: world,
-		PrepareAt: f.PrepareAt, FirstEpoch: f.FirstEpoch, MaxRequest: f.MaxRequest, Logf: logf,
-	})
+	srv, err := serve.New(serve.Config{Config: cfg, Sampler: be, MaxRequest: f.maxRequest})
 	if err != nil {
 		return usageError{err}
 	}
@@ -158,15 +113,15 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	// Listen before sampling the first epoch, so that a bad address fails
 	// fast; clients' connections wait in the backlog meanwhile.
-	if f.Socket != "" {
-		ln, err := serve.ListenUnix(f.Socket)
+	if f.socket != "" {
+		ln, err := serve.ListenUnix(f.socket)
 		if err != nil {
 			return err
 		}
 		lns = append(lns, ln)
 	}
-	if f.TCP != "" {
-		ln, err := serve.ListenTCP(f.TCP)
+	if f.tcp != "" {
+		ln, err := serve.ListenTCP(f.tcp)
 		if err != nil {
 			closeAll()
 			if errors.Is(err, serve.ErrNotLoopback) {
@@ -190,7 +145,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		addrs += " " + ln.Addr().Network() + ":" + ln.Addr().String()
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "ready%s epoch=%d num_batches=%d rank=%d world_size=%d\n",
-		addrs, info.Epoch, info.NumBatches, rank, world)
+		addrs, info.Epoch, info.NumBatches, info.Rank, info.WorldSize)
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -204,11 +159,11 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if errors.Is(serveErr, serve.ErrServerClosed) {
 		serveErr = nil
 	}
-	if f.Socket != "" {
+	if f.socket != "" {
 		// The listener removed its socket; a crash-left file would be
 		// replaced by ListenUnix next time anyway.
-		if fi, err := os.Lstat(f.Socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			os.Remove(f.Socket)
+		if fi, err := os.Lstat(f.socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			os.Remove(f.socket)
 		}
 	}
 	return serveErr

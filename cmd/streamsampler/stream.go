@@ -1,0 +1,88 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/epoch"
+)
+
+// streamFlags are the flags of every command that hands out minibatches
+// (run, serve): they make one epoch.Config, so each means the same thing
+// in both.
+type streamFlags struct {
+	graph, train, fanouts string
+	batchSize             int
+	seed                  uint64
+	replace               bool
+	rank, world           int // -1: from $RANK / $WORLD_SIZE (torchrun), else 0 / 1
+	prepareAt             float64
+	firstEpoch            uint32
+}
+
+func (f *streamFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.graph, "graph", "", "graph directory (made by chunkify)")
+	fl.StringVar(&f.train, "train", "", "training node ids: text (one per line, OGB csv/csv.gz) or .npy")
+	fl.StringVar(&f.fanouts, "fanouts", "", "neighbors per hop, hop 1 first, e.g. 15,10,5")
+	fl.IntVar(&f.batchSize, "batch-size", 1024, "seeds per minibatch")
+	fl.Uint64Var(&f.seed, "seed", 0, "random seed (samples, minibatch order and shards)")
+	fl.BoolVar(&f.replace, "replace", false, "sample with replacement")
+	fl.IntVar(&f.rank, "rank", -1, "data-parallel rank (default $RANK, else 0)")
+	fl.IntVar(&f.world, "world-size", -1, "data-parallel world size (default $WORLD_SIZE, else 1)")
+	fl.Float64Var(&f.prepareAt, "prepare-at", epoch.DefaultPrepareAt,
+		"fraction of an epoch's minibatches handed out when the next epoch's preparation starts (0: at once, 1: after the last)")
+	fl.Uint32Var(&f.firstEpoch, "epoch", 0, "first epoch")
+	cmd.MarkFlagRequired("graph")
+	cmd.MarkFlagRequired("train")
+	cmd.MarkFlagRequired("fanouts")
+}
+
+// sampling checks the flags that need no file and returns the Sampling
+// they describe, without training nodes yet (so that a bad flag fails
+// before any file is read).
+func (f *streamFlags) sampling() (epoch.Sampling, error) {
+	switch {
+	case f.batchSize < 1:
+		return epoch.Sampling{}, usagef("--batch-size %d: want >= 1", f.batchSize)
+	case !(f.prepareAt >= 0 && f.prepareAt <= 1):
+		return epoch.Sampling{}, usagef("--prepare-at %g: want a fraction in [0, 1]", f.prepareAt)
+	}
+	s := epoch.Sampling{Seed: f.seed, Replace: f.replace, Rank: f.rank, World: f.world}
+	var err error
+	if s.Fanouts, err = parseFanouts(f.fanouts); err != nil {
+		return s, err
+	}
+	if s.Rank < 0 {
+		if s.Rank, err = envInt("RANK", 0); err != nil {
+			return s, err
+		}
+	}
+	if s.World < 0 {
+		if s.World, err = envInt("WORLD_SIZE", 1); err != nil {
+			return s, err
+		}
+	}
+	if s.World < 1 || s.Rank >= s.World {
+		return s, usagef("rank %d of world size %d: want 0 <= rank < world size", s.Rank, s.World)
+	}
+	return s, nil
+}
+
+// config returns the run's epoch.Config for the graph of manifest m (its
+// training nodes read from --train), with epochs epochs (0: no end). Every
+// check of the configuration is a usage error.
+func (f *streamFlags) config(m *chunkfmt.Manifest, epochs int) (epoch.Config, error) {
+	s, err := f.sampling()
+	if err != nil {
+		return epoch.Config{}, err
+	}
+	if s, err = readSampling(s, f.train, m.NumNodes); err != nil {
+		return epoch.Config{}, err
+	}
+	cfg := epoch.Config{Sampling: s, BatchSize: f.batchSize, PrepareAt: f.prepareAt, FirstEpoch: f.firstEpoch, Epochs: epochs}
+	if err := cfg.Check(); err != nil {
+		return cfg, usageError{err}
+	}
+	return cfg, nil
+}

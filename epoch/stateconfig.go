@@ -1,0 +1,160 @@
+package epoch
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
+)
+
+// ErrGraphMismatch is wrapped when a state directory belongs to another
+// graph (or the graph was rebuilt since).
+var ErrGraphMismatch = errors.New("state directory was prepared from another graph")
+
+// StateConfig is a state directory's config.json: what every epoch in it
+// is sampled from. The first command that writes an epoch records it;
+// later ones may leave fields out, and a field given with another value
+// than the recorded one is refused (MergeStateConfig).
+type StateConfig struct {
+	Graph       string               `json:"graph"` // absolute path
+	Fingerprint chunkfmt.Fingerprint `json:"fingerprint"`
+	Train       string               `json:"train"` // absolute path
+	Fanouts     []int                `json:"fanouts"`
+	Seed        uint64               `json:"seed"`
+	Replace     bool                 `json:"replace"`
+	Rank        int                  `json:"rank"`
+	WorldSize   int                  `json:"world_size"`
+	Compress    string               `json:"compress,omitempty"` // "" or "zstd"
+}
+
+// The fields of a StateConfig that a command may give, by their
+// config.json names (the command lines' flags are these with '-' for '_').
+const (
+	FieldGraph     = "graph"
+	FieldTrain     = "train"
+	FieldFanouts   = "fanouts"
+	FieldSeed      = "seed"
+	FieldReplace   = "replace"
+	FieldRank      = "rank"
+	FieldWorldSize = "world_size"
+	FieldCompress  = "compress"
+)
+
+// Sampling returns the Sampling the configuration records, with train as
+// its training nodes (read from c.Train).
+func (c StateConfig) Sampling(train []uint32) Sampling {
+	return Sampling{Train: train, Fanouts: slices.Clone(c.Fanouts), Seed: c.Seed, Replace: c.Replace, Rank: c.Rank, World: c.WorldSize}
+}
+
+// CheckGraph reports (wrapping ErrGraphMismatch) whether m, the graph's
+// manifest now, is not the graph the configuration was recorded from.
+func (c StateConfig) CheckGraph(m *chunkfmt.Manifest) error {
+	if fp := m.Fingerprint(); fp != c.Fingerprint {
+		return fmt.Errorf("%w: it records %s with %d nodes, %d edges, %d chunks (chunk CRCs %08x); that graph now has %d nodes, %d edges, %d chunks (chunk CRCs %08x)",
+			ErrGraphMismatch, c.Graph,
+			c.Fingerprint.NumNodes, c.Fingerprint.NumEdges, c.Fingerprint.Chunks, c.Fingerprint.ChunkCRCs,
+			fp.NumNodes, fp.NumEdges, fp.Chunks, fp.ChunkCRCs)
+	}
+	return nil
+}
+
+// ConflictError is MergeStateConfig's error for a field given with
+// another value than the recorded one. It wraps ErrConfig.
+type ConflictError struct {
+	Field    string // a Field* name
+	Given    any
+	Recorded any
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s %v conflicts with %v recorded in %s; use a new state directory", e.Field, e.Given, e.Recorded, ConfigName)
+}
+
+// Unwrap returns ErrConfig.
+func (e *ConflictError) Unwrap() error { return ErrConfig }
+
+// MissingError is MergeStateConfig's error for a field a new state
+// directory needs and that was not given. It wraps ErrConfig.
+type MissingError struct{ Field string }
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("%s is required for a new state directory", e.Field)
+}
+
+// Unwrap returns ErrConfig.
+func (e *MissingError) Unwrap() error { return ErrConfig }
+
+// MergeStateConfig reconciles the fields of given that the caller set
+// (set reports which, by Field* name) with a state directory's recorded
+// configuration (nil for a new directory). With a recorded one, a set
+// field must equal it (else *ConflictError) and unset fields keep it. A
+// new directory needs graph, train and fanouts (else *MissingError);
+// world_size 0 means 1. Graph and Train are compared as given: pass
+// absolute paths. The Fingerprint is the caller's to fill.
+func MergeStateConfig(recorded *StateConfig, given StateConfig, set func(field string) bool) (StateConfig, error) {
+	var cfg StateConfig
+	if recorded != nil {
+		cfg = *recorded
+		cfg.Fanouts = slices.Clone(cfg.Fanouts)
+	}
+	for _, f := range []struct {
+		name          string
+		same          bool
+		given, record any
+		take          func()
+	}{
+		{FieldGraph, given.Graph == cfg.Graph, given.Graph, cfg.Graph, func() { cfg.Graph = given.Graph }},
+		{FieldTrain, given.Train == cfg.Train, given.Train, cfg.Train, func() { cfg.Train = given.Train }},
+		{FieldFanouts, slices.Equal(given.Fanouts, cfg.Fanouts), given.Fanouts, cfg.Fanouts, func() { cfg.Fanouts = slices.Clone(given.Fanouts) }},
+		{FieldSeed, given.Seed == cfg.Seed, given.Seed, cfg.Seed, func() { cfg.Seed = given.Seed }},
+		{FieldReplace, given.Replace == cfg.Replace, given.Replace, cfg.Replace, func() { cfg.Replace = given.Replace }},
+		{FieldRank, given.Rank == cfg.Rank, given.Rank, cfg.Rank, func() { cfg.Rank = given.Rank }},
+		{FieldWorldSize, given.WorldSize == cfg.WorldSize, given.WorldSize, cfg.WorldSize, func() { cfg.WorldSize = given.WorldSize }},
+		{FieldCompress, given.Compress == cfg.Compress, given.Compress, cfg.Compress, func() { cfg.Compress = given.Compress }},
+	} {
+		if !set(f.name) {
+			continue
+		}
+		if recorded != nil && !f.same {
+			return cfg, &ConflictError{Field: f.name, Given: f.given, Recorded: f.record}
+		}
+		f.take()
+	}
+	if recorded != nil {
+		return cfg, nil
+	}
+	for _, f := range []struct {
+		name    string
+		missing bool
+	}{{FieldGraph, cfg.Graph == ""}, {FieldTrain, cfg.Train == ""}, {FieldFanouts, cfg.Fanouts == nil}} {
+		if f.missing {
+			return cfg, &MissingError{Field: f.name}
+		}
+	}
+	if cfg.WorldSize == 0 {
+		cfg.WorldSize = 1
+	}
+	if cfg.Compress != "" && cfg.Compress != "zstd" {
+		return cfg, fmt.Errorf("%w: compress %q: want zstd or nothing", ErrConfig, cfg.Compress)
+	}
+	return cfg, nil
+}
+
+// LoadConfig reads the state directory's config.json; ok is false when
+// there is none (a new or foreign directory).
+func (s State) LoadConfig() (cfg StateConfig, ok bool, err error) {
+	err = s.ReadConfig(&cfg)
+	if errors.Is(err, fs.ErrNotExist) {
+		return cfg, false, nil
+	}
+	if err != nil {
+		return cfg, false, err
+	}
+	return cfg, true, nil
+}
+
+// ConfigPath returns the path of the state directory's config.json.
+func (s State) ConfigPath() string { return filepath.Join(s.Dir, ConfigName) }
