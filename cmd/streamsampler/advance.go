@@ -8,8 +8,6 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 )
 
-func init() { register(newAdvanceCmd) }
-
 func newAdvanceCmd() *cobra.Command {
 	var state string
 	cmd := &cobra.Command{

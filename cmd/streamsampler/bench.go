@@ -11,8 +11,6 @@ import (
 	"github.com/streamsampler/streamsampler/host/hostbench"
 )
 
-func init() { register(newBenchCmd) }
-
 type benchOptions struct {
 	graph      string
 	fanoutSets []string

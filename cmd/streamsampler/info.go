@@ -10,8 +10,6 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 )
 
-func init() { register(newInfoCmd) }
-
 // epochInfo describes one prepared epoch directory.
 type epochInfo struct {
 	Epoch   uint32 `json:"epoch"`

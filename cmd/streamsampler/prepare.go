@@ -17,8 +17,6 @@ import (
 	"github.com/streamsampler/streamsampler/ingest"
 )
 
-func init() { register(newPrepareCmd) }
-
 type prepareOptions struct {
 	graph, train, fanouts, state, compress string
 	seed                                   uint64

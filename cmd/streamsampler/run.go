@@ -15,8 +15,6 @@ import (
 	"github.com/streamsampler/streamsampler/ingest"
 )
 
-func init() { register(newRunCmd) }
-
 type runOptions struct {
 	graph, train, fanouts, state, compress string
 	batchSize, epochs, rank, world         int

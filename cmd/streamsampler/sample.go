@@ -14,8 +14,6 @@ import (
 	"github.com/streamsampler/streamsampler/internal/npy"
 )
 
-func init() { register(newSampleCmd) }
-
 type sampleOptions struct {
 	state, seeds, seedsFile, format, out string
 }

@@ -18,8 +18,6 @@ import (
 	"github.com/streamsampler/streamsampler/serve"
 )
 
-func init() { register(newServeCmd) }
-
 // serveFlags are streamsampler serve's flags.
 type serveFlags struct {
 	Graph      string
