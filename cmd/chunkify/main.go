@@ -51,8 +51,8 @@ func execute(args []string, stdout, stderr io.Writer) int {
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "chunkify",
-		Short:         "Pack edge lists into chunked CSR graphs for out-of-core neighbor sampling",
+		Use:   "chunkify",
+		Short: "Pack edge lists into chunked CSR graphs for out-of-core neighbor sampling",
 		Long: `chunkify packs edge lists into chunked CSR graph directories (docs/FORMAT.md),
 describes and verifies them, and generates R-MAT graphs for benchmarks.
 
