@@ -13,6 +13,7 @@ func newAdvanceCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "advance --state STATEDIR",
 		Short: "Make the next prepared epoch current and delete older ones",
+		Example: `  streamsampler advance --state st`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st := epoch.State{Dir: state}

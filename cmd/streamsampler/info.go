@@ -23,6 +23,8 @@ func newInfoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info --state STATEDIR",
 		Short: "Show a state directory: configuration, current epoch, prepared epochs and their sizes",
+		Example: `  streamsampler info --state st
+  streamsampler info --state st --json`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st := epoch.State{Dir: state}

@@ -33,6 +33,8 @@ func newRunCmd() *cobra.Command {
 out its minibatches (assembling each one's blocks) and, once --prepare-at of
 them are out, samples epoch e+1 in the background; it prints per-epoch
 statistics (human, or JSON lines with --json).`,
+		Example: `  streamsampler run --graph out/email --train train.txt --fanouts 15,10,5 --batch-size 64 --epochs 2
+  streamsampler run --graph g --train train.npy --fanouts 10,5 --devices 2 --prepare-at 0.5 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLoop(cmd.Context(), cmd.OutOrStdout(), o)
@@ -41,10 +43,10 @@ statistics (human, or JSON lines with --json).`,
 	f := cmd.Flags()
 	f.StringVar(&o.graph, "graph", "", "graph directory (from chunkify)")
 	f.StringVar(&o.train, "train", "", "training node ids (text, OGB csv/csv.gz or .npy)")
-	f.StringVar(&o.fanouts, "fanouts", "15,10,5", "neighbors per hop, hop 1 first")
+	addFanoutsFlag(f, &o.fanouts)
 	f.IntVar(&o.batchSize, "batch-size", 1024, "seeds per minibatch")
 	f.IntVar(&o.epochs, "epochs", 2, "epochs to run")
-	f.Uint64Var(&o.seed, "seed", 0, "sampling seed")
+	addSeedFlag(f, &o.seed)
 	f.Float64Var(&o.prepareAt, "prepare-at", epoch.DefaultPrepareAt, "fraction of an epoch's minibatches after which the next epoch is prepared")
 	f.BoolVar(&o.replace, "replace", false, "sample with replacement")
 	f.IntVar(&o.rank, "rank", 0, "this rank (data-parallel training)")
@@ -55,6 +57,7 @@ statistics (human, or JSON lines with --json).`,
 	o.backend.add(cmd)
 	cmd.MarkFlagRequired("graph")
 	cmd.MarkFlagRequired("train")
+	cmd.MarkFlagRequired("fanouts")
 	return cmd
 }
 

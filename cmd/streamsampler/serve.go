@@ -51,15 +51,17 @@ WORLD_SIZE variables torchrun sets) it serves one data-parallel rank's shard;
 every rank serves the same number of minibatches. SIGINT or SIGTERM stops it
 gracefully: no new connections, in-flight replies finish, the socket file
 is removed.`,
+		Example: `  streamsampler serve --graph out/email --train train.txt --fanouts 15,10,5 --batch-size 64 --socket /tmp/ss.sock
+  streamsampler serve --graph g --train train.npy --fanouts 10,5 --rank 1 --world-size 2 --tcp 127.0.0.1:7071 -q`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, &f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.Graph, "graph", "", "graph directory (made by chunkify)")
 	fl.StringVar(&f.Train, "train", "", "training node ids (text, one per line, or .npy)")
-	fl.StringVar(&f.Fanouts, "fanouts", "", "neighbors per hop, hop order, e.g. 15,10,5")
+	addFanoutsFlag(fl, &f.Fanouts)
 	fl.IntVar(&f.BatchSize, "batch-size", 1024, "seeds per minibatch")
-	fl.Uint64Var(&f.Seed, "seed", 0, "random seed (samples, minibatch order and shards)")
+	addSeedFlag(fl, &f.Seed)
 	fl.BoolVar(&f.Replace, "replace", false, "sample with replacement")
 	fl.StringVar(&f.Socket, "socket", "", "Unix socket path to listen on")
 	fl.StringVar(&f.TCP, "tcp", "", "also listen on this loopback TCP address, e.g. 127.0.0.1:7070")
@@ -68,7 +70,7 @@ is removed.`,
 	fl.IntVar(&f.World, "world-size", -1, "data-parallel world size (default $WORLD_SIZE, else 1)")
 	fl.Uint32Var(&f.FirstEpoch, "epoch", 0, "first epoch to serve")
 	fl.IntVar(&f.MaxRequest, "max-request", serve.DefaultMaxRequest, "largest request frame accepted, in bytes")
-	fl.BoolVar(&f.Quiet, "quiet", false, "no log lines on stderr")
+	addQuietFlag(fl, &f.Quiet, "log lines")
 	f.backend.add(cmd)
 	return cmd
 }
