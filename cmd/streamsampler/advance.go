@@ -11,10 +11,10 @@ import (
 func newAdvanceCmd() *cobra.Command {
 	var state string
 	cmd := &cobra.Command{
-		Use:   "advance --state STATEDIR",
-		Short: "Make the next prepared epoch current and delete older ones",
+		Use:     "advance --state STATEDIR",
+		Short:   "Make the next prepared epoch current and delete older ones",
 		Example: `  streamsampler advance --state st`,
-		Args:  cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st := epoch.State{Dir: state}
 			if _, _, err := readStateConfig(st); err != nil {

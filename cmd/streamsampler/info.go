@@ -25,7 +25,7 @@ func newInfoCmd() *cobra.Command {
 		Short: "Show a state directory: configuration, current epoch, prepared epochs and their sizes",
 		Example: `  streamsampler info --state st
   streamsampler info --state st --json`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st := epoch.State{Dir: state}
 			cfg, ok, err := readStateConfig(st)
