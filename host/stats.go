@@ -17,9 +17,9 @@ type LayerStats struct {
 	ChunksReused  int           `json:"chunks_reused"`  // chunks with targets still in a device buffer, not read again
 	Launches      int           `json:"launches"`       // kernel runs (a chunk's targets may need several)
 	BytesRead     int64         `json:"bytes_read"`     // every byte read from edges.chunks, the probe read at Open included (by the first epoch)
-	ReadTime      time.Duration `json:"read_ns"`   // summed over devices
-	KernelTime    time.Duration `json:"kernel_ns"` // start..wait, summed over devices
-	SyncTime      time.Duration `json:"sync_ns"`   // target upload + result download, summed
+	ReadTime      time.Duration `json:"read_ns"`        // summed over devices
+	KernelTime    time.Duration `json:"kernel_ns"`      // start..wait, summed over devices
+	SyncTime      time.Duration `json:"sync_ns"`        // target upload + result download, summed
 	Wall          time.Duration `json:"wall_ns"`
 }
 
