@@ -87,7 +87,7 @@ func NewLoop(cfg LoopConfig, store *Store) (*Loop, error) {
 	}
 	for h, k := range cfg.Fanouts {
 		if k < 1 {
-			return nil, fmt.Errorf("epoch: loop: fanout %d of hop %d, want >= 1", k, h+1)
+			return nil, fmt.Errorf("epoch: loop: fanout %d of layer %d (hop %d), want >= 1", k, h, h+1)
 		}
 	}
 	if _, err := Shard(nil, cfg.Rank, cfg.World, 0, 0); err != nil {

@@ -244,7 +244,7 @@ func (s *Sampler) SampleEpochStats(ctx context.Context, seeds []uint32, fanouts 
 	}
 	for l, k := range fanouts {
 		if k > s.maxK {
-			return nil, nil, fmt.Errorf("%w: fanout %d of layer %d exceeds the buffers' max fanout %d (Options.MaxFanout)", ErrInvalid, k, l, s.maxK)
+			return nil, nil, fmt.Errorf("%w: fanout %d of layer %d (hop %d) exceeds the buffers' max fanout %d (Options.MaxFanout)", ErrInvalid, k, l, l+1, s.maxK)
 		}
 	}
 	s.mu.Lock()
