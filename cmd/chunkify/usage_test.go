@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // cli runs chunkify as main does and returns stdout, stderr and the exit
@@ -114,5 +116,28 @@ func TestDecimalChunkSizeNote(t *testing.T) {
 	_, stderr, code = cli(t, "build", "../../testdata/email-Eu-core.txt.gz", "-o", filepath.Join(dir, "h"), "--chunk-size", "512KiB")
 	if code != 0 || strings.Contains(stderr, "note:") {
 		t.Fatalf("binary unit: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestEverySubcommandHasAnExample: each subcommand's help shows how to
+// call it.
+func TestEverySubcommandHasAnExample(t *testing.T) {
+	var walk func(c *cobra.Command)
+	n := 0
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			n++
+			if !strings.Contains(sub.Example, "chunkify "+sub.Name()) && !strings.Contains(sub.Example, sub.CommandPath()) {
+				t.Errorf("%s: help has no example: %q", sub.CommandPath(), sub.Example)
+			}
+			walk(sub)
+		}
+	}
+	walk(newRootCmd())
+	if n != 5 {
+		t.Fatalf("%d subcommands, want build, info, verify, generate, generate rmat", n)
 	}
 }
