@@ -37,8 +37,11 @@ lint: vet
 test: deps
 	$(MAKE) lint test-go test-xrt hls-csim test-python
 
+# go test's usual output (package lines, failures), then every skipped test
+# with its reason (scripts/gotest-skips.py reads go test -json), so that a
+# run without ../shared says what it did not test. Fails if go test does.
 test-go:
-	$(GO) test $(GOFLAGS_RACE) -timeout 40m ./...
+	bash -o pipefail -c '$(GO) test $(GOFLAGS_RACE) -timeout 40m -json ./... | $(PYTHON) scripts/gotest-skips.py'
 
 test-xrt:
 	$(GO) test $(GOFLAGS_RACE) -tags xrt ./xrt/...

@@ -37,7 +37,7 @@ func (s Sampling) Check() error {
 	}
 	for h, k := range s.Fanouts {
 		if k < 1 {
-			return fmt.Errorf("%w: fanout %d of hop %d, want >= 1", ErrConfig, k, h+1)
+			return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want >= 1", ErrConfig, k, h, h+1)
 		}
 	}
 	world := s.world()

@@ -277,7 +277,7 @@ func (b *Backend) validate(seeds []uint32, fanouts []int) error {
 	}
 	for l, k := range fanouts {
 		if k < 1 || k > MaxFanout {
-			return fmt.Errorf("%w: fanout of layer %d is %d, want 1..%d", ErrInvalid, l, k, MaxFanout)
+			return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want 1..%d", ErrInvalid, k, l, l+1, MaxFanout)
 		}
 	}
 	for i, s := range seeds {

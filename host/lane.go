@@ -27,6 +27,9 @@ type deviceLane struct {
 	mt      int
 	timeout time.Duration
 	res     [2]int // chunk held by each chunk buffer, -1 for none
+	// opened is the bytes read into each chunk buffer by Open's probe
+	// and not yet counted in any layer's statistics.
+	opened [2]int64
 }
 
 func openLane(i int, opts Options, s *Sampler, chunkBytes, mt int) (_ *deviceLane, err error) {
@@ -130,6 +133,12 @@ func (l *deviceLane) load(slot, c int) (int64, error) {
 }
 
 func (l *deviceLane) resident(slot int) int { return l.res[slot] }
+
+func (l *deviceLane) takeOpenRead(slot int) int64 {
+	n := l.opened[slot]
+	l.opened[slot] = 0
+	return n
+}
 
 // run launches the kernel once over targets, all inside the chunk in slot.
 func (l *deviceLane) run(slot int, targets []uint32, out []int32, fanout int, key uint64, replace bool) (kernel, syncT time.Duration, err error) {

@@ -26,6 +26,10 @@ type lane interface {
 	// last successful load; it survives layers and epochs, so a chunk
 	// still in a buffer is not read again.
 	resident(slot int) int
+	// takeOpenRead returns, once, the bytes read into slot when the
+	// backend was opened (the O_DIRECT probe read of chunk 0), which no
+	// layer has counted yet; 0 otherwise.
+	takeOpenRead(slot int) int64
 	// run samples fanout neighbors of each target (all inside the chunk in
 	// slot) into out (len(targets)*fanout entries).
 	run(slot int, targets []uint32, out []int32, fanout int, key uint64, replace bool) (kernel, sync time.Duration, err error)
@@ -151,9 +155,20 @@ func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int3
 				if !ok {
 					return
 				}
-				if reuse {
+				// Bytes read into this buffer at open are counted by the
+				// first layer that uses the buffer: as the read of the
+				// chunk it reuses, or with the read that replaces it.
+				opened := ln.takeOpenRead(slot)
+				switch {
+				case reuse && opened > 0:
+					chunks++
+					bytes += opened
+					if onChunk != nil {
+						onChunk(j.chunk, opened)
+					}
+				case reuse:
 					reused++
-				} else {
+				default:
 					t := time.Now()
 					n, err := ln.load(slot, j.chunk)
 					readTime += time.Since(t)
@@ -162,9 +177,9 @@ func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int3
 						return
 					}
 					chunks++
-					bytes += n
+					bytes += n + opened
 					if onChunk != nil {
-						onChunk(j.chunk, n)
+						onChunk(j.chunk, n+opened)
 					}
 				}
 				select {

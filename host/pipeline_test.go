@@ -49,11 +49,17 @@ type fakeLane struct {
 	delay  time.Duration // per run
 	onRun  func(chunk int)
 	loads  atomic.Int64
+	opened [2]int64 // bytes "read at open" into each slot, not yet counted
 }
 
 func (f *fakeLane) name() string          { return fmt.Sprintf("fake device %d", f.id) }
 func (f *fakeLane) maxTargets() int       { return f.mt }
 func (f *fakeLane) resident(slot int) int { return f.slots[slot] }
+func (f *fakeLane) takeOpenRead(slot int) int64 {
+	n := f.opened[slot]
+	f.opened[slot] = 0
+	return n
+}
 func (f *fakeLane) load(slot, c int) (int64, error) {
 	f.slots[slot] = c
 	f.loads.Add(1)

@@ -56,7 +56,7 @@ func validateRequest(numNodes uint32, seeds []uint32, fanouts []int) error {
 	}
 	for l, k := range fanouts {
 		if k < 1 || k > hls.MaxFanout {
-			return fmt.Errorf("%w: fanout of layer %d is %d, want 1..%d", ErrInvalid, l, k, hls.MaxFanout)
+			return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want 1..%d", ErrInvalid, k, l, l+1, hls.MaxFanout)
 		}
 	}
 	for i, s := range seeds {

@@ -148,7 +148,12 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 	}
 	if sm.direct && len(m.Chunks) > 0 {
 		// Some filesystems accept O_DIRECT at open and refuse the read.
-		if _, err := sm.lanes[0].load(0, 0); err != nil {
+		// The chunk read stays in the buffer, and its bytes are counted
+		// by the first epoch (deviceLane.opened): every byte read from
+		// edges.chunks is in the statistics.
+		if n, err := sm.lanes[0].load(0, 0); err == nil {
+			sm.lanes[0].opened[0] = n
+		} else {
 			note := fmt.Sprintf("O_DIRECT read of %s failed (%v); using buffered reads", path, err)
 			if err := sm.openFile(path, false); err != nil {
 				return nil, err
@@ -239,7 +244,7 @@ func (s *Sampler) SampleEpochStats(ctx context.Context, seeds []uint32, fanouts 
 	}
 	for l, k := range fanouts {
 		if k > s.maxK {
-			return nil, nil, fmt.Errorf("%w: fanout %d of layer %d exceeds the buffers' max fanout %d (Options.MaxFanout)", ErrInvalid, k, l, s.maxK)
+			return nil, nil, fmt.Errorf("%w: fanout %d of layer %d (hop %d) exceeds the buffers' max fanout %d (Options.MaxFanout)", ErrInvalid, k, l, l+1, s.maxK)
 		}
 	}
 	s.mu.Lock()

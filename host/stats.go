@@ -16,10 +16,10 @@ type LayerStats struct {
 	ChunksSkipped int           `json:"chunks_skipped"` // chunks with no target, never read
 	ChunksReused  int           `json:"chunks_reused"`  // chunks with targets still in a device buffer, not read again
 	Launches      int           `json:"launches"`       // kernel runs (a chunk's targets may need several)
-	BytesRead     int64         `json:"bytes_read"`
-	ReadTime      time.Duration `json:"read_ns"`   // summed over devices
-	KernelTime    time.Duration `json:"kernel_ns"` // start..wait, summed over devices
-	SyncTime      time.Duration `json:"sync_ns"`   // target upload + result download, summed
+	BytesRead     int64         `json:"bytes_read"`     // every byte read from edges.chunks, the probe read at Open included (by the first epoch)
+	ReadTime      time.Duration `json:"read_ns"`        // summed over devices
+	KernelTime    time.Duration `json:"kernel_ns"`      // start..wait, summed over devices
+	SyncTime      time.Duration `json:"sync_ns"`        // target upload + result download, summed
 	Wall          time.Duration `json:"wall_ns"`
 }
 

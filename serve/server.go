@@ -18,6 +18,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -299,9 +300,26 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// MaxUnixPath is the longest Unix socket path, in bytes: Linux's
+// sun_path holds 108 bytes, the last a NUL.
+const MaxUnixPath = 107
+
 // ListenUnix listens on a Unix socket at path, replacing a stale socket
-// file (one nobody accepts on) but refusing to touch anything else.
+// file (one nobody accepts on) but refusing to touch anything else. A
+// path longer than MaxUnixPath bytes, or in a directory that does not
+// exist, is an error that says so (the system's own is "invalid
+// argument" or "no such file or directory" for a file nobody named).
 func ListenUnix(path string) (net.Listener, error) {
+	if len(path) > MaxUnixPath {
+		return nil, fmt.Errorf("serve: socket path %s is %d bytes, longer than the %d a Unix socket address holds; use a shorter path (e.g. in /tmp)", path, len(path), MaxUnixPath)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if fi, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("serve: socket %s: directory %s: %w", path, dir, err)
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("serve: socket %s: %s is not a directory", path, dir)
+		}
+	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
 			return nil, fmt.Errorf("serve: %s exists and is not a socket", path)

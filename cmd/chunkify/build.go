@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/internal/progress"
+	"github.com/streamsampler/streamsampler/internal/usage"
 )
 
 func newBuildCmd() *cobra.Command {
@@ -28,25 +30,38 @@ Inputs: text edge lists (whitespace or comma separated, # or % comments, LF
 or CRLF, an optional header line such as id_1,id_2), little-endian uint32 or
 uint64 pairs (--format bin32|bin64, or the extensions .bin32/.bin64), and
 NumPy .npy integer arrays of shape (2, E) or (E, 2); any of them gzip or
-zstd compressed. "-" reads standard input.`,
+zstd compressed. "-" reads standard input.
+
+--chunk-size takes binary units (KiB, MiB, GiB: 1MiB = 1048576 bytes) or
+decimal ones (kB, MB, GB: 1MB = 1000000 bytes, which is not a multiple of
+512: use MiB).`,
+		Example: `  chunkify build testdata/email-Eu-core.txt.gz -o out/email --chunk-size 16KiB
+  chunkify build edges.csv -o out/g --symmetrize --num-nodes 2708 --chunk-size 64KiB
+  zcat edges.txt.gz | chunkify build - -o out/g --json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return fmt.Errorf("build: -o DIR is required")
+				return usage.Errorf("build: -o DIR is required")
 			}
 			f, err := ingest.ParseFormat(format)
 			if err != nil {
-				return fmt.Errorf("build: --format: %w", err)
+				return usage.Errorf("build: --format: %w", err)
 			}
 			o.Format = f
-			cs, err := ingest.ParseSize(chunkSize)
+			cs, err := parseChunkSize(chunkSize)
 			if err != nil {
-				return fmt.Errorf("build: --chunk-size: %w", err)
+				return err
 			}
-			if cs <= 0 || cs%chunkfmt.SectorSize != 0 {
-				return fmt.Errorf("build: --chunk-size %s: must be a positive multiple of %d bytes", chunkSize, chunkfmt.SectorSize)
+			if note := decimalSizeNote(chunkSize, cs); note != "" && !quiet {
+				fmt.Fprintf(cmd.ErrOrStderr(), "chunkify: note: %s\n", note)
 			}
 			o.ChunkSize = cs
+			if selfLoops != chunkfmt.SelfLoopsKeep && selfLoops != chunkfmt.SelfLoopsDrop {
+				return usage.Errorf("build: --self-loops %q: want keep or drop", selfLoops)
+			}
+			if numNodes > ingest.MaxNodes {
+				return usage.Errorf("build: --num-nodes %d: more than the maximum %d nodes", numNodes, ingest.MaxNodes)
+			}
 			o.SelfLoops = selfLoops
 			o.NumNodes = numNodes
 			o.Progress = stderrTTY(cmd, quiet)
@@ -76,11 +91,46 @@ zstd compressed. "-" reads standard input.`,
 	fl.BoolVar(&o.Reverse, "reverse", false, "store in-neighbors (v→u), as DGL samples in-edges")
 	fl.BoolVar(&o.Dedup, "dedup", true, "remove duplicate neighbors")
 	fl.StringVar(&selfLoops, "self-loops", "keep", "keep|drop self-loops")
-	fl.StringVar(&chunkSize, "chunk-size", "512MiB", "chunk size, a multiple of 512 bytes (suffixes KiB, MiB, GiB)")
+	fl.StringVar(&chunkSize, "chunk-size", "512MiB", "chunk size, a multiple of 512 bytes: KiB, MiB, GiB are binary (1MiB = 1048576), kB, MB, GB decimal (1MB = 1000000)")
 	fl.BoolVar(&o.Force, "force", false, "replace an existing output directory once the new graph is complete")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress and no summary line")
 	fl.BoolVar(&asJSON, "json", false, "print a JSON summary on stdout")
 	return cmd
+}
+
+// parseChunkSize parses --chunk-size: a positive multiple of
+// chunkfmt.SectorSize bytes. A decimal unit that misses the multiple is
+// the likely slip (1MB for 1MiB), so the error says what it is in bytes.
+func parseChunkSize(s string) (int64, error) {
+	cs, err := ingest.ParseSize(s)
+	if err != nil {
+		return 0, usage.Errorf("build: --chunk-size: %w", err)
+	}
+	if cs <= 0 || cs%chunkfmt.SectorSize != 0 {
+		msg := fmt.Sprintf("build: --chunk-size %s: must be a positive multiple of %d bytes", s, chunkfmt.SectorSize)
+		if decimalUnit(s) {
+			msg += fmt.Sprintf("; %s is decimal, %d bytes (use KiB, MiB or GiB for binary units)", strings.TrimSpace(s), cs)
+		}
+		return 0, usage.Errorf("%s", msg)
+	}
+	return cs, nil
+}
+
+// decimalUnit reports whether size string s ends in a decimal unit (kB,
+// MB, GB, TB) rather than a binary one (KiB, MiB, …) or none.
+func decimalUnit(s string) bool {
+	t := strings.ToLower(strings.TrimSpace(s))
+	return len(t) >= 2 && t[len(t)-1] == 'b' && strings.ContainsRune("kmgt", rune(t[len(t)-2]))
+}
+
+// decimalSizeNote is the note printed when --chunk-size was given in a
+// decimal unit and accepted: a reader of "512MB" may expect 512 MiB.
+func decimalSizeNote(s string, n int64) string {
+	if !decimalUnit(s) {
+		return ""
+	}
+	t := strings.TrimSpace(s)
+	return fmt.Sprintf("--chunk-size %s is decimal: %d bytes (%s)", t, n, progress.Bytes(n))
 }
 
 func buildSummaryLine(s *ingest.Summary) string {

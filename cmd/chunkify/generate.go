@@ -8,12 +8,23 @@ import (
 
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/internal/progress"
+	"github.com/streamsampler/streamsampler/internal/usage"
 )
 
 func newGenerateCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "generate",
-		Short: "Generate synthetic graphs",
+		Use:     "generate GENERATOR",
+		Short:   "Generate synthetic graphs",
+		Example: `  chunkify generate rmat --scale 20 --edge-factor 16 --seed 1 -o rmat-20.bin32`,
+		Args:    cobra.ArbitraryArgs,
+		// Without a RunE cobra would print the help and exit 0 for an
+		// unknown generator.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usage.Errorf("generate: unknown generator %q (want rmat)", args[0])
+			}
+			return cmd.Help()
+		},
 	}
 	cmd.AddCommand(newRMATCmd())
 	return cmd
@@ -28,14 +39,25 @@ func newRMATCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rmat --scale S --edge-factor F --seed N -o FILE",
 		Short: "Write an R-MAT graph (Graph500 parameters a=.57 b=.19 c=.19 d=.05): 2^S nodes, F·2^S edges",
-		Args:  cobra.NoArgs,
+		Example: `  chunkify generate rmat --scale 20 --edge-factor 16 --seed 1 -o rmat-20.bin32
+  chunkify generate rmat --scale 10 -o small.txt -q`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return fmt.Errorf("generate rmat: -o FILE is required")
+				return usage.Errorf("generate rmat: -o FILE is required")
+			}
+			if o.Scale < 1 || o.Scale > 30 {
+				return usage.Errorf("generate rmat: --scale %d: want 1..30", o.Scale)
+			}
+			if o.EdgeFactor < 1 {
+				return usage.Errorf("generate rmat: --edge-factor %d: want at least 1", o.EdgeFactor)
 			}
 			f, err := ingest.ParseFormat(format)
 			if err != nil {
-				return fmt.Errorf("generate rmat: --format: %w", err)
+				return usage.Errorf("generate rmat: --format: %w", err)
+			}
+			if f == ingest.FormatNPY {
+				return usage.Errorf("generate rmat: --format npy: want text, bin32 or bin64")
 			}
 			t0 := time.Now()
 			if err := ingest.WriteRMATFile(cmd.Context(), out, o, f); err != nil {

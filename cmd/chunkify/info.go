@@ -37,12 +37,18 @@ type degreeStats struct {
 
 func newInfoCmd() *cobra.Command {
 	var asJSON bool
+	var graph graphDirArg
 	cmd := &cobra.Command{
-		Use:   "info DIR",
+		Use:   "info DIR | --graph DIR",
 		Short: "Describe a graph directory: nodes, edges, chunks, degrees, options",
-		Args:  cobra.ExactArgs(1),
+		Example: `  chunkify info out/email
+  chunkify info --graph out/email --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := readInfo(args[0])
+			dir, err := graph.dir(cmd, args)
+			if err != nil {
+				return err
+			}
+			info, err := readInfo(dir)
 			if err != nil {
 				return err
 			}
@@ -55,6 +61,7 @@ func newInfoCmd() *cobra.Command {
 			return nil
 		},
 	}
+	graph.add(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -2,9 +2,11 @@
 // inspects and verifies them, and generates R-MAT graphs for benchmarks.
 //
 //	chunkify build INPUT... -o DIR [options]
-//	chunkify info DIR [--json]
-//	chunkify verify DIR
+//	chunkify info DIR [--json]         (or --graph DIR)
+//	chunkify verify DIR [-q]           (or --graph DIR)
 //	chunkify generate rmat --scale S --edge-factor F --seed N -o FILE
+//
+// Exit status: 0 on success, 1 for a failure, 2 for a bad command line.
 //
 // The work is done by package ingest (parsing, the out-of-core build,
 // R-MAT) and package chunkfmt (the format); this command parses flags,
@@ -21,22 +23,40 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/streamsampler/streamsampler/internal/usage"
 )
 
 func main() {
+	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// execute runs chunkify with args and returns the exit status: 0, 1 for a
+// failure, 2 for a bad command line (usage.ExitStatus). SIGINT and
+// SIGTERM cancel the running operation, which removes what it had begun
+// to write.
+func execute(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCmd().ExecuteContext(ctx)
-	stop()
+	defer stop()
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "chunkify: %v\n", err)
-		os.Exit(1)
+		fmt.Fprintf(stderr, "chunkify: %v\n", err)
 	}
+	return usage.ExitStatus(root, args, err)
 }
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "chunkify",
-		Short:         "Pack edge lists into chunked CSR graphs for out-of-core neighbor sampling",
+		Use:   "chunkify",
+		Short: "Pack edge lists into chunked CSR graphs for out-of-core neighbor sampling",
+		Long: `chunkify packs edge lists into chunked CSR graph directories (docs/FORMAT.md),
+describes and verifies them, and generates R-MAT graphs for benchmarks.
+
+Exit status: 0 on success, 1 for a failure, 2 for a bad command line.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -65,6 +85,7 @@ func newRootCmd() *cobra.Command {
 			stopProfile()
 		}
 	}
+	usage.Guard(root)
 	return root
 }
 

@@ -10,12 +10,17 @@ import (
 
 func newVerifyCmd() *cobra.Command {
 	var quiet bool
+	var graph graphDirArg
 	cmd := &cobra.Command{
-		Use:   "verify DIR",
+		Use:   "verify DIR | --graph DIR",
 		Short: "Check a graph directory; exit non-zero and print the first defect",
-		Args:  cobra.ExactArgs(1),
+		Example: `  chunkify verify out/email
+  chunkify verify --graph out/email -q && echo sound`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := args[0]
+			dir, err := graph.dir(cmd, args)
+			if err != nil {
+				return err
+			}
 			if err := chunkfmt.VerifyContext(cmd.Context(), dir); err != nil {
 				return fmt.Errorf("verify %s: %w", dir, err)
 			}
@@ -29,6 +34,7 @@ func newVerifyCmd() *cobra.Command {
 			return nil
 		},
 	}
+	graph.add(cmd)
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing when the graph is sound")
 	return cmd
 }

@@ -8,14 +8,13 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 )
 
-func init() { register(newAdvanceCmd) }
-
 func newAdvanceCmd() *cobra.Command {
 	var state string
 	cmd := &cobra.Command{
-		Use:   "advance --state STATEDIR",
-		Short: "Make the next prepared epoch current and delete older ones",
-		Args:  cobra.NoArgs,
+		Use:     "advance --state STATEDIR",
+		Short:   "Make the next prepared epoch current and delete older ones",
+		Example: `  streamsampler advance --state st`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st := epoch.State{Dir: state}
 			if _, err := loadStateConfig(st); err != nil {

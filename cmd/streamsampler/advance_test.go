@@ -31,7 +31,7 @@ func TestAdvance(t *testing.T) {
 	if _, e, code := cli(t, "advance", "--state", state); code != 1 || !strings.Contains(e, "not prepared") {
 		t.Fatalf("advance past the end: %d %s", code, e)
 	}
-	if _, _, code := cli(t, "advance"); code != 1 {
+	if _, _, code := cli(t, "advance"); code != 2 {
 		t.Fatalf("missing --state: exit %d", code)
 	}
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"errors"
 	"io"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/internal/progress"
 )
@@ -17,7 +15,7 @@ type backendFlags struct {
 	Backend string
 	Devices int
 	Xclbin  string
-	// GPU holds the --gpu-* flags, registered by backend_gpu.go.
+	// GPU holds the --gpu-* flags (backend_gpu.go).
 	GPU gpuOptions
 	// OnChunk, if set, receives each chunk read (progress reporting).
 	OnChunk func(layer, chunk int, bytes int64)
@@ -27,9 +25,7 @@ func (b *backendFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&b.Backend, "backend", "emu", "sampling engine: emu (emulated SmartSSD), xrt (SmartSSD via XRT, needs -tags xrt) or gpu")
 	cmd.Flags().IntVar(&b.Devices, "devices", 1, "number of devices to stream over")
 	cmd.Flags().StringVar(&b.Xclbin, "xclbin", "", "kernel binary for --backend xrt")
-	if addGPUFlags != nil {
-		addGPUFlags(cmd.Flags(), &b.GPU)
-	}
+	addGPUFlags(cmd.Flags(), &b.GPU)
 }
 
 // gpuOptions configure the GPU engine (--gpu-lib, --gpu-device, --gpu-uva,
@@ -42,28 +38,13 @@ type gpuOptions struct {
 	Timeout time.Duration
 }
 
-// addGPUFlags registers the gpuOptions flags; backend_gpu.go assigns it
-// in an init function, beside openGPUBackend.
-var addGPUFlags func(fs *pflag.FlagSet, g *gpuOptions)
-
-// errGPUNotBuiltIn is returned for --backend gpu until backend_gpu.go
-// sets openGPUBackend.
-var errGPUNotBuiltIn = errors.New("gpu backend not built in")
-
-// openGPUBackend opens the GPU engine; backend_gpu.go assigns it in an init
-// function. Nil means this binary has no GPU support.
-var openGPUBackend func(graphDir string, b backendFlags) (host.Backend, error)
-
 // openBackend opens the engine b names over graphDir.
 func openBackend(graphDir string, b backendFlags) (host.Backend, error) {
 	switch b.Backend {
 	case "emu", "xrt":
 		return host.Open(graphDir, host.Options{Backend: b.Backend, Devices: b.Devices, Xclbin: b.Xclbin, OnChunk: b.OnChunk})
 	case "gpu":
-		if openGPUBackend == nil {
-			return nil, errGPUNotBuiltIn
-		}
-		return openGPUBackend(graphDir, b)
+		return openGPU(graphDir, b)
 	default:
 		return nil, usagef("--backend %q: want emu, xrt or gpu", b.Backend)
 	}

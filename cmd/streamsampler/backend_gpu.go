@@ -12,17 +12,14 @@ import (
 
 var _ host.Backend = (*gpu.Backend)(nil)
 
-// init wires --backend gpu in: the --gpu-* flags join the backend flag
-// group of the commands that open a backend, and openBackend can open it.
-func init() {
-	addGPUFlags = func(fs *pflag.FlagSet, g *gpuOptions) {
-		fs.StringVar(&g.Lib, "gpu-lib", "", "path of "+gpu.LibName+" for --backend gpu (default: $"+gpu.EnvLib+", then next to the executable, then the system library path)")
-		fs.IntVar(&g.Device, "gpu-device", 0, "CUDA device index for --backend gpu")
-		fs.BoolVar(&g.UVA, "gpu-uva", false, "--backend gpu: keep the graph in pinned host memory, read over UVA (for graphs larger than GPU memory)")
-		fs.StringVar(&g.Mode, "gpu-mode", "fused", "--backend gpu engine: fused (one persistent multi-hop kernel) or bsp (one kernel per hop)")
-		fs.DurationVar(&g.Timeout, "gpu-timeout", time.Minute, "--backend gpu: watchdog on every GPU wait")
-	}
-	openGPUBackend = openGPU
+// addGPUFlags registers the --gpu-* flags, which join the backend flag
+// group of the commands that open a backend (backendFlags.add).
+func addGPUFlags(fs *pflag.FlagSet, g *gpuOptions) {
+	fs.StringVar(&g.Lib, "gpu-lib", "", "path of "+gpu.LibName+" for --backend gpu (default: $"+gpu.EnvLib+", then next to the executable, then the system library path)")
+	fs.IntVar(&g.Device, "gpu-device", 0, "CUDA device index for --backend gpu")
+	fs.BoolVar(&g.UVA, "gpu-uva", false, "--backend gpu: keep the graph in pinned host memory, read over UVA (for graphs larger than GPU memory)")
+	fs.StringVar(&g.Mode, "gpu-mode", "fused", "--backend gpu engine: fused (one persistent multi-hop kernel) or bsp (one kernel per hop)")
+	fs.DurationVar(&g.Timeout, "gpu-timeout", time.Minute, "--backend gpu: watchdog on every GPU wait")
 }
 
 // openGPU loads the CUDA library, reads the graph's CSR from its chunks

@@ -11,8 +11,6 @@ import (
 	"github.com/streamsampler/streamsampler/host/hostbench"
 )
 
-func init() { register(newBenchCmd) }
-
 type benchOptions struct {
 	graph      string
 	fanoutSets []string
@@ -38,6 +36,8 @@ random adjacency words per target, chunks in memory). It then assembles
 minibatches and compares them with an in-memory per-minibatch (DGL-style)
 sampler run in the same process, and checks peak RSS. Each target prints PASS
 or FAIL; figures are medians of --runs runs.`,
+		Example: `  streamsampler bench --graph out/rmat-20
+  streamsampler bench --graph g --fanouts 15,10,5 --fanouts 25,10 --runs 5 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd.Context(), cmd.OutOrStdout(), o)
@@ -45,12 +45,12 @@ or FAIL; figures are medians of --runs runs.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.graph, "graph", "", "graph directory (from chunkify)")
-	f.StringArrayVar(&o.fanoutSets, "fanouts", []string{"15,10,5", "10,10,10"}, "fanouts, hop order; repeat for several sets")
+	f.StringArrayVar(&o.fanoutSets, "fanouts", []string{"15,10,5", "10,10,10"}, fanoutsHelp+"; repeat for several sets")
 	f.IntVar(&o.runs, "runs", 3, "epochs (and assembly passes) per measurement; medians are reported")
 	f.Float64Var(&o.trainFrac, "train-frac", 0.1, "fraction of nodes in the training set")
 	f.IntVar(&o.batchSize, "batch-size", 1024, "minibatch size for the assembly benchmark")
 	f.IntVar(&o.maxBatches, "max-batches", 0, "assemble at most this many minibatches per pass (0: the whole epoch)")
-	f.Uint64Var(&o.seed, "seed", 1, "sampling seed")
+	addSeedFlag(f, &o.seed)
 	f.BoolVar(&o.json, "json", false, "print one JSON object instead of the human report")
 	o.backend.add(cmd)
 	cmd.MarkFlagRequired("graph")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
@@ -20,6 +21,9 @@ func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") 
 // written once the first epoch exists), and the graph's manifest, checked
 // against the recorded fingerprint. It writes nothing.
 func stateConfigFor(st epoch.State, given epoch.StateConfig, set func(field string) bool) (cfg epoch.StateConfig, fresh bool, m *chunkfmt.Manifest, err error) {
+	if set(epoch.FieldCompress) && given.Compress != "" && given.Compress != "zstd" {
+		return cfg, false, nil, usagef("--compress %q: want zstd or nothing", given.Compress)
+	}
 	rec, have, err := st.LoadConfig()
 	if err != nil {
 		return cfg, false, nil, err
@@ -41,7 +45,7 @@ func stateConfigFor(st epoch.State, given epoch.StateConfig, set func(field stri
 	switch {
 	case errors.As(err, &conflict):
 		return cfg, false, nil, usagef("--%s %v conflicts with %v recorded in %s; use a new state directory",
-			flagName(conflict.Field), conflict.Given, conflict.Recorded, st.ConfigPath())
+			flagName(conflict.Field), flagValue(conflict.Given), flagValue(conflict.Recorded), st.ConfigPath())
 	case errors.As(err, &missing):
 		return cfg, false, nil, usagef("--%s is required on the first prepare of %s", flagName(missing.Field), st.Dir)
 	case errors.Is(err, epoch.ErrConfig):
@@ -62,6 +66,18 @@ func stateConfigFor(st epoch.State, given epoch.StateConfig, set func(field stri
 		return cfg, false, nil, fmt.Errorf("%s: %w", st.ConfigPath(), err)
 	}
 	return cfg, !have, m, nil
+}
+
+// flagValue prints a StateConfig field's value as its flag takes it.
+func flagValue(v any) string {
+	if ints, ok := v.([]int); ok {
+		parts := make([]string, len(ints))
+		for i, k := range ints {
+			parts[i] = strconv.Itoa(k)
+		}
+		return strings.Join(parts, ",")
+	}
+	return fmt.Sprint(v)
 }
 
 // loadStateConfig reads an existing state directory's configuration; a

@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/hls"
 )
 
 func TestParseFanouts(t *testing.T) {
@@ -20,6 +23,11 @@ func TestParseFanouts(t *testing.T) {
 		{"0", nil, false},
 		{"-1", nil, false},
 		{"a", nil, false},
+		{"64,1", []int{64, 1}, true},
+		{"65", nil, false},
+		{"15,100,5", nil, false},
+		{strings.Repeat("1,", 254) + "1", slices.Repeat([]int{1}, 255), true},
+		{strings.Repeat("1,", 255) + "1", nil, false},
 	} {
 		got, err := parseFanouts(tc.in)
 		if (err == nil) != tc.ok || !slices.Equal(got, tc.want) {
@@ -34,7 +42,8 @@ func FuzzParseNodeList(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ids, err := parseNodeList(s)
+		const numNodes = 1 << 31
+		ids, err := parseNodeList(s, numNodes)
 		if err != nil {
 			return
 		}
@@ -42,6 +51,8 @@ func FuzzParseNodeList(f *testing.F) {
 		for _, p := range strings.Split(s, ",") {
 			if p = strings.TrimSpace(p); p != "" {
 				parts = append(parts, p)
+			} else {
+				t.Fatalf("%q: accepted with an empty item", s)
 			}
 		}
 		if len(parts) != len(ids) {
@@ -49,7 +60,7 @@ func FuzzParseNodeList(f *testing.F) {
 		}
 		for i, p := range parts {
 			v, err := strconv.ParseUint(p, 10, 32)
-			if err != nil || uint32(v) != ids[i] {
+			if err != nil || uint32(v) != ids[i] || v >= numNodes {
 				t.Fatalf("%q: item %d = %d", s, i, ids[i])
 			}
 		}
@@ -57,6 +68,35 @@ func FuzzParseNodeList(f *testing.F) {
 }
 
 // FuzzParseFanouts: never panics; accepted fanouts are positive.
+// TestParseNodeList: ids below the graph's node count, no empty items;
+// each error names what was wrong.
+func TestParseNodeList(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []uint32
+		err  string
+	}{
+		{"3,5, 7 ", []uint32{3, 5, 7}, ""},
+		{"9", []uint32{9}, ""},
+		{"3,,5", nil, `--seeds "3,,5": item 2 is empty`},
+		{"3,5,", nil, `--seeds "3,5,": item 3 is empty`},
+		{",3", nil, "item 1 is empty"},
+		{"3, ,5", nil, "item 2 is empty"},
+		{"3,x", nil, `item 2 ("x") is not a node id`},
+		{"3,10", nil, "item 2 is node 10, beyond the graph's 10 nodes"},
+		{"4294967296", nil, `item 1 ("4294967296") is not a node id`},
+	} {
+		got, err := parseNodeList(tc.in, 10)
+		if tc.err == "" {
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("parseNodeList(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+			}
+		} else if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("parseNodeList(%q) = %v, %v; want an error with %q", tc.in, got, err, tc.err)
+		}
+	}
+}
+
 func FuzzParseFanouts(f *testing.F) {
 	for _, s := range []string{"15,10,5", "", "0", "3,x", "99999999999999999999"} {
 		f.Add(s)
@@ -69,8 +109,11 @@ func FuzzParseFanouts(f *testing.F) {
 		if len(fan) == 0 {
 			t.Fatalf("%q: accepted with no fanouts", s)
 		}
+		if len(fan) > epoch.MaxLayers {
+			t.Fatalf("%q: %d fanouts accepted", s, len(fan))
+		}
 		for _, k := range fan {
-			if k < 1 {
+			if k < 1 || k > hls.MaxFanout {
 				t.Fatalf("%q: fanout %d", s, k)
 			}
 		}

@@ -10,8 +10,6 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 )
 
-func init() { register(newInfoCmd) }
-
 // epochInfo describes one prepared epoch directory.
 type epochInfo struct {
 	Epoch   uint32 `json:"epoch"`
@@ -25,7 +23,9 @@ func newInfoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info --state STATEDIR",
 		Short: "Show a state directory: configuration, current epoch, prepared epochs and their sizes",
-		Args:  cobra.NoArgs,
+		Example: `  streamsampler info --state st
+  streamsampler info --state st --json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st := epoch.State{Dir: state}
 			cfg, err := loadStateConfig(st)

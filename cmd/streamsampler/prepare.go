@@ -15,13 +15,11 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 )
 
-func init() { register(newPrepareCmd) }
-
 type prepareOptions struct {
 	graph, train, fanouts, state, compress string
 	seed                                   uint64
 	epoch                                  uint32
-	replace, json                          bool
+	replace, json, quiet                   bool
 	rank, world                            int
 	backend                                backendFlags
 }
@@ -37,6 +35,9 @@ shard) and writes STATEDIR/epoch-N atomically. The first call records --graph,
 STATEDIR/config.json; later calls may omit them, and a value that conflicts with
 the recorded one is an error. Without --epoch it prepares the epoch after the
 newest prepared one.`,
+		Example: `  streamsampler prepare --state st --graph out/email --train train.txt --fanouts 15,10,5 --seed 1
+  streamsampler prepare --state st            # the next epoch, as recorded in st/config.json
+  streamsampler prepare --state st --epoch 5 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPrepare(cmd.Context(), cmd, o)
@@ -46,14 +47,15 @@ newest prepared one.`,
 	f.StringVar(&o.state, "state", "", "state directory")
 	f.StringVar(&o.graph, "graph", "", "graph directory (from chunkify)")
 	f.StringVar(&o.train, "train", "", "training node ids: text (one per line, OGB csv/csv.gz) or .npy")
-	f.StringVar(&o.fanouts, "fanouts", "", "neighbors per hop, hop 1 first, e.g. 15,10,5")
-	f.Uint64Var(&o.seed, "seed", 0, "sampling seed")
+	addFanoutsFlag(f, &o.fanouts)
+	addSeedFlag(f, &o.seed)
 	f.Uint32Var(&o.epoch, "epoch", 0, "epoch to prepare (default: after the newest prepared)")
 	f.BoolVar(&o.replace, "replace", false, "sample with replacement")
 	f.StringVar(&o.compress, "compress", "", `compress the epoch's arrays: "" or zstd`)
 	f.IntVar(&o.rank, "rank", 0, "this rank (data-parallel training)")
 	f.IntVar(&o.world, "world-size", 1, "number of ranks")
-	f.BoolVar(&o.json, "json", false, "print the statistics as one JSON line")
+	f.BoolVar(&o.json, "json", false, "print the statistics as one JSON line (and no progress line)")
+	addQuietFlag(f, &o.quiet, "progress line")
 	o.backend.add(cmd)
 	cmd.MarkFlagRequired("state")
 	return cmd
@@ -104,7 +106,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) error
 	}
 	seeds := sampling.Seeds(n)
 	// Progress: at most every layer reads the whole file once.
-	hook, bar := chunkProgress(cmd.ErrOrStderr(), o.json, fmt.Sprintf("epoch %d", n), int64(len(cfg.Fanouts))*m.FileSize())
+	hook, bar := chunkProgress(cmd.ErrOrStderr(), o.json || o.quiet, fmt.Sprintf("epoch %d", n), int64(len(cfg.Fanouts))*m.FileSize())
 	bar.SetUnit("chunks")
 	o.backend.OnChunk = hook
 	be, err := openBackend(cfg.Graph, o.backend)

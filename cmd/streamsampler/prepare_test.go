@@ -101,7 +101,7 @@ func TestPrepareErrors(t *testing.T) {
 	}{
 		{"no-graph-first", []string{"--train", train, "--fanouts", "3"}, 2, "--graph is required"},
 		{"bad-fanouts", []string{"--graph", graph, "--train", train, "--fanouts", "3,x"}, 2, "not a positive integer"},
-		{"fanout-too-big", []string{"--graph", graph, "--train", train, "--fanouts", "65"}, 1, "fanout"},
+		{"fanout-too-big", []string{"--graph", graph, "--train", train, "--fanouts", "65"}, 2, "above the maximum fanout 64"},
 		{"bad-train", []string{"--graph", graph, "--train", writeTrain(t, []uint32{1, 2000}), "--fanouts", "3"}, 1, "2000"},
 		{"bad-backend", []string{"--graph", graph, "--train", train, "--fanouts", "3", "--backend", "tpu"}, 2, "tpu"},
 		{"gpu-unavailable", []string{"--graph", graph, "--train", train, "--fanouts", "3", "--backend", "gpu"}, 1, "gpu"},

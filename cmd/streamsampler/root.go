@@ -9,16 +9,24 @@ import (
 	"os/signal"
 
 	"github.com/spf13/cobra"
+
+	"github.com/streamsampler/streamsampler/internal/usage"
 )
 
-// subcommands are the constructors of streamsampler's subcommands. A new
-// subcommand is one line in its own file:
-//
-//	func init() { register(newServeCmd) }
-var subcommands []func() *cobra.Command
-
-// register adds a subcommand constructor; call it from an init function.
-func register(f func() *cobra.Command) { subcommands = append(subcommands, f) }
+// subcommands builds streamsampler's subcommands, in the order of
+// docs/SAMPLER.md §5. A new subcommand is a file with its constructor and
+// one entry here.
+func subcommands() []*cobra.Command {
+	return []*cobra.Command{
+		newPrepareCmd(),
+		newAdvanceCmd(),
+		newSampleCmd(),
+		newRunCmd(),
+		newInfoCmd(),
+		newBenchCmd(),
+		newServeCmd(),
+	}
+}
 
 // newRootCmd builds a fresh command tree (tests build one per call).
 func newRootCmd() *cobra.Command {
@@ -28,13 +36,14 @@ func newRootCmd() *cobra.Command {
 		Long: `streamsampler samples GNN neighborhoods for a whole epoch at a time by streaming
 the chunks of a graph directory (made by chunkify) through a sampling device,
 keeps two epochs resident in a state directory, and assembles minibatches
-from them. See docs/SAMPLER.md.`,
+from them. See docs/SAMPLER.md.
+
+Exit status: 0 on success, 1 for a failure, 2 for a bad command line.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	for _, f := range subcommands {
-		root.AddCommand(f())
-	}
+	root.AddCommand(subcommands()...)
+	usage.Guard(root)
 	return root
 }
 
@@ -48,18 +57,18 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
+	err := root.ExecuteContext(ctx)
+	if err != nil {
 		fmt.Fprintf(stderr, "streamsampler: %v\n", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			return 2
-		}
-		return 1
 	}
-	return 0
+	if errors.As(err, new(usageError)) {
+		return 2
+	}
+	return usage.ExitStatus(root, args, err)
 }
 
-// usageError marks an error in the command line itself.
+// usageError marks an error found in the command line by the subcommands'
+// own checks (exit status 2, as usage.Error for the checks cobra makes).
 type usageError struct{ error }
 
 func (e usageError) Unwrap() error { return e.error }

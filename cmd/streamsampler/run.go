@@ -14,8 +14,6 @@ import (
 	"github.com/streamsampler/streamsampler/host"
 )
 
-func init() { register(newRunCmd) }
-
 type runOptions struct {
 	stream   streamFlags
 	state    string
@@ -37,6 +35,8 @@ then hands out its minibatches (assembling each one's blocks) and, once
 prints per-epoch statistics (human, or JSON lines with --json). Its
 minibatches are those serve hands out for the same flags, in the same order.
 With --state it also persists each epoch there, as prepare does.`,
+		Example: `  streamsampler run --graph out/email --train train.txt --fanouts 15,10,5 --batch-size 64 --epochs 2
+  streamsampler run --graph g --train train.npy --fanouts 10,5 --devices 2 --prepare-at 0.5 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLoop(cmd.Context(), cmd.OutOrStdout(), o)

@@ -14,8 +14,6 @@ import (
 	"github.com/streamsampler/streamsampler/internal/npy"
 )
 
-func init() { register(newSampleCmd) }
-
 type sampleOptions struct {
 	state, seeds, seedsFile, format, out string
 }
@@ -32,6 +30,9 @@ dst and src (global ids; src starts with dst) and the edges as local indices
 npz holds epoch, seeds and hopH_{dst,src,edge_src,edge_dst} for H = 1..L;
 summary prints one line per hop with the block's sizes.
 Every seed must be a training node of the current epoch (this rank's shard).`,
+		Example: `  streamsampler sample --state st --seeds 0,2,4
+  streamsampler sample --state st --seeds-file batch.npy --format npz -o batch.npz
+  streamsampler sample --state st --seeds 0,2,4 --format summary`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSample(cmd, o)
@@ -68,7 +69,7 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 	}
 	var seeds []uint32
 	if o.seeds != "" {
-		seeds, err = parseNodeList(o.seeds)
+		seeds, err = parseNodeList(o.seeds, cfg.Fingerprint.NumNodes)
 	} else {
 		seeds, err = ingest.ReadNodeIDs(o.seedsFile, cfg.Fingerprint.NumNodes)
 	}

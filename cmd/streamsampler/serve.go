@@ -16,8 +16,6 @@ import (
 	"github.com/streamsampler/streamsampler/serve"
 )
 
-func init() { register(newServeCmd) }
-
 // serveFlags are streamsampler serve's flags.
 type serveFlags struct {
 	stream     streamFlags
@@ -43,6 +41,8 @@ variables torchrun sets) it serves one data-parallel rank's shard; every
 rank serves the same number of minibatches. SIGINT or SIGTERM stops it
 gracefully: no new connections, in-flight replies finish, the socket file
 is removed.`,
+		Example: `  streamsampler serve --graph out/email --train train.txt --fanouts 15,10,5 --batch-size 64 --socket /tmp/ss.sock
+  streamsampler serve --graph g --train train.npy --fanouts 10,5 --rank 1 --world-size 2 --tcp 127.0.0.1:7071 -q`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, &f) },
 	}
@@ -51,7 +51,7 @@ is removed.`,
 	fl.StringVar(&f.socket, "socket", "", "Unix socket path to listen on")
 	fl.StringVar(&f.tcp, "tcp", "", "also listen on this loopback TCP address, e.g. 127.0.0.1:7070")
 	fl.IntVar(&f.maxRequest, "max-request", serve.DefaultMaxRequest, "largest request frame accepted, in bytes")
-	fl.BoolVar(&f.quiet, "quiet", false, "no log lines on stderr")
+	addQuietFlag(fl, &f.quiet, "log lines")
 	f.backend.add(cmd)
 	return cmd
 }
