@@ -4,13 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"path/filepath"
 	"slices"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/internal/crc32c"
 )
 
 // errGraphMismatch is wrapped when a state directory belongs to another
@@ -28,7 +28,7 @@ type fingerprint struct {
 }
 
 func graphFingerprint(m *chunkfmt.Manifest) fingerprint {
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	h := crc32c.New()
 	var b [4]byte
 	for _, c := range m.Chunks {
 		binary.LittleEndian.PutUint32(b[:], c.CRC32C)
