@@ -338,3 +338,39 @@ func TestConcurrentReaders(t *testing.T) {
 		t.Fatalf("directory holds %v", names)
 	}
 }
+
+// TestWriteNew writes a new file synced; it refuses an existing one, and
+// a failed fsync leaves no partial file.
+func TestWriteNew(t *testing.T) {
+	origSync := fsync
+	defer func() { fsync = origSync }()
+	var synced []string
+	fsync = func(f *os.File) error {
+		synced = append(synced, f.Name())
+		return f.Sync()
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.u32")
+	if err := WriteNew(path, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustRead(t, path); got != "new" || !slices.Equal(synced, []string{path}) {
+		t.Fatalf("content %q, synced %v", got, synced)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode: %v, %v", st.Mode(), err)
+	}
+	if err := WriteNew(path, []byte("other"), 0o644); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("WriteNew over an existing file = %v, want fs.ErrExist", err)
+	}
+	if got := mustRead(t, path); got != "new" {
+		t.Fatalf("existing file now holds %q", got)
+	}
+	fsync = func(*os.File) error { return errInjected }
+	if err := WriteNew(filepath.Join(dir, "b.u32"), []byte("x"), 0o644); !errors.Is(err, errInjected) {
+		t.Fatalf("WriteNew with a failing fsync = %v, want the injected error", err)
+	}
+	if names := entries(t, dir); !slices.Equal(names, []string{"a.u32"}) {
+		t.Fatalf("directory holds %v, want no partial file", names)
+	}
+}

@@ -179,3 +179,52 @@ func TestReplaceDirExchange(t *testing.T) {
 		t.Fatalf("exchange with a missing name = %v, want fs.ErrNotExist", err)
 	}
 }
+
+// TestMoveDir moves a tree into place and syncs it and the parent; it
+// never replaces an existing tree, and says fs.ErrExist then; a failed
+// directory fsync after the rename is not mistaken for "exists".
+func TestMoveDir(t *testing.T) {
+	origSync := fsync
+	defer func() { fsync = origSync }()
+	var synced []string
+	fsync = func(f *os.File) error {
+		synced = append(synced, f.Name())
+		return f.Sync()
+	}
+	parent := t.TempDir()
+	dst := filepath.Join(parent, "epoch-1")
+	tmp := filepath.Join(parent, ".epoch-1.tmp-1")
+	makeTree(t, tmp, map[string]string{"a": "1", "b": "2"})
+	if err := MoveDir(tmp, dst); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTree(t, dst); !sameTree(got, map[string]string{"a": "1", "b": "2"}) || readTree(t, tmp) != nil {
+		t.Fatalf("after MoveDir: dst %v, tmp %v", got, readTree(t, tmp))
+	}
+	if !slices.Equal(synced, []string{tmp, parent}) {
+		t.Fatalf("synced %v, want the tree then its parent", synced)
+	}
+
+	tmp2 := filepath.Join(parent, ".epoch-1.tmp-2")
+	makeTree(t, tmp2, map[string]string{"c": "3"})
+	if err := MoveDir(tmp2, dst); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("MoveDir onto an existing tree = %v, want fs.ErrExist", err)
+	}
+	if got := readTree(t, dst); !sameTree(got, map[string]string{"a": "1", "b": "2"}) {
+		t.Fatalf("existing tree changed: %v", got)
+	}
+
+	dst3 := filepath.Join(parent, "epoch-3")
+	fsync = func(f *os.File) error {
+		if f.Name() == parent {
+			return errInjected
+		}
+		return f.Sync()
+	}
+	if err := MoveDir(tmp2, dst3); !errors.Is(err, errInjected) || errors.Is(err, fs.ErrExist) {
+		t.Fatalf("MoveDir with a failing parent fsync = %v, want only the injected error", err)
+	}
+	if got := readTree(t, dst3); !sameTree(got, map[string]string{"c": "3"}) {
+		t.Fatalf("after the rename the tree is in place, got %v", got)
+	}
+}
