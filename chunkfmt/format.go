@@ -111,7 +111,7 @@ func (e *NodeTooLargeError) Is(target error) bool { return target == ErrNodeTooL
 
 // headerWords is the size in words of the header of a chunk holding n
 // nodes: n_nodes, start_node and the n+1 offsets.
-func headerWords(n uint64) uint64 { return 3 + n }
+func headerWords(n uint64) uint64 { return MinHeaderWords + n }
 
 // roundUp rounds x up to a multiple of SectorSize.
 func roundUp(x int64) int64 { return (x + SectorSize - 1) / SectorSize * SectorSize }
