@@ -28,6 +28,19 @@ func entries(t *testing.T, dir string) []string {
 	return names
 }
 
+// recordSyncs makes fsync record the name of every file and directory it
+// syncs, until the test ends.
+func recordSyncs(t *testing.T) *[]string {
+	orig := fsync
+	t.Cleanup(func() { fsync = orig })
+	var synced []string
+	fsync = func(f *os.File) error {
+		synced = append(synced, f.Name())
+		return f.Sync()
+	}
+	return &synced
+}
+
 func mustRead(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -238,13 +251,7 @@ func TestCreateFailure(t *testing.T) {
 }
 
 func TestRename(t *testing.T) {
-	origSync := fsync
-	defer func() { fsync = origSync }()
-	var synced []string
-	fsync = func(f *os.File) error {
-		synced = append(synced, f.Name())
-		return f.Sync()
-	}
+	syncs := recordSyncs(t)
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "sub")
 	if err := os.Mkdir(b, 0o755); err != nil {
@@ -260,8 +267,8 @@ func TestRename(t *testing.T) {
 		t.Fatalf("content %q", got)
 	}
 	// Both directories changed; both must have been synced.
-	if !slices.Contains(synced, dir) || !slices.Contains(synced, b) {
-		t.Fatalf("synced %v, want %s and %s", synced, dir, b)
+	if !slices.Contains(*syncs, dir) || !slices.Contains(*syncs, b) {
+		t.Fatalf("synced %v, want %s and %s", *syncs, dir, b)
 	}
 	if err := Rename(a, filepath.Join(dir, "c")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Rename of a missing file = %v", err)
@@ -342,20 +349,14 @@ func TestConcurrentReaders(t *testing.T) {
 // TestWriteNew writes a new file synced; it refuses an existing one, and
 // a failed fsync leaves no partial file.
 func TestWriteNew(t *testing.T) {
-	origSync := fsync
-	defer func() { fsync = origSync }()
-	var synced []string
-	fsync = func(f *os.File) error {
-		synced = append(synced, f.Name())
-		return f.Sync()
-	}
+	syncs := recordSyncs(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "a.u32")
 	if err := WriteNew(path, []byte("new"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustRead(t, path); got != "new" || !slices.Equal(synced, []string{path}) {
-		t.Fatalf("content %q, synced %v", got, synced)
+	if got := mustRead(t, path); got != "new" || !slices.Equal(*syncs, []string{path}) {
+		t.Fatalf("content %q, synced %v", got, *syncs)
 	}
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("mode: %v, %v", st.Mode(), err)
