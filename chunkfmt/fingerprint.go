@@ -2,7 +2,8 @@ package chunkfmt
 
 import (
 	"encoding/binary"
-	"hash/crc32"
+
+	"github.com/streamsampler/streamsampler/internal/crc32c"
 )
 
 // Fingerprint identifies a graph directory's content cheaply, from its
@@ -19,7 +20,7 @@ type Fingerprint struct {
 
 // Fingerprint returns the manifest's Fingerprint.
 func (m *Manifest) Fingerprint() Fingerprint {
-	h := crc32.New(castagnoli)
+	h := crc32c.New()
 	var b [4]byte
 	for _, c := range m.Chunks {
 		binary.LittleEndian.PutUint32(b[:], c.CRC32C)

@@ -25,9 +25,11 @@ const SectorSize = 512
 // whole sector).
 const MaxChunkSize = (int64(math.MaxUint32) * 4) / SectorSize * SectorSize
 
-// MaxNodes is the largest number of nodes a graph may have. Node ids are
-// uint32 on disk, but samples are int32 with -1 for an empty slot, so the
-// project caps ids at 2^31-1.
+// MaxNodes is the largest number of nodes a graph may have, the one limit
+// that ingest, the Writer and manifest validation all check (DESIGN §2).
+// Node ids are uint32 on disk, but samples are int32 with -1 for an empty
+// slot, so ids must stay below 2^31-1: at most MaxNodes nodes, numbered
+// 0..MaxNodes-1.
 const MaxNodes = math.MaxInt32
 
 // File names inside a graph directory.
@@ -109,7 +111,7 @@ func (e *NodeTooLargeError) Is(target error) bool { return target == ErrNodeTooL
 
 // headerWords is the size in words of the header of a chunk holding n
 // nodes: n_nodes, start_node and the n+1 offsets.
-func headerWords(n uint64) uint64 { return 3 + n }
+func headerWords(n uint64) uint64 { return MinHeaderWords + n }
 
 // roundUp rounds x up to a multiple of SectorSize.
 func roundUp(x int64) int64 { return (x + SectorSize - 1) / SectorSize * SectorSize }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/internal/crc32c"
 )
 
 // fuzzGraph is the small valid graph the fuzz targets corrupt: 40 nodes,
@@ -182,7 +183,7 @@ func FuzzVerify(f *testing.F) {
 			for i := range m.Chunks {
 				off, n := m.ChunkOffset(i), m.ChunkStoredSize(i)
 				if off+n <= int64(len(data)) {
-					m.Chunks[i].CRC32C = crc32.Checksum(data[off:off+n], castagnoli)
+					m.Chunks[i].CRC32C = crc32c.Checksum(data[off : off+n])
 				}
 			}
 		}

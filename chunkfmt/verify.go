@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/streamsampler/streamsampler/internal/crc32c"
 )
 
 // Verify checks every invariant of the graph directory dir and returns the
@@ -139,7 +140,7 @@ func VerifyChunk(m *Manifest, i int, stored []byte) error {
 			}
 		}
 	}
-	if got := crc32.Checksum(stored, castagnoli); got != c.CRC32C {
+	if got := crc32c.Checksum(stored); got != c.CRC32C {
 		return bad(-1, -1, "CRC-32C %#08x, manifest says %#08x", got, c.CRC32C)
 	}
 	return nil

@@ -3,13 +3,14 @@ package chunkfmt
 import (
 	"context"
 	"errors"
-	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/streamsampler/streamsampler/internal/crc32c"
 )
 
 // verifyFixture is a valid graph to corrupt: dedup on, self-loops dropped,
@@ -235,7 +236,7 @@ func TestVerifyCorruptions(t *testing.T) {
 			if tc.fixCRC {
 				for i := range m.Chunks {
 					off := m.ChunkOffset(i)
-					m.Chunks[i].CRC32C = crc32.Checksum(data[off:off+m.ChunkStoredSize(i)], castagnoli)
+					m.Chunks[i].CRC32C = crc32c.Checksum(data[off : off+m.ChunkStoredSize(i)])
 				}
 			}
 			os.WriteFile(filepath.Join(dir, ChunksFile), data, 0o644)
@@ -312,7 +313,7 @@ func BenchmarkVerify(b *testing.B) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		sink = int(crc32.Checksum(data, castagnoli))
+		sink = int(crc32c.Checksum(data))
 		t2 := time.Now()
 		vr = append(vr, gb/t1.Sub(t0).Seconds())
 		cr = append(cr, gb/t2.Sub(t1).Seconds())

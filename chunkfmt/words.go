@@ -1,6 +1,10 @@
 package chunkfmt
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/streamsampler/streamsampler/internal/hostorder"
+)
 
 // Words returns b as little-endian uint32 words. On little-endian hosts,
 // when b is 4-byte aligned, the result shares b's memory (no copy): do not
@@ -8,7 +12,7 @@ import "encoding/binary"
 // into a new slice. len(b) must be a multiple of 4; a trailing partial word
 // is ignored.
 func Words(b []byte) []uint32 {
-	if w, ok := wordsView(b); ok {
+	if w, ok := hostorder.Words(b); ok {
 		return w
 	}
 	return DecodeWords(nil, b)
@@ -34,4 +38,13 @@ func EncodeWords(dst []byte, w []uint32) []byte {
 		dst = binary.LittleEndian.AppendUint32(dst, v)
 	}
 	return dst
+}
+
+// wordBytes returns the little-endian encoding of w: a view of w's memory
+// on little-endian hosts, a copy elsewhere.
+func wordBytes(w []uint32) []byte {
+	if hostorder.LittleEndian {
+		return hostorder.Bytes(w)
+	}
+	return EncodeWords(make([]byte, 0, 4*len(w)), w)
 }

@@ -4,17 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-)
 
-// castagnoli is the CRC-32C table; hash/crc32 uses the SSE4.2/ARMv8 CRC
-// instructions for it where the CPU has them.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	"github.com/streamsampler/streamsampler/internal/crc32c"
+)
 
 // syncWriter is what the writer needs from a file. It exists so that tests
 // can inject write failures (a full disk) through createFile.
@@ -308,7 +305,7 @@ func (t *crcTee) Write(b []byte) (int, error) {
 	n, err := t.w.Write(b)
 	if t.from >= 0 {
 		if skip := t.from - t.pos; skip < int64(n) {
-			t.crc = crc32.Update(t.crc, castagnoli, b[max(skip, 0):n])
+			t.crc = crc32c.Update(t.crc, b[max(skip, 0):n])
 		}
 	}
 	t.pos += int64(n)
@@ -390,7 +387,7 @@ func (w *Writer) flushStream() error {
 	if _, err := w.wa.WriteAt(hb, w.off); err != nil {
 		return fmt.Errorf("chunkfmt: writing %s: %w", path, err)
 	}
-	crc := crc32cCombine(crc32.Update(0, castagnoli, hb), w.tee.crc, stored-int64(len(hb)))
+	crc := crc32c.Combine(crc32c.Update(0, hb), w.tee.crc, stored-int64(len(hb)))
 	w.tee.from = -1
 	w.chunks = append(w.chunks, ChunkInfo{
 		Start: w.start, End: w.start + n, NNodes: n, NEdges: e,
@@ -401,57 +398,6 @@ func (w *Writer) flushStream() error {
 	w.hdr = w.hdr[:2]
 	w.stream = false
 	return nil
-}
-
-// crc32cCombine returns the CRC-32C of A||B from crc1 = CRC(A), crc2 =
-// CRC(B) and len2 = len(B) (zlib's crc32_combine: multiply crc1 by x^(8
-// len2) in GF(2) with matrix squaring, O(log len2)).
-func crc32cCombine(crc1, crc2 uint32, len2 int64) uint32 {
-	if len2 <= 0 {
-		return crc1 ^ crc2
-	}
-	var even, odd [32]uint32
-	odd[0] = 0x82F63B78 // the Castagnoli polynomial, reflected
-	row := uint32(1)
-	for n := 1; n < 32; n++ {
-		odd[n] = row
-		row <<= 1
-	}
-	gf2Square(&even, &odd) // two zero bits
-	gf2Square(&odd, &even) // four zero bits
-	for {
-		gf2Square(&even, &odd) // the first time: one zero byte
-		if len2&1 != 0 {
-			crc1 = gf2Times(&even, crc1)
-		}
-		if len2 >>= 1; len2 == 0 {
-			break
-		}
-		gf2Square(&odd, &even)
-		if len2&1 != 0 {
-			crc1 = gf2Times(&odd, crc1)
-		}
-		if len2 >>= 1; len2 == 0 {
-			break
-		}
-	}
-	return crc1 ^ crc2
-}
-
-func gf2Times(mat *[32]uint32, vec uint32) uint32 {
-	var sum uint32
-	for i := 0; vec != 0; i, vec = i+1, vec>>1 {
-		if vec&1 != 0 {
-			sum ^= mat[i]
-		}
-	}
-	return sum
-}
-
-func gf2Square(square, mat *[32]uint32) {
-	for n := range 32 {
-		square[n] = gf2Times(mat, mat[n])
-	}
 }
 
 // flush writes the chunk being built: header, neighbors and zero fill up
@@ -476,7 +422,7 @@ func (w *Writer) flush(last bool) error {
 	}
 	crc := uint32(0)
 	write := func(b []byte) error {
-		crc = crc32.Update(crc, castagnoli, b)
+		crc = crc32c.Update(crc, b)
 		if _, err := w.bw.Write(b); err != nil {
 			return fmt.Errorf("chunkfmt: writing %s: %w", filepath.Join(w.dir, ChunksFile), err)
 		}

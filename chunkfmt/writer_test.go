@@ -724,22 +724,3 @@ func TestSizeHint(t *testing.T) {
 		}
 	}
 }
-
-func TestCRC32CCombine(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for _, la := range []int{0, 1, 7, 100, 4096} {
-		for _, lb := range []int{0, 1, 3, 64, 5000, 1 << 16} {
-			a, b := make([]byte, la), make([]byte, lb)
-			for i := range a {
-				a[i] = byte(r.Uint32())
-			}
-			for i := range b {
-				b[i] = byte(r.Uint32())
-			}
-			want := crc32.Checksum(append(slices.Clone(a), b...), castagnoli)
-			if got := crc32cCombine(crc32.Checksum(a, castagnoli), crc32.Checksum(b, castagnoli), int64(lb)); got != want {
-				t.Fatalf("len %d+%d: combine %08x, want %08x", la, lb, got, want)
-			}
-		}
-	}
-}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/streamsampler/streamsampler/internal/atomicfile"
+	"github.com/streamsampler/streamsampler/internal/crc32c"
+	"github.com/streamsampler/streamsampler/internal/hostorder"
 )
 
 // FormatVersion is the version of the epoch directory layout written by
@@ -65,32 +66,10 @@ type arrayInfo struct {
 	CRC32C      uint32 `json:"crc32c"`
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-var littleEndian = func() bool {
-	x := uint16(1)
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
-
-// u32Bytes views a as its in-memory bytes.
-func u32Bytes(a []uint32) []byte {
-	if len(a) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*4)
-}
-
-func i32Bytes(a []int32) []byte {
-	if len(a) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*4)
-}
-
 // leBytes returns the little-endian encoding of 32-bit words held in b
 // (native order): b itself on little-endian hosts.
 func leBytes(b []byte) []byte {
-	if littleEndian {
+	if hostorder.LittleEndian {
 		return b
 	}
 	out := make([]byte, len(b))
@@ -102,7 +81,7 @@ func leBytes(b []byte) []byte {
 
 // swapInPlace turns little-endian words into native ones.
 func swapInPlace(b []byte) {
-	if littleEndian {
+	if hostorder.LittleEndian {
 		return
 	}
 	for i := 0; i+4 <= len(b); i += 4 {
@@ -174,13 +153,13 @@ func Write(dir string, r *Result, opts WriteOptions) (err error) {
 		var n int
 		switch {
 		case i == len(names)-1:
-			raw, n = u32Bytes(r.Final), len(r.Final)
+			raw, n = hostorder.Bytes(r.Final), len(r.Final)
 		case i%2 == 0:
 			f := r.Layers[i/2].Frontier
-			raw, n = u32Bytes(f), len(f)
+			raw, n = hostorder.Bytes(f), len(f)
 		default:
 			s := r.Layers[i/2].Samples
-			raw, n = i32Bytes(s), len(s)
+			raw, n = hostorder.Bytes(s), len(s)
 		}
 		raw = leBytes(raw)
 		file := fileName(name, dtypes[i], comp)
@@ -188,13 +167,13 @@ func Write(dir string, r *Result, opts WriteOptions) (err error) {
 			return fmt.Errorf("epoch: write %s: %w", dir, err)
 		}
 		m.Arrays = append(m.Arrays, arrayInfo{Name: name, File: file, DType: dtypes[i], Length: int64(n),
-			Compression: comp, CRC32C: crc32.Checksum(raw, castagnoli)})
+			Compression: comp, CRC32C: crc32c.Checksum(raw)})
 	}
 	js, err := json.MarshalIndent(&m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("epoch: write %s: %w", dir, err)
 	}
-	if err := writeSynced(filepath.Join(tmp, ManifestName), append(js, '\n')); err != nil {
+	if err := atomicfile.WriteNew(filepath.Join(tmp, ManifestName), append(js, '\n'), 0o644); err != nil {
 		return fmt.Errorf("epoch: write %s: %w", dir, err)
 	}
 	if err := install(tmp, dir, opts.Overwrite); err != nil {
@@ -211,20 +190,15 @@ func install(tmp, dir string, overwrite bool) error {
 	if overwrite {
 		return atomicfile.ReplaceDir(tmp, dir)
 	}
-	if err := atomicfile.SyncDir(tmp); err != nil {
-		return err
-	}
-	// Not atomicfile.Rename: only a failed rename may mean "exists".
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, serr := os.Lstat(dir); serr == nil {
-			return fmt.Errorf("%w (%v)", fs.ErrExist, err)
-		}
-		return err
-	}
-	return atomicfile.SyncDir(filepath.Dir(dir))
+	return atomicfile.MoveDir(tmp, dir)
 }
 
+// writeArray writes raw to the new file path, compressed with comp, and
+// fsyncs it.
 func writeArray(path string, raw []byte, comp string) (err error) {
+	if comp != "zstd" {
+		return atomicfile.WriteNew(path, raw, 0o644)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
@@ -234,37 +208,18 @@ func writeArray(path string, raw []byte, comp string) (err error) {
 			err = cerr
 		}
 	}()
-	if comp == "zstd" {
-		enc, err := zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest))
-		if err != nil {
-			return err
-		}
-		if _, err := enc.Write(raw); err != nil {
-			enc.Close()
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if err := enc.Close(); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-	} else if _, err := f.Write(raw); err != nil {
-		return err
-	}
-	return f.Sync()
-}
-
-// writeSynced writes data to a new file at path and syncs it.
-func writeSynced(path string, data []byte) (err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	// Streamed, not compressed in memory first: an array can be most of
+	// the epoch's size.
+	enc, err := zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest))
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
+	if _, err := enc.Write(raw); err != nil {
+		enc.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Sync()
 }
@@ -431,7 +386,7 @@ func readArray(path string, a arrayInfo) ([]uint32, error) {
 			return nil, fmt.Errorf("%w: %s: %d bytes, want %d (%d × 4)", ErrCorrupt, path, st.Size(), want, a.Length)
 		}
 		words = make([]uint32, a.Length)
-		if _, err := io.ReadFull(f, u32Bytes(words)); err != nil {
+		if _, err := io.ReadFull(f, hostorder.Bytes(words)); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
 		}
 	} else {
@@ -445,8 +400,8 @@ func readArray(path string, a arrayInfo) ([]uint32, error) {
 			return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
 		}
 	}
-	b := u32Bytes(words)
-	if got := crc32.Checksum(b, castagnoli); got != a.CRC32C {
+	b := hostorder.Bytes(words)
+	if got := crc32c.Checksum(b); got != a.CRC32C {
 		return nil, fmt.Errorf("%w: %s: CRC-32C %#08x, manifest says %#08x", ErrCorrupt, path, got, a.CRC32C)
 	}
 	swapInPlace(b)
@@ -463,7 +418,7 @@ func readWords(r io.Reader, n int64) ([]uint32, error) {
 			words = append(words[:cap(words)], 0)[:len(words)]
 		}
 		free := words[len(words):min(int64(cap(words)), n)]
-		got, err := io.ReadFull(r, u32Bytes(free))
+		got, err := io.ReadFull(r, hostorder.Bytes(free))
 		if got%4 != 0 {
 			return nil, fmt.Errorf("stream ends inside a word after %d bytes", int64(len(words))*4+int64(got))
 		}

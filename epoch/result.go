@@ -7,10 +7,19 @@ import (
 	"github.com/streamsampler/streamsampler/rng"
 )
 
-// MaxLayers is the most sampling layers a Result may have: the layer index
-// is packed into 8 bits of the RNG key (rng.MaxLayers) and DESIGN §2 keeps
-// one value free.
-const MaxLayers = rng.MaxLayers - 1
+// MaxLayers is the most sampling layers an epoch may have: the one limit
+// that every command, backend, file and the serve protocol check against.
+// Two bounds meet at 255:
+//
+//   - rng.Key packs the layer index into 8 bits, so only layers
+//     0..rng.LayerKeys-1 (256) draw distinct random streams;
+//   - the layer count itself must fit in one byte: the serve protocol's
+//     Blocks reply carries it as a u8 (docs/PROTOCOL.md), and an L-layer
+//     epoch's L+1 frontiers are then numbered 0..L within a byte too.
+//
+// So L <= 255 = rng.LayerKeys-1, which keeps both. The GPU engine's C++
+// side repeats the value as MAX_LAYERS (gpu/csrc).
+const MaxLayers = rng.LayerKeys - 1
 
 // ErrInvalid is wrapped by Validate's errors: the Result breaks an epoch
 // invariant.

@@ -7,13 +7,9 @@
 // the same kernel in Go on top of rng.Sample, the definition that both are
 // tested against bit for bit; without cgo, Run is Reference.
 //
-// A chunk is the in-memory image of one chunk of edges.chunks (DESIGN §2),
-// as uint32 words:
-//
-//	[n_nodes][start_node][off_0 … off_n_nodes][neighbors…]
-//
-// where off_i is the word index inside the chunk of node start_node+i's
-// first neighbor.
+// A chunk is the in-memory image of one chunk of edges.chunks as uint32
+// words, read here through chunkfmt.ChunkView (the layout is chunkfmt's;
+// docs/FORMAT.md).
 package hls
 
 import (
@@ -21,6 +17,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/rng"
 )
 
@@ -58,14 +55,15 @@ func validate(chunk, targets []uint32, out []int32, fanout int) error {
 	if len(targets) == 0 {
 		return nil
 	}
-	if len(chunk) < 3 {
-		return fmt.Errorf("%w: %d words, shorter than the 3-word minimum header", ErrBadChunk, len(chunk))
+	if len(chunk) < chunkfmt.MinHeaderWords {
+		return fmt.Errorf("%w: %d words, shorter than the %d-word minimum header", ErrBadChunk, len(chunk), chunkfmt.MinHeaderWords)
 	}
 	if uint64(len(chunk)) > math.MaxUint32 {
 		return fmt.Errorf("%w: %d words, offsets are 32-bit", ErrBadChunk, len(chunk))
 	}
-	nNodes, start := chunk[0], chunk[1]
-	first := uint64(nNodes) + 3 // first neighbor word
+	c := chunkfmt.ChunkView(chunk)
+	nNodes, start := c.NumNodes(), c.StartNode()
+	first := c.HeaderWords() // first neighbor word
 	if first > uint64(len(chunk)) {
 		return fmt.Errorf("%w: n_nodes %d needs a %d-word header, chunk has %d words",
 			ErrBadChunk, nNodes, first, len(chunk))
@@ -79,7 +77,7 @@ func validate(chunk, targets []uint32, out []int32, fanout int) error {
 			return fmt.Errorf("%w: target %d (row %d) not in the chunk's nodes [%d, %d)",
 				ErrTargetOutsideChunk, t, r, start, uint64(start)+uint64(nNodes))
 		}
-		b, e := chunk[2+idx], chunk[3+idx]
+		b, e := c.Span(idx)
 		if uint64(b) < first || e < b || uint64(e) > uint64(len(chunk)) {
 			return fmt.Errorf("%w: node %d: neighbors at words [%d, %d), want inside [%d, %d]",
 				ErrBadChunk, t, b, e, first, len(chunk))
@@ -95,14 +93,13 @@ func Reference(chunk []uint32, targets []uint32, out []int32, fanout int, key ui
 	if err := validate(chunk, targets, out, fanout); err != nil {
 		return err
 	}
+	c := chunkfmt.ChunkView(chunk)
 	start := uint32(0)
 	if len(targets) > 0 {
-		start = chunk[1]
+		start = c.StartNode()
 	}
 	for r, t := range targets {
-		idx := t - start
-		nb := chunk[chunk[2+idx]:chunk[3+idx]]
-		rng.Sample(out[r*fanout:(r+1)*fanout], nb, t, key, replace)
+		rng.Sample(out[r*fanout:(r+1)*fanout], c.Neighbors(t-start), t, key, replace)
 	}
 	return nil
 }

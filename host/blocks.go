@@ -14,7 +14,7 @@ import (
 // between calls and no epoch is sampled first.
 //
 // It is the reference the epoch assembly is measured against (see
-// hostbench), and it obeys the same invariant as the GPU's SampleBlocks:
+// internal/hostbench), and it obeys the same invariant as the GPU's SampleBlocks:
 // for distinct seeds in frontier_0, its blocks equal
 // (*epoch.Result).Sample on Reference's epoch for the same key. Unlike
 // Result.Sample it accepts any node of g as a seed. Errors wrap ErrInvalid

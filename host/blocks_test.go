@@ -128,7 +128,7 @@ func TestSampleBlocksRejects(t *testing.T) {
 
 // BenchmarkSampleBlocks times the per-minibatch sampler against the
 // epoch assembly of the same minibatch (an Assembler with a dense index,
-// as hostbench and the CLI use it), alternating the two in each iteration
+// as internal/hostbench and the CLI use it), alternating the two in each iteration
 // so that both see the same machine; it reports each one's ns per batch
 // and their ratio, assembly-speedup.
 func BenchmarkSampleBlocks(b *testing.B) {

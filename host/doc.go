@@ -9,5 +9,5 @@
 // backend's output is tested for exact equality against it. SampleBlocks
 // is its per-minibatch counterpart: one batch's blocks sampled from
 // scratch, DGL-style, the peer the epoch assembly is measured against
-// (package hostbench).
+// (internal/hostbench, behind `streamsampler bench`).
 package host

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unsafe"
 
+	"github.com/streamsampler/streamsampler/internal/hostorder"
 	"github.com/streamsampler/streamsampler/xrt"
 )
 
@@ -205,13 +205,11 @@ func (l *deviceLane) close() error {
 	return errors.Join(errs...)
 }
 
-// littleEndian is true where uint32 words can be copied to and from the
-// device buffers as raw memory.
-var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
-
+// putWords stores w in the device buffer dst as little-endian words: a
+// plain copy where the host order is that.
 func putWords(dst []byte, w []uint32) {
-	if littleEndian && len(w) > 0 {
-		copy(dst, unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 4*len(w)))
+	if hostorder.LittleEndian {
+		copy(dst, hostorder.Bytes(w))
 		return
 	}
 	for i, v := range w {
@@ -219,9 +217,10 @@ func putWords(dst []byte, w []uint32) {
 	}
 }
 
+// getInt32s loads the little-endian words of the device buffer src.
 func getInt32s(dst []int32, src []byte) {
-	if littleEndian && len(dst) > 0 {
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), src)
+	if hostorder.LittleEndian {
+		copy(hostorder.Bytes(dst), src)
 		return
 	}
 	for i := range dst {

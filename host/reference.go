@@ -45,14 +45,14 @@ func (c *CSR) Neighbors(node uint32) ([]uint32, error) {
 	return c.Indices[c.Indptr[node]:c.Indptr[node+1]], nil
 }
 
-// validateRequest checks fanouts (1..hls.MaxFanout, fewer than
-// rng.MaxLayers layers) and that every seed is a node of the graph.
+// validateRequest checks fanouts (1..hls.MaxFanout, at most
+// epoch.MaxLayers layers) and that every seed is a node of the graph.
 func validateRequest(numNodes uint32, seeds []uint32, fanouts []int) error {
 	if len(fanouts) == 0 {
 		return fmt.Errorf("%w: no fanouts (need at least one layer)", ErrInvalid)
 	}
-	if len(fanouts) >= rng.MaxLayers {
-		return fmt.Errorf("%w: %d layers, at most %d", ErrInvalid, len(fanouts), rng.MaxLayers-1)
+	if len(fanouts) > epoch.MaxLayers {
+		return fmt.Errorf("%w: %d layers, at most %d", ErrInvalid, len(fanouts), epoch.MaxLayers)
 	}
 	for l, k := range fanouts {
 		if k < 1 || k > hls.MaxFanout {

@@ -133,7 +133,7 @@ func TestReferenceEpochsDiffer(t *testing.T) {
 
 func TestReferenceRejects(t *testing.T) {
 	g := randomCSR(100, 3, 1)
-	tooMany := make([]int, rng.MaxLayers)
+	tooMany := make([]int, epoch.MaxLayers+1)
 	for i := range tooMany {
 		tooMany[i] = 1
 	}

@@ -32,6 +32,15 @@ func (s LayerStats) ReadGBps() float64 {
 	return float64(s.BytesRead) / s.Wall.Seconds() / 1e9
 }
 
+// StatsReporter is implemented by backends that describe their last
+// epoch: the chunk-streaming Sampler does; the GPU backend does not.
+// Callers holding a Backend check for it with a type assertion.
+type StatsReporter interface {
+	// LastStats returns the statistics of the last successful
+	// SampleEpoch, nil before the first.
+	LastStats() *Stats
+}
+
 // Stats describes one SampleEpoch call.
 type Stats struct {
 	Devices  int           `json:"devices"`

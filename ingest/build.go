@@ -102,8 +102,8 @@ func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (su
 	default:
 		return nil, fmt.Errorf("build: self-loops %q: want keep or drop", o.SelfLoops)
 	}
-	if o.NumNodes > MaxNodes {
-		return nil, fmt.Errorf("build: --num-nodes %d: more than the maximum %d nodes", o.NumNodes, MaxNodes)
+	if o.NumNodes > chunkfmt.MaxNodes {
+		return nil, fmt.Errorf("build: --num-nodes %d: more than the maximum %d nodes", o.NumNodes, chunkfmt.MaxNodes)
 	}
 	out = filepath.Clean(out)
 	if err := checkOutput(out, o.Force); err != nil {
@@ -407,7 +407,7 @@ func (b *builder) count(r *EdgeReader, in *input, bar *progress.Bar, maxID *int6
 			*maxID = int64(m)
 			if int(m) >= len(b.deg) {
 				// Unknown node count: grow as ids appear.
-				nd := make([]uint32, max(int(m)+1, min(2*len(b.deg), MaxNodes)))
+				nd := make([]uint32, max(int(m)+1, min(2*len(b.deg), chunkfmt.MaxNodes)))
 				copy(nd, b.deg)
 				b.deg = nd
 			}

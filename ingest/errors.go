@@ -5,18 +5,13 @@ import (
 	"fmt"
 )
 
-// MaxNodes is the largest number of nodes a graph may have: samples are
-// stored as int32 with -1 for an empty slot (docs/DESIGN.md §2), so node
-// ids are at most MaxNodes-1.
-const MaxNodes = 1<<31 - 1
-
 // Sentinel errors, for callers that branch on the kind of failure. The
 // errors returned wrap them and name the file, line or node involved.
 var (
 	// ErrSyntax: an input line or record is not a pair of node ids.
 	ErrSyntax = errors.New("malformed input")
 	// ErrIDRange: a node id is negative, not below --num-nodes, or not
-	// below MaxNodes.
+	// below chunkfmt.MaxNodes.
 	ErrIDRange = errors.New("node id out of range")
 	// ErrExists: the output exists and Force was not given.
 	ErrExists = errors.New("output already exists")

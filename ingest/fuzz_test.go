@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
 )
 
 // FuzzParseText checks the byte scanner against a straightforward
@@ -16,7 +18,7 @@ func FuzzParseText(f *testing.F) {
 		f.Add([]byte(s), uint32(0))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, limit uint32) {
-		lim := uint64(MaxNodes)
+		lim := uint64(chunkfmt.MaxNodes)
 		if limit > 0 {
 			lim = uint64(limit)
 		}

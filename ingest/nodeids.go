@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
 )
 
 // ReadNodeIDs reads a list of node ids (a training, validation or test
@@ -95,7 +97,7 @@ func readNodeIDsNPY(r *bufio.Reader, name string, numNodes uint32) ([]uint32, er
 	default:
 		return nil, &InputError{File: name, Record: -1, Msg: fmt.Sprintf("npy: shape %v is not a node list: want (N,)", h.shape), Err: ErrFormat}
 	}
-	if n > MaxNodes*4 {
+	if n > chunkfmt.MaxNodes*4 {
 		return nil, &InputError{File: name, Record: -1, Msg: fmt.Sprintf("npy: %d ids is implausibly many", n), Err: ErrFormat}
 	}
 	ids := make([]uint32, 0, n)

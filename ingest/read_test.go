@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
 )
 
 func TestReadFormats(t *testing.T) {
@@ -270,7 +272,7 @@ func BenchmarkParseText(b *testing.B) {
 	pairs := make([]uint32, len(data)/2+2)
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		r := parseText(data, pairs, MaxNodes, false, true)
+		r := parseText(data, pairs, chunkfmt.MaxNodes, false, true)
 		if r.errMsg != "" {
 			b.Fatal(r.errMsg)
 		}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/internal/atomicfile"
 )
 
@@ -33,7 +34,7 @@ const rmatBlock = 1 << 16
 
 func (o *RMATOptions) normalize() error {
 	if o.Scale < 1 || o.Scale > 30 {
-		return fmt.Errorf("rmat: scale %d: want 1..30 (at most 2^30 nodes: ids must stay below %d)", o.Scale, MaxNodes)
+		return fmt.Errorf("rmat: scale %d: want 1..30 (at most 2^30 nodes: ids must stay below %d)", o.Scale, chunkfmt.MaxNodes)
 	}
 	if o.EdgeFactor < 1 {
 		return fmt.Errorf("rmat: edge factor %d: want at least 1", o.EdgeFactor)

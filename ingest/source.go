@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/internal/progress"
 )
 
@@ -15,7 +16,7 @@ type ReadOptions struct {
 	// Format of the decompressed bytes; FormatAuto detects it.
 	Format Format
 	// NumNodes, when non-zero, is the number of nodes: every id must be
-	// below it. Zero means ids must be below MaxNodes.
+	// below it. Zero means ids must be below chunkfmt.MaxNodes.
 	NumNodes uint32
 	// Progress, when non-nil, counts the raw (compressed) bytes read.
 	Progress *progress.Bar
@@ -27,7 +28,7 @@ func (o ReadOptions) limit() (uint64, bool) {
 	if o.NumNodes > 0 {
 		return uint64(o.NumNodes), true
 	}
-	return MaxNodes, false
+	return chunkfmt.MaxNodes, false
 }
 
 type pairSource interface {

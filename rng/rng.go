@@ -9,9 +9,11 @@
 // a chunk's targets be sampled in any order, on any device, in parallel.
 package rng
 
-// MaxLayers bounds the number of sampling layers: the layer is packed into
-// the low 8 bits of the key's counter.
-const MaxLayers = 256
+// LayerKeys is how many layer indices Key tells apart: the layer is
+// packed into the low 8 bits of the key's counter, so layers 0..255 get
+// distinct streams and layer 256 would repeat layer 0's. The limit that
+// callers check is epoch.MaxLayers, which says why it is one less.
+const LayerKeys = 256
 
 // Mix64 is SplitMix64's output function, a bijection on uint64 with full
 // avalanche.
@@ -22,7 +24,7 @@ func Mix64(z uint64) uint64 {
 }
 
 // Key derives the per-layer key from the user's seed, the epoch number and
-// the layer (hop) index. layer must be below MaxLayers.
+// the layer (hop) index. layer must be below LayerKeys.
 func Key(seed uint64, epoch uint32, layer int) uint64 {
 	return Mix64(seed) ^ Mix64(uint64(epoch)<<8|uint64(uint8(layer)))
 }

@@ -101,3 +101,19 @@ func BenchmarkSample(b *testing.B) {
 		Sample(out, nb, uint32(i), key, false)
 	}
 }
+
+// TestLayerKeys shows the bound LayerKeys states: every layer below it has
+// its own key, and the next one repeats layer 0's.
+func TestLayerKeys(t *testing.T) {
+	seen := map[uint64]int{}
+	for l := range LayerKeys {
+		k := Key(42, 3, l)
+		if prev, dup := seen[k]; dup {
+			t.Fatalf("layers %d and %d share key %#x", prev, l, k)
+		}
+		seen[k] = l
+	}
+	if Key(42, 3, LayerKeys) != Key(42, 3, 0) {
+		t.Fatal("layer LayerKeys has its own key: the 8-bit packing LayerKeys describes changed")
+	}
+}

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"unsafe"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/internal/hostorder"
 )
 
 // The framed protocol of docs/PROTOCOL.md. Every message, either way, is
@@ -147,27 +147,6 @@ func appendArrayHeader(dst []byte, dtype uint8, n int) []byte {
 	return binary.LittleEndian.AppendUint64(dst, uint64(n))
 }
 
-// littleEndian reports whether the machine stores integers little-endian,
-// so that []uint32 memory is already the wire format.
-var littleEndian = func() bool {
-	x := uint16(1)
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
-
-func u32Bytes(a []uint32) []byte {
-	if len(a) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&a[0])), len(a)*4)
-}
-
-func i32Bytes(a []int32) []byte {
-	if len(a) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&a[0])), len(a)*4)
-}
-
 // blocksWriter lays out a Blocks reply as a vector of buffers: small
 // headers interleaved with the arrays' own memory, so that a large
 // minibatch is written with one writev and no copy.
@@ -188,7 +167,7 @@ func (w *blocksWriter) flushHeader() {
 func (w *blocksWriter) u32s(a []uint32) {
 	w.hdr = appendArrayHeader(w.hdr, DtypeU32, len(a))
 	w.size += arrayHeaderSize + 4*len(a)
-	if !littleEndian {
+	if !hostorder.LittleEndian {
 		for _, v := range a {
 			w.hdr = binary.LittleEndian.AppendUint32(w.hdr, v)
 		}
@@ -196,14 +175,14 @@ func (w *blocksWriter) u32s(a []uint32) {
 	}
 	if len(a) > 0 {
 		w.flushHeader()
-		w.bufs = append(w.bufs, u32Bytes(a))
+		w.bufs = append(w.bufs, hostorder.Bytes(a))
 	}
 }
 
 func (w *blocksWriter) i32s(a []int32) {
 	w.hdr = appendArrayHeader(w.hdr, DtypeI32, len(a))
 	w.size += arrayHeaderSize + 4*len(a)
-	if !littleEndian {
+	if !hostorder.LittleEndian {
 		for _, v := range a {
 			w.hdr = binary.LittleEndian.AppendUint32(w.hdr, uint32(v))
 		}
@@ -211,7 +190,7 @@ func (w *blocksWriter) i32s(a []int32) {
 	}
 	if len(a) > 0 {
 		w.flushHeader()
-		w.bufs = append(w.bufs, i32Bytes(a))
+		w.bufs = append(w.bufs, hostorder.Bytes(a))
 	}
 }
 
@@ -237,7 +216,7 @@ func EncodeBlocks(op uint8, id uint32, b *epoch.Blocks, batch int) net.Buffers {
 		w.i32s(h.EdgeSrc)
 		w.i32s(h.EdgeDst)
 	}
-	if !littleEndian {
+	if !hostorder.LittleEndian {
 		// Everything went into hdr: one buffer.
 		w.bufs = net.Buffers{w.hdr}
 	} else {
@@ -319,8 +298,8 @@ func (d *decoder) u32s(what string) ([]uint32, error) {
 		return nil, err
 	}
 	out := make([]uint32, len(b)/4)
-	if littleEndian {
-		copy(u32Bytes(out), b)
+	if hostorder.LittleEndian {
+		copy(hostorder.Bytes(out), b)
 		return out, nil
 	}
 	for i := range out {
@@ -335,8 +314,8 @@ func (d *decoder) i32s(what string) ([]int32, error) {
 		return nil, err
 	}
 	out := make([]int32, len(b)/4)
-	if littleEndian {
-		copy(i32Bytes(out), b)
+	if hostorder.LittleEndian {
+		copy(hostorder.Bytes(out), b)
 		return out, nil
 	}
 	for i := range out {

@@ -39,6 +39,7 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/internal/hostbench"
 	"github.com/streamsampler/streamsampler/serve"
 )
 
@@ -228,11 +229,7 @@ func run() error {
 		in1 = append(in1, v)
 	}
 	fmt.Fprintln(stdin, "quit")
-	med := func(a []float64) float64 {
-		b := slices.Clone(a)
-		slices.Sort(b)
-		return b[len(b)/2]
-	}
+	med := hostbench.Median
 	fmt.Printf("\nminibatches/s, median of %d reps × %d minibatches (GOMAXPROCS %d):\n", *reps, *perRep, runtime.GOMAXPROCS(0))
 	fmt.Printf("  in-process assembly, %d goroutines : %8.1f  %v\n", *procs, med(inP), round(inP))
 	fmt.Printf("  in-process assembly, 1 goroutine  : %8.1f  %v\n", med(in1), round(in1))

@@ -59,8 +59,8 @@ decimal ones (kB, MB, GB: 1MB = 1000000 bytes, which is not a multiple of
 			if selfLoops != chunkfmt.SelfLoopsKeep && selfLoops != chunkfmt.SelfLoopsDrop {
 				return usage.Errorf("build: --self-loops %q: want keep or drop", selfLoops)
 			}
-			if numNodes > ingest.MaxNodes {
-				return usage.Errorf("build: --num-nodes %d: more than the maximum %d nodes", numNodes, ingest.MaxNodes)
+			if numNodes > chunkfmt.MaxNodes {
+				return usage.Errorf("build: --num-nodes %d: more than the maximum %d nodes", numNodes, chunkfmt.MaxNodes)
 			}
 			o.SelfLoops = selfLoops
 			o.NumNodes = numNodes

@@ -50,11 +50,10 @@ func openBackend(graphDir string, b backendFlags) (host.Backend, error) {
 	}
 }
 
-// statser is implemented by backends that report per-layer statistics.
-type statser interface{ LastStats() *host.Stats }
-
+// backendStats returns the statistics of be's last epoch, nil where the
+// backend keeps none.
 func backendStats(be host.Backend) *host.Stats {
-	if s, ok := be.(statser); ok {
+	if s, ok := be.(host.StatsReporter); ok {
 		return s.LastStats()
 	}
 	return nil

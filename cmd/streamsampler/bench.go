@@ -8,8 +8,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamsampler/streamsampler/host"
-	"github.com/streamsampler/streamsampler/host/hostbench"
+	"github.com/streamsampler/streamsampler/internal/hostbench"
 )
+
+// benchTargets are the thresholds `streamsampler bench` prints PASS or
+// FAIL against (docs/PERFORMANCE.md): an epoch within 1.5x of its floor,
+// peak RSS within 1.1x of what two epochs need, and minibatch assembly at
+// least as fast as a per-minibatch sampler and at 30M edges per
+// CPU-second or more.
+var benchTargets = hostbench.Targets{MaxFloorRatio: 1.5, RSSFactor: 1.1, MinSpeedup: 1, MinEdgesPerCPUSecond: 30e6}
 
 type benchOptions struct {
 	graph      string
@@ -94,6 +101,7 @@ func runBench(ctx context.Context, w io.Writer, o benchOptions) error {
 	if err != nil {
 		return err
 	}
+	rep.Judge(benchTargets)
 	if o.json {
 		return rep.WriteJSON(w)
 	}

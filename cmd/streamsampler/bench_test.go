@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/streamsampler/streamsampler/host/hostbench"
+	"github.com/streamsampler/streamsampler/internal/hostbench"
 )
 
 // TestBenchRuns runs the benchmark end to end on a small graph: it must

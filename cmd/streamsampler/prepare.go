@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/host"
 )
 
 type prepareOptions struct {
@@ -142,7 +143,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) error
 // printEpochStats reports a prepared epoch.
 func printEpochStats(w io.Writer, asJSON bool, n uint32, seeds int, res *epoch.Result, be any, sample, total time.Duration) {
 	var stats any
-	if s, ok := be.(statser); ok {
+	if s, ok := be.(host.StatsReporter); ok {
 		if st := s.LastStats(); st != nil {
 			stats = st
 		}

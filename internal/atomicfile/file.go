@@ -128,3 +128,26 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	}
 	return f.Commit()
 }
+
+// WriteNew creates path, which must not exist (fs.ErrExist otherwise),
+// writes data to it and fsyncs it, with mode perm (the umask applies). It
+// is no atomic replacement by itself: it writes the files of a directory
+// that ReplaceDir or MoveDir then installs whole, whose rename makes them
+// appear at once. On error the partial file is removed.
+func WriteNew(path string, data []byte, perm fs.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = fsync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
+}

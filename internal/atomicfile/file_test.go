@@ -28,6 +28,19 @@ func entries(t *testing.T, dir string) []string {
 	return names
 }
 
+// recordSyncs makes fsync record the name of every file and directory it
+// syncs, until the test ends.
+func recordSyncs(t *testing.T) *[]string {
+	orig := fsync
+	t.Cleanup(func() { fsync = orig })
+	var synced []string
+	fsync = func(f *os.File) error {
+		synced = append(synced, f.Name())
+		return f.Sync()
+	}
+	return &synced
+}
+
 func mustRead(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -238,13 +251,7 @@ func TestCreateFailure(t *testing.T) {
 }
 
 func TestRename(t *testing.T) {
-	origSync := fsync
-	defer func() { fsync = origSync }()
-	var synced []string
-	fsync = func(f *os.File) error {
-		synced = append(synced, f.Name())
-		return f.Sync()
-	}
+	syncs := recordSyncs(t)
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "sub")
 	if err := os.Mkdir(b, 0o755); err != nil {
@@ -260,8 +267,8 @@ func TestRename(t *testing.T) {
 		t.Fatalf("content %q", got)
 	}
 	// Both directories changed; both must have been synced.
-	if !slices.Contains(synced, dir) || !slices.Contains(synced, b) {
-		t.Fatalf("synced %v, want %s and %s", synced, dir, b)
+	if !slices.Contains(*syncs, dir) || !slices.Contains(*syncs, b) {
+		t.Fatalf("synced %v, want %s and %s", *syncs, dir, b)
 	}
 	if err := Rename(a, filepath.Join(dir, "c")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Rename of a missing file = %v", err)
@@ -336,5 +343,35 @@ func TestConcurrentReaders(t *testing.T) {
 	}
 	if names := entries(t, dir); !slices.Equal(names, []string{"f"}) {
 		t.Fatalf("directory holds %v", names)
+	}
+}
+
+// TestWriteNew writes a new file synced; it refuses an existing one, and
+// a failed fsync leaves no partial file.
+func TestWriteNew(t *testing.T) {
+	syncs := recordSyncs(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.u32")
+	if err := WriteNew(path, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustRead(t, path); got != "new" || !slices.Equal(*syncs, []string{path}) {
+		t.Fatalf("content %q, synced %v", got, *syncs)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode: %v, %v", st.Mode(), err)
+	}
+	if err := WriteNew(path, []byte("other"), 0o644); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("WriteNew over an existing file = %v, want fs.ErrExist", err)
+	}
+	if got := mustRead(t, path); got != "new" {
+		t.Fatalf("existing file now holds %q", got)
+	}
+	fsync = func(*os.File) error { return errInjected }
+	if err := WriteNew(filepath.Join(dir, "b.u32"), []byte("x"), 0o644); !errors.Is(err, errInjected) {
+		t.Fatalf("WriteNew with a failing fsync = %v, want the injected error", err)
+	}
+	if names := entries(t, dir); !slices.Equal(names, []string{"a.u32"}) {
+		t.Fatalf("directory holds %v, want no partial file", names)
 	}
 }

@@ -2,6 +2,8 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 )
 
@@ -63,4 +65,24 @@ func ReplaceDir(tmpDir, dst string) error {
 		return err
 	}
 	return os.RemoveAll(old)
+}
+
+// MoveDir moves the directory tmpDir to dst, which must not exist: it is
+// ReplaceDir for a caller that must not replace anything. As there,
+// tmpDir's files should already be fsynced, and MoveDir fsyncs tmpDir
+// and, after the rename, the parent directories. Where the rename fails
+// and dst exists (it appeared since the caller checked), the error wraps
+// fs.ErrExist; once the rename has succeeded, a failed directory fsync is
+// returned as it is, so that it is never mistaken for "exists".
+func MoveDir(tmpDir, dst string) error {
+	if err := SyncDir(tmpDir); err != nil {
+		return err
+	}
+	if err := rename(tmpDir, dst); err != nil {
+		if _, serr := os.Lstat(dst); serr == nil {
+			return fmt.Errorf("%w (%w)", fs.ErrExist, err)
+		}
+		return err
+	}
+	return syncParents(tmpDir, dst)
 }

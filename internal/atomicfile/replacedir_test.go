@@ -52,13 +52,9 @@ func sameTree(a, b map[string]string) bool {
 }
 
 func TestReplaceDir(t *testing.T) {
-	origRename, origExchange, origSync := rename, exchange, fsync
-	defer func() { rename, exchange, fsync = origRename, origExchange, origSync }()
-	var synced []string
-	fsync = func(f *os.File) error {
-		synced = append(synced, f.Name())
-		return f.Sync()
-	}
+	origRename, origExchange := rename, exchange
+	defer func() { rename, exchange = origRename, origExchange }()
+	syncs := recordSyncs(t)
 	oldTree := map[string]string{"manifest.json": "old", "stale": "only in the old tree"}
 	newTree := map[string]string{"manifest.json": "new", "edges.chunks": "data"}
 	for _, tc := range []struct {
@@ -115,7 +111,7 @@ func TestReplaceDir(t *testing.T) {
 			case "fail":
 				exchange = func(string, string) error { return errInjected }
 			}
-			synced = nil
+			*syncs = nil
 			err := ReplaceDir(tmp, dst)
 			if tc.wantErr != (err != nil) {
 				t.Fatalf("ReplaceDir = %v, want error %v", err, tc.wantErr)
@@ -138,11 +134,11 @@ func TestReplaceDir(t *testing.T) {
 			}
 			// The new tree's entries are made durable before the move, the
 			// move itself after it.
-			if len(synced) == 0 || synced[0] != tmp {
-				t.Fatalf("synced %v, want %s first", synced, tmp)
+			if len(*syncs) == 0 || (*syncs)[0] != tmp {
+				t.Fatalf("synced %v, want %s first", *syncs, tmp)
 			}
-			if !tc.wantErr && !slices.Contains(synced, parent) {
-				t.Fatalf("synced %v, want the parent %s", synced, parent)
+			if !tc.wantErr && !slices.Contains(*syncs, parent) {
+				t.Fatalf("synced %v, want the parent %s", *syncs, parent)
 			}
 			wantNames := tc.wantNames
 			if wantNames == nil {
@@ -177,5 +173,48 @@ func TestReplaceDirExchange(t *testing.T) {
 	}
 	if err := exchangeNames(a, filepath.Join(parent, "missing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("exchange with a missing name = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestMoveDir moves a tree into place and syncs it and the parent; it
+// never replaces an existing tree, and says fs.ErrExist then; a failed
+// directory fsync after the rename is not mistaken for "exists".
+func TestMoveDir(t *testing.T) {
+	syncs := recordSyncs(t)
+	parent := t.TempDir()
+	dst := filepath.Join(parent, "epoch-1")
+	tmp := filepath.Join(parent, ".epoch-1.tmp-1")
+	makeTree(t, tmp, map[string]string{"a": "1", "b": "2"})
+	if err := MoveDir(tmp, dst); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTree(t, dst); !sameTree(got, map[string]string{"a": "1", "b": "2"}) || readTree(t, tmp) != nil {
+		t.Fatalf("after MoveDir: dst %v, tmp %v", got, readTree(t, tmp))
+	}
+	if !slices.Equal(*syncs, []string{tmp, parent}) {
+		t.Fatalf("synced %v, want the tree then its parent", *syncs)
+	}
+
+	tmp2 := filepath.Join(parent, ".epoch-1.tmp-2")
+	makeTree(t, tmp2, map[string]string{"c": "3"})
+	if err := MoveDir(tmp2, dst); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("MoveDir onto an existing tree = %v, want fs.ErrExist", err)
+	}
+	if got := readTree(t, dst); !sameTree(got, map[string]string{"a": "1", "b": "2"}) {
+		t.Fatalf("existing tree changed: %v", got)
+	}
+
+	dst3 := filepath.Join(parent, "epoch-3")
+	fsync = func(f *os.File) error {
+		if f.Name() == parent {
+			return errInjected
+		}
+		return f.Sync()
+	}
+	if err := MoveDir(tmp2, dst3); !errors.Is(err, errInjected) || errors.Is(err, fs.ErrExist) {
+		t.Fatalf("MoveDir with a failing parent fsync = %v, want only the injected error", err)
+	}
+	if got := readTree(t, dst3); !sameTree(got, map[string]string{"c": "3"}) {
+		t.Fatalf("after the rename the tree is in place, got %v", got)
 	}
 }

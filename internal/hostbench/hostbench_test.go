@@ -54,6 +54,10 @@ func randomGraph(t testing.TB, n uint32, avgDeg int, chunkSize int64) string {
 	})
 }
 
+// testTargets are the thresholds the tests judge reports against, the
+// ones `streamsampler bench` uses.
+var testTargets = Targets{MaxFloorRatio: 1.5, RSSFactor: 1.1, MinSpeedup: 1, MinEdgesPerCPUSecond: 30e6}
+
 func testConfig(dir string, devices int) Config {
 	return Config{
 		Graph: dir, Fanouts: [][]int{{5, 3}, {4, 4, 4}}, Runs: 2, TrainFrac: 0.2, BatchSize: 64, Seed: 7,
@@ -77,6 +81,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Judge(testTargets)
 	if r.NumNodes != 10000 || r.Chunks != len(m.Chunks) || r.Train != 2000 || r.Runs != 2 || r.SeqReadGBps <= 0 || len(r.Sets) != 2 {
 		t.Fatalf("report: %+v", r)
 	}
@@ -106,10 +111,16 @@ func TestRun(t *testing.T) {
 		if runtime.GOOS == "linux" && (s.PeakRSS <= 0 || s.RSSBudget <= 0) {
 			t.Fatalf("set %d: RSS %d budget %d", i, s.PeakRSS, s.RSSBudget)
 		}
+		if want := int64(1.1 * float64(s.ResultBytes+s.BufferBytes+s.IndexBytes)); s.RSSBudget != want || s.PassRSS != (s.PeakRSS > 0 && s.PeakRSS <= want) {
+			t.Fatalf("set %d: RSS budget %d pass %v, want %d from the 1.1 target", i, s.RSSBudget, s.PassRSS, want)
+		}
 	}
 	a := r.Assembly
 	if !a.IdenticalBlocks || a.Edges <= 0 || a.Batches != 2000/64+1 || a.Speedup <= 0 || !slices.Equal(a.Fanouts, cfg.Fanouts[0]) {
 		t.Fatalf("assembly: %+v", a)
+	}
+	if a.PassVsBaseline != (a.Speedup >= 1) || a.PassEdgesPerCore != (a.EdgesPerCPUS >= 30e6) {
+		t.Fatalf("assembly pass flags disagree with the targets: %+v", a)
 	}
 	pass := a.IdenticalBlocks && a.PassVsBaseline && a.PassEdgesPerCore
 	for _, s := range r.Sets {
@@ -123,15 +134,20 @@ func TestRun(t *testing.T) {
 	if err := r.WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
+	// The JSON carries every measurement the verdict rests on: judged
+	// again from it, the report is the same.
 	var back Report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || !reflect.DeepEqual(&back, r) {
+	err = json.Unmarshal(js.Bytes(), &back)
+	back.Judge(testTargets)
+	if err != nil || !reflect.DeepEqual(&back, r) {
 		t.Fatalf("JSON round trip: %v\n%s", err, js.String())
 	}
 	var txt bytes.Buffer
 	if err := r.WriteText(&txt); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{log.String(), "fanouts [5 3]", "fanouts [4 4 4]", "PASS blocks identical", "overall\n"} {
+	for _, want := range []string{log.String(), "fanouts [5 3]", "fanouts [4 4 4]", "PASS blocks identical", "overall\n",
+		"(target <= 1.5)\n", " vs 1.1 x (two epochs ", " assembly at least as fast as the per-minibatch sampler\n", " assembly >= 30M edges per CPU-second on one core\n"} {
 		if !strings.Contains(txt.String(), want) {
 			t.Fatalf("text report lacks %q:\n%s", want, txt.String())
 		}
@@ -315,5 +331,38 @@ func TestPeakRSSGrows(t *testing.T) {
 	runtime.KeepAlive(b)
 	if before <= 0 || after < before+60<<20 {
 		t.Fatalf("peak RSS %d before, %d after touching 64 MiB", before, after)
+	}
+}
+
+// TestJudge holds one report to two sets of targets: the verdicts follow
+// the thresholds, and the text names the thresholds used.
+func TestJudge(t *testing.T) {
+	r := &Report{
+		Sets:     []Set{{FloorRatio: 1.4, PeakRSS: 1050, ResultBytes: 800, BufferBytes: 100, IndexBytes: 100}},
+		Assembly: Assembly{Speedup: 1.2, EdgesPerCPUS: 40e6, IdenticalBlocks: true},
+	}
+	r.Judge(testTargets)
+	if s := r.Sets[0]; !s.PassFloorRatio || s.RSSBudget != 1100 || !s.PassRSS || !r.Assembly.PassVsBaseline || !r.Assembly.PassEdgesPerCore || !r.Pass {
+		t.Fatalf("against the bench targets: %+v", r)
+	}
+	strict := Targets{MaxFloorRatio: 1.2, RSSFactor: 1.0, MinSpeedup: 2, MinEdgesPerCPUSecond: 50e6}
+	r.Judge(strict)
+	if s := r.Sets[0]; s.PassFloorRatio || s.RSSBudget != 1000 || s.PassRSS || r.Assembly.PassVsBaseline || r.Assembly.PassEdgesPerCore || r.Pass {
+		t.Fatalf("against stricter targets: %+v", r)
+	}
+	var txt bytes.Buffer
+	if err := r.WriteBody(&txt); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"FAIL epoch wall", "(target <= 1.2)\n", "FAIL peak RSS", " vs 1 x (two epochs ", "FAIL assembly at least 2x as fast as", "FAIL assembly >= 50M edges", "FAIL overall"} {
+		if !strings.Contains(txt.String(), want) {
+			t.Fatalf("text lacks %q:\n%s", want, txt.String())
+		}
+	}
+	// Blocks that differ fail whatever the thresholds.
+	r.Assembly.IdenticalBlocks = false
+	r.Judge(Targets{})
+	if r.Pass {
+		t.Fatal("a report with differing blocks passed")
 	}
 }

@@ -7,6 +7,7 @@
 // them to host.SampleBlocks, an in-memory per-minibatch (DGL-style)
 // sampler run on the same thread, and checks the process's peak RSS.
 //
-// Run does the measuring and returns a Report; the Report prints itself
-// for people (WriteText) and as one JSON object (WriteJSON).
+// Run does the measuring and returns a Report; Judge holds it to the
+// caller's Targets (the package has no thresholds of its own); the Report
+// prints itself for people (WriteText) and as one JSON object (WriteJSON).
 package hostbench

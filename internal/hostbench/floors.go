@@ -93,7 +93,7 @@ func GatherFloor(g *chunkfmt.Graph, targets []uint32, k, workers int) (time.Dura
 	workers = max(1, min(workers, runtime.GOMAXPROCS(0)))
 	parts := g.Index.Split(targets)
 	type piece struct {
-		words   []uint32
+		chunk   chunkfmt.ChunkView
 		start   uint32
 		targets []uint32
 	}
@@ -106,7 +106,7 @@ func GatherFloor(g *chunkfmt.Graph, targets []uint32, k, workers int) (time.Dura
 		if err != nil {
 			return 0, 0, err
 		}
-		pieces = append(pieces, piece{w, g.Index.Start(c), p})
+		pieces = append(pieces, piece{chunkfmt.ChunkView(w), g.Index.Start(c), p})
 	}
 	var wg sync.WaitGroup
 	sums := make([]uint64, workers)
@@ -120,8 +120,7 @@ func GatherFloor(g *chunkfmt.Graph, targets []uint32, k, workers int) (time.Dura
 			for i := w; i < len(pieces); i += workers {
 				p := pieces[i]
 				for _, v := range p.targets {
-					j := v - p.start
-					o0, o1 := p.words[2+j], p.words[3+j]
+					o0, o1 := p.chunk.Span(v - p.start)
 					d := uint64(o1 - o0)
 					if d == 0 {
 						continue
@@ -130,7 +129,7 @@ func GatherFloor(g *chunkfmt.Graph, targets []uint32, k, workers int) (time.Dura
 						x ^= x << 13
 						x ^= x >> 7
 						x ^= x << 17
-						sum += uint64(p.words[uint64(o0)+(x>>32)*d>>32])
+						sum += uint64(p.chunk[uint64(o0)+(x>>32)*d>>32])
 					}
 				}
 			}

@@ -76,7 +76,8 @@ func (c *Config) check() error {
 }
 
 // Run measures cfg.Graph as the package comment describes and returns the
-// report; it stops early with ctx's error when ctx is cancelled.
+// report, not yet judged (see Report.Judge); it stops early with ctx's
+// error when ctx is cancelled.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -131,8 +132,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 		set.BufferBytes, set.IndexBytes = bufBytes, indexBytes
-		set.RSSBudget = int64(1.1 * float64(set.ResultBytes+bufBytes+indexBytes))
-		set.PassRSS = set.PeakRSS > 0 && set.PeakRSS <= set.RSSBudget
 		if err := measureFloors(ctx, cfg, set, cur); err != nil {
 			return nil, err
 		}
@@ -144,12 +143,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Assembly = *asm
 		}
 		rep.Sets = append(rep.Sets, *set)
-	}
-
-	asm := &rep.Assembly
-	rep.Pass = asm.PassVsBaseline && asm.PassEdgesPerCore && asm.IdenticalBlocks
-	for _, s := range rep.Sets {
-		rep.Pass = rep.Pass && s.PassFloorRatio && s.PassRSS
 	}
 	return rep, nil
 }
@@ -165,10 +158,6 @@ func trainingSet(numNodes uint32, frac float64, seed uint64) []uint32 {
 	slices.Sort(train)
 	return train
 }
-
-// statser is implemented by backends that report per-layer statistics
-// (host.Sampler does; the GPU backend does not).
-type statser interface{ LastStats() *host.Stats }
 
 // measureSet samples cfg.Runs epochs with fanouts fan and returns the
 // set's epoch figures (floors and RSS budget still to fill in) and the
@@ -191,7 +180,7 @@ func measureSet(ctx context.Context, cfg Config, be host.Backend, train []uint32
 			return nil, nil, err
 		}
 		walls = append(walls, time.Since(t0).Seconds())
-		if s, ok := be.(statser); ok {
+		if s, ok := be.(host.StatsReporter); ok {
 			if st := s.LastStats(); st != nil {
 				rep.DirectIO = st.DirectIO
 				for l, ls := range st.Layers {
@@ -289,7 +278,6 @@ func measureFloors(ctx context.Context, cfg Config, set *Set, res *epoch.Result)
 	set.SlotsPerS = float64(slots) / set.EpochWallS
 	set.GatherSlotsPS = float64(slots) / set.GatherFloorS
 	set.FloorRatio = set.EpochWallS / max(set.IOFloorS, set.GatherFloorS)
-	set.PassFloorRatio = set.FloorRatio <= 1.5
 	set.KernelRatio = set.EpochWallS / max(set.IOFloorS, set.KernelFloorS)
 	return nil
 }
