@@ -49,7 +49,10 @@ test-xrt:
 	CGO_ENABLED=0 $(GO) test ./xrt/... ./hls/...
 
 # The Python client: unittest (no pytest needed), numpy from Debian's
-# /usr/bin/python3; the live tests build the Go binaries themselves.
+# /usr/bin/python3; the live tests build the Go binaries themselves, and
+# test_install pip-installs the package into a temporary venv (offline;
+# python3-venv and python3-wheel from `make deps`) to run the README's
+# example.
 test-python:
 	PYTHONPATH=python $(PYTHON) -m unittest discover -s python/tests -t python
 

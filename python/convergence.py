@@ -12,7 +12,7 @@ inference on the whole graph; the reported test accuracy is at the epoch
 of best validation accuracy. Pass: |mean(ours) - mean(reference)| <= 1
 point per dataset.
 
-    python3 python/convergence.py prepare --out DIR      # datasets -> DIR/{cora,citeseer,musae-facebook}
+    python3 python/convergence.py prepare --out DIR [--root RAW]  # datasets -> DIR/{cora,citeseer,musae-facebook}
     python3 python/convergence.py --data DIR --binary bin/streamsampler [--out results.json]
 
 DIR holds one folder per dataset as ``python -m streamsampler.datasets``
@@ -195,13 +195,13 @@ def run_one(name, cfg, data, sampler, seed, binary, device, graph_dir, train_fil
             "final_test": te, "steps": steps, "seconds": round(time.time() - t0, 2)}
 
 
-def prepare_data(out, names, chunkify=None):
+def prepare_data(out, names, chunkify=None, root=None):
     """Write each dataset for this script (and to carry elsewhere): the
     prepare() output with features compressed (features.npz)."""
     from streamsampler import datasets
     for name in names:
         d = os.path.join(out, name)
-        paths = datasets.prepare(datasets.load(name), d, chunkify=chunkify)
+        paths = datasets.prepare(datasets.load(name, root), d, chunkify=chunkify)
         x = np.load(paths["features"])
         np.savez_compressed(os.path.join(d, "features.npz"), x=x)
         os.remove(paths["features"])
@@ -221,8 +221,9 @@ def main():
         ap.add_argument("--out", required=True)
         ap.add_argument("--datasets", default="cora,citeseer,musae-facebook")
         ap.add_argument("--chunkify", default=None)
+        ap.add_argument("--root", default=None, help="raw dataset directory (default $STREAMSAMPLER_DATASETS)")
         a = ap.parse_args(sys.argv[2:])
-        prepare_data(a.out, a.datasets.split(","), a.chunkify)
+        prepare_data(a.out, a.datasets.split(","), a.chunkify, a.root)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", required=True)

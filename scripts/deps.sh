@@ -2,12 +2,13 @@
 # Installs what the build and the tests need on a Debian machine, and
 # nothing that is already there: g++ (HLS C-simulation, cgo), libxrt-dev
 # and uuid-dev (the XRT binding under -tags xrt), numpy/scipy for
-# /usr/bin/python3 (the Python client's tests and dataset loaders), zstd
+# /usr/bin/python3 (the Python client's tests and dataset loaders), venv
+# and wheel (the test that pip-installs the client offline), zstd
 # (compressed-input tests), and staticcheck (make lint).
 set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in build-essential libxrt-dev uuid-dev python3-numpy python3-scipy zstd; do
+for p in build-essential libxrt-dev uuid-dev python3-numpy python3-scipy python3-venv python3-wheel zstd; do
   have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -6,10 +6,38 @@ torch tensors, a ``torch_geometric.data.Data`` and ``dgl.create_block``
 blocks, importing those libraries when called.
 """
 
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Dict, List, Tuple
+
 import numpy as np
 
+from .protocol import Batch
 
-def pyg_arrays(batch):
+if TYPE_CHECKING:  # only for the annotations; imported when called
+    import dgl
+    import torch
+    from torch_geometric.data import Data
+
+
+def _require(module: str, needed_by: str, needs: str, instead: str) -> ModuleType:
+    """Import ``module`` for ``needed_by``, or raise an ImportError that
+    says what ``needed_by`` needs and which numpy-only function gives the
+    same arrays without it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        # The same class (ModuleNotFoundError for a missing module), a
+        # message that says what to do.
+        raise type(e)(
+            "%s needs %s; importing %s failed: %s. %s(batch) gives the same index arrays as "
+            "numpy, without them" % (needed_by, needs, e.name or module, e, instead),
+            name=e.name) from e
+
+
+def pyg_arrays(batch: Batch) -> Dict[str, Any]:
     """The index arrays of PyG's NeighborLoader output for ``batch``.
 
     Returns a dict of numpy arrays and lists:
@@ -35,9 +63,10 @@ def pyg_arrays(batch):
     seeds = batch.seeds
     hops = batch.hops
     n_id = (hops[-1].src if hops else seeds).astype(np.int64)
-    per_hop, sizes = [], []
+    per_hop: List[np.ndarray] = []
+    sizes: List[Tuple[int, int]] = []
     num_nodes = [len(seeds)]
-    num_edges = []
+    num_edges: List[int] = []
     prev = len(seeds)
     for h in hops:
         ei = np.empty((2, len(h.edge_src)), dtype=np.int64)
@@ -60,14 +89,16 @@ def pyg_arrays(batch):
     }
 
 
-def to_pyg(batch, x=None, y=None, device=None):
+def to_pyg(batch: Batch, x: Any = None, y: Any = None, device: Any = None) -> Data:
     """A ``torch_geometric.data.Data`` shaped like NeighborLoader's output:
     ``n_id``, ``edge_index``, ``num_sampled_nodes``, ``num_sampled_edges``,
     ``batch_size``, ``input_id``-free; plus ``edge_index_per_hop`` and
     ``sizes_per_hop`` for block-wise (DGL-style) layers. ``x`` and ``y``
     (whole-graph tensors or arrays) are gathered by ``n_id``."""
-    import torch
-    from torch_geometric.data import Data
+    needs = "torch and torch_geometric"
+    torch = _require("torch", "to_pyg", needs, "pyg_arrays")
+    _require("torch_geometric", "to_pyg", needs, "pyg_arrays")  # names the package when it is missing
+    Data = _require("torch_geometric.data", "to_pyg", needs, "pyg_arrays").Data
 
     a = pyg_arrays(batch)
     n_id = torch.from_numpy(a["n_id"])
@@ -88,7 +119,7 @@ def to_pyg(batch, x=None, y=None, device=None):
     return data
 
 
-def _gather(t, idx):
+def _gather(t: Any, idx: torch.Tensor) -> torch.Tensor:
     import torch
 
     if not torch.is_tensor(t):
@@ -96,7 +127,7 @@ def _gather(t, idx):
     return t[idx.to(t.device)]
 
 
-def dgl_arrays(batch):
+def dgl_arrays(batch: Batch) -> List[Dict[str, Any]]:
     """The blocks of ``batch`` in DGL's order, outermost hop first (the
     input layer's block first, the seeds' block last), each a dict with
     ``src_ids``/``dst_ids`` (int64 global ids), ``edge_src``/``edge_dst``
@@ -114,13 +145,14 @@ def dgl_arrays(batch):
     return out
 
 
-def to_dgl(batch, device=None):
+def to_dgl(batch: Batch, device: Any = None) -> Tuple[torch.Tensor, torch.Tensor, List[dgl.DGLGraph]]:
     """``(input_nodes, output_nodes, blocks)`` as DGL's DataLoader with a
     neighbor sampler yields them: blocks made by ``dgl.create_block``,
     outermost hop first, with ``srcdata[dgl.NID]``/``dstdata[dgl.NID]``
     holding global ids."""
-    import dgl
-    import torch
+    needs = "torch and dgl"
+    torch = _require("torch", "to_dgl", needs, "dgl_arrays")
+    dgl = _require("dgl", "to_dgl", needs, "dgl_arrays")
 
     blocks = []
     for b in dgl_arrays(batch):

@@ -1,16 +1,27 @@
 """A client of ``streamsampler serve``."""
 
+from __future__ import annotations
+
 import json
 import os
 import socket
 import threading
+from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 import numpy as np
 
 from . import protocol as P
 
+#: A server address: a Unix socket path, "unix:PATH", "tcp://HOST:PORT",
+#: "tcp:HOST:PORT" or a (host, port) tuple.
+Address = Union[str, "os.PathLike[str]", Tuple[str, int]]
 
-def _parse_address(address):
+#: An epoch's description as epoch_info and advance return it
+#: (docs/PROTOCOL.md lists the keys).
+EpochInfo = Dict[str, Any]
+
+
+def _parse_address(address: Address) -> tuple[socket.AddressFamily, Any]:
     """(family, sockaddr) of a Unix socket path, "unix:PATH",
     "tcp://HOST:PORT", "tcp:HOST:PORT" or a (host, port) tuple."""
     if isinstance(address, tuple):
@@ -38,7 +49,7 @@ class Client:
     each minibatch of an epoch to exactly one of them.
     """
 
-    def __init__(self, address, timeout=None):
+    def __init__(self, address: Address, timeout: Optional[float] = None) -> None:
         family, addr = _parse_address(address)
         self.address = address
         self._sock = socket.socket(family, socket.SOCK_STREAM)
@@ -54,7 +65,7 @@ class Client:
             self._sock.close()
             raise
         self._lock = threading.RLock()
-        self._stash = {}
+        self._stash: dict[int, tuple[int, int, int, memoryview]] = {}
         self._next_id = 0
         self._header = bytearray(P.HEADER_SIZE)
 
@@ -64,14 +75,14 @@ class Client:
     # owner asks. So several requests (a pipelined iteration, an
     # epoch_info from the loop body, other threads) can share the
     # connection.
-    def _send(self, op, payload=b""):
+    def _send(self, op: int, payload: bytes = b"") -> int:
         with self._lock:
             self._next_id = (self._next_id + 1) & 0xFFFFFFFF
             rid = self._next_id
             self._sock.sendall(P.encode_frame(op, rid, payload))
             return rid
 
-    def _recv_exact(self, buf):
+    def _recv_exact(self, buf: P.Buffer) -> None:
         view = memoryview(buf).cast("B")
         got = 0
         while got < len(buf):
@@ -80,8 +91,8 @@ class Client:
                 raise ConnectionError("server closed the connection")
             got += n
 
-    def _recv(self):
-        """One reply frame: (op, status, id, payload bytearray)."""
+    def _recv(self) -> tuple[int, int, int, memoryview]:
+        """One reply frame: (op, status, id, payload as a memoryview)."""
         self._recv_exact(self._header)
         length, op, status, rid = P.HEADER.unpack(self._header)
         if length < P.HEADER_SIZE - 4 or length + 4 > P.MAX_REPLY:
@@ -92,7 +103,7 @@ class Client:
         self._recv_exact(payload)
         return op, status, rid, memoryview(payload)
 
-    def _wait(self, op, rid):
+    def _wait(self, op: int, rid: int) -> tuple[int, memoryview]:
         """The reply to request ``rid``: (status, payload); error replies
         raise."""
         with self._lock:
@@ -112,11 +123,11 @@ class Client:
             raise P.ProtocolError("reply status %d" % status)
         return status, body
 
-    def _call(self, op, payload=b""):
+    def _call(self, op: int, payload: bytes = b"") -> tuple[int, memoryview]:
         return self._wait(op, self._send(op, payload))
 
     # -- requests --------------------------------------------------------
-    def epoch_info(self):
+    def epoch_info(self) -> EpochInfo:
         """The current epoch: a dict with ``epoch``, ``num_batches``,
         ``served``, ``batch_size``, ``shard_size``, ``rank``,
         ``world_size``, ``fanouts``, ``next_ready`` and more
@@ -124,7 +135,7 @@ class Client:
         _, body = self._call(P.OP_EPOCH_INFO)
         return json.loads(bytes(body))
 
-    def next_batch(self, epoch=None):
+    def next_batch(self, epoch: Optional[int] = None) -> Optional[P.Batch]:
         """The next minibatch of ``epoch`` (None: the current one), or None
         once that epoch's minibatches are all handed out. Asking for the
         epoch after an exhausted one advances the server."""
@@ -133,19 +144,20 @@ class Client:
             return None
         return P.decode_blocks(body)
 
-    def sample(self, seeds, epoch=None):
+    def sample(self, seeds: P.NodeIds, epoch: Optional[int] = None) -> P.Batch:
         """Blocks of the given seeds (training nodes of this rank's shard)
         from ``epoch`` (None: the current one)."""
         _, body = self._call(P.OP_SAMPLE, P.sample_payload(epoch, seeds))
         return P.decode_blocks(body)
 
-    def advance(self, epoch=None):
+    def advance(self, epoch: Optional[int] = None) -> EpochInfo:
         """Leave ``epoch`` (None: the current one) and return the new
         epoch's info; asking again for an epoch already left is harmless."""
         _, body = self._call(P.OP_ADVANCE, P.epoch_payload(epoch))
         return json.loads(bytes(body))
 
-    def batches(self, epoch=None, depth=4, advance=True, max_batches=None):
+    def batches(self, epoch: Optional[int] = None, depth: int = 4, advance: bool = True,
+                max_batches: Optional[int] = None) -> Iterator[P.Batch]:
         """Iterate over the minibatches of ``epoch`` (None: the current
         one) that the server hands this client, in epoch order, keeping
         ``depth`` requests in flight; then (``advance``) leave the epoch.
@@ -156,10 +168,10 @@ class Client:
             epoch = self.epoch_info()["epoch"]
         depth = max(1, int(depth))
         payload = P.epoch_payload(epoch)
-        inflight = []
+        inflight: list[int] = []
         ended = False
         sent = 0
-        limit = float("inf") if max_batches is None else int(max_batches)
+        limit: float = float("inf") if max_batches is None else int(max_batches)
         try:
             while True:
                 while not ended and len(inflight) < depth and sent < limit:
@@ -183,14 +195,15 @@ class Client:
         if advance and ended:
             self.advance(epoch)
 
-    def close(self):
+    def close(self) -> None:
+        """Close the connection."""
         self._sock.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[P.Batch]:
         return self.batches()

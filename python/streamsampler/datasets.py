@@ -8,11 +8,17 @@ musae-facebook (facebook-large-page-page) text files with a seeded
 serve`` and a trainer need: a graph directory (``chunkify build
 --symmetrize``), train/val/test id files, features.npy and labels.npy.
 
-    python -m streamsampler.datasets cora out/cora
+    python -m streamsampler.datasets cora out/cora --root testdata
+
+The raw files are read from ``root`` (the ``--root`` option), else from
+``$STREAMSAMPLER_DATASETS``; there is no built-in default. A checkout
+bundles Cora under ``testdata/`` (``--root testdata``).
 
 Needs numpy; the Planetoid pickles also need scipy (they hold scipy
 sparse matrices).
 """
+
+from __future__ import annotations
 
 import argparse
 import csv
@@ -23,15 +29,38 @@ import shutil
 import subprocess
 import sys
 import warnings
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-#: Where the raw files are looked for: $STREAMSAMPLER_DATASETS, else this.
-DEFAULT_ROOT = "/work/shared/datasets"
+from .executables import PathArg, find_executable
+
+#: The environment variable naming the raw dataset directory when no
+#: ``root`` is given.
+ROOT_ENV = "STREAMSAMPLER_DATASETS"
 
 
-def _root(root, sub):
-    base = root or os.environ.get("STREAMSAMPLER_DATASETS") or DEFAULT_ROOT
+def dataset_root(root: Optional[PathArg] = None) -> str:
+    """The raw dataset directory: ``root``, else $STREAMSAMPLER_DATASETS.
+    Raises ValueError when neither is given and FileNotFoundError when the
+    directory does not exist (the message names where it came from)."""
+    if root is not None and os.fspath(root) != "":
+        base, source = os.fspath(root), "root="
+    elif os.environ.get(ROOT_ENV):
+        base, source = os.environ[ROOT_ENV], "$" + ROOT_ENV
+    else:
+        raise ValueError("no dataset directory: pass root= (--root on the command line) or set $%s "
+                         "to the folder holding planetoid/ and musae-facebook/ (a checkout's testdata/ "
+                         "holds Cora)" % ROOT_ENV)
+    if not os.path.isdir(base):
+        raise FileNotFoundError("dataset directory %r (from %s) does not exist" % (base, source))
+    return base
+
+
+def _root(root: Optional[PathArg], sub: str) -> str:
+    """``sub`` of the dataset directory when it exists, else the directory
+    itself (the raw files laid out flat)."""
+    base = dataset_root(root)
     cand = os.path.join(base, sub)
     return cand if os.path.isdir(cand) else base
 
@@ -41,7 +70,9 @@ class Dataset:
     once with u < v, no self-loops; ``x`` [N, F] float32; ``y`` [N]
     int64; ``train``/``val``/``test`` sorted int64 node ids."""
 
-    def __init__(self, name, num_nodes, edges, x, y, train, val, test, num_classes, notes=""):
+    def __init__(self, name: str, num_nodes: int, edges: np.ndarray, x: np.ndarray, y: np.ndarray,
+                 train: np.ndarray, val: np.ndarray, test: np.ndarray, num_classes: int,
+                 notes: str = "") -> None:
         self.name = name
         self.num_nodes = int(num_nodes)
         self.edges = edges
@@ -54,17 +85,18 @@ class Dataset:
         self.notes = notes
 
     @property
-    def num_directed_edges(self):
+    def num_directed_edges(self) -> int:
         """Edges as a symmetrized graph stores them (both directions)."""
         return 2 * len(self.edges)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Dataset(%s: %d nodes, %d undirected edges, %d features, %d classes, train/val/test %d/%d/%d)" % (
             self.name, self.num_nodes, len(self.edges), self.x.shape[1], self.num_classes,
             len(self.train), len(self.val), len(self.test))
 
 
-def undirected_unique(u, v, num_nodes):
+def undirected_unique(u: Union[Sequence[int], np.ndarray], v: Union[Sequence[int], np.ndarray],
+                      num_nodes: int) -> np.ndarray:
     """Each undirected edge once as (min, max), self-loops dropped, sorted."""
     u = np.asarray(u, np.int64)
     v = np.asarray(v, np.int64)
@@ -78,7 +110,7 @@ def undirected_unique(u, v, num_nodes):
 
 # -- Planetoid ---------------------------------------------------------------
 
-def _load_pickle(path):
+def _load_pickle(path: str) -> Any:
     with open(path, "rb") as f, warnings.catch_warnings():
         # Python-2 pickles of numpy arrays and scipy matrices; they name
         # scipy.sparse.csr, which newer scipy deprecates.
@@ -86,11 +118,11 @@ def _load_pickle(path):
         return pickle.load(f, encoding="latin1")
 
 
-def _dense(m):
+def _dense(m: Any) -> np.ndarray:
     return np.asarray(m.todense() if hasattr(m, "todense") else m, dtype=np.float32)
 
 
-def load_planetoid(name, root=None):
+def load_planetoid(name: str, root: Optional[PathArg] = None) -> Dataset:
     """Cora or CiteSeer with the Planetoid split, as PyG builds it:
     features ``allx`` then ``tx`` reordered so that test rows sit at their
     test.index ids; train = the first len(y) nodes (20 per class), val =
@@ -141,7 +173,8 @@ def load_planetoid(name, root=None):
 
 # -- musae-facebook ----------------------------------------------------------
 
-def load_musae_facebook(root=None, seed=0, feature_dim=128):
+def load_musae_facebook(root: Optional[PathArg] = None, seed: int = 0,
+                        feature_dim: Optional[int] = 128) -> Dataset:
     """SNAP's musae-facebook page-page graph (22,470 pages, 4 page types).
 
     Node features are sparse bags of feature ids (facebook_features.json);
@@ -199,14 +232,14 @@ def load_musae_facebook(root=None, seed=0, feature_dim=128):
                                                  "%d-dim seeded random projection of %d sparse features" % (feature_dim, nfeat)))
 
 
-LOADERS = {
+LOADERS: Dict[str, Callable[..., Dataset]] = {
     "cora": lambda root=None, **kw: load_planetoid("cora", root),
     "citeseer": lambda root=None, **kw: load_planetoid("citeseer", root),
     "musae-facebook": load_musae_facebook,
 }
 
 
-def load(name, root=None, **kw):
+def load(name: str, root: Optional[PathArg] = None, **kw: Any) -> Dataset:
     """Load a dataset by name: cora, citeseer, musae-facebook."""
     try:
         f = LOADERS[name.lower()]
@@ -217,29 +250,21 @@ def load(name, root=None, **kw):
 
 # -- preparing a graph directory ---------------------------------------------
 
-def find_chunkify(binary=None):
-    """The chunkify executable: ``binary``, $STREAMSAMPLER_CHUNKIFY, PATH,
-    the repository's bin/."""
-    if binary:
-        return os.fspath(binary)
-    if os.environ.get("STREAMSAMPLER_CHUNKIFY"):
-        return os.environ["STREAMSAMPLER_CHUNKIFY"]
-    p = shutil.which("chunkify")
-    if p:
-        return p
-    here = os.path.dirname(os.path.abspath(__file__))
-    p = os.path.join(here, "..", "..", "bin", "chunkify")
-    if os.path.isfile(p):
-        return os.path.abspath(p)
-    raise FileNotFoundError("chunkify not found: pass chunkify=, set $STREAMSAMPLER_CHUNKIFY, or `make build`")
+def find_chunkify(binary: Optional[PathArg] = None) -> str:
+    """The chunkify executable: ``binary``, $STREAMSAMPLER_CHUNKIFY,
+    ``chunkify`` on PATH, else ``bin/chunkify`` of the checkout this
+    package runs from or of the nearest checkout at or above the current
+    directory (see :mod:`streamsampler.executables`)."""
+    return find_executable("chunkify", "STREAMSAMPLER_CHUNKIFY", binary, argument="chunkify")
 
 
-def write_ids(path, ids):
+def write_ids(path: PathArg, ids: Union[Sequence[int], np.ndarray]) -> None:
     """Node ids, one per line (what --train reads)."""
     np.savetxt(path, np.asarray(ids, np.int64).reshape(-1), fmt="%d")
 
 
-def prepare(ds, out, chunkify=None, build_graph=True):
+def prepare(ds: Dataset, out: PathArg, chunkify: Optional[PathArg] = None,
+            build_graph: bool = True) -> Dict[str, str]:
     """Write ``ds`` under ``out``: edges.txt (each undirected edge once),
     graph/ (``chunkify build edges.txt -o graph --symmetrize --num-nodes N``),
     train.txt/val.txt/test.txt, features.npy, labels.npy and meta.json.
@@ -275,16 +300,22 @@ def prepare(ds, out, chunkify=None, build_graph=True):
     return paths
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m streamsampler.datasets NAME OUT [--root DIR]``."""
     ap = argparse.ArgumentParser(prog="python -m streamsampler.datasets", description=__doc__.split("\n\n")[0])
     ap.add_argument("name", choices=sorted(LOADERS))
     ap.add_argument("out")
-    ap.add_argument("--root", help="raw dataset directory (default $STREAMSAMPLER_DATASETS or %s)" % DEFAULT_ROOT)
+    ap.add_argument("--root", help="raw dataset directory (default $%s; a checkout's testdata/ holds Cora)"
+                    % ROOT_ENV)
     ap.add_argument("--chunkify", help="chunkify binary")
     ap.add_argument("--seed", type=int, default=0, help="musae-facebook split and projection seed")
     a = ap.parse_args(argv)
     kw = {"seed": a.seed} if a.name == "musae-facebook" else {}
-    ds = load(a.name, a.root, **kw)
+    try:
+        root = dataset_root(a.root)
+    except (ValueError, OSError) as e:
+        ap.error(str(e))
+    ds = load(a.name, root, **kw)
     paths = prepare(ds, a.out, a.chunkify)
     print(ds)
     print(json.dumps(paths, indent=1))

@@ -1,15 +1,19 @@
 """A prefetching loader for training loops."""
 
+from __future__ import annotations
+
 import queue
 import threading
+from typing import Any, Callable, Iterator, Optional, Union
 
-from .client import Client
+from .client import Address, Client
+from .protocol import Batch
 
 _END = object()
 
 
 class _Failure:
-    def __init__(self, exc):
+    def __init__(self, exc: BaseException) -> None:
         self.exc = exc
 
 
@@ -29,23 +33,25 @@ class Loader:
     so the next ``iter()`` serves the next epoch.
     """
 
-    def __init__(self, client, transform=None, prefetch=8, depth=4):
+    def __init__(self, client: Union[Client, Address], transform: Optional[Callable[[Batch], Any]] = None,
+                 prefetch: int = 8, depth: int = 4) -> None:
         self._own = not isinstance(client, Client)
-        self.client = Client(client) if self._own else client
+        self.client: Client = client if isinstance(client, Client) else Client(client)
         self.transform = transform
         self.prefetch = max(1, int(prefetch))
         self.depth = depth
 
-    def __len__(self):
+    def __len__(self) -> int:
+        """The minibatches left in the current epoch."""
         info = self.client.epoch_info()
         return info["num_batches"] - info["served"]
 
-    def __iter__(self):
-        q = queue.Queue(self.prefetch)
+    def __iter__(self) -> Iterator[Any]:
+        q: queue.Queue[Any] = queue.Queue(self.prefetch)
         stop = threading.Event()
         epoch = self.client.epoch_info()["epoch"]
 
-        def work():
+        def work() -> None:
             try:
                 for b in self.client.batches(epoch, depth=self.depth):
                     item = self.transform(b) if self.transform else b
@@ -75,12 +81,13 @@ class Loader:
             stop.set()
             t.join()
 
-    def close(self):
+    def close(self) -> None:
+        """Close the connection if the loader opened it."""
         if self._own:
             self.client.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Loader:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()

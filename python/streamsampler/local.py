@@ -1,44 +1,37 @@
 """Start and stop a local ``streamsampler serve`` for the user."""
 
+from __future__ import annotations
+
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
+from typing import Any, Iterable, Optional, Sequence, Union
 
 import numpy as np
 
 from .client import Client
+from .executables import PathArg, find_executable
 
 
-def find_binary(binary=None):
+def find_binary(binary: Optional[PathArg] = None) -> str:
     """The streamsampler executable: ``binary``, else $STREAMSAMPLER_BIN,
-    else ``streamsampler`` on PATH, else the repository's bin/."""
-    if binary:
-        b = os.fspath(binary)
-        if os.path.isfile(b) and os.access(b, os.X_OK):
-            return os.path.abspath(b)
-        raise FileNotFoundError("streamsampler binary %r not found or not executable" % b)
-    cands = []
-    if os.environ.get("STREAMSAMPLER_BIN"):
-        cands.append(os.environ["STREAMSAMPLER_BIN"])
-    on_path = shutil.which("streamsampler")
-    if on_path:
-        cands.append(on_path)
-    here = os.path.dirname(os.path.abspath(__file__))
-    cands.append(os.path.join(here, "..", "..", "bin", "streamsampler"))
-    for c in cands:
-        if os.path.isfile(c) and os.access(c, os.X_OK):
-            return os.path.abspath(c)
-    raise FileNotFoundError(
-        "streamsampler binary not found: pass binary=, set $STREAMSAMPLER_BIN, "
-        "put it on PATH, or run `make build` (bin/streamsampler)")
+    else ``streamsampler`` on PATH, else ``bin/streamsampler`` of the
+    checkout this package runs from or of the nearest checkout at or above
+    the current directory (see :mod:`streamsampler.executables`). Raises
+    FileNotFoundError naming every place searched."""
+    return find_executable("streamsampler", "STREAMSAMPLER_BIN", binary, argument="binary")
 
 
-def _env_int(name, default):
+def _env_int(name: str, default: int) -> int:
     v = os.environ.get(name)
     return int(v) if v not in (None, "") else default
+
+
+#: Training nodes: a node-id file (text or .npy) or the ids themselves.
+TrainNodes = Union[PathArg, Sequence[int], "np.ndarray"]
 
 
 class LocalServer:
@@ -50,9 +43,11 @@ class LocalServer:
     directory. Use as a context manager, or call ``start``/``stop``.
     """
 
-    def __init__(self, graph, train, fanouts, batch_size, seed=0, socket=None,
-                 rank=None, world_size=None, prepare_at=0.8, replace=False,
-                 binary=None, extra_args=(), quiet=True, startup_timeout=600):
+    def __init__(self, graph: PathArg, train: TrainNodes, fanouts: Sequence[int], batch_size: int,
+                 seed: int = 0, socket: Optional[PathArg] = None, rank: Optional[int] = None,
+                 world_size: Optional[int] = None, prepare_at: float = 0.8, replace: bool = False,
+                 binary: Optional[PathArg] = None, extra_args: Iterable[str] = (), quiet: bool = True,
+                 startup_timeout: float = 600) -> None:
         self.binary = find_binary(binary)
         self.graph = os.fspath(graph)
         self.fanouts = [int(f) for f in fanouts]
@@ -72,11 +67,12 @@ class LocalServer:
         else:
             self.train = os.path.join(self._tmp, "train.txt")
             np.savetxt(self.train, np.asarray(train, dtype=np.int64).reshape(-1), fmt="%d")
-        self.proc = None
+        self.proc: Optional[subprocess.Popen[bytes]] = None
         self.log_path = os.path.join(self._tmp, "serve.log")
-        self.ready_line = None
+        self.ready_line: Optional[str] = None
 
-    def args(self):
+    def args(self) -> list[str]:
+        """The command line that starts the server."""
         a = [self.binary, "serve", "--graph", self.graph, "--train", self.train,
              "--fanouts", ",".join(map(str, self.fanouts)),
              "--batch-size", str(self.batch_size), "--seed", str(self.seed),
@@ -88,7 +84,7 @@ class LocalServer:
             a.append("--quiet")
         return a + self.extra_args
 
-    def start(self):
+    def start(self) -> LocalServer:
         """Start the server and wait until it has prepared its first epoch."""
         if self.proc is not None:
             return self
@@ -111,7 +107,7 @@ class LocalServer:
         self.ready_line = line
         return self
 
-    def log(self):
+    def log(self) -> str:
         """What the server wrote on stderr so far."""
         try:
             with open(self.log_path, "rb") as f:
@@ -119,11 +115,11 @@ class LocalServer:
         except OSError:
             return ""
 
-    def client(self, **kw):
+    def client(self, **kw: Any) -> Client:
         """A new Client connected to this server."""
         return Client(self.socket, **kw)
 
-    def stop(self, timeout=30):
+    def stop(self, timeout: float = 30) -> Optional[int]:
         """SIGTERM, then wait (SIGKILL after ``timeout`` seconds); returns
         the exit status."""
         if self.proc is None:
@@ -140,16 +136,17 @@ class LocalServer:
         self._cleanup()
         return code
 
-    def _cleanup(self):
+    def _cleanup(self) -> None:
         shutil.rmtree(self._tmp, ignore_errors=True)
 
-    def __enter__(self):
+    def __enter__(self) -> LocalServer:
         return self.start()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
-def serve_local(graph, train, fanouts, batch_size, **kw):
+def serve_local(graph: PathArg, train: TrainNodes, fanouts: Sequence[int], batch_size: int,
+                **kw: Any) -> LocalServer:
     """Start a LocalServer (see its arguments) and return it, ready."""
     return LocalServer(graph, train, fanouts, batch_size, **kw).start()

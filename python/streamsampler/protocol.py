@@ -12,10 +12,16 @@ all little-endian. Arrays are ``u8 dtype, u8 ndim, u64 shape[ndim]`` and
 the raw little-endian elements.
 """
 
+from __future__ import annotations
+
 import json
 import struct
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 HEADER = struct.Struct("<IBBI")
 HEADER_SIZE = HEADER.size  # 10
@@ -32,16 +38,18 @@ STATUS_END = 2
 CURRENT_EPOCH = 0xFFFFFFFF
 NO_BATCH = -1
 
-CODE_BAD_REQUEST = 1
+# The error codes of a STATUS_ERROR reply: the Code* constants of
+# serve/protocol.go and the table of docs/PROTOCOL.md, same names and
+# values (serve/python_protocol_test.go checks all three agree).
+CODE_BAD_REQUEST = 1      # malformed payload or frame
 CODE_UNKNOWN_OP = 2
-CODE_UNKNOWN_EPOCH = 3
-CODE_NOT_IN_FRONTIER = 4
-CODE_EPOCH_NOT_DONE = 5
-CODE_INTERNAL = 6
+CODE_UNKNOWN_EPOCH = 3    # neither the current epoch nor a prepared next one
+CODE_NOT_IN_FRONTIER = 4  # a sample seed is not a training node of this epoch's shard
+CODE_EPOCH_NOT_DONE = 5   # next_batch for epoch e+1 while epoch e has minibatches left
+CODE_INTERNAL = 6         # preparing the epoch or assembling a minibatch failed
 CODE_SHUTTING_DOWN = 7
-CODE_TOO_LARGE = 8
-CODE_DUPLICATE_SEED = 9
-CODE_EPOCH_NOT_LOADED = 10
+CODE_TOO_LARGE = 8        # the request exceeds the server's cap; the connection is closed
+CODE_DUPLICATE_SEED = 9   # a sample request names a seed twice
 
 DTYPES = {
     1: np.dtype("<u4"),
@@ -55,6 +63,13 @@ DTYPE_CODES = {v: k for k, v in DTYPES.items()}
 #: Largest reply the client accepts (the server's replies are minibatches).
 MAX_REPLY = 1 << 30
 
+#: Node ids as the requests accept them: any 1-D integer sequence whose
+#: values fit in uint32.
+NodeIds = Union[Sequence[int], "npt.NDArray[np.integer[Any]]"]
+
+#: A received payload: the decoded arrays are views of it.
+Buffer = Union[bytes, bytearray, memoryview, "np.ndarray"]
+
 _U32 = struct.Struct("<I")
 _ARRAY1 = struct.Struct("<BBQ")
 
@@ -66,7 +81,7 @@ class ProtocolError(Exception):
 class ServerError(Exception):
     """An error reply: ``code`` is one of the CODE_* constants."""
 
-    def __init__(self, code, message):
+    def __init__(self, code: int, message: str) -> None:
         super().__init__("server error %d: %s" % (code, message))
         self.code = code
         self.message = message
@@ -86,12 +101,12 @@ _ERROR_CLASSES = {
 }
 
 
-def encode_frame(op, rid, payload=b"", status=STATUS_OK):
+def encode_frame(op: int, rid: int, payload: bytes = b"", status: int = STATUS_OK) -> bytes:
     """One frame: header and payload."""
     return HEADER.pack(HEADER_SIZE - 4 + len(payload), op, status, rid) + bytes(payload)
 
 
-def encode_array(a, dtype):
+def encode_array(a: NodeIds, dtype: npt.DTypeLike) -> bytes:
     """A 1-D array in the wire format, converted to ``dtype`` (checked:
     values that do not fit raise ValueError)."""
     dt = np.dtype(dtype).newbyteorder("<")
@@ -108,7 +123,7 @@ def encode_array(a, dtype):
     return _ARRAY1.pack(DTYPE_CODES[dt], 1, out.size) + out.tobytes()
 
 
-def decode_array(buf, off):
+def decode_array(buf: Buffer, off: int) -> tuple[np.ndarray, int]:
     """Decode one array at ``off`` of ``buf``; returns (array, next offset).
     The array is a view of ``buf`` (writeable when buf is a bytearray)."""
     if len(buf) - off < 2:
@@ -143,13 +158,14 @@ class Hop:
 
     __slots__ = ("dst", "src", "edge_src", "edge_dst")
 
-    def __init__(self, dst, src, edge_src, edge_dst):
+    def __init__(self, dst: npt.NDArray[np.uint32], src: npt.NDArray[np.uint32],
+                 edge_src: npt.NDArray[np.int32], edge_dst: npt.NDArray[np.int32]) -> None:
         self.dst = dst
         self.src = src
         self.edge_src = edge_src
         self.edge_dst = edge_dst
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Hop(dst=%d, src=%d, edges=%d)" % (len(self.dst), len(self.src), len(self.edge_src))
 
 
@@ -161,24 +177,26 @@ class Batch:
 
     __slots__ = ("epoch", "index", "seeds", "hops")
 
-    def __init__(self, epoch, seeds, hops, index=NO_BATCH):
+    def __init__(self, epoch: int, seeds: npt.NDArray[np.uint32], hops: List[Hop],
+                 index: int = NO_BATCH) -> None:
         self.epoch = epoch
         self.index = index
         self.seeds = seeds
         self.hops = hops
 
     @property
-    def n_id(self):
+    def n_id(self) -> npt.NDArray[np.uint32]:
         """Every node of the minibatch: seeds first, then each hop's new
         nodes (the last hop's src)."""
         return self.hops[-1].src if self.hops else self.seeds
 
     @property
-    def num_edges(self):
+    def num_edges(self) -> int:
+        """The sampled edges of every hop."""
         return sum(len(h.edge_src) for h in self.hops)
 
     @classmethod
-    def from_json(cls, obj, index=NO_BATCH):
+    def from_json(cls, obj: Union[str, bytes, Dict[str, Any]], index: int = NO_BATCH) -> Batch:
         """A Batch from the JSON of ``streamsampler sample --format json``
         (a dict, or its text); without a "seeds" key the seeds are hop 1's
         dst."""
@@ -201,12 +219,12 @@ class Batch:
             seeds = np.empty(0, np.uint32)
         return cls(int(obj["epoch"]), seeds, hops, index)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Batch(epoch=%d, index=%d, seeds=%d, hops=%r)" % (
             self.epoch, self.index, len(self.seeds), self.hops)
 
 
-def decode_blocks(payload):
+def decode_blocks(payload: Buffer) -> Batch:
     """Decode a minibatch reply payload into a Batch whose arrays are views
     of ``payload``."""
     if len(payload) < 9:
@@ -229,7 +247,7 @@ def decode_blocks(payload):
     return Batch(epoch, arrays[0], hops, index)
 
 
-def encode_blocks(batch, op, rid):
+def encode_blocks(batch: Batch, op: int, rid: int) -> bytes:
     """The server's reply frame for a Batch (for tests and fakes)."""
     parts = [struct.pack("<IiB", batch.epoch, batch.index, len(batch.hops)),
              encode_array(batch.seeds, "<u4")]
@@ -239,7 +257,7 @@ def encode_blocks(batch, op, rid):
     return encode_frame(op, rid, b"".join(parts))
 
 
-def decode_error(payload):
+def decode_error(payload: Buffer) -> ServerError:
     """The ServerError (or subclass) of an error reply payload."""
     if len(payload) < 2:
         return ServerError(CODE_BAD_REQUEST, "malformed error reply")
@@ -248,11 +266,11 @@ def decode_error(payload):
     return _ERROR_CLASSES.get(code, ServerError)(code, msg)
 
 
-def epoch_payload(epoch):
+def epoch_payload(epoch: Optional[int]) -> bytes:
     """The payload of next_batch or advance."""
     return _U32.pack(CURRENT_EPOCH if epoch is None else int(epoch))
 
 
-def sample_payload(epoch, seeds):
+def sample_payload(epoch: Optional[int], seeds: NodeIds) -> bytes:
     """The payload of a sample request."""
     return epoch_payload(epoch) + encode_array(seeds, "<u4")

@@ -1,11 +1,14 @@
 """PyG and DGL index conventions, checked by hand (numpy only)."""
 
 import importlib.util
+import sys
+import types
 import unittest
+from unittest import mock
 
 import numpy as np
 
-from streamsampler import dgl_arrays, pyg_arrays
+from streamsampler import dgl_arrays, pyg_arrays, to_dgl, to_pyg
 from streamsampler.protocol import Batch, Hop
 
 
@@ -74,6 +77,33 @@ class DGL(unittest.TestCase):
         for b in blocks:
             np.testing.assert_array_equal(b["src_ids"][:b["num_dst_nodes"]], b["dst_ids"])
         np.testing.assert_array_equal(b0["dst_ids"], b1["src_ids"])
+
+
+class WithoutTorch(unittest.TestCase):
+    """to_pyg and to_dgl without the libraries they wrap say what is
+    missing and which numpy-only function works instead. The libraries
+    are hidden through sys.modules, so this runs whether or not they are
+    installed."""
+
+    def check(self, call, missing, needs, instead):
+        with self.assertRaises(ImportError) as cm:
+            call(hand_batch())
+        msg = str(cm.exception)
+        self.assertIn(needs, msg)
+        self.assertIn("importing %s failed" % missing, msg)
+        self.assertIn("%s(batch)" % instead, msg)
+        self.assertEqual(cm.exception.name, missing)
+
+    def test_no_torch(self):
+        with mock.patch.dict(sys.modules, {"torch": None}):
+            self.check(to_pyg, "torch", "to_pyg needs torch and torch_geometric", "pyg_arrays")
+            self.check(to_dgl, "torch", "to_dgl needs torch and dgl", "dgl_arrays")
+
+    def test_torch_without_pyg_or_dgl(self):
+        fake_torch = types.ModuleType("torch")
+        with mock.patch.dict(sys.modules, {"torch": fake_torch, "torch_geometric": None, "dgl": None}):
+            self.check(to_pyg, "torch_geometric", "to_pyg needs torch and torch_geometric", "pyg_arrays")
+            self.check(to_dgl, "dgl", "to_dgl needs torch and dgl", "dgl_arrays")
 
 
 @unittest.skipUnless(importlib.util.find_spec("torch") and importlib.util.find_spec("torch_geometric"),

@@ -9,7 +9,10 @@ import pickle
 import shutil
 import subprocess
 import tempfile
+import contextlib
+import io
 import unittest
+from unittest import mock
 
 import numpy as np
 
@@ -138,6 +141,51 @@ class Facebook(unittest.TestCase):
             f.write("a,b\n0,1\n")
         with self.assertRaisesRegex(ValueError, "header"):
             D.load_musae_facebook(root=d)
+
+
+class DatasetRoot(unittest.TestCase):
+    """No machine path as a default: root=, else $STREAMSAMPLER_DATASETS,
+    else an error that says how to give one."""
+
+    def setUp(self):
+        env = {k: v for k, v in os.environ.items() if k != D.ROOT_ENV}
+        patcher = mock.patch.dict(os.environ, env, clear=True)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def test_neither_given(self):
+        for call in (D.dataset_root, lambda: D.load_planetoid("cora"), lambda: D.load("musae-facebook")):
+            with self.assertRaises(ValueError) as cm:
+                call()
+            self.assertIn("root=", str(cm.exception))
+            self.assertIn("$STREAMSAMPLER_DATASETS", str(cm.exception))
+
+    def test_argument_then_environment(self):
+        planetoid = os.path.join(BUNDLED, "planetoid")
+        os.environ[D.ROOT_ENV] = planetoid
+        self.assertEqual(D.dataset_root(), planetoid)
+        self.assertEqual(D.dataset_root(BUNDLED), BUNDLED)
+        self.assertEqual(D._root(None, "planetoid"), planetoid)  # laid out flat
+        self.assertEqual(D._root(BUNDLED, "planetoid"), planetoid)
+
+    def test_missing_directory(self):
+        missing = os.path.join(BUNDLED, "no-such-dir")
+        with self.assertRaises(FileNotFoundError) as cm:
+            D.dataset_root(missing)
+        self.assertIn(repr(missing), str(cm.exception))
+        self.assertIn("root=", str(cm.exception))
+        os.environ[D.ROOT_ENV] = missing
+        with self.assertRaises(FileNotFoundError) as cm:
+            D.dataset_root()
+        self.assertIn("$STREAMSAMPLER_DATASETS", str(cm.exception))
+
+    def test_command_line_usage_error(self):
+        err = io.StringIO()
+        with self.assertRaises(SystemExit) as cm, contextlib.redirect_stderr(err):
+            D.main(["cora", os.path.join(BUNDLED, "never-written")])
+        self.assertEqual(cm.exception.code, 2)
+        self.assertIn("$STREAMSAMPLER_DATASETS", err.getvalue())
+        self.assertFalse(os.path.exists(os.path.join(BUNDLED, "never-written")))
 
 
 class Prepare(unittest.TestCase):
