@@ -338,36 +338,3 @@ func (e *libError) Error() string {
 }
 
 func (e *libError) Unwrap() error { return e.sentinel }
-
-// Status codes of streamsampler_gpu.h.
-const (
-	ssgOK          = 0
-	ssgErrCUDA     = 1
-	ssgErrNoDevice = 2
-	ssgErrOOM      = 3
-	ssgErrInvalid  = 4
-	ssgErrTimeout  = 5
-	ssgErrBroken   = 6
-	abiVersion     = 2 // SSG_ABI_VERSION: 2 added the output capacities
-)
-
-func statusError(code int, msg string) error {
-	if code == ssgOK {
-		return nil
-	}
-	s := ErrCUDA
-	switch code {
-	case ssgErrNoDevice:
-		s = ErrNoDevice
-	case ssgErrOOM:
-		s = ErrOutOfMemory
-	case ssgErrInvalid:
-		s = ErrInvalid
-	case ssgErrTimeout:
-		s = ErrTimeout
-	}
-	if msg == "" {
-		msg = fmt.Sprintf("status %d", code)
-	}
-	return &libError{sentinel: s, msg: msg}
-}

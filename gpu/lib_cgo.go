@@ -86,6 +86,49 @@ import (
 
 const errLen = 1024
 
+// abiVersion is the SSG_ABI_VERSION this package was built against: a
+// library of another version is refused.
+const abiVersion = C.SSG_ABI_VERSION
+
+// statusCodes ties each failure status of streamsampler_gpu.h, where the
+// codes are defined (cgo reads them from there), to the error that callers
+// branch on. The name is the C enumerator's, for the test that reads the
+// header and checks that every code is here under its name.
+var statusCodes = []struct {
+	name     string
+	code     int
+	sentinel error
+}{
+	{"SSG_ERR_CUDA", C.SSG_ERR_CUDA, ErrCUDA},
+	{"SSG_ERR_NO_DEVICE", C.SSG_ERR_NO_DEVICE, ErrNoDevice},
+	{"SSG_ERR_OUT_OF_MEMORY", C.SSG_ERR_OUT_OF_MEMORY, ErrOutOfMemory},
+	{"SSG_ERR_INVALID", C.SSG_ERR_INVALID, ErrInvalid},
+	{"SSG_ERR_TIMEOUT", C.SSG_ERR_TIMEOUT, ErrTimeout},
+	// The context refuses calls after an earlier timeout or sticky CUDA
+	// error; the message carries that error.
+	{"SSG_ERR_BROKEN", C.SSG_ERR_BROKEN, ErrCUDA},
+}
+
+// statusError turns a status and the library's message into an error
+// wrapping the status's sentinel (ErrCUDA for a code this build does not
+// know); SSG_OK is nil.
+func statusError(code int, msg string) error {
+	if code == C.SSG_OK {
+		return nil
+	}
+	s := ErrCUDA
+	for _, sc := range statusCodes {
+		if sc.code == code {
+			s = sc.sentinel
+			break
+		}
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("status %d", code)
+	}
+	return &libError{sentinel: s, msg: msg}
+}
+
 // library is a loaded libstreamsampler_gpu.so. Libraries are never
 // unloaded: CUDA's runtime does not survive dlclose well, and a process
 // loads one.
@@ -161,7 +204,7 @@ func (lib *library) deviceCheck(device int) error {
 	var n C.int
 	errBuf := (*C.char)(C.calloc(errLen, 1))
 	defer C.free(unsafe.Pointer(errBuf))
-	if rc := C.w_device_count(lib.l, &n, errBuf, errLen); rc != ssgOK {
+	if rc := C.w_device_count(lib.l, &n, errBuf, errLen); rc != C.SSG_OK {
 		return statusError(int(rc), C.GoString(errBuf))
 	}
 	if device < 0 || device >= int(n) {
@@ -171,15 +214,7 @@ func (lib *library) deviceCheck(device int) error {
 }
 
 func (lib *library) open(device int, indptr []uint64, indices []uint32, o Options) (*Backend, error) {
-	var copt C.ssg_options
-	if o.UVA {
-		copt.uva = 1
-	}
-	copt.block_size = C.int32_t(o.BlockSize)
-	copt.fetch_size = C.int32_t(o.FetchSize)
-	copt.group_size = C.int32_t(o.GroupSize)
-	copt.blocks_per_sm = C.int32_t(o.BlocksPerSM)
-	copt.timeout_ms = C.int32_t(o.Timeout.Milliseconds())
+	copt := cOptions(o)
 	errBuf := (*C.char)(C.calloc(errLen, 1))
 	defer C.free(unsafe.Pointer(errBuf))
 	var ip *C.uint32_t
@@ -190,7 +225,7 @@ func (lib *library) open(device int, indptr []uint64, indices []uint32, o Option
 	n := len(indptr) - 1
 	rc := C.w_create(lib.l, C.int(device), C.uint32_t(n), (*C.uint64_t)(unsafe.Pointer(&indptr[0])),
 		C.uint64_t(len(indices)), ip, &copt, &ctx, errBuf, errLen)
-	if rc != ssgOK {
+	if rc != C.SSG_OK {
 		return nil, statusError(int(rc), C.GoString(errBuf))
 	}
 	name := (*C.char)(C.calloc(256, 1))
@@ -205,6 +240,20 @@ func (lib *library) open(device int, indptr []uint64, indices []uint32, o Option
 		uva:      uva != 0,
 		libPath:  lib.path,
 	}, nil
+}
+
+// cOptions is o as the library's ssg_options.
+func cOptions(o Options) C.ssg_options {
+	var copt C.ssg_options
+	if o.UVA {
+		copt.uva = 1
+	}
+	copt.block_size = C.int32_t(o.BlockSize)
+	copt.fetch_size = C.int32_t(o.FetchSize)
+	copt.group_size = C.int32_t(o.GroupSize)
+	copt.blocks_per_sm = C.int32_t(o.BlocksPerSM)
+	copt.timeout_ms = C.int32_t(o.Timeout.Milliseconds())
+	return copt
 }
 
 // cEngine is one ssg_ctx.
@@ -228,7 +277,7 @@ func (e *cEngine) sample(mode Mode, seeds []uint32, fanouts []int32, seed uint64
 	rc := C.w_sample(e.l, e.ctx, C.int32_t(mode), sp, C.uint64_t(len(seeds)),
 		(*C.int32_t)(unsafe.Pointer(&fanouts[0])), C.int32_t(len(fanouts)), C.uint64_t(seed), C.uint32_t(ep), rep,
 		(*C.uint64_t)(unsafe.Pointer(&counts[0])), C.uint64_t(len(counts)), errBuf, errLen)
-	if rc != ssgOK {
+	if rc != C.SSG_OK {
 		return nil, statusError(int(rc), C.GoString(errBuf))
 	}
 	return counts, nil
@@ -251,7 +300,7 @@ func (e *cEngine) fetch(frontiers []uint32, samples []int32, final []uint32) err
 	// The capacities are the slices' lengths: the library refuses (rather
 	// than overruns) a result that does not fit.
 	if rc := C.w_fetch(e.l, e.ctx, fp, C.uint64_t(len(frontiers)), sp, C.uint64_t(len(samples)), finp,
-		C.uint64_t(len(final)), errBuf, errLen); rc != ssgOK {
+		C.uint64_t(len(final)), errBuf, errLen); rc != C.SSG_OK {
 		return statusError(int(rc), C.GoString(errBuf))
 	}
 	return nil

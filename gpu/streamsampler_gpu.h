@@ -33,7 +33,9 @@ extern "C" {
 /* Bumped on any incompatible change of the functions or structs below. */
 #define SSG_ABI_VERSION 2 /* 2: capacities on ssg_sample's counts and ssg_fetch's arrays */
 
-/* Status codes. */
+/* Status codes, defined here only: the Go package reads them through cgo
+ * (lib_cgo.go's statusCodes maps each to its error; header_cgo_test.go
+ * checks that every code has its row). */
 enum {
     SSG_OK = 0,
     SSG_ERR_CUDA = 1,          /* any other CUDA error (launch failure, ...) */
@@ -44,7 +46,7 @@ enum {
     SSG_ERR_BROKEN = 6         /* an earlier sticky CUDA error made the context unusable */
 };
 
-/* Sampling engines. */
+/* Sampling engines (gpu.Fused and gpu.BSP; header_test.go ties them). */
 enum {
     SSG_MODE_FUSED = 0, /* one persistent multi-hop kernel with a global task queue */
     SSG_MODE_BSP = 1    /* one launch per hop, CUB sort+unique between hops (DGL-style) */
