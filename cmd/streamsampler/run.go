@@ -24,8 +24,12 @@ type runOptions struct {
 	onBatch  func(*epoch.Batch) // tests: sees every minibatch handed out
 }
 
-func newRunCmd() *cobra.Command {
-	var o runOptions
+func newRunCmd() *cobra.Command { return newRunCmdWith(nil) }
+
+// newRunCmdWith is newRunCmd whose run shows onBatch every minibatch it
+// hands out (tests compare them with serve's).
+func newRunCmdWith(onBatch func(*epoch.Batch)) *cobra.Command {
+	o := runOptions{onBatch: onBatch}
 	cmd := &cobra.Command{
 		Use:   "run --graph DIR --train FILE --fanouts 15,10,5 --batch-size B --epochs E",
 		Short: "Run the whole loop: sample epochs in the background while minibatches are assembled",
