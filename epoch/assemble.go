@@ -3,8 +3,11 @@ package epoch
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
+
+	"github.com/streamsampler/streamsampler/internal/radix"
 )
 
 var (
@@ -497,7 +500,7 @@ func (a *Assembler) sortedDst(dst []uint32) []uint64 {
 	for i, v := range dst {
 		bufA[i] = uint64(v)<<32 | uint64(i)
 	}
-	a.dstSorted, a.dstFor = radixSortHigh(bufA, bufB), dst
+	a.dstSorted, a.dstFor = radix.ByHigh32(bufA, bufB, 32), dst
 	return a.dstSorted
 }
 
@@ -548,7 +551,7 @@ func (a *Assembler) relabelBySort(src []uint32, dstSorted []uint64, gs []uint32,
 	for j, v := range gs {
 		bufA[j] = uint64(v)<<32 | uint64(j)
 	}
-	p := radixSortHigh(bufA, bufB)
+	p := radix.ByHigh32(bufA, bufB, 32)
 	news := a.na[:0] // first appearance << 32 | start of the run in p
 	d := 0
 	for t := 0; t < m; {
@@ -571,7 +574,7 @@ func (a *Assembler) relabelBySort(src []uint32, dstSorted []uint64, gs []uint32,
 		t = end
 	}
 	nb := slices.Grow(a.nb[:0], len(news))[:len(news)]
-	sorted := radixSortHigh(news, nb)
+	sorted := radix.ByHigh32(news, nb, bits.Len(uint(m))) // keys: first appearances, below m
 	a.na, a.nb = news, nb
 	base := int32(len(src))
 	for rank, e := range sorted {
@@ -584,39 +587,6 @@ func (a *Assembler) relabelBySort(src []uint32, dstSorted []uint64, gs []uint32,
 		}
 	}
 	return src
-}
-
-// radixSortHigh sorts a by its high 32 bits (LSD radix on bytes 4..7,
-// stable), using tmp as the other buffer; it returns the sorted one.
-func radixSortHigh(a, tmp []uint64) []uint64 {
-	var hist [4][256]int
-	for _, v := range a {
-		hist[0][(v>>32)&0xff]++
-		hist[1][(v>>40)&0xff]++
-		hist[2][(v>>48)&0xff]++
-		hist[3][v>>56]++
-	}
-	n := len(a)
-	for p := 0; p < 4; p++ {
-		h := &hist[p]
-		shift := uint(32 + 8*p)
-		if n == 0 || h[(a[0]>>shift)&0xff] == n {
-			continue
-		}
-		sum := 0
-		for i := range h {
-			c := h[i]
-			h[i] = sum
-			sum += c
-		}
-		for _, v := range a {
-			d := (v >> shift) & 0xff
-			tmp[h[d]] = v
-			h[d]++
-		}
-		a, tmp = tmp, a
-	}
-	return a
 }
 
 func (a *Assembler) notInFrontier(h, i int, v uint32) error {
