@@ -111,10 +111,7 @@ func nextSort(frontier []uint32, samples []int32, n int) []uint32 {
 
 func nextRadix(frontier []uint32, samples []int32, n int) []uint32 {
 	buf := gatherValid(samples, n)
-	// All 32 bits: NextFrontier takes this path only when the ids are
-	// sparse, and then their span needs four bytes (over 16 bits of span
-	// per id, from 2^20 ids on).
-	buf = radix.Uint32(buf, make([]uint32, len(buf)), 32)
+	buf = radix.Uint32(buf, make([]uint32, len(buf)))
 	return mergeUnique(frontier, buf)
 }
 

@@ -1,7 +1,6 @@
 package epoch
 
 import (
-	"math/bits"
 	"slices"
 
 	"github.com/streamsampler/streamsampler/internal/radix"
@@ -59,7 +58,7 @@ func (s *sortRelabel) relabel(src, sampled []uint32, edgeSrc []int32) ([]uint32,
 	for j, v := range sampled {
 		s.pairs[j] = uint64(v)<<32 | uint64(j)
 	}
-	byNode := radix.ByHigh32(s.pairs, s.pairsTmp, 32)
+	byNode := radix.ByHigh32(s.pairs, s.pairsTmp)
 	dstSorted := s.dstSorted
 	newNodes := s.newNodes[:0]
 	k := 0 // position in dstSorted
@@ -83,8 +82,7 @@ func (s *sortRelabel) relabel(src, sampled []uint32, edgeSrc []int32) ([]uint32,
 		run = end
 	}
 	tmp := slices.Grow(s.newNodesTmp[:0], len(newNodes))[:len(newNodes)]
-	// Keys: first appearances, below m.
-	byFirst := radix.ByHigh32(newNodes, tmp, bits.Len(uint(m)))
+	byFirst := radix.ByHigh32(newNodes, tmp)
 	s.newNodes, s.newNodesTmp = newNodes, tmp
 	base := int32(len(src))
 	for rank, e := range byFirst {

@@ -120,7 +120,7 @@ func (o *dstOrder) sorted(dst []uint32) []uint64 {
 	for i, v := range dst {
 		o.pairs[i] = uint64(v)<<32 | uint64(i)
 	}
-	o.byID, o.of = radix.ByHigh32(o.pairs, o.pairsTmp, 32), dst
+	o.byID, o.of = radix.ByHigh32(o.pairs, o.pairsTmp), dst
 	return o.byID
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -873,13 +872,12 @@ func (b *builder) sortAndWrite() error {
 		go func() {
 			defer wg.Done()
 			var tmp []uint32
-			idBits := bits.Len32(b.numNodes - 1)
 			for win := range jobs {
 				win.lens = make([]uint32, win.hi-win.lo)
 				for u := win.lo; u < win.hi; u++ {
 					adj := csr[pos[u]:pos[u+1]]
 					if len(adj) > 1 {
-						tmp = sortAdj(adj, tmp, idBits)
+						tmp = sortAdj(adj, tmp)
 					}
 					if dedup || drop {
 						k := 0

@@ -16,9 +16,9 @@ const radixMin = 128
 // pdqsort so that memory stays bounded whatever the degrees.
 const radixMax = 16 << 20
 
-// sortAdj sorts a ascending. ids are below 1<<idBits. tmp is the caller's
-// scratch, grown as needed and returned.
-func sortAdj(a, tmp []uint32, idBits int) []uint32 {
+// sortAdj sorts a ascending. tmp is the caller's scratch, grown as needed
+// and returned.
+func sortAdj(a, tmp []uint32) []uint32 {
 	n := len(a)
 	if n < 2 {
 		return tmp
@@ -30,7 +30,7 @@ func sortAdj(a, tmp []uint32, idBits int) []uint32 {
 	if cap(tmp) < n {
 		tmp = make([]uint32, n)
 	}
-	if sorted := radix.Uint32(a, tmp[:n], idBits); &sorted[0] != &a[0] {
+	if sorted := radix.Uint32(a, tmp[:n]); &sorted[0] != &a[0] {
 		copy(a, sorted)
 	}
 	return tmp
