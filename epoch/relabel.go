@@ -5,9 +5,9 @@ package epoch
 // each gathered sample's node gets the id of its first appearance, in dst
 // or else among the samples after len(dst). Three strategies, chosen per
 // hop by relabelerFor:
-//   - denseRelabel (relabel_dense.go): an array over all node ids, with a
+//   - denseTable (relabel_dense.go): an array over all node ids, with a
 //     dense index;
-//   - hashRelabel (relabel_hash.go): an open-addressing hash table, for
+//   - localTable (relabel_hash.go): an open-addressing hash table, for
 //     small hops without a dense index;
 //   - sortRelabel (relabel_sort.go): radix sorting and merging, for large
 //     hops without a dense index, whose hash table would be far bigger

@@ -6,8 +6,8 @@ import (
 	"github.com/streamsampler/streamsampler/internal/radix"
 )
 
-// rows returns the row of each dst node in layer h's frontier (a.rows,
-// reused), the first step of a hop. There are three ways:
+// rows returns the row of each dst node in layer h's frontier (in
+// a.rowBuf, reused), the first step of a hop. There are three ways:
 //   - with a dense index, one array access per node (denseRows);
 //   - without an index, when dst is large next to the frontier, by sorting
 //     dst and walking the frontier once (mergeRows): sequential instead of
