@@ -3,6 +3,8 @@ package epoch
 import (
 	"math/bits"
 	"slices"
+
+	"github.com/streamsampler/streamsampler/internal/radix"
 )
 
 // NextFrontier returns sorted unique(frontier ∪ valid samples): frontier_{l+1}
@@ -109,43 +111,8 @@ func nextSort(frontier []uint32, samples []int32, n int) []uint32 {
 
 func nextRadix(frontier []uint32, samples []int32, n int) []uint32 {
 	buf := gatherValid(samples, n)
-	buf = radixSort(buf, make([]uint32, len(buf)))
+	buf = radix.Uint32(buf, make([]uint32, len(buf)))
 	return mergeUnique(frontier, buf)
-}
-
-// radixSort sorts a with an LSD radix sort on bytes, using tmp (same
-// length) as the other buffer; it returns whichever holds the result.
-// Passes whose byte is the same for every key are skipped, so ids below
-// 2^24 take at most three passes.
-func radixSort(a, tmp []uint32) []uint32 {
-	var hist [4][256]int
-	for _, v := range a {
-		hist[0][v&0xff]++
-		hist[1][(v>>8)&0xff]++
-		hist[2][(v>>16)&0xff]++
-		hist[3][v>>24]++
-	}
-	n := len(a)
-	for p := 0; p < 4; p++ {
-		h := &hist[p]
-		shift := uint(8 * p)
-		if h[(a[0]>>shift)&0xff] == n {
-			continue // every key has this byte: the pass would not move anything
-		}
-		sum := 0
-		for i := range h {
-			c := h[i]
-			h[i] = sum
-			sum += c
-		}
-		for _, v := range a {
-			d := (v >> shift) & 0xff
-			tmp[h[d]] = v
-			h[d]++
-		}
-		a, tmp = tmp, a
-	}
-	return a
 }
 
 // mergeUnique merges sorted unique a with sorted b (duplicates allowed)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -143,7 +142,7 @@ func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (su
 		return nil, err
 	}
 	total += b.stdinBytes
-	for pass, run := range []func() error{func() error { return b.pass1(total) }, b.pass2, b.pass3} {
+	for pass, run := range []func() error{func() error { return b.readEdges(total) }, b.placeEdges, b.sortAndWrite} {
 		if testHookPass != nil {
 			testHookPass(pass + 1)
 		}
@@ -327,9 +326,9 @@ func needsSpool(path string, f Format) bool {
 	return sniffCompression(head[:n]) != compNone
 }
 
-// pass1 reads every input once: it validates ids, counts degrees, and
-// spools text or compressed inputs' edges as uint32 pairs.
-func (b *builder) pass1(total int64) error {
+// readEdges (pass 1) reads every input once: it validates ids, counts
+// degrees, and spools text or compressed inputs' edges as uint32 pairs.
+func (b *builder) readEdges(total int64) error {
 	bar := b.newBar(total, "pass 1/3: reading edges")
 	defer bar.Done()
 	if b.o.NumNodes > 0 {
@@ -471,9 +470,9 @@ func (b *builder) newBar(total int64, label string) *progress.Bar {
 	return bar
 }
 
-// pass2 scatters every edge into its source's range of the mapped CSR
-// file.
-func (b *builder) pass2() error {
+// placeEdges (pass 2) scatters every edge into its source's range of the
+// mapped CSR file.
+func (b *builder) placeEdges() error {
 	var inEdges int64
 	for _, in := range b.inputs {
 		inEdges += int64(in.edges)
@@ -712,7 +711,7 @@ func (s *scatterer) split(bt *scatterBatch, p []uint32) {
 	owner := func(u uint32) int {
 		w := 0
 		for _, b := range bnd {
-			w += b2i(u >= b)
+			w += oneIf(u >= b)
 		}
 		return w
 	}
@@ -749,8 +748,9 @@ func (s *scatterer) split(bt *scatterBatch, p []uint32) {
 	}
 }
 
-func b2i(b bool) int {
-	if b {
+// oneIf returns 1 if cond holds, else 0.
+func oneIf(cond bool) int {
+	if cond {
 		return 1
 	}
 	return 0
@@ -815,10 +815,10 @@ type window struct {
 	dups, selfLps uint64
 }
 
-// pass3 sorts each node's adjacency (workers, a window of nodes at a
-// time), then removes duplicates and self-loops as asked and appends the
-// nodes, in order, to the chunk writer.
-func (b *builder) pass3() error {
+// sortAndWrite (pass 3) sorts each node's adjacency (workers, a window of
+// nodes at a time), then removes duplicates and self-loops as asked and
+// appends the nodes, in order, to the chunk writer.
+func (b *builder) sortAndWrite() error {
 	bar := b.newBar(int64(b.entries)*4, "pass 3/3: sorting, writing chunks")
 	defer bar.Done()
 	opts := chunkfmt.Options{Symmetrize: b.o.Symmetrize, Reverse: b.o.Reverse, Dedup: b.o.Dedup, SelfLoops: b.o.SelfLoops}
@@ -872,13 +872,12 @@ func (b *builder) pass3() error {
 		go func() {
 			defer wg.Done()
 			var tmp []uint32
-			idBits := bits.Len32(b.numNodes - 1)
 			for win := range jobs {
 				win.lens = make([]uint32, win.hi-win.lo)
 				for u := win.lo; u < win.hi; u++ {
 					adj := csr[pos[u]:pos[u+1]]
 					if len(adj) > 1 {
-						tmp = sortAdj(adj, tmp, idBits)
+						tmp = sortAdj(adj, tmp)
 					}
 					if dedup || drop {
 						k := 0

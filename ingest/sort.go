@@ -1,6 +1,10 @@
 package ingest
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/streamsampler/streamsampler/internal/radix"
+)
 
 // radixMin is the adjacency length from which sortAdj uses radix sort:
 // below it pdqsort (insertion sort for the shortest) wins; above it an
@@ -12,9 +16,9 @@ const radixMin = 128
 // pdqsort so that memory stays bounded whatever the degrees.
 const radixMax = 16 << 20
 
-// sortAdj sorts a ascending. ids are below 1<<idBits. tmp is the caller's
-// scratch, grown as needed and returned.
-func sortAdj(a, tmp []uint32, idBits int) []uint32 {
+// sortAdj sorts a ascending. tmp is the caller's scratch, grown as needed
+// and returned.
+func sortAdj(a, tmp []uint32) []uint32 {
 	n := len(a)
 	if n < 2 {
 		return tmp
@@ -23,40 +27,11 @@ func sortAdj(a, tmp []uint32, idBits int) []uint32 {
 		slices.Sort(a)
 		return tmp
 	}
-	return sortAdjRadix(a, tmp, idBits)
-}
-
-func sortAdjRadix(a, tmp []uint32, idBits int) []uint32 {
-	n := len(a)
 	if cap(tmp) < n {
 		tmp = make([]uint32, n)
 	}
-	src, dst := a, tmp[:n]
-	// 8-bit digits: 256 counters stay in L1 and are cheap to clear, which
-	// matters for the many mid-sized lists of a skewed graph.
-	var cnt [256]int32
-	for shift := 0; shift < idBits; shift += 8 {
-		clear(cnt[:])
-		for _, x := range src {
-			cnt[x>>shift&255]++
-		}
-		if int(cnt[src[0]>>shift&255]) == n {
-			continue // every key has this digit: the pass would not move anything
-		}
-		var sum int32
-		for i, c := range cnt {
-			cnt[i] = sum
-			sum += c
-		}
-		for _, x := range src {
-			d := x >> shift & 255
-			dst[cnt[d]] = x
-			cnt[d]++
-		}
-		src, dst = dst, src
-	}
-	if &src[0] != &a[0] {
-		copy(a, src)
+	if sorted := radix.Uint32(a, tmp[:n]); &sorted[0] != &a[0] {
+		copy(a, sorted)
 	}
 	return tmp
 }

@@ -23,7 +23,7 @@ func TestSortAdj(t *testing.T) {
 			}
 			want := slices.Clone(a)
 			slices.Sort(want)
-			tmp = sortAdj(a, tmp, bits)
+			tmp = sortAdj(a, tmp)
 			if !slices.Equal(a, want) {
 				t.Fatalf("n=%d bits=%d: not sorted", n, bits)
 			}
@@ -42,7 +42,7 @@ func BenchmarkSortAdj(b *testing.B) {
 	b.Run("radix", func(b *testing.B) {
 		for b.Loop() {
 			copy(a, src)
-			tmp = sortAdj(a, tmp, 22)
+			tmp = sortAdj(a, tmp)
 		}
 	})
 	b.Run("pdqsort", func(b *testing.B) {
