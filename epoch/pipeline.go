@@ -194,14 +194,24 @@ func (p *Pipeline) logf(format string, a ...any) {
 	}
 }
 
+// Minibatches returns the minibatches a rank hands out in epoch e, given
+// its shard (Sampling.Seeds(e)): the shard in the epoch's seeded order cut
+// into BatchSize pieces, the first BatchesPerRank of them; dropped counts
+// the shard's nodes left out. Every command that cuts minibatches (run,
+// serve, bench) cuts them here.
+func (c Config) Minibatches(shard []uint32, e uint32) (batches [][]uint32, dropped int) {
+	all := Batches(shard, c.BatchSize, c.Seed, e)
+	keep := min(BatchesPerRank(countDistinct(c.Train), c.world(), c.BatchSize), len(all))
+	for _, b := range all[keep:] {
+		dropped += len(b)
+	}
+	return all[:keep], dropped
+}
+
 // batchesOf cuts epoch e's shard into the minibatches this rank serves.
 func (p *Pipeline) batchesOf(shard []uint32, e uint32) meta {
-	all := Batches(shard, p.cfg.BatchSize, p.cfg.Seed, e)
-	keep := min(p.perRank, len(all))
-	m := meta{batches: all[:keep], shard: len(shard)}
-	for _, b := range all[keep:] {
-		m.dropped += len(b)
-	}
+	m := meta{shard: len(shard)}
+	m.batches, m.dropped = p.cfg.Minibatches(shard, e)
 	return m
 }
 

@@ -92,6 +92,20 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) error
 	if err != nil {
 		return err
 	}
+	// The backend is opened before the directory is created, so that a
+	// bad --backend (or no device) leaves nothing behind; its chunk hook
+	// reaches the progress line made once the epoch number is known.
+	var onChunk func(layer, chunk int, bytes int64)
+	o.backend.OnChunk = func(layer, chunk int, bytes int64) {
+		if onChunk != nil {
+			onChunk(layer, chunk, bytes)
+		}
+	}
+	be, err := openBackend(cfg.Graph, o.backend)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
 	// Every argument is checked: only now may the directory be created.
 	if err := st.Init(); err != nil {
 		return err
@@ -109,13 +123,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) error
 	// Progress: at most every layer reads the whole file once.
 	hook, bar := chunkProgress(cmd.ErrOrStderr(), o.json || o.quiet, fmt.Sprintf("epoch %d", n), int64(len(cfg.Fanouts))*m.FileSize())
 	bar.SetUnit("chunks")
-	o.backend.OnChunk = hook
-	be, err := openBackend(cfg.Graph, o.backend)
-	if err != nil {
-		bar.Done()
-		return err
-	}
-	defer be.Close()
+	onChunk = hook
 	t0 := time.Now()
 	res, err := be.SampleEpoch(ctx, seeds, sampling.Fanouts, sampling.Key(n))
 	bar.Done()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,6 +90,29 @@ func TestPrepareAdvanceSampleRoundTrip(t *testing.T) {
 	}
 }
 
+// TestEmptyTrainingSet: prepare, run and serve refuse an empty training
+// file alike, as a usage error naming the file, and leave nothing behind.
+func TestEmptyTrainingSet(t *testing.T) {
+	graph, _ := testGraph(t, 200, 3, 4096)
+	empty := writeTrain(t, nil)
+	for _, args := range [][]string{
+		{"prepare", "--state", filepath.Join(t.TempDir(), "s"), "--fanouts", "3"},
+		{"run", "--fanouts", "3"},
+		{"serve", "--fanouts", "3", "--socket", filepath.Join(t.TempDir(), "s.sock")},
+	} {
+		args = append(args, "--graph", graph, "--train", empty)
+		_, e, code := cli(t, args...)
+		if code != 2 || !strings.Contains(e, empty) || !strings.Contains(e, "no node ids") {
+			t.Errorf("%s with an empty training file: exit %d, stderr %q; want exit 2 naming the file", args[0], code, e)
+		}
+		if args[0] == "prepare" {
+			if _, err := os.Stat(args[2]); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("prepare left %s behind", args[2])
+			}
+		}
+	}
+}
+
 func TestPrepareErrors(t *testing.T) {
 	graph, _ := testGraph(t, 2000, 5, 4096)
 	other, _ := testGraph(t, 3000, 5, 4096)
@@ -112,8 +137,8 @@ func TestPrepareErrors(t *testing.T) {
 			if code != tc.code || !strings.Contains(e, tc.msg) {
 				t.Fatalf("exit %d, want %d; stderr %q, want %q", code, tc.code, e, tc.msg)
 			}
-			if ents, _ := os.ReadDir(s); len(ents) != 0 {
-				t.Fatalf("a failed first prepare left %d entries in the state directory", len(ents))
+			if _, err := os.Stat(s); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("a failed first prepare left the state directory behind (%v)", err)
 			}
 		})
 	}

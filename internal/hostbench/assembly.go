@@ -18,7 +18,9 @@ const identityChecks = 20
 // host.SampleBlocks on the same minibatches over an in-memory CSR, and
 // checks that the two build identical blocks.
 func measureAssembly(ctx context.Context, cfg Config, res *epoch.Result, train []uint32, fan []int) (*Assembly, error) {
-	batches := epoch.Batches(train, cfg.BatchSize, cfg.Seed, res.Key.Epoch)
+	// The minibatches run and serve would hand out for this training set.
+	stream := epoch.Config{Sampling: epoch.Sampling{Train: train, Fanouts: fan, Seed: cfg.Seed}, BatchSize: cfg.BatchSize}
+	batches, _ := stream.Minibatches(res.Frontier(0), res.Key.Epoch)
 	if cfg.MaxBatches > 0 && len(batches) > cfg.MaxBatches {
 		batches = batches[:cfg.MaxBatches]
 	}
