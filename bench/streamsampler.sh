@@ -36,6 +36,6 @@ if [ ! -f "$graph/manifest.json" ]; then
   rm -f "$edges"
 fi
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -srm), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-args=(bench --graph "$graph" --runs "$RUNS" --devices "$DEVICES" --max-batches "$MAX_BATCHES" --fanouts 15,10,5 --fanouts 10,10,10)
+args=(bench --graph "$graph" --seed 1 --runs "$RUNS" --devices "$DEVICES" --max-batches "$MAX_BATCHES" --fanouts 15,10,5 --fanouts 10,10,10)
 [ -n "${JSON:-}" ] && args+=(--json)
 exec "$BIN/streamsampler" "${args[@]}"
