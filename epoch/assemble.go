@@ -57,7 +57,7 @@ func (b *Blocks) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"epoch":`...)
 	dst = strconv.AppendUint(dst, uint64(b.Epoch), 10)
 	dst = append(dst, `,"seeds":`...)
-	dst = appendU32s(dst, b.Seeds)
+	dst = appendInts(dst, b.Seeds)
 	dst = append(dst, `,"hops":[`...)
 	for i := range b.Hops {
 		if i > 0 {
@@ -74,28 +74,19 @@ func (h Hop) MarshalJSON() ([]byte, error) { return h.AppendJSON(nil), nil }
 // AppendJSON appends the JSON encoding of h to dst.
 func (h *Hop) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"dst":`...)
-	dst = appendU32s(dst, h.Dst)
+	dst = appendInts(dst, h.Dst)
 	dst = append(dst, `,"src":`...)
-	dst = appendU32s(dst, h.Src)
+	dst = appendInts(dst, h.Src)
 	dst = append(dst, `,"edge_src":`...)
-	dst = appendI32s(dst, h.EdgeSrc)
+	dst = appendInts(dst, h.EdgeSrc)
 	dst = append(dst, `,"edge_dst":`...)
-	dst = appendI32s(dst, h.EdgeDst)
+	dst = appendInts(dst, h.EdgeDst)
 	return append(dst, '}')
 }
 
-func appendU32s(dst []byte, a []uint32) []byte {
-	dst = append(dst, '[')
-	for i, v := range a {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = strconv.AppendUint(dst, uint64(v), 10)
-	}
-	return append(dst, ']')
-}
-
-func appendI32s(dst []byte, a []int32) []byte {
+// appendInts appends a as a JSON array of integers (both element types
+// convert to int64 exactly).
+func appendInts[T uint32 | int32](dst []byte, a []T) []byte {
 	dst = append(dst, '[')
 	for i, v := range a {
 		if i > 0 {
