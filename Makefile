@@ -54,7 +54,7 @@ test-xrt:
 # python3-venv and python3-wheel from `make deps`) to run the README's
 # example.
 test-python:
-	PYTHONPATH=python $(PYTHON) -m unittest discover -s python/tests -t python
+	PYTHONPATH=python $(PYTHON) -m unittest discover -v -s python/tests -t python
 
 hls-csim:
 	$(MAKE) -C hls csim
