@@ -45,12 +45,24 @@ type BuildOptions struct {
 	// Force replaces an existing output, but only once the new graph is
 	// complete.
 	Force bool
+	// Memory is the build's memory budget in bytes (chunkify --memory).
+	// Build refuses a graph whose working memory — the per-node arrays,
+	// the chunk being written and the buffers, see buildMemory — exceeds
+	// it, before allocating: a --num-nodes at once, a largest id as pass 1
+	// finds it. 0 means AvailableMemory() when the build starts (no check
+	// where that is unknown). The edges themselves are in files and page
+	// cache, not counted.
+	Memory int64
 	// Progress, when non-nil, receives progress lines (use it for a
 	// terminal only; see progress.Enabled).
 	Progress io.Writer
 	// CreatedBy is recorded in the manifest.
 	CreatedBy string
 }
+
+// Budget is the memory budget a build with these options checks against:
+// Memory, else AvailableMemory(); 0 means unchecked.
+func (o BuildOptions) Budget() int64 { return memoryBudget(o) }
 
 // Summary describes a finished build.
 type Summary struct {
@@ -66,12 +78,36 @@ type Summary struct {
 	MaxDegree         uint32           `json:"max_degree"`
 	InputBytes        int64            `json:"input_bytes"`
 	Seconds           float64          `json:"seconds"`
-	PassSeconds       [3]float64       `json:"pass_seconds"` // read+count, place, sort+write
+	MemoryBudget      int64            `json:"memory_budget"`           // bytes; 0: unchecked
+	StaleRemoved      []string         `json:"stale_removed,omitempty"` // temporary directories of dead earlier builds, removed
+	PassSeconds       [3]float64       `json:"pass_seconds"`            // read+count, place, sort+write
 	Options           chunkfmt.Options `json:"options"`
 }
 
-// testHookPass, when set by a test, is called as each pass starts.
-var testHookPass func(pass int)
+// Steps of a build, in order, as testHookStep sees them.
+const (
+	stepTempDir   = "temp-dir"  // the temporary directory exists (empty)
+	stepInputs    = "inputs"    // standard input spooled into it
+	stepPass1     = "pass-1"    // reading edges, counting degrees
+	stepPass2     = "pass-2"    // placing edges into the CSR file
+	stepPass3     = "pass-3"    // sorting and writing chunks
+	stepChunk     = "chunk"     // pass 3 has appended its first window of nodes
+	stepWritten   = "written"   // chunks, index and manifest complete in the temporary directory
+	stepInstalled = "installed" // the graph is in place, Build about to return
+)
+
+// buildSteps lists the steps in the order a build reaches them.
+var buildSteps = []string{stepTempDir, stepInputs, stepPass1, stepPass2, stepPass3, stepChunk, stepWritten, stepInstalled}
+
+// testHookStep, when set by a test, is called as a build reaches each
+// step: the fault seam for cancellation and kill tests.
+var testHookStep func(step string)
+
+func reached(step string) {
+	if testHookStep != nil {
+		testHookStep(step)
+	}
+}
 
 // buildBatch is how many edges pass 2 moves per read.
 const buildBatch = 1 << 16
@@ -104,6 +140,19 @@ func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (su
 	if o.NumNodes > chunkfmt.MaxNodes {
 		return nil, fmt.Errorf("build: --num-nodes %d: more than the maximum %d nodes", o.NumNodes, chunkfmt.MaxNodes)
 	}
+	if o.Memory < 0 {
+		return nil, fmt.Errorf("build: --memory %d: want a positive number of bytes", o.Memory)
+	}
+	mem := newMemoryCheck(o)
+	if o.NumNodes > 0 {
+		// Before anything is allocated or written: a --num-nodes the
+		// machine cannot hold must fail now, not after swapping for
+		// minutes and being killed.
+		what := fmt.Sprintf("--num-nodes %d", o.NumNodes)
+		if err := mem.check(uint64(o.NumNodes), 0, 0, what, "give a smaller --num-nodes"); err != nil {
+			return nil, err
+		}
+	}
 	out = filepath.Clean(out)
 	if err := checkOutput(out, o.Force); err != nil {
 		return nil, err
@@ -126,38 +175,52 @@ func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (su
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("build: %w", err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(out)+".tmp-")
+	// Earlier builds of out that were killed (SIGKILL, the OOM killer, a
+	// crash) could not remove their temporary directories: remove those
+	// whose process is gone, never one of a build still running.
+	stale, err := atomicfile.RemoveStaleTempDirs(out)
+	if err != nil {
+		return nil, fmt.Errorf("build: removing temporary directories of earlier builds of %s: %w", out, err)
+	}
+	tmp, err := atomicfile.TempDir(out)
 	if err != nil {
 		return nil, fmt.Errorf("build: creating a temporary directory next to the output: %w", err)
 	}
-	b := &builder{ctx: ctx, o: o, tmp: tmp, sum: &Summary{Dir: out, Inputs: inputs, ChunkSize: o.ChunkSize}}
+	b := &builder{ctx: ctx, o: o, mem: mem, tmp: tmp, sum: &Summary{Dir: out, Inputs: inputs, ChunkSize: o.ChunkSize, MemoryBudget: mem.budget, StaleRemoved: stale}}
+	installed := false
 	defer func() {
 		b.release()
-		if err != nil {
+		// On every way out but success, a panic included, the temporary
+		// directory goes; a SIGKILL leaves it to the next build.
+		if !installed {
 			os.RemoveAll(tmp)
 			sum = nil
 		}
 	}()
+	reached(stepTempDir)
 	if err := b.openInputs(inputs); err != nil {
 		return nil, err
 	}
+	reached(stepInputs)
 	total += b.stdinBytes
+	steps := []string{stepPass1, stepPass2, stepPass3}
 	for pass, run := range []func() error{func() error { return b.readEdges(total) }, b.placeEdges, b.sortAndWrite} {
-		if testHookPass != nil {
-			testHookPass(pass + 1)
-		}
+		reached(steps[pass])
 		tp := time.Now()
 		if err := run(); err != nil {
 			return nil, err
 		}
 		b.sum.PassSeconds[pass] = time.Since(tp).Seconds()
 	}
+	reached(stepWritten)
 	if err := b.release(); err != nil {
 		return nil, fmt.Errorf("build: %w", err)
 	}
 	if err := install(tmp, out); err != nil {
 		return nil, err
 	}
+	installed = true
+	reached(stepInstalled)
 	b.sum.Seconds = time.Since(t0).Seconds()
 	b.sum.InputBytes = total
 	return b.sum, nil
@@ -221,12 +284,14 @@ type mapping struct {
 type builder struct {
 	ctx        context.Context
 	o          BuildOptions
+	mem        memoryCheck
 	tmp        string
 	sum        *Summary
 	inputs     []input
 	stdinBytes int64
 
 	deg      []uint32 // pass 1: degree of every node
+	maxNodes uint64   // pass 1: the most nodes the memory budget holds
 	numNodes uint32
 	pos      []uint64 // pass 2 and 3: CSR offsets, numNodes+1
 	entries  uint64   // adjacency entries before dedup
@@ -334,6 +399,7 @@ func (b *builder) readEdges(total int64) error {
 	if b.o.NumNodes > 0 {
 		b.deg = make([]uint32, b.o.NumNodes)
 	}
+	b.maxNodes = b.mem.maxNodes()
 	var maxID int64 = -1
 	for i := range b.inputs {
 		in := &b.inputs[i]
@@ -374,14 +440,54 @@ func (b *builder) readEdges(total int64) error {
 	// offsets are filled further (peak 12 bytes per node).
 	b.pos = make([]uint64, uint64(b.numNodes)+1)
 	var sum uint64
+	var maxDeg uint32
+	var maxNode uint32
 	for i, d := range b.deg {
 		b.pos[i] = sum
 		sum += uint64(d)
+		if d > maxDeg {
+			maxDeg, maxNode = d, uint32(i)
+		}
 	}
 	b.pos[b.numNodes] = sum
 	b.deg = nil
 	b.entries = sum
+	// Now that the entries and degrees are known, the rest of the build's
+	// memory is too (the chunk being written, the sorting scratch).
+	what := fmt.Sprintf("%d nodes, %d adjacency entries, largest degree %d", b.numNodes, sum, maxDeg)
+	if err := b.mem.check(uint64(b.numNodes), sum, maxDeg, what, "give a smaller --chunk-size"); err != nil {
+		return err
+	}
+	if !b.o.Dedup && b.o.SelfLoops != chunkfmt.SelfLoopsDrop {
+		// Nothing will shorten the lists: a node too large for a chunk
+		// is known now, before passes 2 and 3.
+		if err := b.checkFits(maxNode, int(maxDeg)); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// checkFits fails when node, the one with the longest adjacency (degree
+// entries), does not fit in an empty chunk of the build's chunk size. The
+// error gives the smallest chunk size that holds it, which, as no node has
+// more, builds the graph.
+func (b *builder) checkFits(node uint32, degree int) error {
+	need := chunkfmt.MinChunkSizeFor(degree)
+	if need <= b.o.ChunkSize {
+		return nil
+	}
+	return chunkTooSmall(&chunkfmt.NodeTooLargeError{Node: node, Degree: degree, ChunkSize: b.o.ChunkSize, MinChunkSize: need})
+}
+
+// chunkTooSmall wraps e, which must describe the node with the longest
+// adjacency in the graph, with the --chunk-size to rebuild with.
+func chunkTooSmall(e *chunkfmt.NodeTooLargeError) error {
+	if e.MinChunkSize > chunkfmt.MaxChunkSize {
+		return fmt.Errorf("build: %w", e)
+	}
+	return fmt.Errorf("build: %w (the longest adjacency of the graph, with the chunk header and %d-byte alignment): rebuild with --chunk-size %d (%s) or larger",
+		e, chunkfmt.SectorSize, e.MinChunkSize, progress.Bytes(e.MinChunkSize))
 }
 
 func (b *builder) count(r *EdgeReader, in *input, bar *progress.Bar, maxID *int64) error {
@@ -405,8 +511,16 @@ func (b *builder) count(r *EdgeReader, in *input, bar *progress.Bar, maxID *int6
 		if len(p) > 0 && int64(m) > *maxID {
 			*maxID = int64(m)
 			if int(m) >= len(b.deg) {
-				// Unknown node count: grow as ids appear.
-				nd := make([]uint32, max(int(m)+1, min(2*len(b.deg), chunkfmt.MaxNodes)))
+				// Unknown node count: grow as ids appear, checking that
+				// the graph this id implies fits the memory budget, and
+				// never doubling past what the budget holds.
+				if uint64(m)+1 > b.maxNodes {
+					what := fmt.Sprintf("%s: node id %d", b.readOpts(nil, in.name).Name, m)
+					if err := b.mem.check(uint64(m)+1, 0, 0, what, "node ids must be numbered from 0 without large gaps (renumber them)"); err != nil {
+						return err
+					}
+				}
+				nd := make([]uint32, max(int(m)+1, min(2*len(b.deg), int(b.maxNodes))))
 				copy(nd, b.deg)
 				b.deg = nd
 			}
@@ -901,6 +1015,12 @@ func (b *builder) sortAndWrite() error {
 			}
 		}()
 	}
+	// longest is set once a node did not fit in a chunk: from then on the
+	// windows are only sorted and deduplicated, to find the node with the
+	// longest list, whose size is the one to suggest (the first node too
+	// large is seldom the largest).
+	var longest *chunkfmt.NodeTooLargeError
+	first := true
 	for win := range windows {
 		select {
 		case <-win.done:
@@ -913,9 +1033,20 @@ func (b *builder) sortAndWrite() error {
 		b.sum.DuplicatesDropped += win.dups
 		b.sum.SelfLoopsDropped += win.selfLps
 		for u := win.lo; u < win.hi; u++ {
+			n := win.lens[u-win.lo]
+			if longest != nil {
+				if int(n) > longest.Degree {
+					longest.Node, longest.Degree = u, int(n)
+				}
+				continue
+			}
 			s := pos[u]
-			if err := w.Append(csr[s : s+uint64(win.lens[u-win.lo])]); err != nil {
-				return fmt.Errorf("build: %w", err)
+			if err := w.Append(csr[s : s+uint64(n)]); err != nil {
+				var tl *chunkfmt.NodeTooLargeError
+				if !errors.As(err, &tl) {
+					return fmt.Errorf("build: %w", err)
+				}
+				longest = &chunkfmt.NodeTooLargeError{Node: tl.Node, Degree: tl.Degree, ChunkSize: tl.ChunkSize}
 			}
 		}
 		if b.csr != nil {
@@ -923,6 +1054,14 @@ func (b *builder) sortAndWrite() error {
 		}
 		bar.Add(int64(pos[win.hi]-pos[win.lo]) * 4)
 		bar.AddItems(int64(pos[win.hi] - pos[win.lo]))
+		if first {
+			first = false
+			reached(stepChunk)
+		}
+	}
+	if longest != nil {
+		longest.MinChunkSize = chunkfmt.MinChunkSizeFor(longest.Degree)
+		return chunkTooSmall(longest)
 	}
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("build: %w", err)

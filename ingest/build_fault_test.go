@@ -17,19 +17,19 @@ import (
 
 func TestBuildCancelledMidway(t *testing.T) {
 	in := writeFile(t, t.TempDir(), "a.txt", randomEdgeText(20000))
-	for _, pass := range []int{2, 3} {
+	for _, step := range []string{stepPass2, stepPass3} {
 		dir := t.TempDir()
 		ctx, cancel := context.WithCancel(context.Background())
-		testHookPass = func(p int) {
-			if p == pass {
+		testHookStep = func(s string) {
+			if s == step {
 				cancel()
 			}
 		}
 		_, err := Build(ctx, []string{in}, filepath.Join(dir, "g"), BuildOptions{})
-		testHookPass = nil
+		testHookStep = nil
 		cancel()
 		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("cancel at pass %d: err = %v", pass, err)
+			t.Fatalf("cancel at %s: err = %v", step, err)
 		}
 		assertClean(t, dir)
 	}

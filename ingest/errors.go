@@ -17,6 +17,9 @@ var (
 	ErrExists = errors.New("output already exists")
 	// ErrFormat: the input's format is unsupported (npy dtype, shape...).
 	ErrFormat = errors.New("unsupported input format")
+	// ErrMemoryBudget: the graph would need more working memory than
+	// BuildOptions.Memory allows; Build fails before allocating it.
+	ErrMemoryBudget = errors.New("over the memory budget")
 )
 
 // InputError locates a defect in an input: the file, and the line (text)

@@ -16,6 +16,7 @@ import (
 func newBuildCmd() *cobra.Command {
 	var (
 		out, format, chunkSize, selfLoops string
+		memory                            string
 		numNodes                          uint32
 		o                                 ingest.BuildOptions
 		quiet, asJSON                     bool
@@ -34,7 +35,18 @@ zstd compressed. "-" reads standard input.
 
 --chunk-size takes binary units (KiB, MiB, GiB: 1MiB = 1048576 bytes) or
 decimal ones (kB, MB, GB: 1MB = 1000000 bytes, which is not a multiple of
-512: use MiB).`,
+512: use MiB).
+
+--memory is the build's memory budget (default: the memory available when
+it starts). A build needs 12 bytes per node (the degree and offset arrays),
+plus the chunk being written and some buffers; the edges live in temporary
+files. A --num-nodes, or a largest node id, whose figure exceeds the budget
+is refused before anything is allocated.
+
+Temporary files live in a hidden directory beside the output
+(.NAME.tmp-PID-...), removed on failure, Ctrl-C and SIGTERM. One left by a
+build that was killed outright is removed by the next build of the same
+output once its process is gone.`,
 		Example: `  chunkify build testdata/email-Eu-core.txt.gz -o out/email --chunk-size 16KiB
   chunkify build edges.csv -o out/g --symmetrize --num-nodes 2708 --chunk-size 64KiB
   zcat edges.txt.gz | chunkify build - -o out/g --json`,
@@ -62,6 +74,9 @@ decimal ones (kB, MB, GB: 1MB = 1000000 bytes, which is not a multiple of
 			if numNodes > chunkfmt.MaxNodes {
 				return usage.Errorf("build: --num-nodes %d: more than the maximum %d nodes", numNodes, chunkfmt.MaxNodes)
 			}
+			if o.Memory, err = parseMemory(memory); err != nil {
+				return err
+			}
 			o.SelfLoops = selfLoops
 			o.NumNodes = numNodes
 			o.Progress = stderrTTY(cmd, quiet)
@@ -78,6 +93,9 @@ decimal ones (kB, MB, GB: 1MB = 1000000 bytes, which is not a multiple of
 				}
 			}
 			if !quiet {
+				for _, d := range sum.StaleRemoved {
+					fmt.Fprintf(cmd.ErrOrStderr(), "chunkify: removed %s, left by an earlier build that was killed\n", d)
+				}
 				fmt.Fprintln(cmd.ErrOrStderr(), buildSummaryLine(sum))
 			}
 			return nil
@@ -92,6 +110,7 @@ decimal ones (kB, MB, GB: 1MB = 1000000 bytes, which is not a multiple of
 	fl.BoolVar(&o.Dedup, "dedup", true, "remove duplicate neighbors")
 	fl.StringVar(&selfLoops, "self-loops", "keep", "keep|drop self-loops")
 	fl.StringVar(&chunkSize, "chunk-size", "512MiB", "chunk size, a multiple of 512 bytes: KiB, MiB, GiB are binary (1MiB = 1048576), kB, MB, GB decimal (1MB = 1000000)")
+	fl.StringVar(&memory, "memory", "auto", "memory budget of the build, a size such as 8GiB; auto: the memory available when the build starts")
 	fl.BoolVar(&o.Force, "force", false, "replace an existing output directory once the new graph is complete")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress and no summary line")
 	fl.BoolVar(&asJSON, "json", false, "print a JSON summary on stdout")
@@ -114,6 +133,22 @@ func parseChunkSize(s string) (int64, error) {
 		return 0, usage.Errorf("%s", msg)
 	}
 	return cs, nil
+}
+
+// parseMemory parses --memory: "auto" (0: ingest's default, the available
+// memory) or a positive size.
+func parseMemory(s string) (int64, error) {
+	if strings.EqualFold(strings.TrimSpace(s), "auto") {
+		return 0, nil
+	}
+	n, err := ingest.ParseSize(s)
+	if err != nil {
+		return 0, usage.Errorf("build: --memory: %w", err)
+	}
+	if n <= 0 {
+		return 0, usage.Errorf("build: --memory %s: want a positive size such as 8GiB, or auto", s)
+	}
+	return n, nil
 }
 
 // decimalUnit reports whether size string s ends in a decimal unit (kB,

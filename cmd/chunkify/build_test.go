@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/ingest"
@@ -111,5 +114,64 @@ func TestBuildErrors(t *testing.T) {
 	}
 	if _, _, err := run(t, "build", good, "-o", existing, "--force", "-q"); err != nil {
 		t.Fatalf("--force: %v", err)
+	}
+}
+
+// TestBuildNumNodesOverMemory is issue 15's finding 4 at the command line:
+// --num-nodes 2147483647 with a 2-edge input must fail at once (exit 1)
+// with the figure, the budget and the flag, and leave nothing behind.
+func TestBuildNumNodesOverMemory(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "two.txt")
+	os.WriteFile(in, []byte("0 1\n1 2\n"), 0o644)
+	cases := [][]string{{"--memory", "1GiB"}}
+	if avail := ingest.AvailableMemory(); avail > 0 && avail < 24<<30 {
+		cases = append(cases, nil) // the default budget on this machine
+	}
+	for _, extra := range cases {
+		args := append([]string{"build", in, "-o", filepath.Join(dir, "g"), "--num-nodes", "2147483647"}, extra...)
+		t0 := time.Now()
+		_, stderr, code := cli(t, args...)
+		if code != 1 || time.Since(t0) > 5*time.Second {
+			t.Fatalf("%v: exit %d after %v: %s", extra, code, time.Since(t0), stderr)
+		}
+		for _, want := range []string{"--num-nodes 2147483647: over the memory budget", "about 24.0 GiB", "budget of ", "(--memory)"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%v: stderr %q lacks %q", extra, stderr, want)
+			}
+		}
+		if extra != nil && !strings.Contains(stderr, "budget of 1.0 GiB") {
+			t.Errorf("stderr %q lacks the budget given", stderr)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("the refused build left %v", ents)
+	}
+}
+
+// TestBuildChunkSizeSuggestionWorks: after --chunk-size 512 fails on a
+// graph with several high-degree nodes, the size the error suggests
+// builds the graph on the first retry.
+func TestBuildChunkSizeSuggestionWorks(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "g.txt")
+	var text []byte
+	for u, deg := range []int{150, 0, 400, 0, 900} {
+		for k := range deg {
+			text = fmt.Appendf(text, "%d %d\n", u, 5+k)
+		}
+	}
+	os.WriteFile(in, text, 0o644)
+	out := filepath.Join(dir, "g")
+	_, stderr, code := cli(t, "build", in, "-o", out, "--chunk-size", "512")
+	m := regexp.MustCompile(`node 4 has degree 900: .*rebuild with --chunk-size (\d+) `).FindStringSubmatch(stderr)
+	if code != 1 || m == nil {
+		t.Fatalf("exit %d, stderr %q; want node 4's suggestion", code, stderr)
+	}
+	if _, stderr, code := cli(t, "build", in, "-o", out, "--chunk-size", m[1], "-q"); code != 0 {
+		t.Fatalf("retry with the suggested --chunk-size %s: exit %d: %s", m[1], code, stderr)
+	}
+	if err := chunkfmt.Verify(out); err != nil {
+		t.Fatal(err)
 	}
 }

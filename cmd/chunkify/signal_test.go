@@ -21,8 +21,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestInterruptRemovesTemporaries sends SIGINT to a running build: it must
-// exit non-zero and leave neither the output nor its temporary directory.
+// TestInterruptRemovesTemporaries sends SIGINT, then (another build)
+// SIGTERM, to a running build: each must exit non-zero and leave neither
+// the output nor its temporary directory.
 func TestInterruptRemovesTemporaries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -33,8 +34,15 @@ func TestInterruptRemovesTemporaries(t *testing.T) {
 	if _, _, err := run(t, "generate", "rmat", "--scale", "20", "--edge-factor", "8", "-o", in, "-q"); err != nil {
 		t.Fatal(err)
 	}
-	outDir := filepath.Join(dir, "out")
-	os.Mkdir(outDir, 0o755)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { interruptBuild(t, in, sig) })
+	}
+}
+
+// interruptBuild starts a build of in, sends it sig once its temporary
+// directory exists, and checks that it cleaned up.
+func interruptBuild(t *testing.T, in string, sig syscall.Signal) {
+	outDir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "CHUNKIFY_AS_MAIN=1", "CHUNKIFY_ARGS=build "+in+" -o "+filepath.Join(outDir, "g")+" -q")
 	var stderr strings.Builder
@@ -42,7 +50,7 @@ func TestInterruptRemovesTemporaries(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the build has made its temporary directory, then interrupt.
+	// Wait until the build has made its temporary directory, then signal.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ents, _ := os.ReadDir(outDir)
@@ -56,15 +64,15 @@ func TestInterruptRemovesTemporaries(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Process.Signal(sig)
 	err := cmd.Wait()
 	if err == nil {
-		t.Skipf("the build finished before the interrupt landed: %s", stderr.String())
+		t.Skipf("the build finished before the %v landed: %s", sig, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "context canceled") {
 		t.Fatalf("stderr %q; want a cancellation error", stderr.String())
 	}
 	if ents, _ := os.ReadDir(outDir); len(ents) != 0 {
-		t.Fatalf("left behind after SIGINT: %v", ents)
+		t.Fatalf("left behind after %v: %v", sig, ents)
 	}
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,10 +25,47 @@ type backendFlags struct {
 
 func (b *backendFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&b.Backend, "backend", "emu", "sampling engine: emu (emulated SmartSSD), xrt (SmartSSD via XRT, needs -tags xrt) or gpu")
-	cmd.Flags().IntVar(&b.Devices, "devices", 1, "number of devices to stream over")
+	b.Devices = 1
+	cmd.Flags().Var(intInRange{&b.Devices, 1, maxDevices}, "devices", "number of devices to stream over")
 	cmd.Flags().StringVar(&b.Xclbin, "xclbin", "", "kernel binary for --backend xrt")
 	addGPUFlags(cmd.Flags(), &b.GPU)
 }
+
+// maxDevices bounds --devices: every device gets its own chunk and result
+// buffers, so a mistyped count (100000) would allocate until the machine
+// gives out; 64 is well past the SmartSSDs or GPUs of any one host.
+const maxDevices = 64
+
+// intInRange is an int flag whose value must lie in [lo, hi]: an
+// out-of-range value fails as the command line is parsed, naming the flag
+// (a usage error, exit status 2), like a value that does not parse.
+type intInRange struct {
+	p      *int
+	lo, hi int
+}
+
+func (v intInRange) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+
+// Set parses s as pflag's int flags do and checks the range.
+func (v intInRange) Set(s string) error {
+	n, err := strconv.ParseInt(s, 0, strconv.IntSize)
+	if err != nil {
+		return err
+	}
+	if int(n) < v.lo || int(n) > v.hi {
+		return fmt.Errorf("want %d..%d", v.lo, v.hi)
+	}
+	*v.p = int(n)
+	return nil
+}
+
+// Type is what help shows for the value.
+func (intInRange) Type() string { return "int" }
 
 // gpuOptions configure the GPU engine (--gpu-lib, --gpu-device, --gpu-uva,
 // --gpu-mode, --gpu-timeout); only commands that open a backend have them.

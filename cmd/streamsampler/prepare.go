@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -53,8 +54,9 @@ newest prepared one.`,
 	f.Uint32Var(&o.epoch, "epoch", 0, "epoch to prepare (default: after the newest prepared)")
 	f.BoolVar(&o.replace, "replace", false, "sample with replacement")
 	f.StringVar(&o.compress, "compress", "", `compress the epoch's arrays: "" or zstd`)
-	f.IntVar(&o.rank, "rank", 0, "this rank (data-parallel training)")
-	f.IntVar(&o.world, "world-size", 1, "number of ranks")
+	f.Var(intInRange{&o.rank, 0, math.MaxInt32 - 1}, "rank", "this rank (data-parallel training)")
+	o.world = 1
+	f.Var(intInRange{&o.world, 1, math.MaxInt32}, "world-size", "number of ranks")
 	f.BoolVar(&o.json, "json", false, "print the statistics as one JSON line (and no progress line)")
 	addQuietFlag(f, &o.quiet, "progress line")
 	o.backend.add(cmd)

@@ -47,6 +47,12 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{cat(s("prepare", "--state", fresh, "--fanouts", "3", "--compress", "lz4"), g), `--compress "lz4"`},
 		{cat(s("prepare", "--state", fresh, "--fanouts", "3", "--backend", "tpu"), g), `--backend "tpu"`},
 		{cat(s("prepare", "--state", fresh, "--fanouts", "3", "--devices", "two"), g), `invalid argument "two" for "--devices"`},
+		{cat(s("prepare", "--state", fresh, "--fanouts", "3", "--devices", "0"), g), `invalid argument "0" for "--devices" flag: want 1..64`},
+		{cat(s("prepare", "--state", fresh, "--fanouts", "3", "--devices", "100000"), g), `invalid argument "100000" for "--devices" flag: want 1..64`},
+		{cat(s("prepare", "--state", fresh, "--fanouts", "3", "--devices", "-1"), g), `invalid argument "-1" for "--devices" flag: want 1..64`},
+		{cat(s("prepare", "--state", fresh, "--fanouts", "3", "--world-size", "0"), g), `invalid argument "0" for "--world-size" flag: want 1..`},
+		{cat(s("prepare", "--state", fresh, "--fanouts", "3", "--world-size", "x"), g), `invalid argument "x" for "--world-size"`},
+		{cat(s("prepare", "--state", fresh, "--fanouts", "3", "--rank", "-1"), g), `invalid argument "-1" for "--rank" flag: want 0..`},
 		{cat(s("prepare", "--state", fresh, "--fanouts", "3", "--gpu-timeout", "soon"), g), `invalid argument "soon" for "--gpu-timeout"`},
 		{cat(s("prepare", "--state", fresh, "--fanouts", "3", "extra"), g), `unknown command "extra"`},
 		{s("prepare", "--state", state, "--fanouts", "4"), "--fanouts 4 conflicts with"},
@@ -71,6 +77,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{cat(s("run", "--fanouts", "3", "--batch-size", "x"), g), `invalid argument "x" for "--batch-size"`},
 		{cat(s("run", "--fanouts", "3", "--prepare-at", "x"), g), `invalid argument "x" for "--prepare-at"`},
 		{cat(s("run", "--fanouts", "3", "--backend", "tpu"), g), `--backend "tpu"`},
+		{cat(s("run", "--fanouts", "3", "--devices", "0"), g), `invalid argument "0" for "--devices" flag: want 1..64`},
+		{cat(s("run", "--fanouts", "3", "--devices", "100000"), g), `invalid argument "100000" for "--devices" flag: want 1..64`},
 		// serve
 		{s("serve"), "--fanouts, --graph, --train are required"},
 		{cat(s("serve", "--fanouts", "3"), g), "--socket or --tcp is required"},
@@ -84,6 +92,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		// bench
 		{s("bench"), "--graph is required"},
 		{s("bench", "--graph", graph, "--runs", "0"), "--runs 0"},
+		{s("bench", "--graph", graph, "--devices", "65"), `invalid argument "65" for "--devices" flag: want 1..64`},
 		{s("bench", "--graph", graph, "--fanouts", "70"), "above the maximum fanout 64"},
 		{s("bench", "--graph", graph, "--train-frac", "2"), "--train-frac 2"},
 	} {
