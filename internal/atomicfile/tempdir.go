@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,10 +70,23 @@ func parseTempName(base, name string) (owner, bool) {
 // "." + base + ".tmp-PID-START-HOST-" + a random suffix, records the
 // process that owns it, so that RemoveStaleTempDirs can remove it if this
 // process dies (SIGKILL, a crash, the OOM killer) before it could clean
-// up. dst's parent directory must exist.
+// up. dst's parent directory must exist. The directory gets the mode
+// mkdir gives (0777 less the umask), not os.MkdirTemp's 0700, since it
+// becomes dst: a graph or epoch directory other users may read.
 func TempDir(dst string) (string, error) {
 	dst = filepath.Clean(dst)
-	return os.MkdirTemp(filepath.Dir(dst), tempPrefix(filepath.Base(dst), self()))
+	prefix := filepath.Join(filepath.Dir(dst), tempPrefix(filepath.Base(dst), self()))
+	for range 10000 {
+		name := prefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		err := os.Mkdir(name, 0o777)
+		if err == nil {
+			return name, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("atomicfile: no free temporary name %s*", prefix)
 }
 
 // RemoveStaleTempDirs removes the directories TempDir made for dst whose
