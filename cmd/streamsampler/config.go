@@ -113,13 +113,13 @@ func requireDir(st epoch.State) error {
 // configuration are not removed but refused: prepare and run never adopt
 // them, nor delete what they did not write. The caller must call unlock.
 func lockAndClean(st epoch.State, w io.Writer, refuseOrphans bool) (c *epoch.Contents, unlock func(), err error) {
-	unlock, err = st.Lock()
+	release, err := st.Lock()
 	if err != nil {
 		return nil, nil, err
 	}
 	defer func() {
 		if err != nil {
-			unlock()
+			release()
 		}
 	}()
 	if c, err = st.Open(); err != nil {
@@ -141,7 +141,7 @@ func lockAndClean(st epoch.State, w io.Writer, refuseOrphans bool) (c *epoch.Con
 	if c, err = st.Open(); err != nil {
 		return nil, nil, err
 	}
-	return c, unlock, nil
+	return c, release, nil
 }
 
 // refuseOrphanEpochs is the error for a directory holding epochs without
