@@ -24,13 +24,15 @@
 // frontier; global ids become local ones through a dense table, a hash
 // table, or (large hops without an index) by sorting.
 //
-// # Epoch directory (format version 1)
+// # Epoch directory (format version 2)
 //
 // Write creates a directory, typically STATE/epoch-N, holding
 //
 //	manifest.json         format "streamsampler-epoch", version, seed, epoch,
-//	                      replace, fanouts, and per array: name, file, dtype,
-//	                      length (elements), compression, crc32c
+//	                      replace, fanouts, identity (graph fingerprint,
+//	                      training set, rank, world size), per array: name,
+//	                      file, dtype, length (elements), compression,
+//	                      crc32c; and a checksum over all of it
 //	frontier-<l>.u32      frontier_l, l = 0..L, little-endian uint32
 //	samples-<l>.i32       samples_l, l = 0..L-1, little-endian int32
 //
@@ -38,13 +40,16 @@
 // CRC-32C (Castagnoli) is over the raw little-endian bytes. The directory
 // is built under a hidden temporary name and renamed into place after
 // every file is synced, so a directory under its final name is complete;
-// Read checks every field, length and checksum and the invariants.
+// that rename is the epoch's commit point. Read checks every field, length
+// and checksum and the invariants.
 //
 // # State directory
 //
-// State manages STATE: config.json, epoch-N directories and CURRENT (the
-// served epoch, decimal). State.Advance moves CURRENT to the oldest
-// prepared epoch after it and deletes older ones.
+// State manages STATE: config.json (written before the first epoch),
+// epoch-N directories and CURRENT (the served epoch), each with a
+// checksum. State.Open checks that the parts agree and lists what
+// interrupted runs left, which State.Clean removes. State.Advance moves
+// CURRENT to the oldest prepared epoch after it and deletes older ones.
 //
 // # Minibatch order and sharding
 //

@@ -9,19 +9,22 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/internal/atomicfile"
 	"github.com/streamsampler/streamsampler/internal/crc32c"
 	"github.com/streamsampler/streamsampler/internal/hostorder"
 )
 
 // FormatVersion is the version of the epoch directory layout written by
-// Write; Read rejects other versions.
-const FormatVersion = 1
+// Write; Read rejects other versions. Version 2 added the manifest's
+// checksum and identity.
+const FormatVersion = 2
 
 // ManifestName is the file that describes an epoch directory. Write puts
 // it in place before the directory becomes visible, so a directory under
@@ -42,17 +45,82 @@ type WriteOptions struct {
 	// Overwrite replaces an existing directory; otherwise Write fails on
 	// one with an error wrapping fs.ErrExist.
 	Overwrite bool
+	// Identity, when set, is recorded in the manifest: what the epoch was
+	// sampled from besides its Key and fanouts. A state directory's
+	// epochs carry it (State.Open checks it against config.json).
+	Identity *Identity
+	// Step, when set, is called before each step of Write (WriteSteps
+	// names them, with the file for each write) and once more after the
+	// directory is installed. An error it returns fails Write there, as
+	// the step's own failure would: the fault seam of the kill and
+	// full-disk tests.
+	Step func(step string) error
 }
 
-// manifest is manifest.json.
+// The steps of Write that WriteOptions.Step sees, in order. StepWrite is
+// followed by the file's name ("write manifest.json").
+const (
+	StepMkdir     = "mkdir"     // the hidden temporary directory
+	StepWrite     = "write "    // one file inside it
+	StepInstall   = "install"   // the rename into place: the commit point
+	StepInstalled = "installed" // after it; a failure here is rolled back
+)
+
+// Identity is what an epoch was sampled from beyond its Key and fanouts:
+// the graph, the training set and this rank's place among the ranks. With
+// it a manifest says on its own which run it belongs to.
+type Identity struct {
+	Graph     chunkfmt.Fingerprint `json:"graph_fingerprint"`
+	Train     TrainSet             `json:"train_set"`
+	Rank      int                  `json:"rank"`
+	WorldSize int                  `json:"world_size"`
+}
+
+// TrainSet identifies a set of training nodes without storing it: the
+// number of distinct ids and a CRC-32C over them, sorted, as little-endian
+// words. A training file edited between two prepares changes it.
+type TrainSet struct {
+	Count  int    `json:"count"`
+	CRC32C uint32 `json:"crc32c"`
+}
+
+// TrainSetOf returns the TrainSet of ids (any order; duplicates count
+// once, as they do for Shard).
+func TrainSetOf(ids []uint32) TrainSet {
+	s := slices.Compact(slices.Sorted(slices.Values(ids)))
+	return TrainSet{Count: len(s), CRC32C: crc32c.Checksum(leBytes(hostorder.Bytes(s)))}
+}
+
+// manifest is manifest.json. Checksum is a CRC-32C over the manifest's
+// canonical encoding with Checksum zero (metaChecksum), so that an edited
+// field is caught even where the arrays still match.
 type manifest struct {
-	Format  string      `json:"format"`
-	Version int         `json:"version"`
-	Seed    uint64      `json:"seed"`
-	Epoch   uint32      `json:"epoch"`
-	Replace bool        `json:"replace"`
-	Fanouts []int       `json:"fanouts"`
-	Arrays  []arrayInfo `json:"arrays"`
+	Format   string      `json:"format"`
+	Version  int         `json:"version"`
+	Seed     uint64      `json:"seed"`
+	Epoch    uint32      `json:"epoch"`
+	Replace  bool        `json:"replace"`
+	Fanouts  []int       `json:"fanouts"`
+	Identity *Identity   `json:"identity,omitempty"`
+	Arrays   []arrayInfo `json:"arrays"`
+	Checksum uint32      `json:"checksum"`
+}
+
+// checksum returns the manifest's metaChecksum.
+func (m manifest) checksum() uint32 {
+	m.Checksum = 0
+	return metaChecksum(m)
+}
+
+// metaChecksum is the CRC-32C of v's JSON encoding (encoding/json writes
+// a struct's fields in declaration order, so the encoding is canonical).
+// Callers zero v's own checksum field first.
+func metaChecksum(v any) uint32 {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("epoch: encoding metadata: %v", err)) // plain structs: cannot fail
+	}
+	return crc32c.Checksum(b)
 }
 
 // arrayInfo describes one array file; CRC32C is over the raw
@@ -116,7 +184,10 @@ func fileName(name, dtype, compression string) string {
 // (Final), each with a .zst suffix when compressed, and manifest.json. It
 // builds the directory under a hidden temporary name beside dir, syncs
 // every file, renames it into place and syncs the parent, so dir is never
-// seen half-written.
+// seen half-written. The rename is the commit point: on any error before
+// it nothing is visible, and a failure after it (syncing the parent) is
+// rolled back by removing dir again, unless Overwrite replaced an older
+// tree, which cannot be restored. A dir named epoch-N must hold epoch N.
 func Write(dir string, r *Result, opts WriteOptions) (err error) {
 	if opts.Compress != "" && opts.Compress != "zstd" {
 		return fmt.Errorf("epoch: write %s: compression %q, want \"\" or \"zstd\"", dir, opts.Compress)
@@ -129,8 +200,18 @@ func Write(dir string, r *Result, opts WriteOptions) (err error) {
 	if parent == "" {
 		parent = "."
 	}
+	if n, ok := parseEpochName(base); ok && n != r.Key.Epoch {
+		return fmt.Errorf("epoch: write %s: the result is epoch %d", dir, r.Key.Epoch)
+	}
+	step := opts.Step
+	if step == nil {
+		step = func(string) error { return nil }
+	}
 	if _, err := os.Lstat(dir); err == nil && !opts.Overwrite {
 		return fmt.Errorf("epoch: write %s: %w", dir, fs.ErrExist)
+	}
+	if err := step(StepMkdir); err != nil {
+		return fmt.Errorf("epoch: write %s: %w", dir, err)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+base+".tmp-")
 	if err != nil {
@@ -146,7 +227,7 @@ func Write(dir string, r *Result, opts WriteOptions) (err error) {
 		comp = "zstd"
 	}
 	m := manifest{Format: formatName, Version: FormatVersion, Seed: r.Key.Seed, Epoch: r.Key.Epoch,
-		Replace: r.Key.Replace, Fanouts: r.Fanouts()}
+		Replace: r.Key.Replace, Fanouts: r.Fanouts(), Identity: opts.Identity}
 	names, dtypes := arrayNames(len(r.Layers))
 	for i, name := range names {
 		var raw []byte
@@ -163,20 +244,43 @@ func Write(dir string, r *Result, opts WriteOptions) (err error) {
 		}
 		raw = leBytes(raw)
 		file := fileName(name, dtypes[i], comp)
+		if err := step(StepWrite + file); err != nil {
+			return fmt.Errorf("epoch: write %s: %s: %w", dir, file, err)
+		}
 		if err := writeArray(filepath.Join(tmp, file), raw, comp); err != nil {
 			return fmt.Errorf("epoch: write %s: %w", dir, err)
 		}
 		m.Arrays = append(m.Arrays, arrayInfo{Name: name, File: file, DType: dtypes[i], Length: int64(n),
 			Compression: comp, CRC32C: crc32c.Checksum(raw)})
 	}
+	m.Checksum = m.checksum()
 	js, err := json.MarshalIndent(&m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("epoch: write %s: %w", dir, err)
 	}
+	if err := step(StepWrite + ManifestName); err != nil {
+		return fmt.Errorf("epoch: write %s: %s: %w", dir, ManifestName, err)
+	}
 	if err := atomicfile.WriteNew(filepath.Join(tmp, ManifestName), append(js, '\n'), 0o644); err != nil {
 		return fmt.Errorf("epoch: write %s: %w", dir, err)
 	}
-	if err := install(tmp, dir, opts.Overwrite); err != nil {
+	if err := step(StepInstall); err != nil {
+		return fmt.Errorf("epoch: write %s: %w", dir, err)
+	}
+	err = install(tmp, dir, opts.Overwrite)
+	if err == nil {
+		err = step(StepInstalled)
+	}
+	if err != nil {
+		if _, serr := os.Lstat(tmp); !opts.Overwrite && errors.Is(serr, fs.ErrNotExist) {
+			// The rename happened and what followed failed: take the new
+			// directory away again, so that a failed Write shows nothing.
+			if rerr := os.RemoveAll(dir); rerr != nil {
+				err = errors.Join(err, rerr)
+			} else if serr := atomicfile.SyncDir(parent); serr != nil {
+				err = errors.Join(err, serr)
+			}
+		}
 		return fmt.Errorf("epoch: write %s: %w", dir, err)
 	}
 	return nil
@@ -247,13 +351,18 @@ func (r *Result) checkShape() error {
 const maxManifest = 1 << 20
 
 // Read loads and checks the epoch directory dir written by Write: the
-// manifest's fields, every array's presence, length and CRC-32C, and then
-// the epoch invariants (Validate). Errors wrap ErrCorrupt (and
-// fs.ErrNotExist for a missing file) and name the file.
+// manifest's fields, every array's presence, length and CRC-32C, the
+// manifest's own checksum, that a directory named epoch-N holds epoch N,
+// and then the epoch invariants (Validate). Errors wrap ErrCorrupt (and
+// fs.ErrNotExist for a missing file) and name the file. Read checks one
+// epoch by itself; State.Open checks it against its state directory.
 func Read(dir string) (*Result, error) {
 	mpath := filepath.Join(dir, ManifestName)
 	m, err := readManifest(mpath)
 	if err != nil {
+		return nil, err
+	}
+	if err := m.checkDirName(mpath); err != nil {
 		return nil, err
 	}
 	r := &Result{Key: Key{Seed: m.Seed, Epoch: m.Epoch, Replace: m.Replace}, Layers: make([]Layer, len(m.Fanouts))}
@@ -284,6 +393,11 @@ func Read(dir string) (*Result, error) {
 	}
 	if r.Final == nil {
 		r.Final = []uint32{}
+	}
+	// After the arrays, so that an edited array entry is reported by the
+	// file it names; any other edit is caught here.
+	if err := m.checkSum(mpath); err != nil {
+		return nil, err
 	}
 	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, dir, err)
@@ -337,6 +451,9 @@ func parseManifest(path string, data []byte) (*manifest, error) {
 			return nil, bad("layer %d: fanout %d out of range", l, k)
 		}
 	}
+	if id := m.Identity; id != nil && (id.WorldSize < 1 || id.Rank < 0 || id.Rank >= id.WorldSize || id.Train.Count < 0) {
+		return nil, bad("identity: rank %d of world size %d, %d training nodes: out of range", id.Rank, id.WorldSize, id.Train.Count)
+	}
 	names, dtypes := arrayNames(len(m.Fanouts))
 	if len(m.Arrays) != len(names) {
 		return nil, bad("%d arrays for %d layers, want %d", len(m.Arrays), len(m.Fanouts), len(names))
@@ -365,6 +482,25 @@ func parseManifest(path string, data []byte) (*manifest, error) {
 		}
 	}
 	return &m, nil
+}
+
+// checkSum reports a manifest whose checksum does not match its content.
+func (m *manifest) checkSum(path string) error {
+	if got := m.checksum(); got != m.Checksum {
+		return fmt.Errorf("%w: %s: checksum %#08x does not match its content (%#08x): the manifest was edited or damaged",
+			ErrCorrupt, path, m.Checksum, got)
+	}
+	return nil
+}
+
+// checkDirName reports a manifest at .../epoch-N/manifest.json whose
+// epoch is not N (an edited "epoch", a renamed directory).
+func (m *manifest) checkDirName(path string) error {
+	name := filepath.Base(filepath.Dir(path))
+	if n, ok := parseEpochName(name); ok && n != m.Epoch {
+		return fmt.Errorf("%w: %s: epoch %d, but the directory is %s", ErrCorrupt, path, m.Epoch, name)
+	}
+	return nil
 }
 
 // readArray reads one array file into a new word-aligned buffer and checks

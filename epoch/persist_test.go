@@ -3,6 +3,7 @@ package epoch
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -37,7 +38,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	for _, comp := range []string{"", "zstd"} {
 		for _, fanouts := range [][]int{nil, {3}, {5, 4, 2}} {
 			res := testResult(t, uint64(len(fanouts)), 500, fanouts)
-			dir := filepath.Join(t.TempDir(), "epoch-1")
+			dir := filepath.Join(t.TempDir(), "ep")
 			if err := Write(dir, res, WriteOptions{Compress: comp}); err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +122,7 @@ func TestReadCorruption(t *testing.T) {
 			os.WriteFile(p, append(data, []byte("{}")...), 0o644)
 		}, "trailing"},
 		{"unknown field", "", editManifest(func(m map[string]any) { m["extra"] = 1 }), "extra"},
-		{"version", "", editManifest(func(m map[string]any) { m["version"] = 2 }), "version 2"},
+		{"version", "", editManifest(func(m map[string]any) { m["version"] = FormatVersion + 1 }), fmt.Sprintf("version %d", FormatVersion+1)},
 		{"format", "", editManifest(func(m map[string]any) { m["format"] = "x" }), "format"},
 		{"fanout", "", editManifest(func(m map[string]any) { m["fanouts"] = []int{4, 0} }), "fanout 0"},
 		{"layer count", "", editManifest(func(m map[string]any) { m["fanouts"] = []int{4} }), "arrays"},
@@ -136,7 +137,7 @@ func TestReadCorruption(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "epoch-3")
+			dir := filepath.Join(t.TempDir(), "epoch-4") // res is epoch 4
 			if err := Write(dir, res, WriteOptions{Compress: c.compress}); err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +156,7 @@ func TestReadCorruption(t *testing.T) {
 	bad := testResult(t, 3, 400, []int{4, 3})
 	bad.Layers[1].Frontier = append([]uint32(nil), bad.Layers[1].Frontier...)
 	bad.Layers[1].Frontier[0], bad.Layers[1].Frontier[1] = bad.Layers[1].Frontier[1], bad.Layers[1].Frontier[0]
-	dir := filepath.Join(t.TempDir(), "epoch-3")
+	dir := filepath.Join(t.TempDir(), "epoch-4")
 	if err := Write(dir, bad, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package epoch
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,14 @@ import (
 // later epoch has been prepared.
 var ErrNotPrepared = errors.New("epoch: next epoch not prepared")
 
+// ErrBusy is wrapped by State.Lock while another process holds the
+// state directory.
+var ErrBusy = errors.New("epoch: state directory in use by another process")
+
+// ErrPrune is wrapped by State.Advance when the new epoch is current but
+// deleting the older ones failed: the switch has happened.
+var ErrPrune = errors.New("epoch: deleting older epochs")
+
 // State file names inside a state directory.
 const (
 	CurrentName = "CURRENT"
@@ -28,8 +37,10 @@ const (
 // State is a state directory: config.json (the run's configuration),
 // epoch-N directories written by Write, and CURRENT naming the epoch that
 // minibatches are served from. Every file is replaced atomically, so a
-// crash leaves either the old or the new state. A State is a value; its
-// methods do not lock, so one process should own a state directory.
+// crash leaves either the old or the new state; Open checks that the
+// parts agree and finds what an interrupted run left. A State is a value;
+// its methods do not lock: a command that changes the directory holds
+// Lock.
 type State struct{ Dir string }
 
 // Init creates the state directory if needed.
@@ -80,8 +91,20 @@ func (s State) Prepared() ([]uint32, error) {
 	return out, nil
 }
 
+// current is CURRENT: the epoch and a checksum over it, so that a flipped
+// digit does not serve another prepared epoch.
+type current struct {
+	Epoch    uint32 `json:"epoch"`
+	Checksum uint32 `json:"checksum"`
+}
+
+func (c current) checksum() uint32 {
+	c.Checksum = 0
+	return metaChecksum(c)
+}
+
 // Current returns the epoch named by CURRENT; ok is false when there is
-// none yet.
+// none yet. A damaged CURRENT wraps ErrCorrupt.
 func (s State) Current() (n uint32, ok bool, err error) {
 	path := filepath.Join(s.Dir, CurrentName)
 	data, err := os.ReadFile(path)
@@ -91,18 +114,26 @@ func (s State) Current() (n uint32, ok bool, err error) {
 	if err != nil {
 		return 0, false, fmt.Errorf("epoch: state: %w", err)
 	}
-	v, perr := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 32)
-	if perr != nil {
-		return 0, false, fmt.Errorf("%w: %s: %q is not an epoch number", ErrCorrupt, path, strings.TrimSpace(string(data)))
+	var c current
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil || dec.More() {
+		return 0, false, fmt.Errorf("%w: %s: %q is not {\"epoch\":N,\"checksum\":C}", ErrCorrupt, path, strings.TrimSpace(string(data)))
 	}
-	return uint32(v), true, nil
+	if got := c.checksum(); got != c.Checksum {
+		return 0, false, fmt.Errorf("%w: %s: checksum %#08x does not match epoch %d (%#08x): edited or damaged", ErrCorrupt, path, c.Checksum, c.Epoch, got)
+	}
+	return c.Epoch, true, nil
 }
 
 // SetCurrent makes epoch n current (atomically), without checking that it
 // is prepared and without pruning.
 func (s State) SetCurrent(n uint32) error {
+	c := current{Epoch: n}
+	c.Checksum = c.checksum()
+	data, _ := json.Marshal(c)
 	path := filepath.Join(s.Dir, CurrentName)
-	if err := atomicfile.WriteFile(path, []byte(strconv.FormatUint(uint64(n), 10)+"\n"), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("epoch: state: %w", err)
 	}
 	return nil
@@ -111,7 +142,8 @@ func (s State) SetCurrent(n uint32) error {
 // Advance makes the oldest prepared epoch after the current one current
 // (any prepared epoch if none is current yet) and then deletes the epochs
 // older than it, with any temporary directories they left. It returns the
-// new current epoch, or ErrNotPrepared.
+// new current epoch, or ErrNotPrepared. A failure to delete is returned
+// with the new epoch, wrapping ErrPrune.
 func (s State) Advance() (uint32, error) {
 	cur, ok, err := s.Current()
 	if err != nil {
@@ -166,7 +198,7 @@ func (s State) prune(keep uint32) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("epoch: state: prune: %w", err)
+		return fmt.Errorf("%w: %w", ErrPrune, err)
 	}
 	return nil
 }
@@ -186,30 +218,4 @@ func (s State) NextToPrepare() (uint32, error) {
 		return 0, err
 	}
 	return cur + 1, nil
-}
-
-// WriteConfig stores v as config.json, atomically.
-func (s State) WriteConfig(v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("epoch: state: config: %w", err)
-	}
-	if err := atomicfile.WriteFile(filepath.Join(s.Dir, ConfigName), append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("epoch: state: config: %w", err)
-	}
-	return nil
-}
-
-// ReadConfig decodes config.json into v. A missing file gives an error
-// wrapping fs.ErrNotExist; a malformed one names the file.
-func (s State) ReadConfig(v any) error {
-	path := filepath.Join(s.Dir, ConfigName)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("epoch: state: %w", err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("epoch: state: %s: %w", path, err)
-	}
-	return nil
 }

@@ -23,8 +23,11 @@ func TestStateAdvance(t *testing.T) {
 	if _, err := st.Advance(); !errors.Is(err, ErrNotPrepared) {
 		t.Fatalf("Advance with nothing prepared: %v", err)
 	}
-	res := testResult(t, 2, 100, []int{2})
+	var res *Result
 	for _, e := range []uint32{3, 4, 6} {
+		// Write refuses to file an epoch under another epoch's name.
+		res = testResult(t, 2, 100, []int{2})
+		res.Key.Epoch = e
 		if err := Write(st.EpochDir(e), res, WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -84,24 +87,22 @@ func TestStateAdvance(t *testing.T) {
 
 func TestStateConfig(t *testing.T) {
 	st := State{Dir: t.TempDir()}
-	type cfg struct {
-		Graph   string `json:"graph"`
-		Fanouts []int  `json:"fanouts"`
-		Seed    uint64 `json:"seed"`
-	}
-	var got cfg
-	if err := st.ReadConfig(&got); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := readConfig(st.ConfigPath()); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing config: %v", err)
 	}
-	want := cfg{"g", []int{15, 10}, 1<<63 + 5}
+	want := StateConfig{Graph: "g", Fanouts: []int{15, 10}, Seed: 1<<63 + 5, WorldSize: 1}
 	if err := st.WriteConfig(want); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.ReadConfig(&got); err != nil || got.Graph != want.Graph || got.Seed != want.Seed || !slices.Equal(got.Fanouts, want.Fanouts) {
+	got, err := readConfig(st.ConfigPath())
+	if err != nil || got.Graph != want.Graph || got.Seed != want.Seed || !slices.Equal(got.Fanouts, want.Fanouts) {
 		t.Fatalf("config round trip: %+v %v", got, err)
 	}
+	if got.Checksum == 0 || got.checksum() != got.Checksum {
+		t.Fatalf("config written without a valid checksum: %#x, content %#x", got.Checksum, got.checksum())
+	}
 	os.WriteFile(filepath.Join(st.Dir, ConfigName), []byte("{"), 0o644)
-	if err := st.ReadConfig(&got); err == nil {
+	if _, err := readConfig(st.ConfigPath()); err == nil {
 		t.Fatal("malformed config accepted")
 	}
 	ents, _ := os.ReadDir(st.Dir)

@@ -1,13 +1,17 @@
 package epoch
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/internal/atomicfile"
 )
 
 // ErrGraphMismatch is wrapped when a state directory belongs to another
@@ -15,19 +19,37 @@ import (
 var ErrGraphMismatch = errors.New("state directory was prepared from another graph")
 
 // StateConfig is a state directory's config.json: what every epoch in it
-// is sampled from. The first command that writes an epoch records it;
-// later ones may leave fields out, and a field given with another value
-// than the recorded one is refused (MergeStateConfig).
+// is sampled from. The first command that writes an epoch records it,
+// before the epoch is installed; later ones may leave fields out, and a
+// field given with another value than the recorded one is refused
+// (MergeStateConfig). Every epoch's manifest repeats the fields that
+// decide its content (Identity, the Key, the fanouts), and State.Open
+// refuses a directory whose parts disagree.
 type StateConfig struct {
 	Graph       string               `json:"graph"` // absolute path
 	Fingerprint chunkfmt.Fingerprint `json:"fingerprint"`
 	Train       string               `json:"train"` // absolute path
+	TrainSet    TrainSet             `json:"train_set"`
 	Fanouts     []int                `json:"fanouts"`
 	Seed        uint64               `json:"seed"`
 	Replace     bool                 `json:"replace"`
 	Rank        int                  `json:"rank"`
 	WorldSize   int                  `json:"world_size"`
 	Compress    string               `json:"compress,omitempty"` // "" or "zstd"
+	// Checksum is a CRC-32C over the other fields' canonical encoding
+	// (WriteConfig fills it), so that an edit is refused.
+	Checksum uint32 `json:"checksum"`
+}
+
+// Identity returns the Identity every epoch of the configuration records.
+func (c StateConfig) Identity() Identity {
+	return Identity{Graph: c.Fingerprint, Train: c.TrainSet, Rank: c.Rank, WorldSize: c.WorldSize}
+}
+
+// checksum returns the configuration's metaChecksum.
+func (c StateConfig) checksum() uint32 {
+	c.Checksum = 0
+	return metaChecksum(c)
 }
 
 // The fields of a StateConfig that a command may give, by their
@@ -143,18 +165,53 @@ func MergeStateConfig(recorded *StateConfig, given StateConfig, set func(field s
 	return cfg, nil
 }
 
-// LoadConfig reads the state directory's config.json; ok is false when
-// there is none (a new or foreign directory).
-func (s State) LoadConfig() (cfg StateConfig, ok bool, err error) {
-	err = s.ReadConfig(&cfg)
-	if errors.Is(err, fs.ErrNotExist) {
-		return cfg, false, nil
-	}
-	if err != nil {
-		return cfg, false, err
-	}
-	return cfg, true, nil
-}
-
 // ConfigPath returns the path of the state directory's config.json.
 func (s State) ConfigPath() string { return filepath.Join(s.Dir, ConfigName) }
+
+// WriteConfig stores cfg, with its checksum, as config.json, atomically.
+// A first prepare writes it before its epoch, so that no epoch is ever
+// installed without the configuration it belongs to.
+func (s State) WriteConfig(cfg StateConfig) error {
+	cfg.Checksum = cfg.checksum()
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("epoch: state: config: %w", err)
+	}
+	if err := atomicfile.WriteFile(s.ConfigPath(), append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("epoch: state: config: %w", err)
+	}
+	return nil
+}
+
+// RemoveConfig removes config.json durably: the roll-back of a first
+// prepare that wrote it and then failed before committing its epoch.
+func (s State) RemoveConfig() error {
+	if err := os.Remove(s.ConfigPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("epoch: state: %w", err)
+	}
+	if err := atomicfile.SyncDir(s.Dir); err != nil {
+		return fmt.Errorf("epoch: state: %w", err)
+	}
+	return nil
+}
+
+// readConfig decodes config.json strictly (unknown fields and trailing
+// data are errors). Its checksum is checked by Open, after the fields
+// have been compared with the epochs, so that an edit is reported by the
+// field it changed where an epoch shows which.
+func readConfig(path string) (StateConfig, error) {
+	var cfg StateConfig
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("epoch: state: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("%w: %s: not a valid configuration: %v", ErrCorrupt, path, err)
+	}
+	if dec.More() {
+		return cfg, fmt.Errorf("%w: %s: trailing data after the configuration", ErrCorrupt, path)
+	}
+	return cfg, nil
+}

@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,19 +18,16 @@ import (
 // flagName is the command-line flag of a StateConfig field.
 func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
 
-// stateConfigFor reconciles a command's flags with the state directory's
-// config.json (epoch.MergeStateConfig): set reports which fields the
-// command gives. It returns the configuration, whether it is new (to be
-// written once the first epoch exists), and the graph's manifest, checked
-// against the recorded fingerprint. It writes nothing.
-func stateConfigFor(st epoch.State, given epoch.StateConfig, set func(field string) bool) (cfg epoch.StateConfig, fresh bool, m *chunkfmt.Manifest, err error) {
+// stateConfigFor reconciles a command's flags with the configuration of
+// the state directory's contents c (epoch.MergeStateConfig): set reports
+// which fields the command gives. It returns the configuration, whether
+// it is new (to be written before the first epoch), and the graph's
+// manifest, checked against the recorded fingerprint. It writes nothing.
+func stateConfigFor(st epoch.State, c *epoch.Contents, given epoch.StateConfig, set func(field string) bool) (cfg epoch.StateConfig, fresh bool, m *chunkfmt.Manifest, err error) {
 	if set(epoch.FieldCompress) && given.Compress != "" && given.Compress != "zstd" {
 		return cfg, false, nil, usagef("--compress %q: want zstd or nothing", given.Compress)
 	}
-	rec, have, err := st.LoadConfig()
-	if err != nil {
-		return cfg, false, nil, err
-	}
+	rec, have := c.Config, c.Committed
 	for _, p := range []*string{&given.Graph, &given.Train} {
 		if *p != "" {
 			if *p, err = filepath.Abs(*p); err != nil {
@@ -80,17 +80,100 @@ func flagValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-// loadStateConfig reads an existing state directory's configuration; a
-// directory without one is an error that says what to run first.
-func loadStateConfig(st epoch.State) (epoch.StateConfig, error) {
-	cfg, ok, err := st.LoadConfig()
+// openCommitted opens and checks a state directory (epoch.State.Open)
+// that must hold a committed configuration; one without is an error that
+// says what to run first.
+func openCommitted(st epoch.State) (*epoch.Contents, error) {
+	c, err := st.Open()
 	if err != nil {
-		return cfg, err
+		return nil, err
 	}
-	if !ok {
-		return cfg, fmt.Errorf("%s is not a state directory (no %s): run prepare first", st.Dir, epoch.ConfigName)
+	if !c.Committed {
+		return nil, notStateDir(st)
 	}
-	return cfg, nil
+	return c, nil
+}
+
+// notStateDir is the error for a directory without a committed state.
+func notStateDir(st epoch.State) error {
+	return fmt.Errorf("%s is not a state directory (no %s with a committed epoch): run prepare first", st.Dir, epoch.ConfigName)
+}
+
+// requireDir reports a state directory that does not exist as not one.
+func requireDir(st epoch.State) error {
+	if _, err := os.Stat(st.Dir); errors.Is(err, fs.ErrNotExist) {
+		return notStateDir(st)
+	}
+	return nil
+}
+
+// lockAndClean takes the state directory's lock and removes what
+// interrupted runs left there (epoch.State.Clean), reporting each removal
+// on w (nil: silently). With refuseOrphans, epochs without a
+// configuration are not removed but refused: prepare and run never adopt
+// them, nor delete what they did not write. The caller must call unlock.
+func lockAndClean(st epoch.State, w io.Writer, refuseOrphans bool) (c *epoch.Contents, unlock func(), err error) {
+	release, err := st.Lock()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	if c, err = st.Open(); err != nil {
+		return nil, nil, err
+	}
+	if refuseOrphans {
+		if err := refuseOrphanEpochs(st, c); err != nil {
+			return nil, nil, err
+		}
+	}
+	removed, err := st.Clean(c)
+	if w != nil {
+		reportRemoved(w, st, removed)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	// What is left is the committed state alone.
+	if c, err = st.Open(); err != nil {
+		return nil, nil, err
+	}
+	return c, release, nil
+}
+
+// refuseOrphanEpochs is the error for a directory holding epochs without
+// a configuration (nil if none): prepare and run never adopt them.
+func refuseOrphanEpochs(st epoch.State, c *epoch.Contents) error {
+	o := c.Orphans()
+	if len(o) == 0 {
+		return nil
+	}
+	names := make([]string, len(o))
+	for i, l := range o {
+		names[i] = l.Name
+	}
+	return fmt.Errorf("%s holds %s without %s (left by an interrupted run of an older build, or by hand): not adopted; run info --state %s to remove it, or use a new state directory",
+		st.Dir, strings.Join(names, ", "), epoch.ConfigName, st.Dir)
+}
+
+// reportRemoved says what Clean removed, one line each.
+func reportRemoved(w io.Writer, st epoch.State, removed []epoch.Leftover) {
+	for _, l := range removed {
+		fmt.Fprintf(w, "removed %s: %s\n", filepath.Join(st.Dir, l.Name), l.Why)
+	}
+}
+
+// checkTrainSet compares the training nodes read from trainPath with the
+// set a state directory records.
+func checkTrainSet(cfg epoch.StateConfig, trainPath string, got epoch.TrainSet) error {
+	if got != cfg.TrainSet {
+		return fmt.Errorf("training nodes in %s (%d, CRC-32C %08x) are not those recorded in %s (%d, CRC-32C %08x): the file changed since the first prepare; use a new state directory",
+			trainPath, got.Count, got.CRC32C, epoch.ConfigName, cfg.TrainSet.Count, cfg.TrainSet.CRC32C)
+	}
+	return nil
 }
 
 // checkStateGraph checks the graph a state directory records against its

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -23,25 +24,35 @@ func newInfoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info --state STATEDIR",
 		Short: "Show a state directory: configuration, current epoch, prepared epochs and their sizes",
+		Long: `info checks the whole state directory (refusing one whose parts disagree),
+removes what interrupted runs left there (naming each on stderr; "removed" in
+JSON) unless another command holds the directory, and prints the
+configuration, the current epoch and each prepared epoch's size.`,
 		Example: `  streamsampler info --state st
   streamsampler info --state st --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st := epoch.State{Dir: state}
-			cfg, err := loadStateConfig(st)
+			c, removed, kept, err := inspectState(st)
 			if err != nil {
 				return err
 			}
-			cur, hasCur, err := st.Current()
-			if err != nil {
-				return err
+			w := cmd.OutOrStdout()
+			if !asJSON {
+				reportRemoved(cmd.ErrOrStderr(), st, removed)
+				for _, l := range kept {
+					fmt.Fprintf(cmd.ErrOrStderr(), "left %s: %s (not removed: the directory is in use)\n", filepath.Join(st.Dir, l.Name), l.Why)
+				}
 			}
-			prep, err := st.Prepared()
-			if err != nil {
-				return err
+			if !c.Committed {
+				if asJSON && len(removed) > 0 {
+					writeJSONLine(w, map[string]any{"removed": leftoverNames(removed)})
+				}
+				return notStateDir(st)
 			}
+			cfg, cur, hasCur := c.Config, c.Current, c.HasCurrent
 			var eps []epochInfo
-			for _, n := range prep {
+			for _, n := range c.Prepared {
 				b, err := dirBytes(st.EpochDir(n))
 				if err != nil {
 					return err
@@ -52,13 +63,13 @@ func newInfoCmd() *cobra.Command {
 			if err := checkStateGraph(st, cfg); err != nil {
 				graphNote = err.Error()
 			}
-			w := cmd.OutOrStdout()
 			if asJSON {
-				var c any
+				var curv any
 				if hasCur {
-					c = cur
+					curv = cur
 				}
-				return writeJSONLine(w, map[string]any{"config": cfg, "current": c, "epochs": eps, "graph_check": graphNote})
+				return writeJSONLine(w, map[string]any{"config": cfg, "current": curv, "epochs": eps, "graph_check": graphNote,
+					"removed": leftoverNames(removed), "leftovers": leftoverNames(kept)})
 			}
 			fmt.Fprintf(w, "state    %s\ngraph    %s (%d nodes, %d edges, %d chunks; check: %s)\ntrain    %s\nfanouts  %v\nseed     %d  replace %v  rank %d of %d  compress %q\n",
 				state, cfg.Graph, cfg.Fingerprint.NumNodes, cfg.Fingerprint.NumEdges, cfg.Fingerprint.Chunks, graphNote,
@@ -82,6 +93,47 @@ func newInfoCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	cmd.MarkFlagRequired("state")
 	return cmd
+}
+
+// inspectState checks a state directory (epoch.State.Open) and removes
+// what interrupted runs left (epoch.State.Clean) when it can take the
+// lock; while another command holds it, the leftovers are returned as
+// kept instead. A directory that is not there is not a state directory.
+func inspectState(st epoch.State) (c *epoch.Contents, removed, kept []epoch.Leftover, err error) {
+	if err := requireDir(st); err != nil {
+		return nil, nil, nil, err
+	}
+	unlock, err := st.Lock()
+	switch {
+	case errors.Is(err, epoch.ErrBusy):
+		c, err := st.Open()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return c, nil, c.Leftovers, nil
+	case err != nil:
+		return nil, nil, nil, err
+	}
+	defer unlock()
+	if c, err = st.Open(); err != nil {
+		return nil, nil, nil, err
+	}
+	if removed, err = st.Clean(c); err != nil {
+		return nil, removed, nil, err
+	}
+	if c, err = st.Open(); err != nil {
+		return nil, removed, nil, err
+	}
+	return c, removed, nil, nil
+}
+
+// leftoverNames lists leftovers' names for JSON (never null).
+func leftoverNames(ls []epoch.Leftover) []string {
+	out := make([]string, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, l.Name)
+	}
+	return out
 }
 
 func dirBytes(dir string) (int64, error) {

@@ -80,18 +80,57 @@ func (o prepareOptions) given(cmd *cobra.Command) (epoch.StateConfig, func(strin
 	return cfg, func(field string) bool { return changed(flagName(field)) }, nil
 }
 
-func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) error {
+// prepareFault, when set, is called between the steps of prepare (and of
+// its epoch.Write, through WriteOptions.Step) with the step's name; an
+// error fails prepare there. It is the fault seam of the kill and
+// full-disk tests; nil in the command.
+var prepareFault func(step string) error
+
+// The steps of prepare that prepareFault sees besides epoch.Write's.
+const (
+	stepLocked      = "locked"            // holding the lock, leftovers removed
+	stepWriteConfig = "write config.json" // before a first prepare records its configuration
+	stepSample      = "sample"            // before sampling
+)
+
+func faultAt(step string) error {
+	if prepareFault == nil {
+		return nil
+	}
+	return prepareFault(step)
+}
+
+// runPrepare samples one epoch and commits it. Its one commit point is
+// the rename that installs the epoch directory: a first prepare writes
+// config.json before it and removes it again on any later failure, so
+// that a non-zero exit leaves nothing new visible, and a kill at any step
+// leaves the old state or the new one (a config.json without an epoch
+// counts as nothing and the next command removes it).
+func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err error) {
 	st := epoch.State{Dir: o.state}
 	given, set, err := o.given(cmd)
 	if err != nil {
 		return err
 	}
-	cfg, fresh, m, err := stateConfigFor(st, given, set)
+	c, err := st.Open()
+	if err != nil {
+		return err
+	}
+	if err := refuseOrphanEpochs(st, c); err != nil {
+		return err
+	}
+	cfg, fresh, m, err := stateConfigFor(st, c, given, set)
 	if err != nil {
 		return err
 	}
 	sampling, err := readSampling(cfg.Sampling(nil), cfg.Train, m.NumNodes)
 	if err != nil {
+		return err
+	}
+	trainSet := epoch.TrainSetOf(sampling.Train)
+	if fresh {
+		cfg.TrainSet = trainSet
+	} else if err := checkTrainSet(cfg, cfg.Train, trainSet); err != nil {
 		return err
 	}
 	// The backend is opened before the directory is created, so that a
@@ -112,11 +151,24 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) error
 	if err := st.Init(); err != nil {
 		return err
 	}
+	var report io.Writer
+	if !o.json && !o.quiet {
+		report = cmd.ErrOrStderr()
+	}
+	locked, unlock, err := lockAndClean(st, report, true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if locked.Committed != c.Committed || locked.Config.Checksum != c.Config.Checksum {
+		return fmt.Errorf("%s was changed by another command while prepare started: run it again", st.Dir)
+	}
+	if err := faultAt(stepLocked); err != nil {
+		return err
+	}
 	n := o.epoch
 	if !cmd.Flags().Changed("epoch") {
-		if n, err = st.NextToPrepare(); err != nil {
-			return err
-		}
+		n = nextToPrepare(locked)
 	}
 	if _, err := os.Stat(filepath.Join(st.EpochDir(n), epoch.ManifestName)); err == nil {
 		return fmt.Errorf("epoch %d is already prepared in %s", n, st.EpochDir(n))
@@ -126,6 +178,29 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) error
 	hook, bar := chunkProgress(cmd.ErrOrStderr(), o.json || o.quiet, fmt.Sprintf("epoch %d", n), int64(len(cfg.Fanouts))*m.FileSize())
 	bar.SetUnit("chunks")
 	onChunk = hook
+	if fresh {
+		// Before the epoch, so that no epoch is ever without its
+		// configuration; taken back if the epoch is not committed.
+		if err := faultAt(stepWriteConfig); err != nil {
+			bar.Done()
+			return err
+		}
+		if err := st.WriteConfig(cfg); err != nil {
+			bar.Done()
+			return err
+		}
+		defer func() {
+			if err != nil {
+				if rerr := st.RemoveConfig(); rerr != nil {
+					err = errors.Join(err, rerr)
+				}
+			}
+		}()
+	}
+	if err := faultAt(stepSample); err != nil {
+		bar.Done()
+		return err
+	}
 	t0 := time.Now()
 	res, err := be.SampleEpoch(ctx, seeds, sampling.Fanouts, sampling.Key(n))
 	bar.Done()
@@ -133,21 +208,28 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) error
 		return err
 	}
 	sampleWall := time.Since(t0)
-	if err := epoch.Write(st.EpochDir(n), res, epoch.WriteOptions{Compress: cfg.Compress}); err != nil {
+	id := cfg.Identity()
+	if err := epoch.Write(st.EpochDir(n), res, epoch.WriteOptions{Compress: cfg.Compress, Identity: &id, Step: prepareFault}); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("epoch %d was prepared concurrently: %w", n, err)
 		}
 		return err
 	}
-	// The configuration is recorded once the first epoch exists, so that a
-	// first prepare that fails (a bad backend, Ctrl-C) binds nothing.
-	if fresh {
-		if err := st.WriteConfig(cfg); err != nil {
-			return err
-		}
-	}
+	// Committed: nothing below may fail the command.
 	printEpochStats(cmd.OutOrStdout(), o.json, n, len(seeds), res, be, sampleWall, time.Since(t0))
 	return nil
+}
+
+// nextToPrepare is the epoch after the newest prepared one; with none
+// prepared, the one after the current one, or 0.
+func nextToPrepare(c *epoch.Contents) uint32 {
+	if len(c.Prepared) > 0 {
+		return c.Prepared[len(c.Prepared)-1] + 1
+	}
+	if c.HasCurrent {
+		return c.Current + 1
+	}
+	return 0
 }
 
 // printEpochStats reports a prepared epoch.

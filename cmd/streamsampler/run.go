@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -93,12 +94,37 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 	var fresh bool
 	if o.state != "" {
 		// run gives every field: it must agree with what the directory
-		// records, as a prepare would.
+		// records, as a prepare would, and never adopts an orphan epoch.
 		st = &epoch.State{Dir: o.state}
+		c, err := st.Open()
+		if err != nil {
+			return err
+		}
+		if err := refuseOrphanEpochs(*st, c); err != nil {
+			return err
+		}
 		given := epoch.StateConfig{Graph: o.stream.graph, Train: o.stream.train, Fanouts: cfg.Fanouts, Seed: cfg.Seed,
 			Replace: cfg.Replace, Rank: cfg.Rank, WorldSize: cfg.World, Compress: o.compress}
-		if stCfg, fresh, _, err = stateConfigFor(*st, given, func(string) bool { return true }); err != nil {
+		if stCfg, fresh, _, err = stateConfigFor(*st, c, given, func(string) bool { return true }); err != nil {
 			return err
+		}
+		trainSet := epoch.TrainSetOf(cfg.Train)
+		if fresh {
+			stCfg.TrainSet = trainSet
+		} else if err := checkTrainSet(stCfg, stCfg.Train, trainSet); err != nil {
+			return err
+		}
+		if err := st.Init(); err != nil {
+			return err
+		}
+		// Held for the whole run: its epochs are written as it goes.
+		locked, unlock, err := lockAndClean(*st, nil, true)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if locked.Committed != c.Committed || locked.Config.Checksum != c.Config.Checksum {
+			return fmt.Errorf("%s was changed by another command while run started: run it again", st.Dir)
 		}
 	}
 	be, err := openBackend(o.stream.graph, o.backend)
@@ -127,24 +153,30 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 	}
 	opts := []epoch.StoreOption{epoch.WithNumNodes(m.NumNodes)}
 	if st != nil {
-		if err := st.Init(); err != nil {
-			return err
-		}
-		opts = append(opts, epoch.WithState(*st, epoch.WriteOptions{Compress: stCfg.Compress, Overwrite: true}))
+		id := stCfg.Identity()
+		opts = append(opts, epoch.WithState(*st, epoch.WriteOptions{Compress: stCfg.Compress, Overwrite: true, Identity: &id}))
 	}
 	pipe, err := epoch.NewPipeline(cfg, sampleFn, epoch.NewStore(opts...))
 	if err != nil {
 		return usageError{err}
 	}
 	defer pipe.Close()
-	if err := pipe.Start(ctx); err != nil {
-		return err
-	}
 	if fresh {
-		// Recorded once the first epoch exists, as prepare does.
+		// Recorded before the first epoch is written, as prepare does,
+		// and taken back if that epoch is not committed.
 		if err := st.WriteConfig(stCfg); err != nil {
 			return err
 		}
+	}
+	if err := pipe.Start(ctx); err != nil {
+		if fresh {
+			if ps, _ := st.Prepared(); len(ps) == 0 {
+				if rerr := st.RemoveConfig(); rerr != nil {
+					err = errors.Join(err, rerr)
+				}
+			}
+		}
+		return err
 	}
 
 	var cur *epochRecord

@@ -56,15 +56,13 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 		return usagef("--format %q: want json, npz or summary", o.format)
 	}
 	st := epoch.State{Dir: o.state}
-	cfg, err := loadStateConfig(st)
+	// Read-only: the whole directory is checked, nothing is cleaned.
+	c, err := openCommitted(st)
 	if err != nil {
 		return err
 	}
-	cur, ok, err := st.Current()
-	if err != nil {
-		return err
-	}
-	if !ok {
+	cfg, cur := c.Config, c.Current
+	if !c.HasCurrent {
 		return fmt.Errorf("%s has no current epoch: run prepare, then advance", o.state)
 	}
 	var seeds []uint32
