@@ -213,7 +213,7 @@ func Write(dir string, r *Result, opts WriteOptions) (err error) {
 	if err := step(StepMkdir); err != nil {
 		return fmt.Errorf("epoch: write %s: %w", dir, err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+base+".tmp-")
+	tmp, err := atomicfile.TempDir(dir) // mkdir's mode, and its owner in the name
 	if err != nil {
 		return fmt.Errorf("epoch: write %s: %w", dir, err)
 	}
