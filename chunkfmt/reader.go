@@ -175,6 +175,11 @@ func (r *Reader) Neighbors(node uint32) ([]uint32, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.words(node, c, lo, hi)
+}
+
+// words returns words [lo, hi) of chunk c, node's adjacency.
+func (r *Reader) words(node uint32, c int, lo, hi uint32) ([]uint32, error) {
 	pos := r.m.ChunkOffset(c) + int64(lo)*4
 	n := int64(hi-lo) * 4
 	if r.mem != nil {
@@ -185,4 +190,35 @@ func (r *Reader) Neighbors(node uint32) ([]uint32, error) {
 		return nil, fmt.Errorf("chunkfmt: node %d: reading neighbors in chunk %d: %w", node, c, err)
 	}
 	return Words(b), nil
+}
+
+// CSR reads the whole graph into CSR arrays: node v's neighbors are
+// indices[indptr[v]:indptr[v+1]]. Every chunk is CRC-checked as it is
+// first read, and every neighbor id is checked against num_nodes (which a
+// consistent manifest with a wrong CRC could otherwise pass on), so the
+// arrays are safe to hand to a kernel that indexes by id; the error, a
+// *DefectError, names the chunk, node and word.
+func (r *Reader) CSR() (indptr []uint64, indices []uint32, err error) {
+	n := r.m.NumNodes
+	indptr = make([]uint64, n+1)
+	indices = make([]uint32, 0, r.m.NumEdges)
+	for v := uint32(0); v < n; v++ {
+		c, lo, hi, err := r.span(v)
+		if err != nil {
+			return nil, nil, err
+		}
+		nb, err := r.words(v, c, lo, hi)
+		if err != nil {
+			return nil, nil, err
+		}
+		for j, u := range nb {
+			if u >= n {
+				return nil, nil, defect(r.m, ChunksFile, c, int64(v), int64(lo)+int64(j),
+					"neighbor %d at word %d is not below num_nodes %d", u, int64(lo)+int64(j), n)
+			}
+		}
+		indices = append(indices, nb...)
+		indptr[v+1] = uint64(len(indices))
+	}
+	return indptr, indices, nil
 }

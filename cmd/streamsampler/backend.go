@@ -15,6 +15,9 @@ type backendFlags struct {
 	Backend string
 	Devices int
 	Xclbin  string
+	// VerifyReads re-reads every chunk a device reads and checks its
+	// CRC-32C on the host (host.Options.VerifyReads).
+	VerifyReads bool
 	// GPU holds the --gpu-* flags (backend_gpu.go).
 	GPU gpuOptions
 	// OnChunk, if set, receives each chunk read (progress reporting).
@@ -25,6 +28,7 @@ func (b *backendFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&b.Backend, "backend", "emu", "sampling engine: emu (emulated SmartSSD), xrt (SmartSSD via XRT, needs -tags xrt) or gpu")
 	cmd.Flags().IntVar(&b.Devices, "devices", 1, "number of devices to stream over")
 	cmd.Flags().StringVar(&b.Xclbin, "xclbin", "", "kernel binary for --backend xrt")
+	cmd.Flags().BoolVar(&b.VerifyReads, "verify-reads", false, "--backend xrt: read every chunk a device reads again on the host and check its CRC-32C (emu and gpu always check)")
 	addGPUFlags(cmd.Flags(), &b.GPU)
 }
 
@@ -42,7 +46,7 @@ type gpuOptions struct {
 func openBackend(graphDir string, b backendFlags) (host.Backend, error) {
 	switch b.Backend {
 	case "emu", "xrt":
-		return host.Open(graphDir, host.Options{Backend: b.Backend, Devices: b.Devices, Xclbin: b.Xclbin, OnChunk: b.OnChunk})
+		return host.Open(graphDir, host.Options{Backend: b.Backend, Devices: b.Devices, Xclbin: b.Xclbin, VerifyReads: b.VerifyReads, OnChunk: b.OnChunk})
 	case "gpu":
 		return openGPU(graphDir, b)
 	default:
