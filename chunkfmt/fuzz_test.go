@@ -119,6 +119,20 @@ func readAll(t *testing.T, r *Reader, m *Manifest) [][]uint32 {
 	return out
 }
 
+// withCRCsOf returns a copy of m whose chunk CRCs are those of data's
+// chunks (where data holds the whole chunk).
+func withCRCsOf(m *Manifest, data []byte) *Manifest {
+	c := *m
+	c.Chunks = slices.Clone(m.Chunks)
+	for i := range c.Chunks {
+		off, n := c.ChunkOffset(i), c.ChunkStoredSize(i)
+		if off+n <= int64(len(data)) {
+			c.Chunks[i].CRC32C = crc32c.Checksum(data[off : off+n])
+		}
+	}
+	return &c
+}
+
 // FuzzReader reads arbitrary bytes as edges.chunks under a valid manifest,
 // through the ReaderAt path and, when the size is right, the in-memory
 // (mapped) path: neither may panic, both must agree, and whatever Verify
@@ -135,6 +149,21 @@ func FuzzReader(f *testing.F) {
 			t.Fatal(err)
 		}
 		viaReaderAt := readAll(t, r, m)
+		// Under the manifest's own CRCs, whatever reads back is what was
+		// written: a corruption is an error, never another adjacency.
+		for v, nb := range viaReaderAt {
+			if nb != nil && !slices.Equal(nb, fg.adj[v]) {
+				t.Fatalf("node %d reads %v through a checked Reader, written %v", v, nb, fg.adj[v])
+			}
+		}
+		// Under CRCs recomputed over data (a manifest rewritten to match
+		// the corruption), the offset bounds checks alone must hold.
+		m = withCRCsOf(m, data)
+		r, err = NewReader(onlyReaderAt{bytes.NewReader(data)}, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		viaReaderAt = readAll(t, r, m)
 		if int64(len(data)) != m.FileSize() {
 			return
 		}

@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/edsrzf/mmap-go"
 )
 
 // Graph is a graph directory opened for reading, with edges.chunks
 // memory-mapped: Neighbors and Chunk return slices of the mapping without
-// copying. Open checks that the manifest, chunks.info and the file size
-// agree; it does not read the chunks (Verify does). Close unmaps the file;
-// slices obtained before must not be used after.
+// copying. Open checks that the manifest, chunks.info, the file size and
+// every chunk's header (start node and node count) agree; the Reader
+// checks each chunk's CRC-32C the first time it is used (Verify checks
+// everything). Close unmaps the file; slices obtained before must not be
+// used after.
 type Graph struct {
 	Dir      string
 	Manifest *Manifest
@@ -31,7 +34,7 @@ func Open(dir string) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix, err := loadIndex(dir, m)
+	ix, err := LoadIndex(dir, m)
 	if err != nil {
 		return nil, err
 	}
@@ -59,12 +62,18 @@ func Open(dir string) (*Graph, error) {
 	} else {
 		mem = []byte{}
 	}
-	g.Reader = &Reader{r: bytes.NewReader(mem), m: m, ix: ix, mem: mem}
+	g.Reader = &Reader{r: bytes.NewReader(mem), m: m, ix: ix, mem: mem, file: path, checked: make([]atomic.Bool, len(m.Chunks))}
+	if err := CheckHeaders(g.Reader.r, m); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
 	return g, nil
 }
 
-// loadIndex reads chunks.info and checks it against the manifest.
-func loadIndex(dir string, m *Manifest) (*Index, error) {
+// LoadIndex reads dir's chunks.info and checks it against the manifest m:
+// one start per chunk, each equal to the manifest's. The error, a
+// *DefectError, names the chunk and both values.
+func LoadIndex(dir string, m *Manifest) (*Index, error) {
 	path := filepath.Join(dir, IndexFile)
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -4,19 +4,31 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync/atomic"
 )
 
 // Reader reads chunks and adjacency lists of a graph from edges.chunks
-// through an io.ReaderAt, trusting a validated manifest for the layout. It
-// checks every offset it reads against the chunk's bounds, so a corrupt
-// file gives errors, never a panic or a read outside the chunk; it does
-// not check CRCs (Verify does). A Reader is safe for concurrent use when
-// its io.ReaderAt is.
+// through an io.ReaderAt, trusting a validated manifest for the layout.
+//
+// Every chunk's CRC-32C is checked before any of its content is returned
+// (Manifest.CheckChunk; a mismatch is a *ChecksumError, errors.Is
+// ErrChecksum): ReadChunk checks the bytes it read; Neighbors and Degree
+// read and check a chunk's ChunkReadSize bytes the first time they touch
+// it, and remember that it passed. It also checks every offset it reads
+// against the chunk's bounds, so a corrupt file gives errors, never a
+// panic, a read outside the chunk or a different adjacency. Only Verify
+// checks the format's other invariants (sorted lists, ids below
+// num_nodes, zero fill). A Reader is safe for concurrent use when its
+// io.ReaderAt is.
 type Reader struct {
-	r   io.ReaderAt
-	m   *Manifest
-	ix  *Index
-	mem []byte // the whole file when memory-mapped: reads are slices of it
+	r    io.ReaderAt
+	m    *Manifest
+	ix   *Index
+	mem  []byte // the whole file when memory-mapped: reads are slices of it
+	file string // named in checksum errors
+	// checked[i] is set once chunk i's CRC-32C has matched; for a
+	// memory-mapped file the bytes then used are the ones checked.
+	checked []atomic.Bool
 }
 
 // NewReader returns a Reader over r, the content of edges.chunks described
@@ -37,7 +49,7 @@ func newReader(r io.ReaderAt, m *Manifest, mem []byte) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{r: r, m: m, ix: ix, mem: mem}, nil
+	return &Reader{r: r, m: m, ix: ix, mem: mem, file: ChunksFile, checked: make([]atomic.Bool, len(m.Chunks))}, nil
 }
 
 // NumChunks is the number of chunks.
@@ -48,19 +60,23 @@ func (r *Reader) ChunkOf(node uint32) int { return r.ix.ChunkOf(node) }
 
 // Chunk returns chunk i's first ChunkReadSize(i) bytes: the header and
 // neighbors (BytesUsed) rounded up to SectorSize, which is what a device
-// needs. For a memory-mapped graph the bytes are the mapping itself and
-// must not be modified.
+// needs, after checking their CRC-32C. For a memory-mapped graph the bytes
+// are the mapping itself and must not be modified.
 func (r *Reader) Chunk(i int) ([]byte, error) { return r.ReadChunk(i, nil) }
 
 // ReadChunk is Chunk reading into buf when it is large enough (ignored for
-// a memory-mapped graph).
+// a memory-mapped graph, whose chunks are checked once).
 func (r *Reader) ReadChunk(i int, buf []byte) ([]byte, error) {
 	if i < 0 || i >= len(r.m.Chunks) {
 		return nil, fmt.Errorf("chunkfmt: chunk %d: out of range [0,%d)", i, len(r.m.Chunks))
 	}
 	off, n := r.m.ChunkOffset(i), r.m.ChunkReadSize(i)
 	if r.mem != nil {
-		return r.mem[off : off+n : off+n], nil
+		b := r.mem[off : off+n : off+n]
+		if err := r.checkOnce(i, b); err != nil {
+			return nil, err
+		}
+		return b, nil
 	}
 	if int64(cap(buf)) < n {
 		buf = make([]byte, n)
@@ -69,7 +85,34 @@ func (r *Reader) ReadChunk(i int, buf []byte) ([]byte, error) {
 	if _, err := r.r.ReadAt(buf, off); err != nil {
 		return nil, fmt.Errorf("chunkfmt: reading chunk %d (%d bytes at %d): %w", i, n, off, err)
 	}
+	// Fresh bytes are checked every time: they are what the caller uses.
+	if err := r.m.CheckChunk(r.file, i, buf); err != nil {
+		return nil, err
+	}
+	r.checked[i].Store(true)
 	return buf, nil
+}
+
+// checkOnce checks chunk i's bytes b unless the chunk has passed before.
+func (r *Reader) checkOnce(i int, b []byte) error {
+	if r.checked[i].Load() {
+		return nil
+	}
+	if err := r.m.CheckChunk(r.file, i, b); err != nil {
+		return err
+	}
+	r.checked[i].Store(true)
+	return nil
+}
+
+// ensureChecked makes sure chunk c has passed its CRC check before
+// Neighbors or Degree use any of its words, reading it once if needed.
+func (r *Reader) ensureChecked(c int) error {
+	if r.checked[c].Load() {
+		return nil
+	}
+	_, err := r.ReadChunk(c, nil)
+	return err
 }
 
 // ChunkWords returns chunk i as little-endian words (see Chunk and Words).
@@ -87,6 +130,9 @@ func (r *Reader) span(node uint32) (c int, lo, hi uint32, err error) {
 	c = r.ix.ChunkOf(node)
 	if c < 0 {
 		return -1, 0, 0, fmt.Errorf("chunkfmt: node %d: not below the number of nodes %d", node, r.m.NumNodes)
+	}
+	if err := r.ensureChecked(c); err != nil {
+		return c, 0, 0, err
 	}
 	ci := &r.m.Chunks[c]
 	i := int64(node - ci.Start)
@@ -129,6 +175,11 @@ func (r *Reader) Neighbors(node uint32) ([]uint32, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.words(node, c, lo, hi)
+}
+
+// words returns words [lo, hi) of chunk c, node's adjacency.
+func (r *Reader) words(node uint32, c int, lo, hi uint32) ([]uint32, error) {
 	pos := r.m.ChunkOffset(c) + int64(lo)*4
 	n := int64(hi-lo) * 4
 	if r.mem != nil {
@@ -139,4 +190,35 @@ func (r *Reader) Neighbors(node uint32) ([]uint32, error) {
 		return nil, fmt.Errorf("chunkfmt: node %d: reading neighbors in chunk %d: %w", node, c, err)
 	}
 	return Words(b), nil
+}
+
+// CSR reads the whole graph into CSR arrays: node v's neighbors are
+// indices[indptr[v]:indptr[v+1]]. Every chunk is CRC-checked as it is
+// first read, and every neighbor id is checked against num_nodes (which a
+// consistent manifest with a wrong CRC could otherwise pass on), so the
+// arrays are safe to hand to a kernel that indexes by id; the error, a
+// *DefectError, names the chunk, node and word.
+func (r *Reader) CSR() (indptr []uint64, indices []uint32, err error) {
+	n := r.m.NumNodes
+	indptr = make([]uint64, n+1)
+	indices = make([]uint32, 0, r.m.NumEdges)
+	for v := uint32(0); v < n; v++ {
+		c, lo, hi, err := r.span(v)
+		if err != nil {
+			return nil, nil, err
+		}
+		nb, err := r.words(v, c, lo, hi)
+		if err != nil {
+			return nil, nil, err
+		}
+		for j, u := range nb {
+			if u >= n {
+				return nil, nil, defect(r.m, ChunksFile, c, int64(v), int64(lo)+int64(j),
+					"neighbor %d at word %d is not below num_nodes %d", u, int64(lo)+int64(j), n)
+			}
+		}
+		indices = append(indices, nb...)
+		indptr[v+1] = uint64(len(indices))
+	}
+	return indptr, indices, nil
 }

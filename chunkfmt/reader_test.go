@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamsampler/streamsampler/internal/crc32c"
 	"github.com/streamsampler/streamsampler/internal/hostorder"
 )
 
@@ -81,6 +82,13 @@ func TestReaderCorruptOffsets(t *testing.T) {
 	// Node 3's end offset (chunk 1, word 2+1+1) points past the used words.
 	copy(data[512+4*4:], EncodeWords(nil, []uint32{500}))
 	r, _ := NewReader(bytes.NewReader(data), m)
+	if _, err := r.Neighbors(3); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("Neighbors(3) on a chunk that fails its CRC: %v, want ErrChecksum", err)
+	}
+	// With a CRC that matches the corrupt chunk (a manifest rewritten
+	// with it), the bounds check still catches the offset.
+	m.Chunks[1].CRC32C = crc32c.Checksum(data[512:1024])
+	r, _ = NewReader(bytes.NewReader(data), m)
 	_, err := r.Neighbors(3)
 	var d *DefectError
 	if !errors.As(err, &d) || d.Chunk != 1 || d.Node != 3 || d.Word != 3 {

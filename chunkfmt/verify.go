@@ -25,7 +25,7 @@ func VerifyContext(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := loadIndex(dir, m); err != nil {
+	if _, err := LoadIndex(dir, m); err != nil {
 		return err
 	}
 	path := filepath.Join(dir, ChunksFile)

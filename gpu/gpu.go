@@ -157,18 +157,14 @@ func OpenCSR(libPath string, device int, indptr []uint64, indices []uint32, opts
 	return lib.open(device, indptr, indices, opts)
 }
 
-// CSRFromGraph reads a graph directory's adjacency into CSR arrays.
+// CSRFromGraph reads a graph directory's adjacency into CSR arrays,
+// checking every chunk's CRC-32C and every neighbor id against num_nodes
+// before anything reaches the GPU (chunkfmt.Reader.CSR): a corrupt graph
+// is an error naming the file, chunk and node, never other samples.
 func CSRFromGraph(g *chunkfmt.Graph) (indptr []uint64, indices []uint32, err error) {
-	n := g.Manifest.NumNodes
-	indptr = make([]uint64, n+1)
-	indices = make([]uint32, 0, g.Manifest.NumEdges)
-	for v := uint32(0); v < n; v++ {
-		nb, err := g.Reader.Neighbors(v)
-		if err != nil {
-			return nil, nil, fmt.Errorf("gpu: reading CSR of %s: %w", g.Dir, err)
-		}
-		indices = append(indices, nb...)
-		indptr[v+1] = uint64(len(indices))
+	indptr, indices, err = g.Reader.CSR()
+	if err != nil {
+		return nil, nil, fmt.Errorf("gpu: reading CSR of %s: %w", g.Dir, err)
 	}
 	return indptr, indices, nil
 }

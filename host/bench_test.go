@@ -41,3 +41,37 @@ func BenchmarkSampleEpoch(b *testing.B) {
 		b.ReportMetric(float64(slots)/b.Elapsed().Seconds(), "slots/s")
 	})
 }
+
+// BenchmarkChunkCheck measures what checking chunk reads costs an epoch:
+// the same 3-layer epoch over one emulated device with the CRC-32C check
+// of every chunk read (the default, "crc"), with --verify-reads' host
+// re-read ("reread"), and without any check ("off", the streaming floor
+// the check is measured against). Run the variants interleaved
+// (docs/PERFORMANCE.md) and compare medians of ns/op.
+func BenchmarkChunkCheck(b *testing.B) {
+	g := randomCSR(200000, 10, 1)
+	dir := writeGraph(b, g, 1<<20)
+	seeds := randomSeeds(200000, 20000, 1)
+	fan := []int{15, 10, 5}
+	for _, v := range []struct {
+		name string
+		opts Options
+	}{
+		{"crc", Options{}},
+		{"reread", Options{VerifyReads: true}},
+		{"off", Options{skipChecksum: true}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			s := openSampler(b, dir, v.opts)
+			var bytes int64
+			for i := 0; b.Loop(); i++ {
+				_, st, err := s.SampleEpochStats(context.Background(), seeds, fan, epoch.Key{Seed: 1, Epoch: uint32(i)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				bytes += st.BytesRead()
+			}
+			b.ReportMetric(float64(bytes)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}

@@ -8,22 +8,18 @@ import (
 
 // LoadCSR reads a whole graph directory into an in-memory CSR, for the
 // in-memory samplers (Reference, SampleBlocks) when the graph fits in
-// memory. The directory is closed again before LoadCSR returns.
+// memory. Every chunk's CRC-32C and every neighbor id is checked
+// (chunkfmt.Reader.CSR). The directory is closed again before LoadCSR
+// returns.
 func LoadCSR(dir string) (*CSR, error) {
 	g, err := chunkfmt.Open(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer g.Close()
-	n := g.Manifest.NumNodes
-	c := &CSR{Indptr: make([]uint64, n+1), Indices: make([]uint32, 0, g.Manifest.NumEdges)}
-	for v := uint32(0); v < n; v++ {
-		nb, err := g.Reader.Neighbors(v)
-		if err != nil {
-			return nil, fmt.Errorf("load %s: node %d: %w", dir, v, err)
-		}
-		c.Indices = append(c.Indices, nb...)
-		c.Indptr[v+1] = uint64(len(c.Indices))
+	indptr, indices, err := g.CSR()
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
-	return c, nil
+	return &CSR{Indptr: indptr, Indices: indices}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/streamsampler/streamsampler/internal/hostorder"
 	"github.com/streamsampler/streamsampler/xrt"
@@ -30,6 +31,9 @@ type deviceLane struct {
 	// opened is the bytes read into each chunk buffer by Open's probe
 	// and not yet counted in any layer's statistics.
 	opened [2]int64
+	// reread is host memory, page-aligned for O_DIRECT, into which
+	// checkReread reads each chunk again (nil otherwise).
+	reread []byte
 }
 
 func openLane(i int, opts Options, s *Sampler, chunkBytes, mt int) (_ *deviceLane, err error) {
@@ -88,6 +92,9 @@ func openLane(i int, opts Options, s *Sampler, chunkBytes, mt int) (_ *deviceLan
 	if l.rmap, err = l.result.Map(); err != nil {
 		return nil, wrap("map result buffer", err)
 	}
+	if s.check == checkReread {
+		l.reread = alignedBuffer(chunkBytes, ioAlign)
+	}
 	if l.run_, err = l.kernel.NewRun(); err != nil {
 		return nil, wrap("new run", err)
 	}
@@ -121,15 +128,50 @@ func (l *deviceLane) bytes() int64 {
 	return n
 }
 
-// load P2P-reads chunk c (BytesUsed rounded up to a page) into slot.
+// load P2P-reads chunk c (BytesUsed rounded up to a page) into slot and
+// checks its CRC-32C (Sampler.check) before the kernel may use it. It runs
+// in the lane's reader goroutine, so the check overlaps the kernel's work
+// on the other buffer. A chunk that fails is not resident: the slot holds
+// no chunk afterwards.
 func (l *deviceLane) load(slot, c int) (int64, error) {
 	n := l.s.readSize(c)
+	off := l.s.manifest.ChunkOffset(c)
 	l.res[slot] = -1
-	if err := xrt.ReadP2P(l.s.file, l.chunk[slot], 0, l.s.manifest.ChunkOffset(c), int(n)); err != nil {
+	if err := xrt.ReadP2P(l.s.file, l.chunk[slot], 0, off, int(n)); err != nil {
 		return 0, err
+	}
+	var b []byte
+	switch l.s.check {
+	case checkBuffer:
+		m, err := l.chunk[slot].Map()
+		if err != nil {
+			return 0, fmt.Errorf("map chunk buffer to check it: %w", err)
+		}
+		b = m[:n]
+	case checkReread:
+		b = l.reread[:n]
+		if _, err := l.s.file.ReadAt(b, off); err != nil {
+			return 0, fmt.Errorf("re-read of chunk %d (%d bytes at %d) to check it: %w", c, n, off, err)
+		}
+	}
+	if b != nil {
+		if err := l.s.manifest.CheckChunk(l.s.file.Name(), c, b); err != nil {
+			return 0, err
+		}
 	}
 	l.res[slot] = c
 	return n, nil
+}
+
+// alignedBuffer returns n bytes of host memory starting at a multiple of
+// align, as O_DIRECT reads need.
+func alignedBuffer(n, align int) []byte {
+	b := make([]byte, n+align)
+	skip := 0
+	if r := int(uintptr(unsafe.Pointer(&b[0])) % uintptr(align)); r != 0 {
+		skip = align - r
+	}
+	return b[skip : skip+n : skip+n]
 }
 
 func (l *deviceLane) resident(slot int) int { return l.res[slot] }

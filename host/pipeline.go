@@ -2,7 +2,9 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -38,6 +40,7 @@ type lane interface {
 // splitter partitions a sorted frontier by chunk (chunkfmt.Index).
 type splitter interface {
 	NumChunks() int
+	NumNodes() uint32
 	Split(sortedFrontier []uint32) [][]uint32
 }
 
@@ -78,7 +81,10 @@ func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32,
 			lo += len(p)
 		}
 		if lo != len(frontier) {
-			return nil, fmt.Errorf("layer %d: chunk index split %d of %d frontier nodes (a node beyond the last chunk?)", l, lo, len(frontier))
+			// The frontier is sorted: frontier[lo] is the first node that
+			// no chunk holds. Seeds and samples are range-checked, so
+			// this is a defence, not an expected error.
+			return nil, fmt.Errorf("layer %d (hop %d): frontier node %d is not below the graph's %d nodes: no chunk holds it", l, l+1, frontier[lo], ix.NumNodes())
 		}
 		var hook func(int, int64)
 		if onChunk != nil {
@@ -87,11 +93,11 @@ func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32,
 		if err := runLayer(ctx, lanes, jobs, samples, k, key.Layer(l), key.Replace, &ls, hook); err != nil {
 			return nil, fmt.Errorf("layer %d: %w", l, err)
 		}
-		for _, s := range samples {
-			if s >= 0 {
-				ls.SampledSlots++
-			}
+		n, err := checkSamples(samples, frontier, k, jobs, ix.NumNodes())
+		if err != nil {
+			return nil, fmt.Errorf("layer %d (hop %d): %w", l, l+1, err)
 		}
+		ls.SampledSlots = n
 		res.Layers = append(res.Layers, epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples})
 		frontier = epoch.NextFrontier(frontier, samples)
 		ls.Wall = time.Since(t0)
@@ -100,6 +106,39 @@ func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32,
 	res.Final = frontier
 	st.Wall = time.Since(start)
 	return res, nil
+}
+
+// ErrBadSample is wrapped by the error for a sample that is not a node of
+// the graph: a device returned an id at or beyond num_nodes (or a negative
+// value other than the empty slot -1), which only a corrupt chunk that
+// passed unchecked (the XRT path without Options.VerifyReads) or a faulty
+// device can produce. The epoch is refused rather than written with the
+// edge dropped or the id kept.
+var ErrBadSample = errors.New("host: sample is not a node of the graph")
+
+// checkSamples checks every sample of a layer against the graph's node
+// count and counts the non-empty ones. The error names the frontier node,
+// its chunk, the slot and the value.
+func checkSamples(samples []int32, frontier []uint32, k int, jobs []chunkJob, numNodes uint32) (int64, error) {
+	var n int64
+	for i, s := range samples {
+		switch {
+		case s >= 0 && uint32(s) < numNodes:
+			n++
+		case s == -1:
+		default:
+			row := i / k
+			// The job whose frontier range holds row: the last with lo <= row.
+			j := sort.Search(len(jobs), func(j int) bool { return jobs[j].lo > row }) - 1
+			chunk := -1
+			if j >= 0 {
+				chunk = jobs[j].chunk
+			}
+			return 0, fmt.Errorf("%w: chunk %d, node %d, slot %d: sample %d (%#08x) is not below num_nodes %d",
+				ErrBadSample, chunk, frontier[row], i%k, s, uint32(s), numNodes)
+		}
+	}
+	return n, nil
 }
 
 // runLayer streams jobs through every lane concurrently: a shared work

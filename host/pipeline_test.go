@@ -22,7 +22,8 @@ type rangeSplit struct {
 	n      uint32
 }
 
-func (r rangeSplit) NumChunks() int { return len(r.starts) }
+func (r rangeSplit) NumChunks() int   { return len(r.starts) }
+func (r rangeSplit) NumNodes() uint32 { return r.n }
 func (r rangeSplit) Split(f []uint32) [][]uint32 {
 	out := make([][]uint32, len(r.starts))
 	for i := range r.starts {

@@ -59,6 +59,18 @@ type Options struct {
 	// OnChunk, if set, is called after each chunk read (for progress
 	// reporting), from the devices' reader goroutines concurrently.
 	OnChunk func(layer, chunk int, bytes int64)
+	// VerifyReads checks every chunk read into a device buffer by reading
+	// the same bytes again into host memory and checking their CRC-32C
+	// there (--verify-reads). It is for BackendXRT, where the P2P read
+	// goes from the SSD to the FPGA and the host never sees the bytes;
+	// the emulated device checks its buffer itself (its "device memory"
+	// is host memory), so for it the option only changes how. It costs a
+	// second read of every chunk, in the reader goroutine (docs/KERNEL.md).
+	VerifyReads bool
+
+	// skipChecksum turns the CRC check of chunk reads off: only the
+	// benchmarks that measure its cost set it.
+	skipChecksum bool
 }
 
 // Sampler is the chunk-streaming Backend: it owns the devices, their
@@ -75,6 +87,7 @@ type Sampler struct {
 	maxK     int
 	lanes    []*deviceLane
 	onChunk  func(layer, chunk int, bytes int64)
+	check    readCheck
 
 	mu   sync.Mutex // serialises SampleEpoch; guards last
 	last *Stats
@@ -110,14 +123,32 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("host: %w", err)
 	}
-	ix, err := chunkfmt.ReadIndex(filepath.Join(graphDir, chunkfmt.IndexFile), m.NumNodes)
+	// chunks.info must agree with the manifest and with every chunk's
+	// header: the index routes each target to its chunk, and a start
+	// that disagrees would send it to the wrong one.
+	ix, err := chunkfmt.LoadIndex(graphDir, m)
 	if err != nil {
-		return nil, fmt.Errorf("host: %w", err)
+		return nil, fmt.Errorf("host: %s: %w", graphDir, err)
 	}
-	if ix.NumChunks() != len(m.Chunks) {
-		return nil, fmt.Errorf("host: %s: %d chunks in %s, %d in the manifest", graphDir, ix.NumChunks(), chunkfmt.IndexFile, len(m.Chunks))
+	path := filepath.Join(graphDir, chunkfmt.ChunksFile)
+	if err := checkHeaders(path, m); err != nil {
+		return nil, err
 	}
 	sm := &Sampler{dir: graphDir, manifest: m, index: ix, backend: opts.Backend, maxK: opts.MaxFanout, onChunk: opts.OnChunk}
+	switch {
+	case opts.skipChecksum:
+		sm.check = checkNone
+	case opts.VerifyReads:
+		sm.check = checkReread
+	case opts.Backend == BackendEmu:
+		sm.check = checkBuffer
+	default:
+		// XRT without VerifyReads: the chunk goes SSD → FPGA; reading the
+		// P2P buffer back over the PCIe BAR would cost more than the
+		// read. The kernel checks the offsets it follows and the host
+		// checks every sample against num_nodes (docs/KERNEL.md).
+		sm.check = checkNone
+	}
 	defer func() {
 		if err != nil {
 			sm.Close()
@@ -135,7 +166,6 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 		mt = min(max(opts.BufferBudget/int64(4*(1+opts.MaxFanout)), 1), max(maxNodes, 1))
 	}
 
-	path := filepath.Join(graphDir, chunkfmt.ChunksFile)
 	if err := sm.openFile(path, !opts.Buffered); err != nil {
 		return nil, err
 	}
@@ -153,6 +183,8 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 		// edges.chunks is in the statistics.
 		if n, err := sm.lanes[0].load(0, 0); err == nil {
 			sm.lanes[0].opened[0] = n
+		} else if errors.Is(err, chunkfmt.ErrChecksum) {
+			return nil, fmt.Errorf("host: %w", err)
 		} else {
 			note := fmt.Sprintf("O_DIRECT read of %s failed (%v); using buffered reads", path, err)
 			if err := sm.openFile(path, false); err != nil {
@@ -287,6 +319,32 @@ func (s *Sampler) Close() error {
 		s.file = nil
 	}
 	return errors.Join(errs...)
+}
+
+// readCheck is how a chunk read into a device buffer is checked against
+// its CRC-32C before the kernel uses it.
+type readCheck int
+
+const (
+	checkNone   readCheck = iota // not checked (XRT without VerifyReads; benchmarks)
+	checkBuffer                  // the buffer's bytes, through its host mapping (emulator)
+	checkReread                  // the same bytes read again into host memory (VerifyReads)
+)
+
+// checkHeaders checks every chunk's header in the file at path against
+// the manifest (and so against chunks.info). It reads through its own
+// buffered descriptor: the sampler's may be O_DIRECT, which refuses reads
+// of 8 bytes.
+func checkHeaders(path string, m *chunkfmt.Manifest) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	defer f.Close()
+	if err := chunkfmt.CheckHeaders(f, m); err != nil {
+		return fmt.Errorf("host: %s: %w", filepath.Dir(path), err)
+	}
+	return nil
 }
 
 func roundUpTo(x, a int64) int64 { return (x + a - 1) / a * a }

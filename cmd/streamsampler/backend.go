@@ -17,6 +17,9 @@ type backendFlags struct {
 	Backend string
 	Devices int
 	Xclbin  string
+	// VerifyReads re-reads every chunk a device reads and checks its
+	// CRC-32C on the host (host.Options.VerifyReads).
+	VerifyReads bool
 	// GPU holds the --gpu-* flags (backend_gpu.go).
 	GPU gpuOptions
 	// OnChunk, if set, receives each chunk read (progress reporting).
@@ -28,6 +31,7 @@ func (b *backendFlags) add(cmd *cobra.Command) {
 	b.Devices = 1
 	cmd.Flags().Var(intInRange{&b.Devices, 1, maxDevices}, "devices", "number of devices to stream over")
 	cmd.Flags().StringVar(&b.Xclbin, "xclbin", "", "kernel binary for --backend xrt")
+	cmd.Flags().BoolVar(&b.VerifyReads, "verify-reads", false, "--backend xrt: read every chunk a device reads again on the host and check its CRC-32C (emu and gpu always check)")
 	addGPUFlags(cmd.Flags(), &b.GPU)
 }
 
@@ -81,7 +85,7 @@ type gpuOptions struct {
 func openBackend(graphDir string, b backendFlags) (host.Backend, error) {
 	switch b.Backend {
 	case "emu", "xrt":
-		return host.Open(graphDir, host.Options{Backend: b.Backend, Devices: b.Devices, Xclbin: b.Xclbin, OnChunk: b.OnChunk})
+		return host.Open(graphDir, host.Options{Backend: b.Backend, Devices: b.Devices, Xclbin: b.Xclbin, VerifyReads: b.VerifyReads, OnChunk: b.OnChunk})
 	case "gpu":
 		return openGPU(graphDir, b)
 	default:
