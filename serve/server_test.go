@@ -502,7 +502,7 @@ func TestListeners(t *testing.T) {
 		t.Error("ListenUnix took over a live socket")
 	}
 	l1.(*unixListener).UnixListener.Close() // as a crash leaves it: the file stays
-	l2, err := ListenUnix(sock) // stale socket file
+	l2, err := ListenUnix(sock)             // stale socket file
 	if err != nil {
 		t.Fatalf("stale socket: %v", err)
 	}
