@@ -265,3 +265,12 @@ func tokenlessServer(t *testing.T) *Server {
 	t.Helper()
 	return tokenServer(t, "")
 }
+
+// TestHelloBytes pins docs/PROTOCOL.md's hello example (also in
+// python/tests/test_protocol.py).
+func TestHelloBytes(t *testing.T) {
+	want := append([]byte{0x0c, 0, 0, 0, 5, 0, 1, 0, 0, 0}, "s3cret"...)
+	if got := AppendFrame(nil, OpHello, StatusOK, 1, []byte("s3cret")); string(got) != string(want) {
+		t.Fatalf("hello frame % x, want % x", got, want)
+	}
+}

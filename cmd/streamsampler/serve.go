@@ -89,7 +89,8 @@ func envInt(name string, def int) (int, error) {
 const tokenEnv = "STREAMSAMPLER_TOKEN"
 
 // serveToken reads the token: --token-file's content, else $tokenEnv's,
-// with surrounding whitespace removed; nil when neither is set.
+// with surrounding whitespace removed; nil when neither is set (an empty
+// variable counts as unset).
 func serveToken(file string) ([]byte, error) {
 	var raw []byte
 	from := "$" + tokenEnv
@@ -99,7 +100,7 @@ func serveToken(file string) ([]byte, error) {
 			return nil, fmt.Errorf("--token-file: %w", err)
 		}
 		raw, from = b, "--token-file "+file
-	} else if v, ok := os.LookupEnv(tokenEnv); ok {
+	} else if v := os.Getenv(tokenEnv); v != "" {
 		raw = []byte(v)
 	} else {
 		return nil, nil
@@ -150,9 +151,6 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.tcp != "" && token == nil {
-		return usagef("--tcp needs a token that clients present: --token-file FILE or $%s (any local user could connect otherwise)", tokenEnv)
-	}
 	if _, err := f.stream.sampling(); err != nil {
 		return err
 	}
@@ -163,6 +161,9 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	cfg, err := f.stream.config(m, 0)
 	if err != nil {
 		return err
+	}
+	if f.tcp != "" && token == nil {
+		return usagef("--tcp needs a token that clients present: --token-file FILE or $%s (any local user could connect otherwise)", tokenEnv)
 	}
 	if !f.quiet {
 		cfg.Logf = func(format string, a ...any) {
