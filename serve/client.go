@@ -28,6 +28,30 @@ func Dial(network, addr string) (*Client, error) {
 	return &Client{nc: nc}, nil
 }
 
+// DialToken connects to a server that requires a token (Config.Token)
+// and presents it; a wrong token is a *RemoteError with
+// CodeUnauthorized.
+func DialToken(network, addr string, token []byte) (*Client, error) {
+	c, err := Dial(network, addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Hello(token); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Hello presents token to the server: the first request on a connection
+// to a server that requires one.
+func (c *Client) Hello(token []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, err := c.roundTrip(OpHello, token)
+	return err
+}
+
 // Close closes the connection.
 func (c *Client) Close() error { return c.nc.Close() }
 

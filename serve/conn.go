@@ -20,10 +20,20 @@ type conn struct {
 	nc       net.Conn
 	wmu      sync.Mutex
 	inflight sync.WaitGroup
+	budget   *budget // this connection's share of the server's budget
+	authed   bool    // a hello with the token was seen, or none is required
 }
 
-// maxInflight bounds a connection's concurrent requests.
-const maxInflight = 8
+// maxConnRequests bounds a connection's concurrent requests.
+const maxConnRequests = 8
+
+// The reader of a connection takes one request at a time: it reads the
+// header, reserves the bytes the request may hold (its frame and a bound
+// on its reply: estimate) from the connection's and then the server's
+// budget, waiting while they are spent (so the client's further requests
+// wait in the socket: back-pressure), and only then reads the payload.
+// The handler gives back what the reply does not need once the reply is
+// built, and the rest once it is written (send).
 
 func (c *conn) serve() {
 	s := c.s
@@ -37,19 +47,45 @@ func (c *conn) serve() {
 		s.mu.Unlock()
 		s.connWG.Done()
 	}()
-	sem := make(chan struct{}, maxInflight)
+	c.authed = s.token == nil
+	slots := make(chan struct{}, maxConnRequests)
 	for {
-		f, _, err := ReadFrame(c.nc, s.maxReq, nil)
+		f, plen, err := readHeader(c.nc, s.maxReq)
 		if err != nil {
-			switch {
-			case errors.Is(err, ErrFrameTooLarge):
-				c.replyCode(0, 0, CodeTooLarge, err.Error())
-			case errors.Is(err, ErrMalformed):
-				c.replyCode(0, 0, CodeBadRequest, err.Error())
-			case err == io.EOF, errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded):
-			default:
-				s.logf("connection %v: %v", c.nc.RemoteAddr(), err)
+			c.readFailed(err)
+			return
+		}
+		if !c.authed || f.Op == OpHello {
+			if !c.hello(f, plen) {
+				return
 			}
+			continue
+		}
+		held := c.estimate(f, plen)
+		if held > s.connSize {
+			if f.Op != OpSample {
+				// A minibatch's bound is loose; the reply rarely needs
+				// it all, and a larger one is written holding the whole
+				// share (send).
+				held = s.connSize
+			} else {
+				if _, err := io.CopyN(io.Discard, c.nc, int64(plen)); err != nil {
+					c.readFailed(unexpected(err))
+					return
+				}
+				c.replyCode(f.Op, f.ID, CodeOverBudget, fmt.Sprintf(
+					"a sample of %d seeds may need up to %d bytes in flight, more than this connection's %d (--max-inflight %d); send fewer seeds per request",
+					sampleSeeds(plen), held, s.connSize, s.budget.size))
+				continue
+			}
+		}
+		if err := c.reserve(ctx, s.stopReading, held); err != nil {
+			return // shutting down
+		}
+		f.Payload = make([]byte, plen)
+		if _, err := io.ReadFull(c.nc, f.Payload); err != nil {
+			c.release(held)
+			c.readFailed(unexpected(err))
 			return
 		}
 		// next_batch claims its minibatch here, in request order, so that
@@ -59,27 +95,136 @@ func (c *conn) serve() {
 		if f.Op == OpNextBatch {
 			e, err := DecodeEpochRequest(f.Payload)
 			if err != nil {
-				c.replyCode(f.Op, f.ID, CodeBadRequest, err.Error())
+				c.send(ctx, held, errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
 				continue
 			}
 			got, err := s.claim(ctx, e)
 			if err != nil {
-				c.replyError(f.Op, f.ID, err)
+				c.send(ctx, held, requestErrorFrame(f.Op, f.ID, err))
 				continue
 			}
 			cl = &got
 		}
-		sem <- struct{}{}
+		slots <- struct{}{}
 		c.inflight.Add(1)
 		go func() {
-			defer func() { <-sem; c.inflight.Done() }()
+			defer func() { <-slots; c.inflight.Done() }()
 			if cl != nil {
-				c.replyBatch(f, *cl)
+				c.send(ctx, held, c.replyBatch(f, *cl))
 				return
 			}
-			c.handle(ctx, f)
+			c.send(ctx, held, c.handle(ctx, f))
 		}()
 	}
+}
+
+// readFailed answers (where it can) and logs a request that could not be
+// read; the connection is then closed.
+func (c *conn) readFailed(err error) {
+	switch {
+	case errors.Is(err, ErrFrameTooLarge):
+		c.replyCode(0, 0, CodeTooLarge, err.Error())
+	case errors.Is(err, ErrMalformed):
+		c.replyCode(0, 0, CodeBadRequest, err.Error())
+	case err == io.EOF, errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded):
+	default:
+		c.s.logf("connection %v: %v", c.nc.RemoteAddr(), err)
+	}
+}
+
+// hello checks a hello request (or, on a connection that still owes one,
+// whatever came first): its payload must be the server's token when one
+// is configured. It answers, and reports whether the connection may go on;
+// if not, the refusal has been sent and the caller closes it.
+func (c *conn) hello(f Frame, plen int) bool {
+	refuse := func(msg string) bool {
+		c.s.logf("connection %v: refused: %s", c.nc.RemoteAddr(), msg)
+		c.replyCode(f.Op, f.ID, CodeUnauthorized, msg)
+		return false
+	}
+	if f.Op != OpHello {
+		return refuse(fmt.Sprintf("this server requires a token: the first request must be hello (op %d), got op %d", OpHello, f.Op))
+	}
+	if plen > MaxToken {
+		return refuse(fmt.Sprintf("hello of %d bytes, a token is at most %d", plen, MaxToken))
+	}
+	tok := make([]byte, plen)
+	if _, err := io.ReadFull(c.nc, tok); err != nil {
+		c.readFailed(unexpected(err))
+		return false
+	}
+	if c.s.token != nil && !tokenMatches(c.s.token, tok) {
+		return refuse("wrong token")
+	}
+	c.authed = true
+	c.write(net.Buffers{AppendFrame(nil, f.Op, StatusOK, f.ID, nil)})
+	return true
+}
+
+// sampleSeeds is the number of seeds a sample payload of plen bytes holds.
+func sampleSeeds(plen int) int64 {
+	return max(0, int64(plen-4-arrayHeaderSize)/4)
+}
+
+// estimate is the bytes a request may hold in flight: its frame, then its
+// reply; a sample's decoded seeds besides.
+func (c *conn) estimate(f Frame, plen int) int64 {
+	s := c.s
+	frame := int64(HeaderSize + plen)
+	switch f.Op {
+	case OpSample:
+		n := sampleSeeds(plen)
+		return frame + 4*n + replyBound(n, s.cfg.Fanouts, s.cfg.NumNodes)
+	case OpNextBatch:
+		return frame + replyBound(int64(s.cfg.BatchSize), s.cfg.Fanouts, s.cfg.NumNodes)
+	default:
+		return frame + smallReply
+	}
+}
+
+// reserve takes n bytes from the connection's share, then from the
+// server's budget (always in this order, so that waits cannot cycle).
+func (c *conn) reserve(ctx context.Context, stop <-chan struct{}, n int64) error {
+	if err := c.budget.acquire(ctx, stop, n); err != nil {
+		return err
+	}
+	if err := c.s.budget.acquire(ctx, stop, n); err != nil {
+		c.budget.release(n)
+		return err
+	}
+	return nil
+}
+
+func (c *conn) release(n int64) {
+	c.s.budget.release(n)
+	c.budget.release(n)
+}
+
+// send writes a reply for a request that holds held bytes: it first
+// trades them for the reply's exact size (giving back the excess, or, for
+// a reply beyond the bound, giving all back and waiting for its size, so
+// that no one waits while holding bytes), and gives those back once the
+// reply is written.
+func (c *conn) send(ctx context.Context, held int64, bufs net.Buffers) {
+	var size int64
+	for _, b := range bufs {
+		size += int64(len(b))
+	}
+	if size <= held {
+		c.release(held - size)
+		held = size
+	} else {
+		c.release(held)
+		held = min(size, c.s.connSize)
+		if held < size {
+			c.s.logf("connection %v: a reply of %d bytes exceeds a connection's in-flight budget of %d bytes; raise --max-inflight", c.nc.RemoteAddr(), size, c.s.connSize)
+		}
+		if err := c.reserve(ctx, nil, held); err != nil {
+			held = 0 // shutdown gave up waiting: write it unaccounted
+		}
+	}
+	c.write(bufs)
+	c.release(held)
 }
 
 func (c *conn) write(bufs net.Buffers) {
@@ -92,77 +237,74 @@ func (c *conn) write(bufs net.Buffers) {
 	}
 }
 
-func (c *conn) replyCode(op uint8, id uint32, code uint16, msg string) {
-	c.write(net.Buffers{AppendFrame(nil, op, StatusError, id, AppendError(nil, code, msg))})
+// errorFrame is an error reply.
+func errorFrame(op uint8, id uint32, code uint16, msg string) net.Buffers {
+	return net.Buffers{AppendFrame(nil, op, StatusError, id, AppendError(nil, code, msg))}
 }
 
-func (c *conn) replyError(op uint8, id uint32, err error) {
+// requestErrorFrame is the error reply for err, with its protocol code.
+func requestErrorFrame(op uint8, id uint32, err error) net.Buffers {
 	var re *requestError
 	if errors.As(err, &re) {
-		c.replyCode(op, id, re.code, re.msg)
-		return
+		return errorFrame(op, id, re.code, re.msg)
 	}
-	c.replyCode(op, id, CodeInternal, err.Error())
+	return errorFrame(op, id, CodeInternal, err.Error())
 }
 
-func (c *conn) replyJSON(op uint8, id uint32, v any) {
+func jsonFrame(op uint8, id uint32, v any) net.Buffers {
 	p, err := json.Marshal(v)
 	if err != nil {
-		c.replyCode(op, id, CodeInternal, err.Error())
-		return
+		return errorFrame(op, id, CodeInternal, err.Error())
 	}
-	c.write(net.Buffers{AppendFrame(nil, op, StatusOK, id, p)})
+	return net.Buffers{AppendFrame(nil, op, StatusOK, id, p)}
 }
 
-// replyBatch assembles a claimed minibatch and replies.
-func (c *conn) replyBatch(f Frame, cl epoch.Claim) {
+// replyBatch assembles a claimed minibatch and returns its reply.
+func (c *conn) replyBatch(f Frame, cl epoch.Claim) net.Buffers {
 	if cl.End {
-		c.write(net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, cl.Epoch))})
-		return
+		return net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, cl.Epoch))}
 	}
 	b, err := c.s.assemble(cl)
 	if err != nil {
-		c.replyError(f.Op, f.ID, err)
-		return
+		return requestErrorFrame(f.Op, f.ID, err)
 	}
-	c.write(EncodeBlocks(f.Op, f.ID, b.Blocks, b.Index))
+	return EncodeBlocks(f.Op, f.ID, b.Blocks, b.Index)
 }
 
-// handle answers every request but next_batch (see serve).
-func (c *conn) handle(ctx context.Context, f Frame) {
+// handle answers every request but next_batch and hello (see serve).
+func (c *conn) handle(ctx context.Context, f Frame) net.Buffers {
 	s := c.s
 	switch f.Op {
 	case OpEpochInfo:
 		if len(f.Payload) != 0 {
-			c.replyCode(f.Op, f.ID, CodeBadRequest, fmt.Sprintf("epoch_info takes no payload, got %d bytes", len(f.Payload)))
-			return
+			return errorFrame(f.Op, f.ID, CodeBadRequest, fmt.Sprintf("epoch_info takes no payload, got %d bytes", len(f.Payload)))
 		}
-		c.replyJSON(f.Op, f.ID, s.Info())
+		return jsonFrame(f.Op, f.ID, s.Info())
 	case OpSample:
 		e, seeds, err := DecodeSampleRequest(f.Payload)
 		if err != nil {
-			c.replyCode(f.Op, f.ID, CodeBadRequest, err.Error())
-			return
+			return errorFrame(f.Op, f.ID, CodeBadRequest, err.Error())
 		}
 		b, err := s.Sample(ctx, e, seeds)
 		if err != nil {
-			c.replyError(f.Op, f.ID, err)
-			return
+			return requestErrorFrame(f.Op, f.ID, err)
 		}
-		c.write(EncodeBlocks(f.Op, f.ID, b, NoBatch))
+		return EncodeBlocks(f.Op, f.ID, b, NoBatch)
 	case OpAdvance:
 		e, err := DecodeEpochRequest(f.Payload)
 		if err != nil {
-			c.replyCode(f.Op, f.ID, CodeBadRequest, err.Error())
-			return
+			return errorFrame(f.Op, f.ID, CodeBadRequest, err.Error())
 		}
 		info, err := s.Advance(ctx, e)
 		if err != nil {
-			c.replyError(f.Op, f.ID, err)
-			return
+			return requestErrorFrame(f.Op, f.ID, err)
 		}
-		c.replyJSON(f.Op, f.ID, info)
+		return jsonFrame(f.Op, f.ID, info)
 	default:
-		c.replyCode(f.Op, f.ID, CodeUnknownOp, fmt.Sprintf("unknown op %d", f.Op))
+		return errorFrame(f.Op, f.ID, CodeUnknownOp, fmt.Sprintf("unknown op %d", f.Op))
 	}
+}
+
+func (c *conn) replyCode(op uint8, id uint32, code uint16, msg string) {
+	c.write(errorFrame(op, id, code, msg))
 }

@@ -14,7 +14,7 @@ import (
 // The framed protocol of docs/PROTOCOL.md. Every message, either way, is
 //
 //	u32 length   bytes after this field (HeaderSize-4 + len(payload))
-//	u8  op       OpEpochInfo, OpNextBatch, OpSample, OpAdvance
+//	u8  op       OpEpochInfo, OpNextBatch, OpSample, OpAdvance, OpHello
 //	u8  status   StatusOK in requests; StatusOK, StatusError or StatusEnd in replies
 //	u32 id       chosen by the client, echoed in the reply
 //	payload
@@ -30,6 +30,13 @@ const HeaderSize = 10
 // DefaultMaxRequest caps a request frame (a sample request of 16M seeds).
 const DefaultMaxRequest = 64 << 20
 
+// DefaultMaxInflight is the default budget for all requests and replies in
+// flight at once, over all connections (Config.MaxInflight).
+const DefaultMaxInflight = 256 << 20
+
+// MaxToken is the longest token a hello request may carry, in bytes.
+const MaxToken = 1024
+
 // MaxReply caps a reply frame a client accepts.
 const MaxReply = 1 << 30
 
@@ -39,6 +46,7 @@ const (
 	OpNextBatch uint8 = 2 // u32 epoch → Blocks, or StatusEnd with u32 epoch
 	OpSample    uint8 = 3 // u32 epoch, array seeds (u32) → Blocks
 	OpAdvance   uint8 = 4 // u32 epoch to leave → JSON object of the new epoch
+	OpHello     uint8 = 5 // the token (raw bytes) → empty; the first request where a token is required
 )
 
 // Statuses.
@@ -65,6 +73,8 @@ const (
 	CodeShuttingDown  uint16 = 7
 	CodeTooLarge      uint16 = 8 // the request exceeds the server's cap; the connection is closed
 	CodeDuplicateSeed uint16 = 9
+	CodeUnauthorized  uint16 = 10 // the first request is not a hello with the server's token; the connection is closed
+	CodeOverBudget    uint16 = 11 // the request's reply could exceed the connection's share of the in-flight budget
 )
 
 // Array dtypes.
@@ -95,21 +105,10 @@ type Frame struct {
 // above max (counting the whole frame) is ErrFrameTooLarge, and the body is
 // not read. buf is reused when large enough.
 func ReadFrame(r io.Reader, max int, buf []byte) (Frame, []byte, error) {
-	var h [HeaderSize]byte
-	if _, err := io.ReadFull(r, h[:4]); err != nil {
-		return Frame{}, buf, err // io.EOF between frames: a clean close
+	f, plen, err := readHeader(r, max)
+	if err != nil {
+		return f, buf, err
 	}
-	n := binary.LittleEndian.Uint32(h[:4])
-	if n < HeaderSize-4 {
-		return Frame{}, buf, fmt.Errorf("%w: frame length %d, want at least %d", ErrMalformed, n, HeaderSize-4)
-	}
-	if uint64(n)+4 > uint64(max) {
-		return Frame{}, buf, fmt.Errorf("%w: %d bytes, cap %d", ErrFrameTooLarge, uint64(n)+4, max)
-	}
-	if _, err := io.ReadFull(r, h[4:]); err != nil {
-		return Frame{}, buf, unexpected(err)
-	}
-	plen := int(n) - (HeaderSize - 4)
 	if cap(buf) < plen {
 		buf = make([]byte, plen)
 	}
@@ -117,7 +116,29 @@ func ReadFrame(r io.Reader, max int, buf []byte) (Frame, []byte, error) {
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return Frame{}, buf, unexpected(err)
 	}
-	return Frame{Op: h[4], Status: h[5], ID: binary.LittleEndian.Uint32(h[6:]), Payload: buf}, buf, nil
+	f.Payload = buf
+	return f, buf, nil
+}
+
+// readHeader reads a frame's header and returns it (no payload) with the
+// payload's length, which is left unread: the server reserves the bytes a
+// request will hold before it reads them. Errors are ReadFrame's.
+func readHeader(r io.Reader, max int) (Frame, int, error) {
+	var h [HeaderSize]byte
+	if _, err := io.ReadFull(r, h[:4]); err != nil {
+		return Frame{}, 0, err // io.EOF between frames: a clean close
+	}
+	n := binary.LittleEndian.Uint32(h[:4])
+	if n < HeaderSize-4 {
+		return Frame{}, 0, fmt.Errorf("%w: frame length %d, want at least %d", ErrMalformed, n, HeaderSize-4)
+	}
+	if uint64(n)+4 > uint64(max) {
+		return Frame{}, 0, fmt.Errorf("%w: %d bytes, cap %d", ErrFrameTooLarge, uint64(n)+4, max)
+	}
+	if _, err := io.ReadFull(r, h[4:]); err != nil {
+		return Frame{}, 0, unexpected(err)
+	}
+	return Frame{Op: h[4], Status: h[5], ID: binary.LittleEndian.Uint32(h[6:])}, int(n) - (HeaderSize - 4), nil
 }
 
 func unexpected(err error) error {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +37,26 @@ type Config struct {
 	epoch.Config
 	Sampler    EpochSampler
 	MaxRequest int // request frame cap in bytes; 0 means DefaultMaxRequest
+
+	// MaxInflight is the budget, in bytes, for everything in flight at
+	// once over all connections: each request from its header until its
+	// reply is written, counted as its frame, a bound on its reply
+	// (replyBound) and then the reply's exact size. A connection whose next
+	// request does not fit waits, unread, until replies free the bytes.
+	// 0 means max(DefaultMaxInflight, 4*MaxRequest).
+	MaxInflight int64
+	// MaxConnInflight is one connection's share of MaxInflight; 0 means
+	// half of it. A sample request whose reply could need more is refused
+	// (CodeOverBudget). It must hold a whole request frame (MaxRequest).
+	MaxConnInflight int64
+	// NumNodes is the graph's node count; it tightens the reply bound
+	// (a minibatch has no more distinct nodes per hop). 0: unknown.
+	NumNodes int64
+
+	// Token, when not empty, is required on every connection: its first
+	// request must be a hello carrying it (docs/PROTOCOL.md). Serving a
+	// TCP listener without one is refused (ErrNoToken).
+	Token []byte
 }
 
 // EpochInfo is the JSON object epoch_info and advance reply with.
@@ -48,11 +69,17 @@ type EpochInfo struct {
 // Create it with New, load the first epoch with Start, then Serve
 // listeners; Shutdown stops it.
 type Server struct {
-	cfg     Config
-	pipe    *epoch.Pipeline
-	maxReq  int
-	baseCtx context.Context
-	cancel  context.CancelFunc
+	cfg      Config
+	pipe     *epoch.Pipeline
+	maxReq   int
+	budget   *budget // all connections' in-flight bytes
+	connSize int64   // one connection's share of budget
+	token    []byte  // SHA-256 of Config.Token; nil when none is required
+	baseCtx  context.Context
+	cancel   context.CancelFunc
+	// stopReading is closed when Shutdown begins: readers waiting for
+	// budget stop waiting and take no new request.
+	stopReading chan struct{}
 
 	mu      sync.Mutex
 	closing bool
@@ -72,18 +99,44 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxRequest < HeaderSize+64 {
 		return nil, fmt.Errorf("%w: request cap %d bytes is too small", ErrConfig, cfg.MaxRequest)
 	}
+	if cfg.MaxInflight == 0 {
+		cfg.MaxInflight = max(DefaultMaxInflight, 4*int64(cfg.MaxRequest))
+	}
+	if cfg.MaxConnInflight == 0 {
+		cfg.MaxConnInflight = cfg.MaxInflight / 2
+	}
+	if cfg.MaxConnInflight > cfg.MaxInflight {
+		return nil, fmt.Errorf("%w: a connection's in-flight budget (%d bytes) exceeds the server's (%d)", ErrConfig, cfg.MaxConnInflight, cfg.MaxInflight)
+	}
+	// A request's frame plus the smallest reply must fit, or a
+	// maximum-size request could wait forever.
+	if need := int64(cfg.MaxRequest) + smallReply; cfg.MaxConnInflight < need {
+		return nil, fmt.Errorf("%w: in-flight budget of %d bytes per connection (%d in all) cannot hold a %d-byte request and its reply (%d bytes): raise the budget or lower the request cap", ErrConfig, cfg.MaxConnInflight, cfg.MaxInflight, cfg.MaxRequest, need)
+	}
+	if len(cfg.Token) > MaxToken {
+		return nil, fmt.Errorf("%w: token of %d bytes, at most %d", ErrConfig, len(cfg.Token), MaxToken)
+	}
 	pipe, err := epoch.NewPipeline(cfg.Config, cfg.Sampler.SampleEpoch, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{
+	s := &Server{
 		cfg: cfg, pipe: pipe, maxReq: cfg.MaxRequest,
-		baseCtx: ctx, cancel: cancel,
+		budget: newBudget(cfg.MaxInflight), connSize: cfg.MaxConnInflight,
+		baseCtx: ctx, cancel: cancel, stopReading: make(chan struct{}),
 		lns:   map[net.Listener]struct{}{},
 		conns: map[*conn]struct{}{},
-	}, nil
+	}
+	if len(cfg.Token) > 0 {
+		s.token = tokenDigest(cfg.Token)
+	}
+	return s, nil
 }
+
+// Inflight returns the request and reply bytes the server holds now
+// against its MaxInflight budget, and the most it has held at once.
+func (s *Server) Inflight() (now, peak int64) { return s.budget.inUse() }
 
 func (s *Server) logf(format string, a ...any) {
 	if s.cfg.Logf != nil {
@@ -217,9 +270,19 @@ func (s *Server) Info() EpochInfo {
 // ErrServerClosed is returned by Serve after Shutdown.
 var ErrServerClosed = errors.New("serve: server closed")
 
+// ErrNoToken is returned by Serve for a TCP listener when the server has
+// no token: any local user could connect.
+var ErrNoToken = errors.New("serve: TCP needs a token (--token-file FILE or $STREAMSAMPLER_TOKEN)")
+
 // Serve accepts connections on ln until Shutdown; each connection's
 // requests are answered concurrently, replies carrying the request's id.
+// A TCP listener is refused (ErrNoToken, ln closed) unless Config.Token is
+// set: unlike a Unix socket's file mode, nothing else keeps other users out.
 func (s *Server) Serve(ln net.Listener) error {
+	if strings.HasPrefix(ln.Addr().Network(), "tcp") && s.token == nil {
+		ln.Close()
+		return ErrNoToken
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -247,7 +310,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		delay = 0
-		c := &conn{s: s, nc: nc}
+		c := &conn{s: s, nc: nc, budget: newBudget(s.connSize)}
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
@@ -266,6 +329,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // stops background preparation.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	if !s.closing {
+		close(s.stopReading)
+	}
 	s.closing = true
 	for ln := range s.lns {
 		ln.Close() // a Unix listener removes its socket file

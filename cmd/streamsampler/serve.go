@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/serve"
 )
 
@@ -22,6 +24,9 @@ type serveFlags struct {
 	socket     string
 	tcp        string
 	maxRequest int
+	maxInfl    string
+	socketMode string
+	tokenFile  string
 	quiet      bool
 	backend    backendFlags
 }
@@ -40,17 +45,28 @@ handed out. With --rank/--world-size (default: the RANK and WORLD_SIZE
 variables torchrun sets) it serves one data-parallel rank's shard; every
 rank serves the same number of minibatches. SIGINT or SIGTERM stops it
 gracefully: no new connections, in-flight replies finish, the socket file
-is removed.`,
+is removed.
+
+The socket file is created with --socket-mode (0600: only this user may
+connect; 0660 admits the file's group). --tcp listens on loopback only and
+needs a token, read from --token-file or $STREAMSAMPLER_TOKEN (surrounding
+whitespace removed); once a token is set, every connection, on the socket
+too, must present it first (the Python Client sends $STREAMSAMPLER_TOKEN).
+All requests and replies in flight share --max-inflight bytes (half of it
+at most per connection); a client whose next request does not fit waits.`,
 		Example: `  streamsampler serve --graph out/email --train train.txt --fanouts 15,10,5 --batch-size 64 --socket /tmp/ss.sock
-  streamsampler serve --graph g --train train.npy --fanouts 10,5 --rank 1 --world-size 2 --tcp 127.0.0.1:7071 -q`,
+  STREAMSAMPLER_TOKEN=$(cat ~/.ss-token) streamsampler serve --graph g --train train.npy --fanouts 10,5 --rank 1 --world-size 2 --tcp 127.0.0.1:7071 -q`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, &f) },
 	}
 	f.stream.add(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.socket, "socket", "", "Unix socket path to listen on")
-	fl.StringVar(&f.tcp, "tcp", "", "also listen on this loopback TCP address, e.g. 127.0.0.1:7070")
+	fl.StringVar(&f.socketMode, "socket-mode", "0600", "permissions of the socket file, octal (0660: its group may connect too)")
+	fl.StringVar(&f.tcp, "tcp", "", "also listen on this loopback TCP address, e.g. 127.0.0.1:7070 (needs a token)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the token clients must present (default: $"+tokenEnv+"); required with --tcp")
 	fl.IntVar(&f.maxRequest, "max-request", serve.DefaultMaxRequest, "largest request frame accepted, in bytes")
+	fl.StringVar(&f.maxInfl, "max-inflight", "", "budget for all requests and replies in flight, e.g. 512MiB (default: 256MiB or 4 × --max-request, whichever is larger)")
 	addQuietFlag(fl, &f.quiet, "log lines")
 	f.backend.add(cmd)
 	return cmd
@@ -69,12 +85,71 @@ func envInt(name string, def int) (int, error) {
 	return n, nil
 }
 
+// tokenEnv holds the token when --token-file is not given.
+const tokenEnv = "STREAMSAMPLER_TOKEN"
+
+// serveToken reads the token: --token-file's content, else $tokenEnv's,
+// with surrounding whitespace removed; nil when neither is set (an empty
+// variable counts as unset).
+func serveToken(file string) ([]byte, error) {
+	var raw []byte
+	from := "$" + tokenEnv
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--token-file: %w", err)
+		}
+		raw, from = b, "--token-file "+file
+	} else if v := os.Getenv(tokenEnv); v != "" {
+		raw = []byte(v)
+	} else {
+		return nil, nil
+	}
+	tok := bytes.TrimSpace(raw)
+	switch {
+	case len(tok) == 0:
+		return nil, usagef("%s: the token is empty", from)
+	case len(tok) > serve.MaxToken:
+		return nil, usagef("%s: the token is %d bytes, at most %d", from, len(tok), serve.MaxToken)
+	}
+	return tok, nil
+}
+
+// parseSocketMode parses --socket-mode: octal permission bits that let
+// the owner read and write.
+func parseSocketMode(s string) (os.FileMode, error) {
+	m, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || m > 0o777 {
+		return 0, usagef("--socket-mode %q: want octal permissions such as 0600 or 0660", s)
+	}
+	if m&0o600 != 0o600 {
+		return 0, usagef("--socket-mode %s: the owner needs read and write (0600) to connect", s)
+	}
+	return os.FileMode(m), nil
+}
+
 func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if f.socket == "" && f.tcp == "" {
 		return usagef("--socket or --tcp is required")
 	}
 	if f.maxRequest < 1 {
 		return usagef("--max-request %d: want a positive number of bytes", f.maxRequest)
+	}
+	var maxInflight int64
+	if f.maxInfl != "" {
+		n, err := ingest.ParseSize(f.maxInfl)
+		if err != nil || n < 1 {
+			return usagef("--max-inflight %q: want a positive size such as 512MiB", f.maxInfl)
+		}
+		maxInflight = n
+	}
+	sockMode, err := parseSocketMode(f.socketMode)
+	if err != nil {
+		return err
+	}
+	token, err := serveToken(f.tokenFile)
+	if err != nil {
+		return err
 	}
 	if _, err := f.stream.sampling(); err != nil {
 		return err
@@ -87,6 +162,9 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.tcp != "" && token == nil {
+		return usagef("--tcp needs a token that clients present: --token-file FILE or $%s (any local user could connect otherwise)", tokenEnv)
+	}
 	if !f.quiet {
 		cfg.Logf = func(format string, a ...any) {
 			fmt.Fprintf(cmd.ErrOrStderr(), "streamsampler serve: "+format+"\n", a...)
@@ -97,7 +175,10 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		return err
 	}
 	defer be.Close()
-	srv, err := serve.New(serve.Config{Config: cfg, Sampler: be, MaxRequest: f.maxRequest})
+	srv, err := serve.New(serve.Config{
+		Config: cfg, Sampler: be, MaxRequest: f.maxRequest, MaxInflight: maxInflight,
+		NumNodes: int64(m.NumNodes), Token: token,
+	})
 	if err != nil {
 		return usageError{err}
 	}
@@ -114,7 +195,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	// Listen before sampling the first epoch, so that a bad address fails
 	// fast; clients' connections wait in the backlog meanwhile.
 	if f.socket != "" {
-		ln, err := serve.ListenUnix(f.socket)
+		ln, err := serve.ListenUnixMode(f.socket, sockMode)
 		if err != nil {
 			return err
 		}

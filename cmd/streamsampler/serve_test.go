@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -91,7 +92,12 @@ func TestServeUsage(t *testing.T) {
 	dir, _ := testGraph(t, 50, 3, 4096)
 	train := writeTrain(t, []uint32{1, 2, 3})
 	sock := filepath.Join(t.TempDir(), "s.sock")
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	emptyToken := filepath.Join(t.TempDir(), "empty")
+	os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600)
+	os.WriteFile(emptyToken, []byte(" \n"), 0o600)
 	base := []string{"serve", "--graph", dir, "--train", train, "--fanouts", "2"}
+	t.Setenv(tokenEnv, "") // as if unset
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -100,7 +106,18 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"serve", "--train", train, "--fanouts", "2", "--socket", sock}, 2, "--graph"},
 		{append(base[:5:5], "--socket", sock), 2, "--fanouts"},
 		{base, 2, "--socket or --tcp"},
-		{append(base, "--tcp", "0.0.0.0:0"), 2, "not loopback"},
+		{append(base, "--tcp", "0.0.0.0:0", "--token-file", tokenFile), 2, "not loopback"},
+		{append(base, "--tcp", "127.0.0.1:0"), 2, "--tcp needs a token"},
+		{append(base, "--tcp", "127.0.0.1:0", "--token-file", emptyToken), 2, "the token is empty"},
+		{append(base, "--tcp", "127.0.0.1:0", "--token-file", filepath.Join(dir, "nope")), 1, "--token-file"},
+		{append(base, "--socket", sock, "--max-request", "0"), 2, "--max-request 0"},
+		{append(base, "--socket", sock, "--max-request", "-1"), 2, "--max-request -1"},
+		{append(base, "--socket", sock, "--max-inflight", "lots"), 2, "--max-inflight"},
+		{append(base, "--socket", sock, "--max-inflight", "0"), 2, "--max-inflight"},
+		{append(base, "--socket", sock, "--max-inflight", "1MiB"), 2, "in-flight budget"},
+		{append(base, "--socket", sock, "--socket-mode", "0400"), 2, "--socket-mode"},
+		{append(base, "--socket", sock, "--socket-mode", "0999"), 2, "--socket-mode"},
+		{append(base, "--socket", sock, "--socket-mode", "01777"), 2, "--socket-mode"},
 		{append(base, "--socket", sock, "--prepare-at", "1.5"), 2, "--prepare-at"},
 		{append(base, "--socket", sock, "--rank", "2", "--world-size", "2"), 2, "rank 2"},
 		{append(base, "--socket", sock, "--world-size", "5"), 2, "3 training nodes for 5 ranks"},
@@ -110,6 +127,77 @@ func TestServeUsage(t *testing.T) {
 		code := execute(tc.args, strings.NewReader(""), io.Discard, &stderr)
 		if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d mentioning %q", tc.args[1:], code, stderr.String(), tc.code, tc.want)
+		}
+	}
+}
+
+// TestServeAccess: --socket-mode sets the socket file's mode; --tcp with
+// a token (--token-file, or $STREAMSAMPLER_TOKEN) refuses a client without
+// it and serves one with it, on the socket too.
+func TestServeAccess(t *testing.T) {
+	dir, _ := testGraph(t, 100, 4, 4096)
+	train := writeTrain(t, []uint32{1, 2, 3, 4, 5, 6, 7, 8})
+	for _, viaEnv := range []bool{false, true} {
+		sock := filepath.Join(t.TempDir(), "ss.sock")
+		args := []string{"serve", "--graph", dir, "--train", train, "--fanouts", "2", "--batch-size", "2",
+			"--socket", sock, "--socket-mode", "0660", "--tcp", "127.0.0.1:0", "--quiet"}
+		if viaEnv {
+			t.Setenv(tokenEnv, " s3cret\n")
+		} else {
+			tokenFile := filepath.Join(t.TempDir(), "token")
+			os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600)
+			args = append(args, "--token-file", tokenFile)
+		}
+		pr, pw := io.Pipe()
+		exit := make(chan int, 1)
+		var stderr strings.Builder
+		go func() {
+			exit <- execute(args, strings.NewReader(""), pw, &stderr)
+			pw.Close()
+		}()
+		lines := bufio.NewScanner(pr)
+		if !lines.Scan() || !strings.HasPrefix(lines.Text(), "ready unix:"+sock) {
+			t.Fatalf("first line %q, want ready (stderr %q)", lines.Text(), stderr.String())
+		}
+		var tcp string
+		for _, w := range strings.Fields(lines.Text()) {
+			if a, ok := strings.CutPrefix(w, "tcp:"); ok {
+				tcp = a
+			}
+		}
+		go io.Copy(io.Discard, pr)
+		if fi, err := os.Lstat(sock); err != nil || fi.Mode().Perm() != 0o660 {
+			t.Fatalf("socket file: %v %v, want mode 0660", fi.Mode(), err)
+		}
+		for _, l := range []struct{ network, addr string }{{"tcp", tcp}, {"unix", sock}} {
+			c, err := serve.Dial(l.network, l.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var re *serve.RemoteError
+			if _, err := c.EpochInfo(); !errors.As(err, &re) || re.Code != serve.CodeUnauthorized {
+				t.Errorf("%s without the token: %v, want unauthorized", l.network, err)
+			}
+			c.Close()
+			c, err = serve.DialToken(l.network, l.addr, []byte("s3cret"))
+			if err != nil {
+				t.Fatalf("%s with the token: %v", l.network, err)
+			}
+			if b, err := c.NextBatch(serve.CurrentEpoch); err != nil || b.End {
+				t.Errorf("%s with the token: %v %v", l.network, b, err)
+			}
+			c.Close()
+		}
+		if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case code := <-exit:
+			if code != 0 {
+				t.Fatalf("exit status %d after SIGTERM: %s", code, stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("serve did not stop on SIGTERM")
 		}
 	}
 }

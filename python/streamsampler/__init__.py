@@ -15,11 +15,11 @@ from .client import Client
 from .loader import Loader
 from .local import LocalServer, find_binary, serve_local
 from .protocol import (Batch, Hop, NotInFrontierError, ProtocolError,
-                       ServerError, UnknownEpochError)
+                       ServerError, UnauthorizedError, UnknownEpochError)
 
 __all__ = [
     "Batch", "Client", "Hop", "Loader", "LocalServer", "NotInFrontierError",
-    "ProtocolError", "ServerError", "UnknownEpochError", "dgl_arrays",
+    "ProtocolError", "ServerError", "UnauthorizedError", "UnknownEpochError", "dgl_arrays",
     "find_binary", "pyg_arrays", "serve_local", "to_dgl", "to_pyg",
 ]
 __version__ = "0.1.0"

@@ -47,9 +47,17 @@ class Client:
 
     With several clients (say one per DataLoader worker) the server hands
     each minibatch of an epoch to exactly one of them.
+
+    ``token`` (default: $STREAMSAMPLER_TOKEN, if set) is presented to the
+    server first, in a hello request: a server listening on TCP requires
+    one (``serve --token-file``). A wrong or missing token raises
+    UnauthorizedError.
     """
 
-    def __init__(self, address: Address, timeout: Optional[float] = None) -> None:
+    def __init__(self, address: Address, timeout: Optional[float] = None,
+                 token: Optional[Union[str, bytes]] = None) -> None:
+        if token is None:
+            token = os.environ.get(P.TOKEN_ENV) or None
         family, addr = _parse_address(address)
         self.address = address
         self._sock = socket.socket(family, socket.SOCK_STREAM)
@@ -68,6 +76,12 @@ class Client:
         self._stash: dict[int, tuple[int, int, int, memoryview]] = {}
         self._next_id = 0
         self._header = bytearray(P.HEADER_SIZE)
+        if token is not None:
+            try:
+                self._call(P.OP_HELLO, P.token_payload(token))
+            except BaseException:
+                self._sock.close()
+                raise
 
     # -- framing ---------------------------------------------------------
     # Requests carry ids and replies may be read by whichever caller holds

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 import numpy as np
 
 from .client import Client
+from .protocol import token_payload
 from .executables import PathArg, find_executable
 
 
@@ -40,14 +41,18 @@ class LocalServer:
     ``train`` is a node-id file or an array of node ids. ``rank`` and
     ``world_size`` default to $RANK and $WORLD_SIZE (torchrun), else 0
     and 1. ``socket`` defaults to a fresh path in a private temporary
-    directory. Use as a context manager, or call ``start``/``stop``.
+    directory. ``tcp`` (a loopback "HOST:PORT"; port 0 picks one, see
+    ``tcp_address``) also listens on TCP, which needs ``token``: the
+    server then requires it on every connection, and ``client()``
+    presents it. Use as a context manager, or call ``start``/``stop``.
     """
 
     def __init__(self, graph: PathArg, train: TrainNodes, fanouts: Sequence[int], batch_size: int,
                  seed: int = 0, socket: Optional[PathArg] = None, rank: Optional[int] = None,
                  world_size: Optional[int] = None, prepare_at: float = 0.8, replace: bool = False,
                  binary: Optional[PathArg] = None, extra_args: Iterable[str] = (), quiet: bool = True,
-                 startup_timeout: float = 600) -> None:
+                 startup_timeout: float = 600, tcp: Optional[str] = None,
+                 token: Optional[Union[str, bytes]] = None) -> None:
         self.binary = find_binary(binary)
         self.graph = os.fspath(graph)
         self.fanouts = [int(f) for f in fanouts]
@@ -67,6 +72,18 @@ class LocalServer:
         else:
             self.train = os.path.join(self._tmp, "train.txt")
             np.savetxt(self.train, np.asarray(train, dtype=np.int64).reshape(-1), fmt="%d")
+        self.tcp = tcp
+        self.token = token
+        self.token_file: Optional[str] = None
+        if token is not None:
+            # In the private (0700) directory, readable by its owner only.
+            self.token_file = os.path.join(self._tmp, "token")
+            fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(token_payload(token))
+        #: The TCP address the server listens on ("tcp:HOST:PORT", for
+        #: Client), once started with ``tcp``.
+        self.tcp_address: Optional[str] = None
         self.proc: Optional[subprocess.Popen[bytes]] = None
         self.log_path = os.path.join(self._tmp, "serve.log")
         self.ready_line: Optional[str] = None
@@ -78,6 +95,10 @@ class LocalServer:
              "--batch-size", str(self.batch_size), "--seed", str(self.seed),
              "--socket", self.socket, "--prepare-at", repr(self.prepare_at),
              "--rank", str(self.rank), "--world-size", str(self.world_size)]
+        if self.tcp is not None:
+            a += ["--tcp", self.tcp]
+        if self.token_file is not None:
+            a += ["--token-file", self.token_file]
         if self.replace:
             a.append("--replace")
         if self.quiet:
@@ -105,6 +126,9 @@ class LocalServer:
             self._cleanup()
             raise RuntimeError("streamsampler serve exited with status %s: %s" % (self.proc.returncode, err.strip()))
         self.ready_line = line
+        for word in line.split():
+            if word.startswith("tcp:"):
+                self.tcp_address = word
         return self
 
     def log(self) -> str:
@@ -116,7 +140,10 @@ class LocalServer:
             return ""
 
     def client(self, **kw: Any) -> Client:
-        """A new Client connected to this server."""
+        """A new Client connected to this server's socket (presenting its
+        token, if it has one)."""
+        if self.token is not None:
+            kw.setdefault("token", self.token)
         return Client(self.socket, **kw)
 
     def stop(self, timeout: float = 30) -> Optional[int]:

@@ -30,6 +30,7 @@ OP_EPOCH_INFO = 1
 OP_NEXT_BATCH = 2
 OP_SAMPLE = 3
 OP_ADVANCE = 4
+OP_HELLO = 5  # payload: the token; the first request where the server requires one
 
 STATUS_OK = 0
 STATUS_ERROR = 1
@@ -50,6 +51,13 @@ CODE_INTERNAL = 6         # preparing the epoch or assembling a minibatch failed
 CODE_SHUTTING_DOWN = 7
 CODE_TOO_LARGE = 8        # the request exceeds the server's cap; the connection is closed
 CODE_DUPLICATE_SEED = 9   # a sample request names a seed twice
+CODE_UNAUTHORIZED = 10    # no hello with the server's token first; the connection is closed
+CODE_OVER_BUDGET = 11     # the reply could exceed the connection's share of the in-flight budget
+
+#: The environment variable that holds the token, for the server and clients.
+TOKEN_ENV = "STREAMSAMPLER_TOKEN"
+#: The longest token a hello may carry, in bytes.
+MAX_TOKEN = 1024
 
 DTYPES = {
     1: np.dtype("<u4"),
@@ -95,9 +103,15 @@ class NotInFrontierError(ServerError, KeyError):
     """A seed is not a training node of this epoch's shard."""
 
 
+class UnauthorizedError(ServerError, PermissionError):
+    """The server requires a token and got none, or a wrong one; it has
+    closed the connection."""
+
+
 _ERROR_CLASSES = {
     CODE_UNKNOWN_EPOCH: UnknownEpochError,
     CODE_NOT_IN_FRONTIER: NotInFrontierError,
+    CODE_UNAUTHORIZED: UnauthorizedError,
 }
 
 
@@ -274,3 +288,16 @@ def epoch_payload(epoch: Optional[int]) -> bytes:
 def sample_payload(epoch: Optional[int], seeds: NodeIds) -> bytes:
     """The payload of a sample request."""
     return epoch_payload(epoch) + encode_array(seeds, "<u4")
+
+
+def token_payload(token: Union[str, bytes]) -> bytes:
+    """The payload of a hello: the token, UTF-8 encoded if a str, with
+    surrounding whitespace removed (as the server removes it from its token
+    file and $STREAMSAMPLER_TOKEN)."""
+    raw = token.encode("utf-8") if isinstance(token, str) else bytes(token)
+    raw = raw.strip()
+    if not raw:
+        raise ValueError("empty token")
+    if len(raw) > MAX_TOKEN:
+        raise ValueError("token of %d bytes, at most %d" % (len(raw), MAX_TOKEN))
+    return raw

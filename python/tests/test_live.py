@@ -13,7 +13,7 @@ import numpy as np
 
 import streamsampler
 from streamsampler import (Client, Loader, LocalServer, NotInFrontierError, ServerError,
-                           UnknownEpochError, pyg_arrays)
+                           UnauthorizedError, UnknownEpochError, pyg_arrays)
 from streamsampler import protocol as P
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -231,9 +231,10 @@ class Live(unittest.TestCase):
             self.assertEqual(c.epoch_info()["served"], 0)
 
     def test_loader_and_tcp(self):
-        srv = self.server(extra_args=["--tcp", "127.0.0.1:0"])
-        tcp = [w for w in srv.ready_line.split() if w.startswith("tcp:")][0]
-        with Client(tcp) as c, Loader(c, transform=pyg_arrays, prefetch=2) as loader:
+        srv = self.server(tcp="127.0.0.1:0", token="s3cret")
+        tcp = srv.tcp_address
+        self.assertTrue(tcp.startswith("tcp:127.0.0.1:"), srv.ready_line)
+        with Client(tcp, token="s3cret") as c, Loader(c, transform=pyg_arrays, prefetch=2) as loader:
             self.assertEqual(len(loader), 13)
             n = 0
             for a in loader:
@@ -241,6 +242,41 @@ class Live(unittest.TestCase):
                 n += 1
             self.assertEqual(n, 13)
             self.assertEqual(c.epoch_info()["epoch"], 1)
+
+    def test_access(self):
+        """The socket is 0600; TCP (and then the socket too) needs the
+        token: without it, or with a wrong one, the server refuses and
+        closes; $STREAMSAMPLER_TOKEN is the client's default."""
+        with self.assertRaises(RuntimeError) as cm:
+            self.server(tcp="127.0.0.1:0")
+        self.assertIn("--tcp needs a token", str(cm.exception))
+        srv = self.server(tcp="127.0.0.1:0", token="s3cret")
+        self.assertEqual(os.stat(srv.socket).st_mode & 0o777, 0o600)
+        with open(srv.token_file, "rb") as f:
+            self.assertEqual(f.read(), b"s3cret")
+        self.assertEqual(os.stat(srv.token_file).st_mode & 0o777, 0o600)
+        env = os.environ.pop(P.TOKEN_ENV, None)
+        try:
+            for addr in (srv.tcp_address, srv.socket):
+                c = Client(addr)
+                with self.assertRaises(UnauthorizedError) as cm:
+                    c.epoch_info()
+                self.assertEqual(cm.exception.code, P.CODE_UNAUTHORIZED)
+                with self.assertRaises((ConnectionError, OSError)):
+                    c.epoch_info()  # closed
+                c.close()
+                with self.assertRaises(UnauthorizedError):
+                    Client(addr, token="wrong")
+                os.environ[P.TOKEN_ENV] = "s3cret\n"
+                with Client(addr) as c:
+                    self.assertEqual(c.epoch_info()["epoch"], 0)
+                del os.environ[P.TOKEN_ENV]
+            with srv.client() as c:
+                self.assertEqual(c.epoch_info()["epoch"], 0)
+        finally:
+            os.environ.pop(P.TOKEN_ENV, None)
+            if env is not None:
+                os.environ[P.TOKEN_ENV] = env
 
     def test_stop_and_bad_start(self):
         srv = LocalServer(self.graph, self.train, FANOUTS, 16, binary=self.ss).start()

@@ -30,7 +30,25 @@ def make_batch():
     return P.Batch(3, np.array([7, 2], np.uint32), [h1, h2], index=5)
 
 
+# A hello with token "s3cret", id 1: the example of docs/PROTOCOL.md
+# (also pinned by serve/access_test.go).
+EXAMPLE_HELLO = bytes([0x0c, 0, 0, 0, 5, 0, 1, 0, 0, 0]) + b"s3cret"
+
+
 class WireFormat(unittest.TestCase):
+    def test_hello(self):
+        self.assertEqual(P.encode_frame(P.OP_HELLO, 1, P.token_payload(" s3cret\n")), EXAMPLE_HELLO)
+        self.assertEqual(P.token_payload(b"s3cret"), b"s3cret")
+        with self.assertRaises(ValueError):
+            P.token_payload(" \n")
+        with self.assertRaises(ValueError):
+            P.token_payload("x" * (P.MAX_TOKEN + 1))
+        self.assertEqual(len(P.token_payload("x" * P.MAX_TOKEN)), P.MAX_TOKEN)
+        err = P.decode_error(struct.pack("<H", P.CODE_UNAUTHORIZED) + b"wrong token")
+        self.assertIsInstance(err, P.UnauthorizedError)
+        self.assertIsInstance(err, PermissionError)
+        self.assertEqual((err.code, err.message), (P.CODE_UNAUTHORIZED, "wrong token"))
+
     def test_example_bytes(self):
         self.assertEqual(P.encode_frame(P.OP_NEXT_BATCH, 1, P.epoch_payload(None)), EXAMPLE_REQUEST)
         length, op, status, rid = P.HEADER.unpack_from(EXAMPLE_REPLY)

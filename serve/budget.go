@@ -1,0 +1,157 @@
+package serve
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+)
+
+// budget is a weighted semaphore over bytes: the server's budget for all
+// in-flight request and reply bytes, or one connection's share of it.
+// Waiters are served first come, first served, so that a large request is
+// not starved by a stream of small ones. It also keeps the high-water
+// mark, which tests and operators read through Server.Inflight.
+type budget struct {
+	size int64
+
+	mu      sync.Mutex
+	used    int64
+	peak    int64
+	waiters list.List // of *budgetWaiter, oldest first
+}
+
+type budgetWaiter struct {
+	n     int64
+	ready chan struct{} // closed once the bytes are granted
+}
+
+func newBudget(size int64) *budget { return &budget{size: size} }
+
+// acquire takes n bytes, waiting until they are free, until ctx is done or
+// until stop is closed (whichever first; the bytes are then not taken). n
+// must not exceed the budget's size: such a request could never be served.
+func (b *budget) acquire(ctx context.Context, stop <-chan struct{}, n int64) error {
+	if n > b.size {
+		return fmt.Errorf("serve: %d bytes exceed the whole budget of %d", n, b.size)
+	}
+	b.mu.Lock()
+	if b.waiters.Len() == 0 && b.used+n <= b.size {
+		b.takeLocked(n)
+		b.mu.Unlock()
+		return nil
+	}
+	w := &budgetWaiter{n: n, ready: make(chan struct{})}
+	el := b.waiters.PushBack(w)
+	b.mu.Unlock()
+	var err error
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-stop:
+		err = errStopped
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-w.ready:
+		// Granted while we were giving up: keep the bytes rather than
+		// lose a grant; the caller has them.
+		return nil
+	default:
+	}
+	front := b.waiters.Front() == el
+	b.waiters.Remove(el)
+	if front {
+		// The waiters behind us may fit now.
+		b.wakeLocked()
+	}
+	return err
+}
+
+// errStopped is acquire's error when its stop channel closes.
+var errStopped = fmt.Errorf("serve: stopped waiting for the in-flight budget")
+
+// release gives back n bytes taken by acquire.
+func (b *budget) release(n int64) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	if b.used < 0 {
+		b.mu.Unlock()
+		panic("serve: budget released more than it holds")
+	}
+	b.wakeLocked()
+	b.mu.Unlock()
+}
+
+func (b *budget) takeLocked(n int64) {
+	b.used += n
+	b.peak = max(b.peak, b.used)
+}
+
+// wakeLocked grants the oldest waiters while they fit, in order.
+func (b *budget) wakeLocked() {
+	for {
+		el := b.waiters.Front()
+		if el == nil {
+			return
+		}
+		w := el.Value.(*budgetWaiter)
+		if b.used+w.n > b.size {
+			return
+		}
+		b.takeLocked(w.n)
+		b.waiters.Remove(el)
+		close(w.ready)
+	}
+}
+
+// inUse returns the bytes held now and the most ever held at once.
+func (b *budget) inUse() (used, peak int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used, b.peak
+}
+
+// smallReply is what a request whose reply is not a minibatch reserves for
+// it: an epoch_info or advance JSON object, an error or end marker.
+const smallReply = 64 << 10
+
+// replyBound bounds the size of a minibatch reply frame for n seeds and
+// the given fanouts, before it is assembled: hop h has d destinations
+// (the seeds, then the previous hop's sources), at most d·fanout edges,
+// and at most d + edges sources; numNodes (when > 0) caps the distinct
+// nodes of a hop. Sums saturate at 1<<62.
+func replyBound(n int64, fanouts []int, numNodes int64) int64 {
+	const huge = int64(1) << 62
+	add := func(a, b int64) int64 { // a, b <= huge
+		if a > huge-b {
+			return huge
+		}
+		return a + b
+	}
+	mul := func(a, b int64) int64 {
+		if b != 0 && a > huge/b {
+			return huge
+		}
+		return a * b
+	}
+	size := add(HeaderSize+9+arrayHeaderSize, mul(4, n))
+	d := n
+	for _, f := range fanouts {
+		edges := mul(d, int64(f))
+		src := add(d, edges)
+		if numNodes > 0 {
+			src = min(src, numNodes)
+		}
+		hop := add(add(4*arrayHeaderSize, mul(4, d)), add(mul(4, src), mul(8, edges)))
+		size = add(size, hop)
+		d = src
+	}
+	return size
+}
