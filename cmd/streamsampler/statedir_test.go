@@ -142,7 +142,7 @@ const (
 func TestPrepareKillHelper(t *testing.T) {
 	step := os.Getenv(killStepEnv)
 	if step == "" {
-		t.Skip("the child process of TestPrepareKilledAtEveryStep")
+		return // not the child: nothing to do (and nothing skipped to report)
 	}
 	var args []string
 	if err := json.Unmarshal([]byte(os.Getenv(killArgsEnv)), &args); err != nil {
