@@ -166,12 +166,18 @@ func reportRemoved(w io.Writer, st epoch.State, removed []epoch.Leftover) {
 	}
 }
 
-// checkTrainSet compares the training nodes read from trainPath with the
-// set a state directory records.
-func checkTrainSet(cfg epoch.StateConfig, trainPath string, got epoch.TrainSet) error {
+// bindTrainSet records the training nodes' identity in a new state
+// configuration, or checks them against the recorded one: a training file
+// whose content changed since the first epoch is refused.
+func bindTrainSet(cfg *epoch.StateConfig, fresh bool, train []uint32) error {
+	got := epoch.TrainSetOf(train)
+	if fresh {
+		cfg.TrainSet = got
+		return nil
+	}
 	if got != cfg.TrainSet {
 		return fmt.Errorf("training nodes in %s (%d, CRC-32C %08x) are not those recorded in %s (%d, CRC-32C %08x): the file changed since the first prepare; use a new state directory",
-			trainPath, got.Count, got.CRC32C, epoch.ConfigName, cfg.TrainSet.Count, cfg.TrainSet.CRC32C)
+			cfg.Train, got.Count, got.CRC32C, epoch.ConfigName, cfg.TrainSet.Count, cfg.TrainSet.CRC32C)
 	}
 	return nil
 }

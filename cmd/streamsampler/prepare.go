@@ -127,10 +127,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 	if err != nil {
 		return err
 	}
-	trainSet := epoch.TrainSetOf(sampling.Train)
-	if fresh {
-		cfg.TrainSet = trainSet
-	} else if err := checkTrainSet(cfg, cfg.Train, trainSet); err != nil {
+	if err := bindTrainSet(&cfg, fresh, sampling.Train); err != nil {
 		return err
 	}
 	// The backend is opened before the directory is created, so that a

@@ -108,10 +108,7 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 		if stCfg, fresh, _, err = stateConfigFor(*st, c, given, func(string) bool { return true }); err != nil {
 			return err
 		}
-		trainSet := epoch.TrainSetOf(cfg.Train)
-		if fresh {
-			stCfg.TrainSet = trainSet
-		} else if err := checkTrainSet(stCfg, stCfg.Train, trainSet); err != nil {
+		if err := bindTrainSet(&stCfg, fresh, cfg.Train); err != nil {
 			return err
 		}
 		if err := st.Init(); err != nil {
