@@ -298,3 +298,67 @@ func TestPipelinePrepareRefused(t *testing.T) {
 		t.Fatalf("end of epoch with the store busy: %v", err)
 	}
 }
+
+// TestPipelineRunOrdered: with assembly spread over workers, fn still sees
+// every minibatch of every epoch, in Run's order, with the same blocks; a
+// failing fn stops it with that error, without deadlock.
+func TestPipelineRunOrdered(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(10)
+	cfg := Config{Sampling: Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 3, Rank: 1, World: 2},
+		BatchSize: 7, Epochs: 3, PrepareAt: 0.5}
+	collect := func(workers int) []*Batch {
+		var calls atomic.Int64
+		p, err := NewPipeline(cfg, f.sampler(&calls), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		var got []*Batch
+		if err := p.RunOrdered(ctx, workers, func(b *Batch) error { got = append(got, b); return nil }); err != nil {
+			t.Fatalf("%d workers: %v", workers, err)
+		}
+		return got
+	}
+	want := collect(1)
+	if len(want) != 3*NumBatches(len(f.train)/2, 7) {
+		t.Fatalf("%d minibatches", len(want))
+	}
+	for _, workers := range []int{2, 3, 8} {
+		got := collect(workers)
+		if len(got) != len(want) {
+			t.Fatalf("%d workers: %d minibatches, want %d", workers, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].Epoch != want[i].Epoch || got[i].Index != want[i].Index {
+				t.Fatalf("%d workers: minibatch %d is epoch %d #%d, want epoch %d #%d", workers, i, got[i].Epoch, got[i].Index, want[i].Epoch, want[i].Index)
+			}
+			if err := equalBlocks(got[i].Blocks, want[i].Blocks); err != nil {
+				t.Fatalf("%d workers: minibatch %d: %v", workers, i, err)
+			}
+		}
+	}
+	// A failure in fn stops the run with that error.
+	var calls atomic.Int64
+	p, _ := NewPipeline(cfg, f.sampler(&calls), nil)
+	defer p.Close()
+	stop := errors.New("stop")
+	n := 0
+	err := p.RunOrdered(ctx, 4, func(b *Batch) error {
+		if n++; n == 5 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || n != 5 {
+		t.Fatalf("fn failing at the 5th minibatch: %v after %d", err, n)
+	}
+	// So does a cancelled context.
+	cctx, cancel := context.WithCancel(ctx)
+	p2, _ := NewPipeline(cfg, f.sampler(&calls), nil)
+	defer p2.Close()
+	err = p2.RunOrdered(cctx, 4, func(b *Batch) error { cancel(); return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+}

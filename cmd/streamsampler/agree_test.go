@@ -32,25 +32,27 @@ func TestRunAndServeAgree(t *testing.T) {
 				"--seed", "5", "--rank", fmt.Sprint(rank), "--world-size", "3", "--prepare-at", prepareAt}
 			name := fmt.Sprintf("prepare-at=%s/rank=%d", prepareAt, rank)
 
-			var fromRun []string
-			run := newRunCmdWith(func(b *epoch.Batch) { fromRun = append(fromRun, batchKey(b.Epoch, b.Index, b.Blocks)) })
-			run.SetArgs(append([]string{"--epochs", fmt.Sprint(epochs)}, args...))
-			run.SetOut(io.Discard)
-			run.SetErr(io.Discard)
-			if err := run.Execute(); err != nil {
-				t.Fatalf("%s: run: %v", name, err)
-			}
-
 			fromServe := serveBatches(t, append(args, "-q"), epochs)
-			if len(fromRun) == 0 || len(fromRun)%epochs != 0 {
-				t.Fatalf("%s: run handed out %d minibatches", name, len(fromRun))
-			}
-			if len(fromServe) != len(fromRun) {
-				t.Fatalf("%s: serve handed out %d minibatches, run %d", name, len(fromServe), len(fromRun))
-			}
-			for i := range fromRun {
-				if fromRun[i] != fromServe[i] {
-					t.Fatalf("%s: minibatch %d differs:\nrun   %.200s\nserve %.200s", name, i, fromRun[i], fromServe[i])
+			// run assembles on one goroutine or several: the order holds.
+			for _, workers := range []string{"1", "4"} {
+				var fromRun []string
+				run := newRunCmdWith(func(b *epoch.Batch) { fromRun = append(fromRun, batchKey(b.Epoch, b.Index, b.Blocks)) })
+				run.SetArgs(append([]string{"--epochs", fmt.Sprint(epochs), "--workers", workers}, args...))
+				run.SetOut(io.Discard)
+				run.SetErr(io.Discard)
+				if err := run.Execute(); err != nil {
+					t.Fatalf("%s: run: %v", name, err)
+				}
+				if len(fromRun) == 0 || len(fromRun)%epochs != 0 {
+					t.Fatalf("%s: run handed out %d minibatches", name, len(fromRun))
+				}
+				if len(fromServe) != len(fromRun) {
+					t.Fatalf("%s: serve handed out %d minibatches, run --workers %s %d", name, len(fromServe), workers, len(fromRun))
+				}
+				for i := range fromRun {
+					if fromRun[i] != fromServe[i] {
+						t.Fatalf("%s: minibatch %d differs:\nrun --workers %s %.200s\nserve %.200s", name, i, workers, fromRun[i], fromServe[i])
+					}
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ type runOptions struct {
 	epochs   int
 	json     bool
 	backend  backendFlags
+	workers  int
 	onBatch  func(*epoch.Batch) // tests: sees every minibatch handed out
 }
 
@@ -50,6 +52,7 @@ With --state it also persists each epoch there, as prepare does.`,
 	o.stream.add(cmd)
 	f := cmd.Flags()
 	f.IntVar(&o.epochs, "epochs", 2, "epochs to run")
+	f.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "goroutines assembling minibatches (handed out in order whatever the number)")
 	f.StringVar(&o.state, "state", "", "also persist each epoch in this state directory")
 	f.StringVar(&o.compress, "compress", "", `with --state: compress the epoch's arrays ("" or zstd)`)
 	f.BoolVar(&o.json, "json", false, "print JSON lines")
@@ -77,6 +80,9 @@ type epochRecord struct {
 func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 	if o.epochs < 1 {
 		return usagef("--epochs %d: want at least 1", o.epochs)
+	}
+	if o.workers < 1 {
+		return usagef("--workers %d: want at least 1", o.workers)
 	}
 	if _, err := o.stream.sampling(); err != nil {
 		return err
@@ -196,16 +202,11 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 		printRunEpoch(w, o.json, cur)
 	}
 	start := time.Now()
-	for {
-		t0 := time.Now()
-		b, err := pipe.Next(ctx)
+	// The time between minibatches, as a consumer sees it: assembly (on
+	// every core) plus any wait for the epoch's preparation.
+	t0 := time.Now()
+	err = pipe.RunOrdered(ctx, o.workers, func(b *epoch.Batch) error {
 		el := time.Since(t0).Seconds()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
 		if o.onBatch != nil {
 			o.onBatch(b)
 		}
@@ -217,6 +218,11 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 		cur.Seeds += len(b.Blocks.Seeds)
 		cur.Edges += int64(b.Blocks.NumEdges())
 		cur.AssembleS += el
+		t0 = time.Now()
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	flush()
 	if !o.json {
