@@ -2,6 +2,8 @@ package hostbench
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"time"
@@ -78,6 +80,22 @@ func measureAssembly(ctx context.Context, cfg Config, res *epoch.Result, train [
 	a.BaselineMsPerBat, a.BaselineEdgesPS = ratio(bt*1e3, n), ratio(e, bt)
 	a.BaselineCPUMsPerBat, a.BaselineEdgesPerCPUS = ratio(bc*1e3, n), ratio(e, bc)
 	a.Speedup = ratio(bc, c)
+	runtime.UnlockOSThread() // the workers below need the cores, not this thread
+	a.Workers = runtime.GOMAXPROCS(0)
+	var pwalls []float64
+	for range cfg.Runs {
+		w, pedges, err := measurePipeline(ctx, stream, res, len(batches), a.Workers)
+		if err != nil {
+			return nil, err
+		}
+		if pedges != a.Edges {
+			return nil, fmt.Errorf("hostbench: the pipeline assembled %d edges, the assembler %d", pedges, a.Edges)
+		}
+		pwalls = append(pwalls, w)
+	}
+	a.ParallelEdgesPerS = ratio(e, Median(pwalls))
+	a.ParallelScaling = ratio(a.ParallelEdgesPerS, a.EdgesPerS)
+	runtime.LockOSThread() // for the deferred unlock
 	// The two must agree exactly: same rng contract, same block order.
 	a.IdenticalBlocks = true
 	for i := 0; i < min(len(batches), identityChecks); i++ {
@@ -88,6 +106,44 @@ func measureAssembly(ctx context.Context, cfg Config, res *epoch.Result, train [
 		}
 	}
 	return a, nil
+}
+
+// errEnough stops a pipeline pass after its minibatches.
+var errEnough = errors.New("hostbench: enough minibatches")
+
+// measurePipeline hands out the first n minibatches of res's epoch through
+// an epoch.Pipeline over res (resident, so nothing is sampled) with
+// workers goroutines assembling, and returns the wall time and the edges.
+func measurePipeline(ctx context.Context, stream epoch.Config, res *epoch.Result, n, workers int) (wall float64, edges int64, err error) {
+	store := epoch.NewStore()
+	if err := store.SetCurrent(res); err != nil {
+		return 0, 0, err
+	}
+	stream.FirstEpoch, stream.Epochs, stream.Replace = res.Key.Epoch, 1, res.Key.Replace
+	p, err := epoch.NewPipeline(stream, func(context.Context, []uint32, []int, epoch.Key) (*epoch.Result, error) {
+		return nil, errors.New("hostbench: the epoch is resident; nothing to sample")
+	}, store)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer p.Close()
+	if err := p.Start(ctx); err != nil {
+		return 0, 0, err
+	}
+	got := 0
+	t0 := time.Now()
+	err = p.RunOrdered(ctx, workers, func(b *epoch.Batch) error {
+		edges += int64(b.Blocks.NumEdges())
+		if got++; got == n {
+			return errEnough
+		}
+		return nil
+	})
+	wall = time.Since(t0).Seconds()
+	if errors.Is(err, errEnough) {
+		err = nil
+	}
+	return wall, edges, err
 }
 
 // ratio is x/y, or 0 when y is not positive (no batches, or a pass too

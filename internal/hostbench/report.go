@@ -69,9 +69,15 @@ type Assembly struct {
 	BaselineCPUMsPerBat  float64 `json:"baseline_cpu_ms_per_batch"`
 	BaselineEdgesPerCPUS float64 `json:"baseline_edges_per_cpu_s"`
 	Speedup              float64 `json:"speedup"`
-	IdenticalBlocks      bool    `json:"identical_blocks"`
-	PassVsBaseline       bool    `json:"pass_vs_baseline"`
-	PassEdgesPerCore     bool    `json:"pass_30M_edges_per_core"`
+	// The same minibatches handed out by an epoch.Pipeline with Workers
+	// goroutines assembling (run's path), wall clock; ParallelScaling is
+	// that rate over the one-goroutine wall rate above.
+	Workers           int     `json:"workers"`
+	ParallelEdgesPerS float64 `json:"parallel_edges_per_s"`
+	ParallelScaling   float64 `json:"parallel_scaling"`
+	IdenticalBlocks   bool    `json:"identical_blocks"`
+	PassVsBaseline    bool    `json:"pass_vs_baseline"`
+	PassEdgesPerCore  bool    `json:"pass_30M_edges_per_core"`
 }
 
 // Report is the outcome of Run. Its pass fields, RSSBudget included, are
@@ -184,6 +190,7 @@ func (r *Report) WriteBody(w io.Writer) error {
 	a := r.Assembly
 	fmt.Fprintf(ew, "\nassembly, batch %d, fanouts %v, %d batches, %.0f edges/batch, one thread:\n", a.BatchSize, a.Fanouts, a.Batches, float64(a.Edges)/float64(max(a.Batches, 1)))
 	fmt.Fprintf(ew, "  epoch assembly          %8.3f ms/batch CPU (%8.3f wall), %.3g edges per CPU-second (%.3g per wall-second)\n", a.CPUMsPerBatch, a.MsPerBatch, a.EdgesPerCPUS, a.EdgesPerS)
+	fmt.Fprintf(ew, "  pipeline, %2d workers    %.3g edges per wall-second (%.2fx one goroutine)\n", a.Workers, a.ParallelEdgesPerS, a.ParallelScaling)
 	fmt.Fprintf(ew, "  per-minibatch sampler   %8.3f ms/batch CPU (%8.3f wall), %.3g edges per CPU-second (%.3g per wall-second)\n", a.BaselineCPUMsPerBat, a.BaselineMsPerBat, a.BaselineEdgesPerCPUS, a.BaselineEdgesPS)
 	fmt.Fprintf(ew, "  speedup %.2fx (CPU time)\n", a.Speedup)
 	fmt.Fprintf(ew, "%s blocks identical to the per-minibatch sampler's\n", passFail(a.IdenticalBlocks))
