@@ -39,10 +39,11 @@ class Lib:
         l.ssg_create.argtypes = [C.c_int, C.c_uint32, C.c_void_p, C.c_uint64, C.c_void_p, C.POINTER(Opts),
                                  C.POINTER(C.c_void_p), C.c_char_p, C.c_size_t]
         l.ssg_destroy.argtypes = [C.c_void_p]
-        # ABI 2: every output array is passed with its capacity (elements).
+        # ABI 2: every output array is passed with its capacity (elements);
+        # ABI 3 adds loading piece by piece (this script uses ssg_create).
         l.ssg_abi_version.argtypes = []
-        if l.ssg_abi_version() != 2:
-            raise RuntimeError(f"{path}: ABI version {l.ssg_abi_version()}, this script needs 2: rebuild it")
+        if l.ssg_abi_version() != 3:
+            raise RuntimeError(f"{path}: ABI version {l.ssg_abi_version()}, this script needs 3: rebuild it")
         l.ssg_sample.argtypes = [C.c_void_p, C.c_int32, C.c_void_p, C.c_uint64, C.c_void_p, C.c_int32, C.c_uint64,
                                  C.c_uint32, C.c_int32, C.c_void_p, C.c_uint64, C.c_char_p, C.c_size_t]
         l.ssg_fetch.argtypes = [C.c_void_p, C.c_void_p, C.c_uint64, C.c_void_p, C.c_uint64, C.c_void_p, C.c_uint64,

@@ -194,31 +194,76 @@ func (r *Reader) words(node uint32, c int, lo, hi uint32) ([]uint32, error) {
 
 // CSR reads the whole graph into CSR arrays: node v's neighbors are
 // indices[indptr[v]:indptr[v+1]]. Every chunk is CRC-checked as it is
-// first read, and every neighbor id is checked against num_nodes (which a
+// read, and every neighbor id is checked against num_nodes (which a
 // consistent manifest with a wrong CRC could otherwise pass on), so the
 // arrays are safe to hand to a kernel that indexes by id; the error, a
-// *DefectError, names the chunk, node and word.
+// *DefectError, names the chunk, node and word (ChunkCSR).
 func (r *Reader) CSR() (indptr []uint64, indices []uint32, err error) {
-	n := r.m.NumNodes
-	indptr = make([]uint64, n+1)
+	indptr = make([]uint64, r.m.NumNodes+1)
 	indices = make([]uint32, 0, r.m.NumEdges)
-	for v := uint32(0); v < n; v++ {
-		c, lo, hi, err := r.span(v)
+	for i := range r.m.Chunks {
+		adj, err := r.ChunkCSR(i, indptr)
 		if err != nil {
 			return nil, nil, err
 		}
-		nb, err := r.words(v, c, lo, hi)
-		if err != nil {
-			return nil, nil, err
-		}
-		for j, u := range nb {
-			if u >= n {
-				return nil, nil, defect(r.m, ChunksFile, c, int64(v), int64(lo)+int64(j),
-					"neighbor %d at word %d is not below num_nodes %d", u, int64(lo)+int64(j), n)
-			}
-		}
-		indices = append(indices, nb...)
-		indptr[v+1] = uint64(len(indices))
+		indices = append(indices, adj...)
 	}
 	return indptr, indices, nil
+}
+
+// ChunkCSR returns chunk i's part of the graph's CSR without copying its
+// adjacency: the neighbors of its nodes back to back in node order (for a
+// memory-mapped graph on a little-endian host, a slice of the mapping that
+// must not be modified), and it fills indptr[start+1 .. start+n_nodes] from
+// the chunk's offsets, given indptr[start] (the number of edges of the
+// chunks before it; indptr has num_nodes+1 entries). Calling it for chunks
+// 0, 1, … in order and appending the slices builds what CSR returns, so a
+// caller can stream a graph chunk by chunk (to a GPU, say) holding only
+// indptr.
+//
+// The chunk's CRC-32C is checked first (ReadChunk), then its header
+// against the manifest, every node's offsets against the chunk's bounds,
+// and every neighbor id against num_nodes; an error is a *ChecksumError or
+// a *DefectError naming the chunk, node and word.
+func (r *Reader) ChunkCSR(i int, indptr []uint64) ([]uint32, error) {
+	if uint64(len(indptr)) != uint64(r.m.NumNodes)+1 {
+		return nil, fmt.Errorf("chunkfmt: ChunkCSR: indptr has %d entries, want num_nodes+1 = %d", len(indptr), uint64(r.m.NumNodes)+1)
+	}
+	b, err := r.ReadChunk(i, nil)
+	if err != nil {
+		return nil, err
+	}
+	w := ChunkView(Words(b))
+	ci := &r.m.Chunks[i]
+	if len(w) < MinHeaderWords || w.NumNodes() != ci.NNodes || w.StartNode() != ci.Start {
+		return nil, defect(r.m, ChunksFile, i, -1, 0, "header does not match the manifest's %d nodes from %d", ci.NNodes, ci.Start)
+	}
+	hdr := w.HeaderWords()
+	used := uint64(ci.BytesUsed / 4)
+	if hdr > used || used > uint64(len(w)) {
+		return nil, defect(r.m, ChunksFile, i, -1, -1, "header of %d words outside the chunk's %d used words", hdr, used)
+	}
+	n := r.m.NumNodes
+	base := indptr[ci.Start]
+	for j := uint32(0); j < ci.NNodes; j++ {
+		v := ci.Start + j
+		lo, hi := w.Span(j)
+		if uint64(lo) < hdr || hi < lo || uint64(hi) > used {
+			word := int64(2 + j)
+			return nil, defect(r.m, ChunksFile, i, int64(v), word,
+				"offsets [%d,%d) at word %d outside the chunk's neighbors [%d,%d)", lo, hi, word, hdr, used)
+		}
+		for k, u := range w[lo:hi] {
+			if u >= n {
+				return nil, defect(r.m, ChunksFile, i, int64(v), int64(lo)+int64(k),
+					"neighbor %d at word %d is not below num_nodes %d", u, int64(lo)+int64(k), n)
+			}
+		}
+		indptr[v+1] = base + uint64(hi) - uint64(w[2])
+	}
+	if ci.NNodes == 0 {
+		return w[:0:0], nil
+	}
+	lo, hi := w[2], w[2+ci.NNodes]
+	return w[lo:hi:hi], nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,11 @@ func TestCSRFromGraphChecksReads(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	const c = 2
+	m0, err := chunkfmt.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	load := func() error {
 		g, err := chunkfmt.Open(dir)
 		if err != nil {
@@ -40,6 +46,23 @@ func TestCSRFromGraphChecksReads(t *testing.T) {
 		}
 		defer g.Close()
 		_, _, err = gpu.CSRFromGraph(g)
+		// Open's path, chunk by chunk, must fail the same way and hand
+		// the sink nothing from the bad chunk.
+		var before uint64 // edges of the chunks before c
+		for _, ci := range m0.Chunks[:c] {
+			before += ci.NEdges
+		}
+		var got uint64 // edges the sink received
+		sink := sinkFunc{indices: func(first uint64, a []uint32) error {
+			got = first + uint64(len(a))
+			return nil
+		}}
+		if serr := gpu.StreamCSR(g, sink); fmt.Sprint(serr) != fmt.Sprint(err) {
+			t.Errorf("StreamCSR: %v\nCSRFromGraph: %v", serr, err)
+		}
+		if err != nil && got > before {
+			t.Errorf("the sink got %d edges, past the %d before the corrupt chunk %d", got, before, c)
+		}
 		return err
 	}
 	if err := load(); err != nil {
@@ -49,7 +72,6 @@ func TestCSRFromGraphChecksReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const c = 2
 	path := filepath.Join(dir, chunkfmt.ChunksFile)
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -17,3 +17,18 @@ func (b *Backend) RawFetch(frontiers []uint32, samples []int32, final []uint32) 
 	defer b.mu.Unlock()
 	return b.eng.fetch(frontiers, samples, final)
 }
+
+// OpenStreamForTest creates a context of n nodes and nnz edges in the
+// library at path and lets fill load it through the library's sink
+// unchecked, then frees it: for tests of the library's loading checks.
+func OpenStreamForTest(path string, n uint32, nnz uint64, fill func(CSRSink) error) error {
+	lib, err := loadLibrary(path)
+	if err != nil {
+		return err
+	}
+	b, err := lib.openStream(0, n, nnz, Options{}, fill)
+	if err != nil {
+		return err
+	}
+	return b.Close()
+}

@@ -117,13 +117,21 @@ type engine interface {
 // Open loads the library, opens CUDA device `device` and copies g's
 // adjacency into GPU memory (or pinned host memory with opts.UVA).
 //
+// The adjacency goes to the library chunk by chunk, straight from the
+// memory-mapped graph after each chunk's checks (StreamCSR): the Go heap
+// holds only indptr (8 bytes a node), never a copy of the edges, so a
+// graph of half the host's memory can be opened.
+//
 // libPath "" searches $STREAMSAMPLER_GPU_LIB, then LibName next to the
 // executable, then the system library path (ldconfig, LD_LIBRARY_PATH).
 func Open(libPath string, device int, g *chunkfmt.Graph, opts Options) (*Backend, error) {
 	if g == nil || g.Manifest == nil || g.Reader == nil {
 		return nil, fmt.Errorf("%w: nil graph", ErrInvalid)
 	}
-	// Load first: a missing library or device should not cost a CSR build.
+	if g.Manifest.NumNodes >= 1<<31 {
+		return nil, fmt.Errorf("%w: %d nodes, at most 2^31-1", ErrInvalid, g.Manifest.NumNodes)
+	}
+	// Load first: a missing library or device should not cost a CSR read.
 	lib, err := loadLibrary(libPath)
 	if err != nil {
 		return nil, err
@@ -131,11 +139,9 @@ func Open(libPath string, device int, g *chunkfmt.Graph, opts Options) (*Backend
 	if err := lib.deviceCheck(device); err != nil {
 		return nil, err
 	}
-	indptr, indices, err := CSRFromGraph(g)
-	if err != nil {
-		return nil, err
-	}
-	return lib.open(device, indptr, indices, opts)
+	return lib.openStream(device, g.Manifest.NumNodes, g.Manifest.NumEdges, opts, func(dst CSRSink) error {
+		return StreamCSR(g, dst)
+	})
 }
 
 // OpenCSR is Open over an in-memory CSR: the neighbors of node v are
@@ -160,13 +166,55 @@ func OpenCSR(libPath string, device int, indptr []uint64, indices []uint32, opts
 // CSRFromGraph reads a graph directory's adjacency into CSR arrays,
 // checking every chunk's CRC-32C and every neighbor id against num_nodes
 // before anything reaches the GPU (chunkfmt.Reader.CSR): a corrupt graph
-// is an error naming the file, chunk and node, never other samples.
+// is an error naming the file, chunk and node, never other samples. It
+// holds the whole graph in the Go heap; Open streams it instead.
 func CSRFromGraph(g *chunkfmt.Graph) (indptr []uint64, indices []uint32, err error) {
 	indptr, indices, err = g.Reader.CSR()
 	if err != nil {
 		return nil, nil, fmt.Errorf("gpu: reading CSR of %s: %w", g.Dir, err)
 	}
 	return indptr, indices, nil
+}
+
+// CSRSink receives a graph's CSR piece by piece from StreamCSR: first
+// every neighbor id in order, then indptr. Open's sink is the library's
+// loading API (ssg_load_indices, ssg_load_indptr).
+type CSRSink interface {
+	// Indices receives edges [first, first+len(a)); a is valid only during
+	// the call (it may be the memory-mapped file itself) and must not be
+	// modified.
+	Indices(first uint64, a []uint32) error
+	// Indptr receives the complete indptr (num_nodes+1 entries) after all
+	// indices.
+	Indptr(indptr []uint64) error
+}
+
+// StreamCSR passes g's CSR to dst one chunk at a time, each only after
+// the checks of CSRFromGraph (chunkfmt.Reader.ChunkCSR: CRC-32C, offsets,
+// neighbor ids below num_nodes): a corrupt chunk stops the stream with an
+// error naming the file, chunk and node. Indices passes the chunk's
+// adjacency without copying it, so the Go heap grows by indptr only
+// (8 bytes × (num_nodes+1)).
+func StreamCSR(g *chunkfmt.Graph, dst CSRSink) error {
+	m := g.Manifest
+	indptr := make([]uint64, uint64(m.NumNodes)+1)
+	var edges uint64
+	for i := 0; i < g.Reader.NumChunks(); i++ {
+		adj, err := g.Reader.ChunkCSR(i, indptr)
+		if err != nil {
+			return fmt.Errorf("gpu: reading CSR of %s: %w", g.Dir, err)
+		}
+		if len(adj) > 0 {
+			if err := dst.Indices(edges, adj); err != nil {
+				return err
+			}
+		}
+		edges += uint64(len(adj))
+	}
+	if edges != m.NumEdges {
+		return fmt.Errorf("gpu: reading CSR of %s: %w: chunks hold %d edges, the manifest says %d", g.Dir, chunkfmt.ErrBadManifest, edges, m.NumEdges)
+	}
+	return dst.Indptr(indptr)
 }
 
 // Device returns the CUDA device's name.

@@ -17,6 +17,9 @@ typedef struct {
 	int (*abi_version)(void);
 	int (*device_count)(int *, char *, size_t);
 	int (*create)(int, uint32_t, const uint64_t *, uint64_t, const uint32_t *, const ssg_options *, ssg_ctx **, char *, size_t);
+	int (*create_empty)(int, uint32_t, uint64_t, const ssg_options *, ssg_ctx **, char *, size_t);
+	int (*load_indices)(ssg_ctx *, uint64_t, const uint32_t *, uint64_t, char *, size_t);
+	int (*load_indptr)(ssg_ctx *, const uint64_t *, uint64_t, char *, size_t);
 	void (*destroy)(ssg_ctx *);
 	int (*info)(ssg_ctx *, char *, size_t, int32_t *, char *, size_t);
 	int (*sample)(ssg_ctx *, int32_t, const uint32_t *, uint64_t, const int32_t *, int32_t, uint64_t, uint32_t, int32_t, uint64_t *, uint64_t, char *, size_t);
@@ -45,6 +48,9 @@ static const char *ssg_resolve(void *h, ssg_lib *l) {
 	SSG_SYM(abi_version, "ssg_abi_version")
 	SSG_SYM(device_count, "ssg_device_count")
 	SSG_SYM(create, "ssg_create")
+	SSG_SYM(create_empty, "ssg_create_empty")
+	SSG_SYM(load_indices, "ssg_load_indices")
+	SSG_SYM(load_indptr, "ssg_load_indptr")
 	SSG_SYM(destroy, "ssg_destroy")
 	SSG_SYM(info, "ssg_info")
 	SSG_SYM(sample, "ssg_sample")
@@ -59,6 +65,17 @@ static int w_device_count(ssg_lib *l, int *n, char *err, size_t len) { return l-
 static int w_create(ssg_lib *l, int dev, uint32_t n, const uint64_t *indptr, uint64_t nnz, const uint32_t *indices,
                     const ssg_options *o, ssg_ctx **out, char *err, size_t len) {
 	return l->create(dev, n, indptr, nnz, indices, o, out, err, len);
+}
+static int w_create_empty(ssg_lib *l, int dev, uint32_t n, uint64_t nnz, const ssg_options *o, ssg_ctx **out,
+                          char *err, size_t len) {
+	return l->create_empty(dev, n, nnz, o, out, err, len);
+}
+static int w_load_indices(ssg_lib *l, ssg_ctx *c, uint64_t first, const uint32_t *idx, uint64_t count, char *err,
+                          size_t len) {
+	return l->load_indices(c, first, idx, count, err, len);
+}
+static int w_load_indptr(ssg_lib *l, ssg_ctx *c, const uint64_t *p, uint64_t count, char *err, size_t len) {
+	return l->load_indptr(c, p, count, err, len);
 }
 static void w_destroy(ssg_lib *l, ssg_ctx *c) { l->destroy(c); }
 static int w_info(ssg_lib *l, ssg_ctx *c, char *name, size_t nlen, int32_t *uva, char *err, size_t len) {
@@ -228,18 +245,74 @@ func (lib *library) open(device int, indptr []uint64, indices []uint32, o Option
 	if rc != C.SSG_OK {
 		return nil, statusError(int(rc), C.GoString(errBuf))
 	}
+	return lib.backend(ctx, uint32(n), o), nil
+}
+
+// openStream creates a context for a graph of numNodes nodes and numEdges
+// edges and has fill pass it the CSR piece by piece (ssg_load_indices,
+// ssg_load_indptr); a failure frees the context.
+func (lib *library) openStream(device int, numNodes uint32, numEdges uint64, o Options, fill func(CSRSink) error) (*Backend, error) {
+	copt := cOptions(o)
+	errBuf := (*C.char)(C.calloc(errLen, 1))
+	defer C.free(unsafe.Pointer(errBuf))
+	var ctx *C.ssg_ctx
+	rc := C.w_create_empty(lib.l, C.int(device), C.uint32_t(numNodes), C.uint64_t(numEdges), &copt, &ctx, errBuf, errLen)
+	if rc != C.SSG_OK {
+		return nil, statusError(int(rc), C.GoString(errBuf))
+	}
+	if err := fill(&cSink{l: lib.l, ctx: ctx, errBuf: errBuf}); err != nil {
+		C.w_destroy(lib.l, ctx)
+		return nil, err
+	}
+	return lib.backend(ctx, numNodes, o), nil
+}
+
+// backend wraps a loaded context.
+func (lib *library) backend(ctx *C.ssg_ctx, n uint32, o Options) *Backend {
+	errBuf := (*C.char)(C.calloc(errLen, 1))
+	defer C.free(unsafe.Pointer(errBuf))
 	name := (*C.char)(C.calloc(256, 1))
 	defer C.free(unsafe.Pointer(name))
 	var uva C.int32_t
 	C.w_info(lib.l, ctx, name, 256, &uva, errBuf, errLen)
 	return &Backend{
 		eng:      &cEngine{l: lib.l, ctx: ctx},
-		numNodes: uint32(n),
+		numNodes: n,
 		opts:     o,
 		device:   C.GoString(name),
 		uva:      uva != 0,
 		libPath:  lib.path,
-	}, nil
+	}
+}
+
+// cSink is a context being loaded: the CSRSink of openStream.
+type cSink struct {
+	l      *C.ssg_lib
+	ctx    *C.ssg_ctx
+	errBuf *C.char
+}
+
+// Indices passes a to ssg_load_indices. a may be memory-mapped (not Go
+// memory) or a Go slice of plain words; the library copies or stages it
+// before returning.
+func (s *cSink) Indices(first uint64, a []uint32) error {
+	if len(a) == 0 {
+		return nil
+	}
+	if rc := C.w_load_indices(s.l, s.ctx, C.uint64_t(first), (*C.uint32_t)(unsafe.Pointer(&a[0])), C.uint64_t(len(a)),
+		s.errBuf, errLen); rc != C.SSG_OK {
+		return statusError(int(rc), C.GoString(s.errBuf))
+	}
+	return nil
+}
+
+// Indptr passes indptr to ssg_load_indptr, which completes the graph.
+func (s *cSink) Indptr(indptr []uint64) error {
+	if rc := C.w_load_indptr(s.l, s.ctx, (*C.uint64_t)(unsafe.Pointer(&indptr[0])), C.uint64_t(len(indptr)),
+		s.errBuf, errLen); rc != C.SSG_OK {
+		return statusError(int(rc), C.GoString(s.errBuf))
+	}
+	return nil
 }
 
 // cOptions is o as the library's ssg_options.

@@ -12,3 +12,7 @@ func loadLibrary(libPath string) (*library, error) { return nil, ErrNoCgo }
 func (*library) deviceCheck(int) error { return ErrNoCgo }
 
 func (*library) open(int, []uint64, []uint32, Options) (*Backend, error) { return nil, ErrNoCgo }
+
+func (*library) openStream(int, uint32, uint64, Options, func(CSRSink) error) (*Backend, error) {
+	return nil, ErrNoCgo
+}

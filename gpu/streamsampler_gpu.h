@@ -31,7 +31,10 @@ extern "C" {
 #endif
 
 /* Bumped on any incompatible change of the functions or structs below. */
-#define SSG_ABI_VERSION 2 /* 2: capacities on ssg_sample's counts and ssg_fetch's arrays */
+/* 2: capacities on ssg_sample's counts and ssg_fetch's arrays;
+ * 3: a graph loaded piece by piece (ssg_create_empty, ssg_load_indices,
+ *    ssg_load_indptr) */
+#define SSG_ABI_VERSION 3
 
 /* Status codes, defined here only: the Go package reads them through cgo
  * (lib_cgo.go's statusCodes maps each to its error; header_cgo_test.go
@@ -77,6 +80,31 @@ int ssg_device_count(int *count, char *err, size_t err_len);
 int ssg_create(int device, uint32_t num_nodes, const uint64_t *indptr,
                uint64_t num_edges, const uint32_t *indices,
                const ssg_options *opts, ssg_ctx **out, char *err, size_t err_len);
+
+/* Loading a graph piece by piece, so that the caller never holds its whole
+ * CSR (it can pass each chunk of a memory-mapped file as it checks it):
+ *
+ *   ssg_create_empty   allocates the CSR of num_nodes nodes and num_edges
+ *                      edges on `device` (or pinned host memory with
+ *                      opts->uva), with ssg_create's memory check;
+ *   ssg_load_indices   appends indices[0..count) as edges
+ *                      [first_edge, first_edge + count): pieces come in
+ *                      order, so first_edge must be the number of edges
+ *                      loaded so far, and the total may not pass num_edges;
+ *   ssg_load_indptr    completes the graph once all num_edges indices are
+ *                      loaded: indptr has count = num_nodes + 1 entries,
+ *                      starts at 0, ends at num_edges, never decreases.
+ *
+ * The caller's arrays are copied (or staged) before each call returns.
+ * Until ssg_load_indptr succeeds, ssg_sample fails with SSG_ERR_INVALID;
+ * a context whose loading failed is only good for ssg_destroy. ssg_create
+ * is these three calls in one. */
+int ssg_create_empty(int device, uint32_t num_nodes, uint64_t num_edges,
+                     const ssg_options *opts, ssg_ctx **out, char *err, size_t err_len);
+int ssg_load_indices(ssg_ctx *ctx, uint64_t first_edge, const uint32_t *indices,
+                     uint64_t count, char *err, size_t err_len);
+int ssg_load_indptr(ssg_ctx *ctx, const uint64_t *indptr, uint64_t count,
+                    char *err, size_t err_len);
 
 /* Frees the context and everything it holds. NULL is a no-op. */
 void ssg_destroy(ssg_ctx *ctx);

@@ -55,6 +55,19 @@ struct Context {
     uint64_t *d_indptr = nullptr;
     uint32_t *d_indices = nullptr;
     void *h_pinned = nullptr; // UVA: indptr then indices
+    uint32_t *h_indices = nullptr; // UVA: the indices' host view in h_pinned
+
+    // Loading (ssg_create_empty, ssg_load_indices, ssg_load_indptr): the
+    // graph is usable once ready. Indices arrive in order; `loaded` counts
+    // them. Device mode: they are gathered into one half of the pinned
+    // staging buffer while the other half's copy to the GPU runs (ev[6],
+    // ev[7] mark each half's copy); up_first is the first edge of the half
+    // being filled, up_fill its bytes so far.
+    bool ready = false;
+    uint64_t loaded = 0;
+    uint64_t up_first = 0;
+    size_t up_fill = 0;
+    int up_half = 0;
     cudaStream_t stream = nullptr;
     cudaEvent_t ev[8] = {};
     bool broken = false;
@@ -174,6 +187,48 @@ void copy_out(Context *c, void *dst, const void *src, size_t bytes) {
         wait_event(c, c->ev[4 + (i & 1)]);
         const size_t off = i * chunk, n = std::min(chunk, bytes - off);
         std::memcpy(static_cast<char *>(dst) + off, buf + (i & 1) * chunk, n);
+    }
+}
+
+// Upload staging: two halves of this many bytes (a multiple of 4).
+constexpr size_t kUploadHalf = size_t(8) << 20;
+
+// flush_upload starts the copy of the half being filled to the GPU and
+// switches to the other half.
+void flush_upload(Context *c) {
+    if (c->up_fill == 0) return;
+    char *buf = static_cast<char *>(c->h_stage) + size_t(c->up_half) * kUploadHalf;
+    CK(cudaMemcpyAsync(c->d_indices + c->up_first, buf, c->up_fill, cudaMemcpyHostToDevice, c->stream));
+    CK(cudaEventRecord(c->ev[6 + c->up_half], c->stream));
+    c->up_first += c->up_fill / 4;
+    c->up_fill = 0;
+    c->up_half ^= 1;
+}
+
+// upload_indices appends n neighbor ids to the graph: straight into the
+// pinned CSR (UVA), or through the pinned staging halves to the GPU, so
+// that the DMA runs at pinned speed from pageable (memory-mapped) sources
+// and overlaps the next memcpy. The copies may still run on return; the
+// caller's array is no longer needed (the bytes are staged).
+void upload_indices(Context *c, const uint32_t *src, uint64_t n) {
+    if (c->uva) {
+        std::memcpy(c->h_indices + c->loaded, src, n * 4);
+        c->loaded += n;
+        return;
+    }
+    char *buf = static_cast<char *>(stage(c, 2 * kUploadHalf));
+    while (n > 0) {
+        // A half is reused only after its previous copy has finished (an
+        // event never recorded counts as finished).
+        if (c->up_fill == 0) wait_event(c, c->ev[6 + c->up_half]);
+        const uint64_t room = (kUploadHalf - c->up_fill) / 4;
+        const uint64_t m = std::min<uint64_t>(n, room);
+        std::memcpy(buf + size_t(c->up_half) * kUploadHalf + c->up_fill, src, m * 4);
+        c->up_fill += m * 4;
+        c->loaded += m;
+        src += m;
+        n -= m;
+        if (c->up_fill == kUploadHalf) flush_upload(c);
     }
 }
 

@@ -123,8 +123,8 @@ int ssg_device_count(int *count, char *err, size_t err_len) {
     return SSG_OK;
 }
 
-int ssg_create(int device, uint32_t num_nodes, const uint64_t *indptr, uint64_t num_edges, const uint32_t *indices,
-               const ssg_options *opts, ssg_ctx **out, char *err, size_t err_len) {
+int ssg_create_empty(int device, uint32_t num_nodes, uint64_t num_edges, const ssg_options *opts, ssg_ctx **out,
+                     char *err, size_t err_len) {
     if (out) *out = nullptr;
     int ndev = 0;
     int rc = ssg_device_count(&ndev, err, err_len);
@@ -133,15 +133,8 @@ int ssg_create(int device, uint32_t num_nodes, const uint64_t *indptr, uint64_t 
         set_err(err, err_len, fmt("no CUDA device %d: cudaGetDeviceCount returned %d device(s)", device, ndev));
         return SSG_ERR_NO_DEVICE;
     }
-    if (!out || !indptr || (num_edges > 0 && !indices) || num_nodes >= 0x80000000u) {
-        set_err(err, err_len, fmt("invalid graph: %u nodes (need < 2^31), indptr %p, indices %p", num_nodes,
-                                  (const void *)indptr, (const void *)indices));
-        return SSG_ERR_INVALID;
-    }
-    if (indptr[0] != 0 || indptr[num_nodes] != num_edges) {
-        set_err(err, err_len, fmt("invalid CSR: indptr[0]=%llu and indptr[%u]=%llu, want 0 and %llu edges",
-                                  (unsigned long long)indptr[0], num_nodes, (unsigned long long)indptr[num_nodes],
-                                  (unsigned long long)num_edges));
+    if (!out || num_nodes >= 0x80000000u) {
+        set_err(err, err_len, fmt("invalid graph: %u nodes (need < 2^31), out %p", num_nodes, (const void *)out));
         return SSG_ERR_INVALID;
     }
     ssg_ctx *c = new ssg_ctx();
@@ -168,8 +161,7 @@ int ssg_create(int device, uint32_t num_nodes, const uint64_t *indptr, uint64_t 
                             fmt("--gpu-uva: cannot pin %.2f GiB of host memory for the CSR: %s",
                                 double(pbytes + ibytes) / (1 << 30), cudaGetErrorString(e))};
             c->h_pinned = h;
-            std::memcpy(h, indptr, pbytes);
-            if (ibytes) std::memcpy(static_cast<char *>(h) + pbytes, indices, ibytes);
+            c->h_indices = reinterpret_cast<uint32_t *>(static_cast<char *>(h) + pbytes);
             void *dp = nullptr;
             CK(cudaHostGetDevicePointer(&dp, h, 0));
             c->d_indptr = static_cast<uint64_t *>(dp);
@@ -184,12 +176,89 @@ int ssg_create(int device, uint32_t num_nodes, const uint64_t *indptr, uint64_t 
                                 c->prop.name, double(free_b) / (1 << 30))};
             CK(cudaMalloc(&c->d_indptr, pbytes));
             CK(cudaMalloc(&c->d_indices, std::max<size_t>(ibytes, 4)));
-            CK(cudaMemcpy(c->d_indptr, indptr, pbytes, cudaMemcpyHostToDevice));
-            if (ibytes) CK(cudaMemcpy(c->d_indices, indices, ibytes, cudaMemcpyHostToDevice));
         }
     });
     if (rc != SSG_OK) {
         free_ctx(c);
+        return rc;
+    }
+    *out = c;
+    return SSG_OK;
+}
+
+int ssg_load_indices(ssg_ctx *c, uint64_t first_edge, const uint32_t *indices, uint64_t count, char *err,
+                     size_t err_len) {
+    if (!c || (count > 0 && !indices)) {
+        set_err(err, err_len, "invalid load: nil context or indices");
+        return SSG_ERR_INVALID;
+    }
+    if (c->ready) {
+        set_err(err, err_len, "invalid load: the graph is complete (ssg_load_indptr was called)");
+        return SSG_ERR_INVALID;
+    }
+    if (first_edge != c->loaded || count > c->nnz - c->loaded) {
+        set_err(err, err_len,
+                fmt("invalid load: indices [%llu,%llu) but the next edge is %llu of %llu (indices come in order)",
+                    (unsigned long long)first_edge, (unsigned long long)(first_edge + count),
+                    (unsigned long long)c->loaded, (unsigned long long)c->nnz));
+        return SSG_ERR_INVALID;
+    }
+    return guard(c, err, err_len, [&] { upload_indices(c, indices, count); });
+}
+
+int ssg_load_indptr(ssg_ctx *c, const uint64_t *indptr, uint64_t count, char *err, size_t err_len) {
+    if (!c || !indptr || c->ready) {
+        set_err(err, err_len, "invalid load: nil context or indptr, or the graph is complete");
+        return SSG_ERR_INVALID;
+    }
+    const uint32_t n = c->n;
+    if (count != uint64_t(n) + 1 || c->loaded != c->nnz) {
+        set_err(err, err_len, fmt("invalid load: indptr of %llu entries after %llu of %llu edges, want %llu entries "
+                                  "after all edges",
+                                  (unsigned long long)count, (unsigned long long)c->loaded,
+                                  (unsigned long long)c->nnz, (unsigned long long)n + 1));
+        return SSG_ERR_INVALID;
+    }
+    if (indptr[0] != 0 || indptr[n] != c->nnz) {
+        set_err(err, err_len, fmt("invalid CSR: indptr[0]=%llu and indptr[%u]=%llu, want 0 and %llu edges",
+                                  (unsigned long long)indptr[0], n, (unsigned long long)indptr[n],
+                                  (unsigned long long)c->nnz));
+        return SSG_ERR_INVALID;
+    }
+    for (uint32_t v = 0; v < n; ++v) {
+        if (indptr[v + 1] < indptr[v]) {
+            set_err(err, err_len, fmt("invalid CSR: indptr[%u]=%llu < indptr[%u]=%llu", v + 1,
+                                      (unsigned long long)indptr[v + 1], v, (unsigned long long)indptr[v]));
+            return SSG_ERR_INVALID;
+        }
+    }
+    return guard(c, err, err_len, [&] {
+        const size_t pbytes = (size_t(n) + 1) * 8;
+        if (c->uva) {
+            std::memcpy(c->h_pinned, indptr, pbytes);
+        } else {
+            flush_upload(c);
+            CK(cudaMemcpyAsync(c->d_indptr, indptr, pbytes, cudaMemcpyHostToDevice, c->stream));
+            wait_stream(c);
+        }
+        c->ready = true;
+    });
+}
+
+int ssg_create(int device, uint32_t num_nodes, const uint64_t *indptr, uint64_t num_edges, const uint32_t *indices,
+               const ssg_options *opts, ssg_ctx **out, char *err, size_t err_len) {
+    if (out) *out = nullptr;
+    if (!out || !indptr || (num_edges > 0 && !indices)) {
+        set_err(err, err_len, fmt("invalid graph: %u nodes (need < 2^31), indptr %p, indices %p", num_nodes,
+                                  (const void *)indptr, (const void *)indices));
+        return SSG_ERR_INVALID;
+    }
+    ssg_ctx *c = nullptr;
+    int rc = ssg_create_empty(device, num_nodes, num_edges, opts, &c, err, err_len);
+    if (rc == SSG_OK) rc = ssg_load_indices(c, 0, indices, num_edges, err, err_len);
+    if (rc == SSG_OK) rc = ssg_load_indptr(c, indptr, uint64_t(num_nodes) + 1, err, err_len);
+    if (rc != SSG_OK) {
+        ssg_destroy(c);
         return rc;
     }
     *out = c;
@@ -220,6 +289,10 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t n_seeds
     // Whatever happens below, the previous result is gone: a fetch sized
     // from the caller's old counts must not see a half-written new one.
     c->counts.clear();
+    if (!c->ready) {
+        set_err(err, err_len, "graph not loaded: ssg_load_indptr has not completed it");
+        return SSG_ERR_INVALID;
+    }
     if (n_layers < 1 || n_layers > MAX_LAYERS || !fanouts || (n_seeds > 0 && !seeds) ||
         (mode != SSG_MODE_FUSED && mode != SSG_MODE_BSP)) {
         set_err(err, err_len, fmt("invalid request: %d layers (want 1..%d), mode %d", n_layers, MAX_LAYERS, mode));

@@ -37,6 +37,8 @@ int ssg_device_count(int *count, char *err, size_t len) {
 
 struct ssg_ctx {
     uint32_t n;
+    uint64_t nnz, loaded;
+    int ready;
     uint64_t *indptr;
     uint32_t *indices;
     int L;
@@ -46,8 +48,8 @@ struct ssg_ctx {
     int32_t *samp;
 };
 
-int ssg_create(int device, uint32_t n, const uint64_t *indptr, uint64_t nnz, const uint32_t *indices,
-               const ssg_options *o, ssg_ctx **out, char *err, size_t len) {
+int ssg_create_empty(int device, uint32_t n, uint64_t nnz, const ssg_options *o, ssg_ctx **out, char *err,
+                     size_t len) {
     int cnt;
     int rc = ssg_device_count(&cnt, err, len);
     (void)o;
@@ -59,10 +61,71 @@ int ssg_create(int device, uint32_t n, const uint64_t *indptr, uint64_t nnz, con
     ssg_ctx *c = calloc(1, sizeof *c);
     c->L = -1; /* no result yet */
     c->n = n;
-    c->indptr = malloc((n + 1) * 8);
-    memcpy(c->indptr, indptr, (n + 1) * 8);
+    c->nnz = nnz;
+    c->indptr = malloc(((uint64_t)n + 1) * 8);
     c->indices = malloc(nnz * 4 + 4);
-    memcpy(c->indices, indices, nnz * 4);
+    *out = c;
+    return SSG_OK;
+}
+
+/* The loading checks of the CUDA library, in the same order. */
+int ssg_load_indices(ssg_ctx *c, uint64_t first, const uint32_t *idx, uint64_t count, char *err, size_t len) {
+    char m[256];
+    if (!c || (count > 0 && !idx)) {
+        set_err(err, len, "invalid load: nil context or indices");
+        return SSG_ERR_INVALID;
+    }
+    if (c->ready) {
+        set_err(err, len, "invalid load: the graph is complete (ssg_load_indptr was called)");
+        return SSG_ERR_INVALID;
+    }
+    if (first != c->loaded || count > c->nnz - c->loaded) {
+        snprintf(m, sizeof m, "invalid load: indices [%llu,%llu) but the next edge is %llu of %llu (indices come in order)",
+                 (unsigned long long)first, (unsigned long long)(first + count), (unsigned long long)c->loaded,
+                 (unsigned long long)c->nnz);
+        set_err(err, len, m);
+        return SSG_ERR_INVALID;
+    }
+    if (count) memcpy(c->indices + c->loaded, idx, count * 4);
+    c->loaded += count;
+    return SSG_OK;
+}
+
+int ssg_load_indptr(ssg_ctx *c, const uint64_t *indptr, uint64_t count, char *err, size_t len) {
+    if (!c || !indptr || c->ready) {
+        set_err(err, len, "invalid load: nil context or indptr, or the graph is complete");
+        return SSG_ERR_INVALID;
+    }
+    if (count != (uint64_t)c->n + 1 || c->loaded != c->nnz) {
+        set_err(err, len, "invalid load: indptr of the wrong size, or not after all edges");
+        return SSG_ERR_INVALID;
+    }
+    if (indptr[0] != 0 || indptr[c->n] != c->nnz) {
+        set_err(err, len, "invalid CSR: indptr must start at 0 and end at num_edges");
+        return SSG_ERR_INVALID;
+    }
+    for (uint32_t v = 0; v < c->n; v++)
+        if (indptr[v + 1] < indptr[v]) {
+            set_err(err, len, "invalid CSR: indptr decreases");
+            return SSG_ERR_INVALID;
+        }
+    memcpy(c->indptr, indptr, count * 8);
+    c->ready = 1;
+    return SSG_OK;
+}
+
+void ssg_destroy(ssg_ctx *c);
+
+int ssg_create(int device, uint32_t n, const uint64_t *indptr, uint64_t nnz, const uint32_t *indices,
+               const ssg_options *o, ssg_ctx **out, char *err, size_t len) {
+    ssg_ctx *c = NULL;
+    int rc = ssg_create_empty(device, n, nnz, o, &c, err, len);
+    if (rc == SSG_OK) rc = ssg_load_indices(c, 0, indices, nnz, err, len);
+    if (rc == SSG_OK) rc = ssg_load_indptr(c, indptr, (uint64_t)n + 1, err, len);
+    if (rc != SSG_OK) {
+        ssg_destroy(c);
+        return rc;
+    }
     *out = c;
     return SSG_OK;
 }
@@ -103,6 +166,10 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, con
                size_t len) {
     (void)mode;
     c->L = -1; /* no result until this call succeeds (as the CUDA library) */
+    if (!c->ready) {
+        set_err(err, len, "graph not loaded: ssg_load_indptr has not completed it");
+        return SSG_ERR_INVALID;
+    }
     if (counts && counts_cap < (uint64_t)L + 1) {
         set_err(err, len, "counts array too small");
         return SSG_ERR_INVALID;
