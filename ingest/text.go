@@ -403,6 +403,7 @@ type textSource struct {
 	name     string
 	limit    uint64
 	numGiven bool
+	block    int // bytes per block
 	order    chan *textJob
 	free     chan *textJob
 	quit     chan struct{}
@@ -414,14 +415,20 @@ type textSource struct {
 }
 
 func newTextSource(r io.Reader, name string, limit uint64, numGiven bool) *textSource {
+	return newTextSourceSize(r, name, limit, numGiven, textBlockSize)
+}
+
+// newTextSourceSize is newTextSource with blocks of block bytes, which
+// tests make small to cross many block boundaries.
+func newTextSourceSize(r io.Reader, name string, limit uint64, numGiven bool, block int) *textSource {
 	workers := max(1, runtime.GOMAXPROCS(0))
 	k := 2*workers + 2
 	s := &textSource{
-		name: name, limit: limit, numGiven: numGiven,
+		name: name, limit: limit, numGiven: numGiven, block: block,
 		order: make(chan *textJob, k), free: make(chan *textJob, k), quit: make(chan struct{}),
 	}
 	for range k {
-		s.free <- &textJob{data: make([]byte, textBlockSize), pairs: make([]uint32, textBlockSize/2+2)}
+		s.free <- &textJob{data: make([]byte, block), pairs: make([]uint32, block/2+2)}
 	}
 	jobs := make(chan *textJob, k)
 	s.wg.Add(1 + workers)
@@ -501,7 +508,7 @@ func (s *textSource) Next() ([]uint32, error) {
 	<-j.done
 	switch {
 	case j.long:
-		s.err = &InputError{File: s.name, Line: s.line + 1, Msg: fmt.Sprintf("line longer than %d bytes, expected two non-negative integer node ids", textBlockSize), Err: ErrSyntax}
+		s.err = &InputError{File: s.name, Line: s.line + 1, Msg: fmt.Sprintf("line longer than %d bytes, expected two non-negative integer node ids", s.block), Err: ErrSyntax}
 	case j.res.errMsg != "":
 		s.err = &InputError{File: s.name, Line: s.line + j.res.errLine + 1, Msg: j.res.errMsg, Err: j.res.errKind}
 	case j.rdErr != nil:
