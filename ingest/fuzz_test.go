@@ -8,8 +8,11 @@ import (
 	"github.com/streamsampler/streamsampler/chunkfmt"
 )
 
-// FuzzParseText checks the byte scanner against a straightforward
-// line-by-line reference: the same edges, or an error on the same line.
+// FuzzParseText checks the byte scanner against two oracles: the
+// scanner as it was before its line fast path (parseTextOracle), which
+// must agree exactly — edges, line count, error line, message and kind —
+// and a straightforward line-by-line reference: the same edges, or an
+// error on the same line. Seeds are in testdata/fuzz/FuzzParseText.
 func FuzzParseText(f *testing.F) {
 	for _, s := range []string{
 		"0 1\n2 3\n", "id_1,id_2\n0,1\r\n", "# c\n% d\n\n1\t2\n", "1 , 2\n", "-1 2\n", "1 2 3\n",
@@ -23,6 +26,13 @@ func FuzzParseText(f *testing.F) {
 			lim = uint64(limit)
 		}
 		got := parseText(data, make([]uint32, len(data)/2+2), lim, limit > 0, true)
+		old := parseTextOracle(data, make([]uint32, len(data)/2+2), lim, limit > 0, true)
+		if !equalU32(got.pairs, old.pairs) || got.lines != old.lines || got.errLine != old.errLine ||
+			got.errMsg != old.errMsg || got.errKind != old.errKind {
+			t.Fatalf("%q: scanner %v lines %d error %d %q %v;\noracle %v lines %d error %d %q %v",
+				data, got.pairs, got.lines, got.errLine, got.errMsg, got.errKind,
+				old.pairs, old.lines, old.errLine, old.errMsg, old.errKind)
+		}
 		want, wantLine, wantErr := referenceParse(data, lim)
 		if (got.errMsg != "") != wantErr {
 			t.Fatalf("%q: scanner error %q, reference error %v (line %d)", data, got.errMsg, wantErr, wantLine)

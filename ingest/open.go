@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -22,9 +23,27 @@ const readBufSize = 1 << 20
 // stream is one opened input: its decompressed bytes, peekable.
 type stream struct {
 	r       *bufio.Reader
+	under   io.Reader // the reader beneath r
 	name    string
 	comp    compression
 	closers []func() error
+}
+
+// unbuffered returns a reader of the bytes r has not yet handed out that,
+// once r's buffer is drained, reads from the reader beneath r directly.
+// It is for a consumer that reads blocks as large as r's buffer, which
+// through r would cost a copy of every byte (bufio reads straight into
+// the caller's slice only when it is at least as large as its own
+// buffer). r must not be read after this.
+func (s *stream) unbuffered() io.Reader {
+	n := s.r.Buffered()
+	if n == 0 {
+		return s.under
+	}
+	// Peek does not read here: n bytes are buffered. Nothing refills the
+	// buffer afterwards, so head stays valid.
+	head, _ := s.r.Peek(n)
+	return io.MultiReader(bytes.NewReader(head), s.under)
 }
 
 func (s *stream) Close() error {
@@ -59,7 +78,8 @@ func openStream(path, name string, bar *progress.Bar) (*stream, error) {
 		return nil, err
 	}
 	s := &stream{name: name, closers: []func() error{f.Close}}
-	raw := bufio.NewReaderSize(&countingReader{r: f, bar: bar}, readBufSize)
+	counted := &countingReader{r: f, bar: bar}
+	raw := bufio.NewReaderSize(counted, readBufSize)
 	head, err := raw.Peek(4)
 	if err != nil && err != io.EOF {
 		s.Close()
@@ -69,7 +89,7 @@ func openStream(path, name string, bar *progress.Bar) (*stream, error) {
 	var dec io.Reader
 	switch s.comp {
 	case compNone:
-		s.r = raw
+		s.r, s.under = raw, counted
 		return s, nil
 	case compGzip:
 		zr, err := gzip.NewReader(raw)
@@ -90,7 +110,7 @@ func openStream(path, name string, bar *progress.Bar) (*stream, error) {
 	}
 	ra := newReadahead(&decompErr{r: dec, name: name, comp: s.comp}, 4)
 	s.closers = append(s.closers, ra.Close)
-	s.r = bufio.NewReaderSize(ra, 64<<10)
+	s.r, s.under = bufio.NewReaderSize(ra, 64<<10), ra
 	return s, nil
 }
 

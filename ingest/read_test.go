@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -264,17 +265,28 @@ np.save(d + "/nodes.npy", np.array([4, 2, 8], dtype="int64"))
 	}
 }
 
-// BenchmarkParseText measures the scanner alone on one 1 MiB block of
-// R-MAT-like lines (MB/s); bench/chunkify.sh compares the whole build with
-// `wc -l` over a real file.
+// BenchmarkParseText measures the scanner alone on one 1 MiB block
+// (MB/s): lines of ids below 10^6 ("short"), and of 9-digit ids as in
+// ogbn-papers100M ("9-digit"), which take parseFastWide.
+// BenchmarkReadText measures the whole reader against `wc -l`.
 func BenchmarkParseText(b *testing.B) {
-	data := randomEdgeText(textBlockSize / 14)
-	pairs := make([]uint32, len(data)/2+2)
-	b.SetBytes(int64(len(data)))
-	for b.Loop() {
-		r := parseText(data, pairs, chunkfmt.MaxNodes, false, true)
-		if r.errMsg != "" {
-			b.Fatal(r.errMsg)
-		}
+	wide := make([]byte, 0, textBlockSize)
+	for i := uint64(0); len(wide) < textBlockSize-24; i++ {
+		wide = fmt.Appendf(wide, "%d\t%d\n", 100_000_000+i*7919%11_100_000, 111_000_000-i)
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"short", randomEdgeText(textBlockSize / 14)}, {"9-digit", wide}} {
+		b.Run(c.name, func(b *testing.B) {
+			pairs := make([]uint32, len(c.data)/2+2)
+			b.SetBytes(int64(len(c.data)))
+			for b.Loop() {
+				r := parseText(c.data, pairs, chunkfmt.MaxNodes, false, true)
+				if r.errMsg != "" || len(r.pairs) == 0 {
+					b.Fatal(r.errMsg)
+				}
+			}
+		})
 	}
 }

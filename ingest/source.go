@@ -71,7 +71,7 @@ func OpenEdges(path string, o ReadOptions) (*EdgeReader, error) {
 	er := &EdgeReader{streams: []*stream{s}, format: format}
 	switch format {
 	case FormatText:
-		er.src = newTextSource(s.r, name, limit, given)
+		er.src = newTextSource(s.unbuffered(), name, limit, given)
 	case FormatBin32:
 		er.src = newBinSource(name, s.r, nil, 4, false, -1, limit, given)
 	case FormatBin64:
@@ -130,7 +130,7 @@ func openAt(path, name string, off int64) (*stream, error) {
 			f.Close()
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		return &stream{r: bufio.NewReaderSize(f, readBufSize), name: name, closers: []func() error{f.Close}}, nil
+		return &stream{r: bufio.NewReaderSize(f, readBufSize), under: f, name: name, closers: []func() error{f.Close}}, nil
 	}
 	if _, err := io.CopyN(io.Discard, s.r, off); err != nil {
 		s.Close()
