@@ -10,7 +10,7 @@ PYTHON       ?= /usr/bin/python3
 GOFLAGS_RACE ?= -race
 STATICCHECK  ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
 
-.PHONY: all deps build test vet lint test-go test-xrt test-python hls-csim gpu test-gpu bench bench-chunkify bench-streamsampler bench-serve demo clean
+.PHONY: all deps build test vet lint test-go test-xrt test-python hls-csim gpu test-gpu bench bench-chunkify bench-streamsampler bench-scale bench-serve demo clean
 
 all: build
 
@@ -80,6 +80,12 @@ bench-chunkify: build
 
 bench-streamsampler: build
 	bench/streamsampler.sh
+
+# Issue 11's scale benchmark: R-MAT scales 20-26 (hours, ≈ 30 GB of disk under
+# BENCH_DIR, default /tmp/ss-scale); SCALES="20 22" for a quick look,
+# SCALE_ARGS=--papers100m to add scale 27 (≈ 40 GB). See bench/scale.sh.
+bench-scale:
+	bench/scale.sh $(SCALE_ARGS)
 
 bench-serve:
 	$(GO) run ./bench/serve_bench --scale 21 --edge-factor 30 --reps 9 --batches 16

@@ -88,7 +88,9 @@ output once its process is gone.`,
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				if err := enc.Encode(sum); err != nil {
+				// The I/O counters are read last, so that they cover the
+				// whole build, output files closed and synced.
+				if err := enc.Encode(buildJSON{Summary: sum, IO: selfIO()}); err != nil {
 					return err
 				}
 			}
@@ -113,7 +115,7 @@ output once its process is gone.`,
 	fl.StringVar(&memory, "memory", "auto", "memory budget of the build, a size such as 8GiB; auto: the memory available when the build starts")
 	fl.BoolVar(&o.Force, "force", false, "replace an existing output directory once the new graph is complete")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress and no summary line")
-	fl.BoolVar(&asJSON, "json", false, "print a JSON summary on stdout")
+	fl.BoolVar(&asJSON, "json", false, "print a JSON summary on stdout (with the process's /proc/self/io counters, where there are any)")
 	return cmd
 }
 
