@@ -303,8 +303,7 @@ type builder struct {
 	parts    []partition  // node ranges placed in memory one at a time
 	spillBuf int          // write buffer of each spill file
 	spills   []*spillFile // per partition; nil for the first
-	part     []uint32     // the partition in memory: its entries, from pos[lo]
-	freePart func()
+	part     *partMemory  // the partition in memory: its entries, from pos[lo]
 
 	// Pass 3's state across partitions.
 	longest    *chunkfmt.NodeTooLargeError
@@ -318,9 +317,9 @@ func (b *builder) release() error {
 		b.writer.Abort() // no-op after a successful Close
 		b.writer = nil
 	}
-	if b.freePart != nil {
-		b.freePart()
-		b.freePart, b.part = nil, nil
+	if b.part != nil {
+		b.part.free()
+		b.part = nil
 	}
 	for k, s := range b.spills {
 		if s != nil {
@@ -613,7 +612,7 @@ func (b *builder) placeEdges() error {
 	}
 	bar := b.newBar(inEdges*8, label)
 	defer bar.Done()
-	b.part, b.freePart = allocWords(maxEntries(b.pos, b.parts))
+	b.part = allocPart(maxEntries(b.pos, b.parts))
 	var rt *router
 	if len(b.parts) > 1 {
 		b.spills = make([]*spillFile, len(b.parts))
@@ -627,7 +626,7 @@ func (b *builder) placeEdges() error {
 		rt = newRouter(b.parts, b.spills)
 	}
 	first := b.parts[0]
-	csr := b.part[:b.pos[first.hi]-b.pos[first.lo]]
+	csr := b.part.words[:b.pos[first.hi]-b.pos[first.lo]]
 	var spoolR *bufio.Reader
 	if b.spool != nil {
 		if _, err := b.spool.Seek(0, io.SeekStart); err != nil {
@@ -763,7 +762,8 @@ func (b *builder) loadPartition(k int) error {
 	pt := b.parts[k]
 	s := b.spills[k]
 	start := b.pos[pt.lo]
-	csr := b.part[:b.pos[pt.hi]-start]
+	csr := b.part.words[:b.pos[pt.hi]-start]
+	b.part.populate(uint64(len(csr))) // pass 3 of the partition before dropped its pages
 	rd, err := newSpillReader(s, make([]byte, spillReadBuf), make([]uint32, spillReadBuf/4))
 	if err != nil {
 		return err
@@ -1083,7 +1083,8 @@ func (b *builder) writePartition(pt partition, bar *progress.Bar) error {
 	w := b.writer
 	pos := b.pos
 	base := pos[pt.lo]
-	csr := b.part
+	csr := b.part.words
+	var dropped uint64 // b.part's words before this were handed back
 	workers := max(1, runtime.GOMAXPROCS(0))
 	ahead := 2*workers + 2
 	dedup, drop := b.o.Dedup, b.o.SelfLoops == chunkfmt.SelfLoopsDrop
@@ -1187,6 +1188,7 @@ func (b *builder) writePartition(pt partition, bar *progress.Bar) error {
 				longest = &chunkfmt.NodeTooLargeError{Node: tl.Node, Degree: tl.Degree, ChunkSize: tl.ChunkSize}
 			}
 		}
+		dropped = b.part.drop(dropped, pos[win.hi]-base)
 		bar.Add(int64(pos[win.hi]-pos[win.lo]) * 4)
 		bar.AddItems(int64(pos[win.hi] - pos[win.lo]))
 		if b.firstChunk {
