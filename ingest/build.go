@@ -100,6 +100,11 @@ const (
 	stepInstalled = "installed" // the graph is in place, Build about to return
 )
 
+// stepLoad is reached as pass 3 starts reading a spill file back; only an
+// external build (more than one partition) reaches it, so it is not in
+// buildSteps.
+const stepLoad = "load"
+
 // buildSteps lists the steps in the order a build reaches them.
 var buildSteps = []string{stepTempDir, stepInputs, stepPass1, stepPass2, stepPass3, stepChunk, stepWritten, stepInstalled}
 
@@ -759,6 +764,7 @@ func (b *builder) placed(pt partition, start uint64) error {
 // loadPartition (pass 3) reads partition k's spill file in order and
 // places its entries in memory, then removes the file.
 func (b *builder) loadPartition(k int) error {
+	reached(stepLoad)
 	pt := b.parts[k]
 	s := b.spills[k]
 	start := b.pos[pt.lo]

@@ -305,11 +305,13 @@ func TestBuildExternalUnderBudget(t *testing.T) {
 // cancellation and leaves nothing behind.
 func TestExternalBuildCancelled(t *testing.T) {
 	in := writeFile(t, t.TempDir(), "a.txt", randomEdgeText(20000))
-	for _, step := range []string{stepPass2, stepPass3, stepChunk} {
+	for _, step := range []string{stepPass2, stepPass3, stepChunk, stepLoad} {
 		dir := t.TempDir()
 		ctx, cancel := context.WithCancel(context.Background())
+		hit := false
 		testHookStep = func(s string) {
 			if s == step {
+				hit = true
 				cancel()
 			}
 		}
@@ -319,8 +321,8 @@ func TestExternalBuildCancelled(t *testing.T) {
 		})
 		testHookStep = nil
 		cancel()
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("cancel at %s: err = %v", step, err)
+		if !hit || !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancel at %s (reached: %v): err = %v", step, hit, err)
 		}
 		assertClean(t, dir)
 	}
