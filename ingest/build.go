@@ -46,12 +46,13 @@ type BuildOptions struct {
 	// complete.
 	Force bool
 	// Memory is the build's memory budget in bytes (chunkify --memory).
-	// Build refuses a graph whose working memory — the per-node arrays,
-	// the chunk being written and the buffers, see buildMemory — exceeds
-	// it, before allocating: a --num-nodes at once, a largest id as pass 1
-	// finds it. 0 means AvailableMemory() when the build starts (no check
-	// where that is unknown). The edges themselves are in files and page
-	// cache, not counted.
+	// Build refuses a graph whose least working memory — the per-node
+	// arrays, the chunk being written, the buffers and the smallest
+	// partition of the edges, see buildMemory — exceeds it, before
+	// allocating: a --num-nodes at once, a largest id as pass 1 finds it.
+	// What the budget leaves above that holds the edges of one partition;
+	// the others wait in spill files. 0 means AvailableMemory() when the
+	// build starts (no check, and one partition, where that is unknown).
 	Memory int64
 	// Progress, when non-nil, receives progress lines (use it for a
 	// terminal only; see progress.Enabled).
@@ -122,10 +123,11 @@ func reached(step string) {
 const buildBatch = 1 << 16
 
 // Build reads the edge lists in inputs ("-" is standard input) and writes
-// the chunked CSR graph directory out. It works out of core: memory is
-// O(num_nodes) plus bounded buffers; the edges live in temporary files
-// inside a temporary sibling of out, which is removed on every failure
-// and on cancellation of ctx. out appears only complete: a new directory
+// the chunked CSR graph directory out. It works out of core, within
+// o.Memory: O(num_nodes) plus the edges of one partition of the nodes in
+// memory; the other partitions' edges wait in spill files, written and
+// read sequentially, inside a temporary sibling of out, which is removed
+// on every failure and on cancellation of ctx. out appears only complete: a new directory
 // is renamed into place (with Force, swapped with the old one) after the
 // graph's manifest is written.
 func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (sum *Summary, err error) {
