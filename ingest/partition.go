@@ -162,46 +162,52 @@ func newRouter(parts []partition, spills []*spillFile) *router {
 	return r
 }
 
-// put routes one stored entry.
-func (r *router) put(u, v uint32) error {
-	if u < r.first {
-		r.local = append(r.local, u, v)
-		return nil
-	}
-	k := int(r.table[u>>partBlockShift])
-	for k+1 < len(r.bnd) && u >= r.bnd[k+1] {
-		k++
-	}
-	return r.spills[k].put(u, v)
-}
-
 // route routes the entries the input edges p store, and returns the
 // first partition's, (source, value) pairs valid until the next call.
 func (r *router) route(p []uint32, sym, rev bool) ([]uint32, error) {
 	r.local = r.local[:0]
+	var err error
+	// put is the per-entry work, inlined into each loop: an entry of the
+	// first partition is appended to local; any other is written straight
+	// into its partition's spill buffer.
+	put := func(u, v uint32) {
+		if u < r.first {
+			r.local = append(r.local, u, v)
+			return
+		}
+		k := int(r.table[u>>partBlockShift])
+		for k+1 < len(r.bnd) && u >= r.bnd[k+1] {
+			k++
+		}
+		s := r.spills[k]
+		if s.n+8 > len(s.buf) {
+			if e := s.flush(); e != nil && err == nil {
+				err = e
+			}
+		}
+		buf := s.buf[s.n : s.n+8]
+		binary.LittleEndian.PutUint32(buf, u)
+		binary.LittleEndian.PutUint32(buf[4:], v)
+		s.n += 8
+	}
 	switch {
 	case sym:
 		for k := 0; k+1 < len(p); k += 2 {
 			u, v := p[k], p[k+1]
-			if err := r.put(u, v); err != nil {
-				return nil, err
-			}
-			if err := r.put(v, u); err != nil {
-				return nil, err
-			}
+			put(u, v)
+			put(v, u)
 		}
 	case rev:
 		for k := 0; k+1 < len(p); k += 2 {
-			if err := r.put(p[k+1], p[k]); err != nil {
-				return nil, err
-			}
+			put(p[k+1], p[k])
 		}
 	default:
 		for k := 0; k+1 < len(p); k += 2 {
-			if err := r.put(p[k], p[k+1]); err != nil {
-				return nil, err
-			}
+			put(p[k], p[k+1])
 		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	return r.local, nil
 }
@@ -224,18 +230,6 @@ func createSpill(dir string, k int, bufSize int) (*spillFile, error) {
 		return nil, fmt.Errorf("build: creating a spill file: %w", err)
 	}
 	return &spillFile{f: f, buf: make([]byte, bufSize)}, nil
-}
-
-func (s *spillFile) put(u, v uint32) error {
-	if s.n+8 > len(s.buf) {
-		if err := s.flush(); err != nil {
-			return err
-		}
-	}
-	binary.LittleEndian.PutUint32(s.buf[s.n:], u)
-	binary.LittleEndian.PutUint32(s.buf[s.n+4:], v)
-	s.n += 8
-	return nil
 }
 
 func (s *spillFile) flush() error {

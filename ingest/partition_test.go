@@ -327,3 +327,39 @@ func TestExternalBuildCancelled(t *testing.T) {
 		assertClean(t, dir)
 	}
 }
+
+// BenchmarkRoute routes symmetrized R-MAT-like edges into 8 partitions,
+// the first in memory: pass 2's work per entry on the producer.
+func BenchmarkRoute(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	const n = 1 << 20
+	p := make([]uint32, 2*buildBatch)
+	for k := range p {
+		p[k] = uint32(rng.IntN(n) * rng.IntN(n) / n)
+	}
+	var parts []partition
+	for lo := uint32(0); lo < n; lo += n / 8 {
+		parts = append(parts, partition{lo, lo + n/8})
+	}
+	dir := b.TempDir()
+	spills := make([]*spillFile, len(parts))
+	for k := 1; k < len(parts); k++ {
+		s, err := createSpill(dir, k, spillBufMax)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.remove()
+		spills[k] = s
+	}
+	r := newRouter(parts, spills)
+	b.SetBytes(int64(len(p)) * 4)
+	for b.Loop() {
+		if _, err := r.route(p, true, false); err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range spills[1:] {
+			// Keep the files small: only the routing is measured.
+			s.n = 0
+		}
+	}
+}
