@@ -431,7 +431,7 @@ func (b *builder) readEdges(total int64) error {
 				r.Close()
 				return fmt.Errorf("build: %w", err)
 			}
-			b.spool, b.spoolW = f, bufio.NewWriterSize(f, readBufSize)
+			b.spool, b.spoolW = f, bufio.NewWriterSize(&sequentialFile{f: f}, readBufSize)
 		}
 		err = b.count(r, in, bar, &maxID)
 		r.Close()
@@ -639,7 +639,7 @@ func (b *builder) placeEdges() error {
 		if _, err := b.spool.Seek(0, io.SeekStart); err != nil {
 			return fmt.Errorf("build: %w", err)
 		}
-		spoolR = bufio.NewReaderSize(b.spool, readBufSize)
+		spoolR = bufio.NewReaderSize(&sequentialFile{f: b.spool}, readBufSize)
 	}
 	pairs := make([]uint32, 2*buildBatch)
 	raw := make([]byte, 8*buildBatch)

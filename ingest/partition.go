@@ -298,6 +298,34 @@ func (r *spillReader) next() ([]uint32, error) {
 	return p, nil
 }
 
+// sequentialFile writes or reads a temporary file once, in order, from
+// the start, and hands its page cache back as it goes (pass 1's edge
+// spool of a text or compressed input): like a spill file, it must not
+// fill memory with its pages.
+type sequentialFile struct {
+	f     *os.File
+	off   int64
+	dropt int64
+	pc    pageCache
+}
+
+func (s *sequentialFile) Write(p []byte) (int, error) {
+	n, err := s.f.Write(p)
+	s.off += int64(n)
+	s.pc.written(s.f, s.off)
+	return n, err
+}
+
+func (s *sequentialFile) Read(p []byte) (int, error) {
+	n, err := s.f.Read(p)
+	s.off += int64(n)
+	if s.off-s.dropt >= dropEvery {
+		dropCache(s.f, s.dropt, s.off-s.dropt)
+		s.dropt = s.off
+	}
+	return n, err
+}
+
 // dropEvery is how many bytes of a spill file are written or read between
 // two hand-backs of its page cache.
 const dropEvery = 16 << 20
