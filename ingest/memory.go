@@ -61,6 +61,10 @@ func buildBuffers(workers int) int64 {
 	return read + place + windows + spill
 }
 
+// uncheckedEdgeMemory is the memory for edges of a build whose budget is
+// unchecked: 1 GiB, 256 Mi entries.
+const uncheckedEdgeMemory = 1 << 30
+
 // memoryBudget is a build's limit on buildMemory: the caller's, else the
 // memory available when the build starts; 0 means unchecked (unknown).
 func memoryBudget(o BuildOptions) int64 {
@@ -89,11 +93,13 @@ func (c memoryCheck) need(n, entries uint64, maxDegree uint32) int64 {
 // edgeMemory is the memory, in bytes, that a build of n nodes with the
 // given entries and largest degree can give to its edges within the
 // budget: what is left after the offsets, the chunk being written, the
-// sorting scratch and the buffers; 0 when the budget is unchecked. Past
-// check, it is at least partitionFloor.
+// sorting scratch and the buffers. Past check, it is at least
+// partitionFloor. Where the budget is unchecked (the machine's memory is
+// unknown) it is uncheckedEdgeMemory, so that a large graph is still
+// built out of core.
 func (c memoryCheck) edgeMemory(n, entries uint64, maxDegree uint32) int64 {
 	if c.budget == 0 {
-		return 0
+		return max(uncheckedEdgeMemory, partitionFloor(entries, maxDegree))
 	}
 	_, pass3 := memoryPeaks(n, entries, maxDegree, c.chunkSize, c.workers)
 	return max(c.budget-pass3-buildBuffers(c.workers), partitionFloor(entries, maxDegree))

@@ -363,3 +363,34 @@ func BenchmarkRoute(b *testing.B) {
 		}
 	}
 }
+
+// TestEdgeMemory: a checked budget gives the edges what the rest of the
+// build leaves, never less than the floor; an unchecked one (the
+// machine's memory unknown) a fixed 1 GiB, so that a large graph is still
+// partitioned rather than held whole in memory.
+func TestEdgeMemory(t *testing.T) {
+	w := max(1, runtime.GOMAXPROCS(0))
+	const n, entries, maxDeg = 1000, 1 << 32, 5000
+	floor := partitionFloor(entries, maxDeg)
+	unchecked := memoryCheck{chunkSize: 1 << 20, workers: w}
+	if got := unchecked.edgeMemory(n, entries, maxDeg); got != uncheckedEdgeMemory {
+		t.Fatalf("unchecked: %d, want %d", got, uncheckedEdgeMemory)
+	}
+	need := buildMemory(n, entries, maxDeg, 1<<20, w)
+	for _, extra := range []int64{0, 1, 1 << 30} {
+		c := memoryCheck{budget: need + extra, chunkSize: 1 << 20, workers: w}
+		if got := c.edgeMemory(n, entries, maxDeg); got != floor+extra {
+			t.Fatalf("budget need+%d: %d for edges, want floor %d + %d", extra, got, floor, extra)
+		}
+	}
+	parts, _ := planPartitions(func() []uint64 {
+		pos := make([]uint64, n+1)
+		for i := range n {
+			pos[i+1] = pos[i] + entries/n
+		}
+		return pos
+	}(), maxDeg, uncheckedEdgeMemory)
+	if len(parts) < 16 {
+		t.Fatalf("%d entries unchecked: %d partitions, want at least 16 of at most 1 GiB", uint64(entries), len(parts))
+	}
+}
