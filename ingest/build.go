@@ -46,12 +46,13 @@ type BuildOptions struct {
 	// complete.
 	Force bool
 	// Memory is the build's memory budget in bytes (chunkify --memory).
-	// Build refuses a graph whose working memory — the per-node arrays,
-	// the chunk being written and the buffers, see buildMemory — exceeds
-	// it, before allocating: a --num-nodes at once, a largest id as pass 1
-	// finds it. 0 means AvailableMemory() when the build starts (no check
-	// where that is unknown). The edges themselves are in files and page
-	// cache, not counted.
+	// Build refuses a graph whose least working memory — the per-node
+	// arrays, the chunk being written, the buffers and the smallest
+	// partition of the edges, see buildMemory — exceeds it, before
+	// allocating: a --num-nodes at once, a largest id as pass 1 finds it.
+	// What the budget leaves above that holds the edges of one partition;
+	// the others wait in spill files. 0 means AvailableMemory() when the
+	// build starts (no check, and one partition, where that is unknown).
 	Memory int64
 	// Progress, when non-nil, receives progress lines (use it for a
 	// terminal only; see progress.Enabled).
@@ -80,7 +81,11 @@ type Summary struct {
 	Seconds           float64          `json:"seconds"`
 	MemoryBudget      int64            `json:"memory_budget"`           // bytes; 0: unchecked
 	StaleRemoved      []string         `json:"stale_removed,omitempty"` // temporary directories of dead earlier builds, removed
-	PassSeconds       [3]float64       `json:"pass_seconds"`            // read+count, place, sort+write
+	PassSeconds       [3]float64       `json:"pass_seconds"`            // read+count, place or partition, sort+write
+	Partitions        int              `json:"partitions"`              // node ranges built one at a time in memory; 1: no spill files
+	SpilledBytes      int64            `json:"spilled_bytes"`           // written to the spill files of partitions 2 and later
+	ProcReadBytes     int64            `json:"proc_read_bytes"`         // the process's storage reads so far (/proc/self/io read_bytes; -1: unknown)
+	ProcWriteBytes    int64            `json:"proc_write_bytes"`        // the process's storage writes so far (/proc/self/io write_bytes; -1: unknown)
 	Options           chunkfmt.Options `json:"options"`
 }
 
@@ -89,12 +94,17 @@ const (
 	stepTempDir   = "temp-dir"  // the temporary directory exists (empty)
 	stepInputs    = "inputs"    // standard input spooled into it
 	stepPass1     = "pass-1"    // reading edges, counting degrees
-	stepPass2     = "pass-2"    // placing edges into the CSR file
+	stepPass2     = "pass-2"    // placing the first partition's edges, spilling the others'
 	stepPass3     = "pass-3"    // sorting and writing chunks
 	stepChunk     = "chunk"     // pass 3 has appended its first window of nodes
 	stepWritten   = "written"   // chunks, index and manifest complete in the temporary directory
 	stepInstalled = "installed" // the graph is in place, Build about to return
 )
+
+// stepLoad is reached as pass 3 starts reading a spill file back; only an
+// external build (more than one partition) reaches it, so it is not in
+// buildSteps.
+const stepLoad = "load"
 
 // buildSteps lists the steps in the order a build reaches them.
 var buildSteps = []string{stepTempDir, stepInputs, stepPass1, stepPass2, stepPass3, stepChunk, stepWritten, stepInstalled}
@@ -113,10 +123,11 @@ func reached(step string) {
 const buildBatch = 1 << 16
 
 // Build reads the edge lists in inputs ("-" is standard input) and writes
-// the chunked CSR graph directory out. It works out of core: memory is
-// O(num_nodes) plus bounded buffers; the edges live in temporary files
-// inside a temporary sibling of out, which is removed on every failure
-// and on cancellation of ctx. out appears only complete: a new directory
+// the chunked CSR graph directory out. It works out of core, within
+// o.Memory: O(num_nodes) plus the edges of one partition of the nodes in
+// memory; the other partitions' edges wait in spill files, written and
+// read sequentially, inside a temporary sibling of out, which is removed
+// on every failure and on cancellation of ctx. out appears only complete: a new directory
 // is renamed into place (with Force, swapped with the old one) after the
 // graph's manifest is written.
 func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (sum *Summary, err error) {
@@ -223,6 +234,7 @@ func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (su
 	reached(stepInstalled)
 	b.sum.Seconds = time.Since(t0).Seconds()
 	b.sum.InputBytes = total
+	b.sum.ProcReadBytes, b.sum.ProcWriteBytes = procIO()
 	return b.sum, nil
 }
 
@@ -276,11 +288,6 @@ type input struct {
 	edges   uint64 // edges read in pass 1
 }
 
-type mapping struct {
-	b     []byte
-	unmap func() error
-}
-
 type builder struct {
 	ctx        context.Context
 	o          BuildOptions
@@ -293,13 +300,21 @@ type builder struct {
 	deg      []uint32 // pass 1: degree of every node
 	maxNodes uint64   // pass 1: the most nodes the memory budget holds
 	numNodes uint32
+	maxDeg   uint32   // pass 1: the largest degree before dedup
 	pos      []uint64 // pass 2 and 3: CSR offsets, numNodes+1
 	entries  uint64   // adjacency entries before dedup
 	spool    *os.File
 	spoolW   *bufio.Writer
-	csrFile  *os.File
-	csr      *mapping
 	writer   *chunkfmt.Writer
+
+	parts    []partition  // node ranges placed in memory one at a time
+	spillBuf int          // write buffer of each spill file
+	spills   []*spillFile // per partition; nil for the first
+	part     *partMemory  // the partition in memory: its entries, from pos[lo]
+
+	// Pass 3's state across partitions.
+	longest    *chunkfmt.NodeTooLargeError
+	firstChunk bool
 }
 
 // release closes and removes the temporary files; safe to call twice.
@@ -309,18 +324,20 @@ func (b *builder) release() error {
 		b.writer.Abort() // no-op after a successful Close
 		b.writer = nil
 	}
-	if b.csr != nil {
-		if err := b.csr.unmap(); err != nil && first == nil {
-			first = err
-		}
-		b.csr = nil
+	if b.part != nil {
+		b.part.free()
+		b.part = nil
 	}
-	for _, f := range []**os.File{&b.csrFile, &b.spool} {
-		if *f != nil {
-			(*f).Close()
-			os.Remove((*f).Name())
-			*f = nil
+	for k, s := range b.spills {
+		if s != nil {
+			s.remove()
+			b.spills[k] = nil
 		}
+	}
+	if b.spool != nil {
+		b.spool.Close()
+		os.Remove(b.spool.Name())
+		b.spool = nil
 	}
 	for _, in := range b.inputs {
 		if in.name == "-" {
@@ -414,7 +431,7 @@ func (b *builder) readEdges(total int64) error {
 				r.Close()
 				return fmt.Errorf("build: %w", err)
 			}
-			b.spool, b.spoolW = f, bufio.NewWriterSize(f, readBufSize)
+			b.spool, b.spoolW = f, bufio.NewWriterSize(&sequentialFile{f: f}, readBufSize)
 		}
 		err = b.count(r, in, bar, &maxID)
 		r.Close()
@@ -452,6 +469,7 @@ func (b *builder) readEdges(total int64) error {
 	b.pos[b.numNodes] = sum
 	b.deg = nil
 	b.entries = sum
+	b.maxDeg = maxDeg
 	// Now that the entries and degrees are known, the rest of the build's
 	// memory is too (the chunk being written, the sorting scratch).
 	what := fmt.Sprintf("%d nodes, %d adjacency entries, largest degree %d", b.numNodes, sum, maxDeg)
@@ -465,6 +483,8 @@ func (b *builder) readEdges(total int64) error {
 			return err
 		}
 	}
+	b.parts, b.spillBuf = planPartitions(b.pos, maxDeg, b.mem.edgeMemory(uint64(b.numNodes), sum, maxDeg))
+	b.sum.Partitions = len(b.parts)
 	return nil
 }
 
@@ -584,39 +604,46 @@ func (b *builder) newBar(total int64, label string) *progress.Bar {
 	return bar
 }
 
-// placeEdges (pass 2) scatters every edge into its source's range of the
-// mapped CSR file.
+// placeEdges (pass 2) reads the edges again. With one partition it
+// scatters every edge into its source's range of the CSR, in memory; with
+// more, it places the first partition's edges so and appends every other
+// partition's to that partition's spill file.
 func (b *builder) placeEdges() error {
 	var inEdges int64
 	for _, in := range b.inputs {
 		inEdges += int64(in.edges)
 	}
-	bar := b.newBar(inEdges*8, "pass 2/3: placing edges")
-	defer bar.Done()
-	if b.entries > 0 {
-		f, err := os.Create(filepath.Join(b.tmp, "csr.tmp"))
-		if err != nil {
-			return fmt.Errorf("build: %w", err)
-		}
-		b.csrFile = f
-		m, err := mapFile(f, int64(b.entries)*4)
-		if err != nil {
-			return fmt.Errorf("build: %w", err)
-		}
-		b.csr = m
+	label := "pass 2/3: placing edges"
+	if len(b.parts) > 1 {
+		label = fmt.Sprintf("pass 2/3: placing edges, spilling %d partitions", len(b.parts)-1)
 	}
-	csr := b.csrWords()
+	bar := b.newBar(inEdges*8, label)
+	defer bar.Done()
+	b.part = allocPart(maxEntries(b.pos, b.parts))
+	var rt *router
+	if len(b.parts) > 1 {
+		b.spills = make([]*spillFile, len(b.parts))
+		for k := 1; k < len(b.parts); k++ {
+			s, err := createSpill(b.tmp, k, b.spillBuf)
+			if err != nil {
+				return err
+			}
+			b.spills[k] = s
+		}
+		rt = newRouter(b.parts, b.spills)
+	}
+	first := b.parts[0]
+	csr := b.part.words[:b.pos[first.hi]-b.pos[first.lo]]
 	var spoolR *bufio.Reader
 	if b.spool != nil {
 		if _, err := b.spool.Seek(0, io.SeekStart); err != nil {
 			return fmt.Errorf("build: %w", err)
 		}
-		spoolR = bufio.NewReaderSize(b.spool, readBufSize)
+		spoolR = bufio.NewReaderSize(&sequentialFile{f: b.spool}, readBufSize)
 	}
 	pairs := make([]uint32, 2*buildBatch)
 	raw := make([]byte, 8*buildBatch)
-	var placed uint64
-	sc := b.newScatterer(csr)
+	sc := b.newScatterer(csr, first, rt != nil)
 	defer sc.stop()
 	for _, in := range b.inputs {
 		var r *EdgeReader
@@ -666,15 +693,24 @@ func (b *builder) placeEdges() error {
 				}
 				left -= uint64(len(p) / 2)
 			}
+			n := len(p) / 2
+			if rt != nil {
+				var err error
+				if p, err = rt.route(p, b.o.Symmetrize, b.o.Reverse); err != nil {
+					if r != nil {
+						r.Close()
+					}
+					return err
+				}
+			}
 			if err := sc.add(p); err != nil {
 				if r != nil {
 					r.Close()
 				}
 				return fmt.Errorf("build: %s: %w", in.name, err)
 			}
-			placed += uint64(len(p) / 2)
-			bar.Add(int64(len(p)) * 4)
-			bar.AddItems(int64(len(p) / 2))
+			bar.Add(int64(n) * 8)
+			bar.AddItems(int64(n))
 		}
 		if r != nil {
 			r.Close()
@@ -686,15 +722,16 @@ func (b *builder) placeEdges() error {
 	if err := sc.stop(); err != nil {
 		return fmt.Errorf("build: %w", err)
 	}
-	// pos[i] is now the end of node i's range, which must be where node
-	// i+1 starts; shift back to start offsets.
-	n := int(b.numNodes)
-	for i := n; i > 0; i-- {
-		b.pos[i] = b.pos[i-1]
+	for _, s := range b.spills {
+		if s != nil {
+			if err := s.finish(); err != nil {
+				return err
+			}
+			b.sum.SpilledBytes += s.written
+		}
 	}
-	b.pos[0] = 0
-	if b.pos[n] != b.entries {
-		return errors.New("build: the inputs changed between the two passes (degree counts disagree)")
+	if err := b.placed(first, 0); err != nil {
+		return err
 	}
 	// Done with the spool: free its disk space now.
 	if b.spool != nil {
@@ -705,11 +742,70 @@ func (b *builder) placeEdges() error {
 	return nil
 }
 
-func (b *builder) csrWords() []uint32 {
-	if b.csr == nil || len(b.csr.b) == 0 {
+// placed turns the cursors of partition pt, which placing advanced to the
+// end of each node's range, back into start offsets (start: its first
+// node's, saved before placing), and checks that the partition received
+// the entries pass 1 counted for it.
+func (b *builder) placed(pt partition, start uint64) error {
+	pos := b.pos
+	if pt.hi == pt.lo {
 		return nil
 	}
-	return unsafe.Slice((*uint32)(unsafe.Pointer(&b.csr.b[0])), len(b.csr.b)/4)
+	// Node hi-1's cursor must have reached node hi's start, which no
+	// placing of this partition moves.
+	if pos[pt.hi-1] != pos[pt.hi] {
+		return errors.New("build: the inputs changed between the two passes (degree counts disagree)")
+	}
+	for i := pt.hi - 1; i > pt.lo; i-- {
+		pos[i] = pos[i-1]
+	}
+	pos[pt.lo] = start
+	return nil
+}
+
+// loadPartition (pass 3) reads partition k's spill file in order and
+// places its entries in memory, then removes the file.
+func (b *builder) loadPartition(k int) error {
+	reached(stepLoad)
+	pt := b.parts[k]
+	s := b.spills[k]
+	start := b.pos[pt.lo]
+	csr := b.part.words[:b.pos[pt.hi]-start]
+	b.part.populate(uint64(len(csr))) // pass 3 of the partition before dropped its pages
+	rd, err := newSpillReader(s, make([]byte, spillReadBuf), make([]uint32, spillReadBuf/4))
+	if err != nil {
+		return err
+	}
+	sc := b.newScatterer(csr, pt, true)
+	defer sc.stop()
+	for {
+		if err := b.ctx.Err(); err != nil {
+			return err
+		}
+		p, err := rd.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := sc.add(p); err != nil {
+			return fmt.Errorf("build: %s: %w", s.f.Name(), err)
+		}
+	}
+	if err := sc.stop(); err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	s.remove()
+	b.spills[k] = nil
+	return b.placed(pt, start)
+}
+
+func wordsOf(b []byte) []uint32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
 var errChanged = errors.New("the input changed between the two passes (a node has more edges than counted)")
@@ -722,15 +818,17 @@ var errChanged = errors.New("the input changed between the two passes (a node ha
 // own nodes' cursors and CSR region: the workers never share a cache line
 // of pos or csr, and each one's random writes fall in a smaller region.
 type scatterer struct {
-	b      *builder
-	csr    []uint32
-	bnd    []uint32 // bnd[k] is the first node of worker k+1
-	chans  []chan *scatterBatch
-	free   chan *scatterBatch
-	wg     sync.WaitGroup
-	errs   []error // per worker; read after wg.Wait
-	failed atomic.Bool
-	done   bool
+	b        *builder
+	csr      []uint32 // the partition's entries
+	base     uint64   // the CSR offset of csr[0]
+	oriented bool     // batches hold stored (source, value) entries, not input edges
+	bnd      []uint32 // bnd[k] is the first node of worker k+1
+	chans    []chan *scatterBatch
+	free     chan *scatterBatch
+	wg       sync.WaitGroup
+	errs     []error // per worker; read after wg.Wait
+	failed   atomic.Bool
+	done     bool
 }
 
 type scatterBatch struct {
@@ -738,13 +836,17 @@ type scatterBatch struct {
 	left  atomic.Int32
 }
 
-func (b *builder) newScatterer(csr []uint32) *scatterer {
+// newScatterer places the entries of partition pt, whose memory is csr,
+// with pt's start offsets in b.pos; oriented says that the batches hold
+// stored entries (the router's or a spill file's), not input edges.
+func (b *builder) newScatterer(csr []uint32, pt partition, oriented bool) *scatterer {
 	w := max(1, runtime.GOMAXPROCS(0))
-	n := uint32(len(b.pos) - 1)
-	if b.entries < 1<<16 || n < uint32(w) {
+	base := b.pos[pt.lo]
+	entries := uint64(len(csr))
+	if entries < 1<<16 || pt.hi-pt.lo < uint32(w) {
 		w = 1
 	}
-	s := &scatterer{b: b, csr: csr, chans: make([]chan *scatterBatch, w), free: make(chan *scatterBatch, w+2), errs: make([]error, w)}
+	s := &scatterer{b: b, csr: csr, base: base, oriented: oriented, chans: make([]chan *scatterBatch, w), free: make(chan *scatterBatch, w+2), errs: make([]error, w)}
 	for range cap(s.free) {
 		bt := &scatterBatch{parts: make([][]uint32, w)}
 		for k := range bt.parts {
@@ -754,13 +856,13 @@ func (b *builder) newScatterer(csr []uint32) *scatterer {
 		}
 		s.free <- bt
 	}
-	lo := uint32(0)
+	lo := pt.lo
 	for k := range w {
-		hi := n
+		hi := pt.hi
 		if k < w-1 {
 			// First node whose start offset reaches (k+1)/w of the entries.
-			target := b.entries * uint64(k+1) / uint64(w)
-			hi = uint32(sortSearch(int(n), func(i int) bool { return b.pos[i] >= target }))
+			target := base + entries*uint64(k+1)/uint64(w)
+			hi = pt.lo + uint32(sortSearch(int(pt.hi-pt.lo), func(i int) bool { return b.pos[pt.lo+uint32(i)] >= target }))
 			hi = max(hi, lo)
 			s.bnd = append(s.bnd, hi)
 		}
@@ -842,6 +944,10 @@ func (s *scatterer) split(bt *scatterBatch, p []uint32) {
 		cnt[w] = c + 2
 	}
 	switch {
+	case s.oriented:
+		for k := 0; k+1 < len(p); k += 2 {
+			put(p[k], p[k+1])
+		}
 	case s.b.o.Symmetrize:
 		for k := 0; k+1 < len(p); k += 2 {
 			u, v := p[k], p[k+1]
@@ -891,7 +997,7 @@ func (s *scatterer) work(k int) {
 	defer s.wg.Done()
 	for bt := range s.chans[k] {
 		if s.errs[k] == nil {
-			if s.errs[k] = s.b.placePairs(s.csr, bt.parts[k]); s.errs[k] != nil {
+			if s.errs[k] = s.b.placePairs(s.csr, s.base, bt.parts[k]); s.errs[k] != nil {
 				s.failed.Store(true)
 			}
 		}
@@ -902,19 +1008,20 @@ func (s *scatterer) work(k int) {
 }
 
 // placePairs places (source, value) words at their sources' cursors,
-// advancing them. The check catches an input that changed between the
-// passes before it could write outside the CSR.
-func (b *builder) placePairs(csr []uint32, p []uint32) error {
+// advancing them; csr holds the entries from CSR offset base on. The
+// check catches an input that changed between the passes before it could
+// write outside the partition.
+func (b *builder) placePairs(csr []uint32, base uint64, p []uint32) error {
 	pos := b.pos
 	limit := uint64(len(csr))
 	for k := 0; k+1 < len(p); k += 2 {
 		u := p[k]
-		c := pos[u]
+		c := pos[u] - base
 		if c >= limit {
 			return errChanged
 		}
 		csr[c] = p[k+1]
-		pos[u] = c + 1
+		pos[u] = c + base + 1
 	}
 	return nil
 }
@@ -929,9 +1036,11 @@ type window struct {
 	dups, selfLps uint64
 }
 
-// sortAndWrite (pass 3) sorts each node's adjacency (workers, a window of
-// nodes at a time), then removes duplicates and self-loops as asked and
-// appends the nodes, in order, to the chunk writer.
+// sortAndWrite (pass 3) takes the partitions in node order, each in
+// memory (the first is there from pass 2; every other is read from its
+// spill file), sorts each node's adjacency (workers, a window of nodes at
+// a time), then removes duplicates and self-loops as asked and appends
+// the nodes, in order, to the chunk writer.
 func (b *builder) sortAndWrite() error {
 	bar := b.newBar(int64(b.entries)*4, "pass 3/3: sorting, writing chunks")
 	defer bar.Done()
@@ -945,8 +1054,45 @@ func (b *builder) sortAndWrite() error {
 	}
 	b.writer = w
 	w.SizeHint(b.entries) // an upper bound: dedup and self-loops only shrink it
-	csr := b.csrWords()
+	b.firstChunk = true
+	for k, pt := range b.parts {
+		if k > 0 {
+			if err := b.loadPartition(k); err != nil {
+				return err
+			}
+		}
+		if err := b.writePartition(pt, bar); err != nil {
+			return err
+		}
+	}
+	if b.longest != nil {
+		b.longest.MinChunkSize = chunkfmt.MinChunkSizeFor(b.longest.Degree)
+		return chunkTooSmall(b.longest)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	m := w.Manifest()
+	b.writer = nil
+	b.sum.NumNodes = m.NumNodes
+	b.sum.NumEdges = m.NumEdges
+	b.sum.NumChunks = len(m.Chunks)
+	b.sum.MaxDegree = m.MaxDegree
+	b.sum.Options = m.Options
+	for _, in := range b.inputs {
+		b.sum.InputEdges += in.edges
+	}
+	return nil
+}
+
+// writePartition sorts, filters and appends the nodes of partition pt,
+// placed in b.part.
+func (b *builder) writePartition(pt partition, bar *progress.Bar) error {
+	w := b.writer
 	pos := b.pos
+	base := pos[pt.lo]
+	csr := b.part.words
+	var dropped uint64 // b.part's words before this were handed back
 	workers := max(1, runtime.GOMAXPROCS(0))
 	ahead := 2*workers + 2
 	dedup, drop := b.o.Dedup, b.o.SelfLoops == chunkfmt.SelfLoopsDrop
@@ -955,8 +1101,9 @@ func (b *builder) sortAndWrite() error {
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	defer func() {
-		// The workers write into the mapping: they must be finished
-		// before anyone unmaps it.
+		// The workers write into the partition's memory: they must be
+		// finished before the next partition is loaded into it or it is
+		// freed.
 		close(quit)
 		wg.Wait()
 	}()
@@ -967,9 +1114,9 @@ func (b *builder) sortAndWrite() error {
 		defer close(windows)
 		defer close(jobs)
 		const target = 1 << 20
-		for lo := uint32(0); lo < b.numNodes; {
+		for lo := pt.lo; lo < pt.hi; {
 			hi := lo
-			for hi < b.numNodes && (hi == lo || pos[hi+1]-pos[lo] <= target) && hi-lo < 1<<16 {
+			for hi < pt.hi && (hi == lo || pos[hi+1]-pos[lo] <= target) && hi-lo < 1<<16 {
 				hi++
 			}
 			win := &window{lo: lo, hi: hi, done: make(chan struct{})}
@@ -989,7 +1136,7 @@ func (b *builder) sortAndWrite() error {
 			for win := range jobs {
 				win.lens = make([]uint32, win.hi-win.lo)
 				for u := win.lo; u < win.hi; u++ {
-					adj := csr[pos[u]:pos[u+1]]
+					adj := csr[pos[u]-base : pos[u+1]-base]
 					if len(adj) > 1 {
 						tmp = sortAdj(adj, tmp)
 					}
@@ -1019,8 +1166,8 @@ func (b *builder) sortAndWrite() error {
 	// windows are only sorted and deduplicated, to find the node with the
 	// longest list, whose size is the one to suggest (the first node too
 	// large is seldom the largest).
-	var longest *chunkfmt.NodeTooLargeError
-	first := true
+	longest := b.longest
+	defer func() { b.longest = longest }()
 	for win := range windows {
 		select {
 		case <-win.done:
@@ -1040,7 +1187,7 @@ func (b *builder) sortAndWrite() error {
 				}
 				continue
 			}
-			s := pos[u]
+			s := pos[u] - base
 			if err := w.Append(csr[s : s+uint64(n)]); err != nil {
 				var tl *chunkfmt.NodeTooLargeError
 				if !errors.As(err, &tl) {
@@ -1049,32 +1196,13 @@ func (b *builder) sortAndWrite() error {
 				longest = &chunkfmt.NodeTooLargeError{Node: tl.Node, Degree: tl.Degree, ChunkSize: tl.ChunkSize}
 			}
 		}
-		if b.csr != nil {
-			dropPages(b.csr, int64(pos[win.lo])*4, int64(pos[win.hi])*4)
-		}
+		dropped = b.part.drop(dropped, pos[win.hi]-base)
 		bar.Add(int64(pos[win.hi]-pos[win.lo]) * 4)
 		bar.AddItems(int64(pos[win.hi] - pos[win.lo]))
-		if first {
-			first = false
+		if b.firstChunk {
+			b.firstChunk = false
 			reached(stepChunk)
 		}
-	}
-	if longest != nil {
-		longest.MinChunkSize = chunkfmt.MinChunkSizeFor(longest.Degree)
-		return chunkTooSmall(longest)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("build: %w", err)
-	}
-	m := w.Manifest()
-	b.writer = nil
-	b.sum.NumNodes = m.NumNodes
-	b.sum.NumEdges = m.NumEdges
-	b.sum.NumChunks = len(m.Chunks)
-	b.sum.MaxDegree = m.MaxDegree
-	b.sum.Options = m.Options
-	for _, in := range b.inputs {
-		b.sum.InputEdges += in.edges
 	}
 	return nil
 }

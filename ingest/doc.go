@@ -9,11 +9,15 @@
 // C or Fortran order; any of them gzip or zstd compressed (detected by
 // magic bytes).
 //
-// Build makes the CSR in three passes with memory O(num_nodes) plus
-// bounded buffers, never O(num_edges): pass 1 parses the inputs once,
-// counting degrees (and spooling the parsed edges as binary pairs when the
-// input is text or compressed, so that it is parsed only once); pass 2
-// scatters the edges into a memory-mapped temporary CSR file; pass 3 sorts
-// each adjacency, applies dedup and the self-loop rule, and streams the
-// nodes into chunkfmt.Writer.
+// Build makes the CSR in three passes within a memory budget
+// (BuildOptions.Memory): pass 1 parses the inputs once, counting degrees
+// (and spooling the parsed edges as binary pairs when the input is text or
+// compressed, so that it is parsed only once); the degrees cut the nodes
+// into partitions whose edges fit the budget (one, when all of them do);
+// pass 2 reads the edges again, placing the first partition's in memory
+// and appending every other partition's to its own spill file; pass 3
+// takes the partitions in node order — each read back from its spill file
+// in order and placed in memory — sorts each adjacency, applies dedup and
+// the self-loop rule, and streams the nodes into chunkfmt.Writer. Every
+// file is written and read sequentially.
 package ingest
