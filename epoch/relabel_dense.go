@@ -16,11 +16,26 @@ type denseTable struct {
 	sink     uint64 // what relabel's prefetching loads were or'ed into
 }
 
+// prefault writes one word of every page of a fresh table. The table's
+// first touch of an entry is a read: on untouched memory that maps the
+// kernel's shared zero page, and the write that follows must then replace
+// it (a copy-on-write fault with a TLB flush sent to every core the
+// process runs on). Writing first takes one ordinary fault per page
+// instead; with several assembling goroutines the flushes were most of an
+// epoch's system time.
+func prefault(a []uint64) {
+	const wordsPerPage = 4096 / 8
+	for i := 0; i < len(a); i += wordsPerPage {
+		a[i] = 0
+	}
+}
+
 // reset empties the table for node ids below numNodes.
 func (t *denseTable) reset(numNodes int) {
 	if len(t.loc) < numNodes {
 		t.loc = make([]uint64, numNodes)
 		t.gen = 0
+		prefault(t.loc)
 	}
 	t.numNodes = numNodes
 	t.gen++
