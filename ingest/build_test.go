@@ -115,18 +115,7 @@ func TestBuildProperties(t *testing.T) {
 	for trial := range trials {
 		n := uint32(1 + rng.IntN(300))
 		m := rng.IntN(3000)
-		pairs := make([]uint32, 0, 2*m)
-		for range m {
-			u := uint32(rng.IntN(int(n)))
-			v := uint32(rng.IntN(int(n)))
-			if rng.IntN(10) == 0 {
-				v = u // self-loops
-			}
-			pairs = append(pairs, u, v)
-			if rng.IntN(8) == 0 {
-				pairs = append(pairs, u, v) // duplicates
-			}
-		}
+		pairs := randomPairs(rng, n, m, false)
 		for _, sym := range []bool{false, true} {
 			for _, rev := range []bool{false, true} {
 				for _, dedup := range []bool{false, true} {
@@ -135,12 +124,8 @@ func TestBuildProperties(t *testing.T) {
 						name := fmt.Sprintf("t%d/sym=%v,rev=%v,dedup=%v,loops=%s", trial, sym, rev, dedup, loops)
 						t.Run(name, func(t *testing.T) {
 							want := naiveBuild(pairs, n, o)
-							maxDeg := 0
-							for _, a := range want {
-								maxDeg = max(maxDeg, len(a))
-							}
 							// Many tiny chunks: just big enough for the largest node.
-							o.ChunkSize = chunkfmt.MinChunkSizeFor(maxDeg) + int64(rng.IntN(3))*512
+							o.ChunkSize = chunkfmt.MinChunkSizeFor(maxDegree(want)) + int64(rng.IntN(3))*512
 							in := t.TempDir()
 							// Split the edges over two inputs of different formats.
 							cut := 2 * rng.IntN(len(pairs)/2+1)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -151,4 +152,38 @@ func randomEdgeText(n int) []byte {
 		b = fmt.Appendf(b, "%d %d\n", x%1000000, (x>>20)%1000000)
 	}
 	return b
+}
+
+// randomPairs returns m random edges (u, v) over n nodes as flat pairs,
+// about one in ten a self-loop and one in eight repeated right after
+// itself; skewed draws sources towards low ids (a product of two uniform
+// draws), as a power-law graph's would be.
+func randomPairs(rng *rand.Rand, n uint32, m int, skewed bool) []uint32 {
+	pairs := make([]uint32, 0, 2*m)
+	for range m {
+		var u uint32
+		if skewed {
+			u = uint32(rng.IntN(int(n)) * rng.IntN(int(n)) / int(n))
+		} else {
+			u = uint32(rng.IntN(int(n)))
+		}
+		v := uint32(rng.IntN(int(n)))
+		if rng.IntN(10) == 0 {
+			v = u // self-loops
+		}
+		pairs = append(pairs, u, v)
+		if rng.IntN(8) == 0 {
+			pairs = append(pairs, u, v) // duplicates
+		}
+	}
+	return pairs
+}
+
+// maxDegree is the longest adjacency list's length.
+func maxDegree(adj [][]uint32) int {
+	d := 0
+	for _, a := range adj {
+		d = max(d, len(a))
+	}
+	return d
 }

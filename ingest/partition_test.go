@@ -84,18 +84,7 @@ func TestExternalBuildBytes(t *testing.T) {
 	for trial := range trials {
 		n := uint32(1 + rng.IntN(400))
 		m := rng.IntN(4000)
-		pairs := make([]uint32, 0, 2*m)
-		for range m {
-			u := uint32(rng.IntN(int(n)) * rng.IntN(int(n)) / int(n)) // skewed
-			v := uint32(rng.IntN(int(n)))
-			if rng.IntN(10) == 0 {
-				v = u
-			}
-			pairs = append(pairs, u, v)
-			if rng.IntN(8) == 0 {
-				pairs = append(pairs, u, v)
-			}
-		}
+		pairs := randomPairs(rng, n, m, true)
 		in := t.TempDir()
 		cut := 2 * rng.IntN(len(pairs)/2+1)
 		f1 := writeFile(t, in, "a.txt", edgeText(pairs[:cut]))
@@ -107,11 +96,7 @@ func TestExternalBuildBytes(t *testing.T) {
 						o := BuildOptions{Symmetrize: sym, Reverse: rev, Dedup: dedup, SelfLoops: loops, NumNodes: n, CreatedBy: "test"}
 						t.Run(fmt.Sprintf("t%d/sym=%v,rev=%v,dedup=%v,loops=%s", trial, sym, rev, dedup, loops), func(t *testing.T) {
 							adj := naiveBuild(pairs, n, o)
-							maxDeg := 0
-							for _, a := range adj {
-								maxDeg = max(maxDeg, len(a))
-							}
-							o.ChunkSize = chunkfmt.MinChunkSizeFor(maxDeg) + int64(rng.IntN(3))*512
+							o.ChunkSize = chunkfmt.MinChunkSizeFor(maxDegree(adj)) + int64(rng.IntN(3))*512
 							want := referenceGraph(t, adj, o)
 							one := filepath.Join(t.TempDir(), "g")
 							sum, err := Build(context.Background(), []string{f1, f2}, one, o)
