@@ -114,8 +114,7 @@ type Info struct {
 // All methods may be called from many goroutines.
 type Pipeline struct {
 	cfg     Config
-	train   []uint32 // sorted unique
-	perRank int      // minibatches every rank serves per epoch
+	perRank int // minibatches every rank serves per epoch
 	sample  SampleFunc
 	store   *Store
 	end     uint64 // first epoch not to hand out; MaxUint64 when unbounded
@@ -175,7 +174,7 @@ func NewPipeline(cfg Config, sample SampleFunc, store *Store) (*Pipeline, error)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Pipeline{
-		cfg: cfg, train: cfg.Train, sample: sample, store: store, end: end,
+		cfg: cfg, sample: sample, store: store, end: end,
 		perRank: BatchesPerRank(len(cfg.Train), cfg.World, cfg.BatchSize),
 		baseCtx: ctx, cancel: cancel,
 		metas: map[uint32]meta{},
@@ -563,7 +562,7 @@ func (p *Pipeline) Info() Info {
 
 func (p *Pipeline) infoLocked() Info {
 	info := Info{
-		BatchSize: p.cfg.BatchSize, NumTrain: len(p.train),
+		BatchSize: p.cfg.BatchSize, NumTrain: len(p.cfg.Train), // sorted unique since NewPipeline
 		Rank: p.cfg.Rank, WorldSize: p.cfg.World, Fanouts: p.cfg.Fanouts,
 		Seed: p.cfg.Seed, Replace: p.cfg.Replace, PrepareAt: p.cfg.PrepareAt,
 	}

@@ -82,9 +82,14 @@ func measureAssembly(ctx context.Context, cfg Config, res *epoch.Result, train [
 	a.Speedup = ratio(bc, c)
 	runtime.UnlockOSThread() // the workers below need the cores, not this thread
 	a.Workers = runtime.GOMAXPROCS(0)
+	// One Store for every pass: its index of res is built once.
+	store := epoch.NewStore()
+	if err := store.SetCurrent(res); err != nil {
+		return nil, err
+	}
 	var pwalls []float64
 	for range cfg.Runs {
-		w, pedges, err := measurePipeline(ctx, stream, res, len(batches), a.Workers)
+		w, pedges, err := measurePipeline(ctx, stream, store, res, len(batches), a.Workers)
 		if err != nil {
 			return nil, err
 		}
@@ -112,13 +117,10 @@ func measureAssembly(ctx context.Context, cfg Config, res *epoch.Result, train [
 var errEnough = errors.New("hostbench: enough minibatches")
 
 // measurePipeline hands out the first n minibatches of res's epoch through
-// an epoch.Pipeline over res (resident, so nothing is sampled) with
-// workers goroutines assembling, and returns the wall time and the edges.
-func measurePipeline(ctx context.Context, stream epoch.Config, res *epoch.Result, n, workers int) (wall float64, edges int64, err error) {
-	store := epoch.NewStore()
-	if err := store.SetCurrent(res); err != nil {
-		return 0, 0, err
-	}
+// an epoch.Pipeline over store, whose current epoch is res (so nothing is
+// sampled), with workers goroutines assembling, and returns the wall time
+// and the edges.
+func measurePipeline(ctx context.Context, stream epoch.Config, store *epoch.Store, res *epoch.Result, n, workers int) (wall float64, edges int64, err error) {
 	stream.FirstEpoch, stream.Epochs, stream.Replace = res.Key.Epoch, 1, res.Key.Replace
 	p, err := epoch.NewPipeline(stream, func(context.Context, []uint32, []int, epoch.Key) (*epoch.Result, error) {
 		return nil, errors.New("hostbench: the epoch is resident; nothing to sample")
