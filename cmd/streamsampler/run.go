@@ -84,14 +84,15 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 	if o.workers < 1 {
 		return usagef("--workers %d: want at least 1", o.workers)
 	}
-	if _, err := o.stream.sampling(); err != nil {
+	sampling, err := o.stream.sampling()
+	if err != nil {
 		return err
 	}
 	m, err := chunkfmt.ReadManifest(o.stream.graph)
 	if err != nil {
 		return err
 	}
-	cfg, err := o.stream.config(m, o.epochs)
+	cfg, err := o.stream.config(sampling, m, o.epochs)
 	if err != nil {
 		return err
 	}

@@ -151,14 +151,15 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.stream.sampling(); err != nil {
+	sampling, err := f.stream.sampling()
+	if err != nil {
 		return err
 	}
 	m, err := chunkfmt.ReadManifest(f.stream.graph)
 	if err != nil {
 		return err
 	}
-	cfg, err := f.stream.config(m, 0)
+	cfg, err := f.stream.config(sampling, m, 0)
 	if err != nil {
 		return err
 	}

@@ -69,15 +69,13 @@ func (f *streamFlags) sampling() (epoch.Sampling, error) {
 	return s, nil
 }
 
-// config returns the run's epoch.Config for the graph of manifest m (its
-// training nodes read from --train), with epochs epochs (0: no end). Every
+// config completes s (from sampling) into the run's epoch.Config for the
+// graph of manifest m: its training nodes read from --train, epochs epochs
+// (0: no end). Every
 // check of the configuration is a usage error.
-func (f *streamFlags) config(m *chunkfmt.Manifest, epochs int) (epoch.Config, error) {
-	s, err := f.sampling()
+func (f *streamFlags) config(s epoch.Sampling, m *chunkfmt.Manifest, epochs int) (epoch.Config, error) {
+	s, err := readSampling(s, f.train, m.NumNodes)
 	if err != nil {
-		return epoch.Config{}, err
-	}
-	if s, err = readSampling(s, f.train, m.NumNodes); err != nil {
 		return epoch.Config{}, err
 	}
 	cfg := epoch.Config{Sampling: s, BatchSize: f.batchSize, PrepareAt: f.prepareAt, FirstEpoch: f.firstEpoch, Epochs: epochs}
