@@ -50,12 +50,21 @@ func (m *Manifest) CheckChunk(file string, i int, b []byte) error {
 	if i < 0 || i >= len(m.Chunks) {
 		return fmt.Errorf("chunkfmt: %s: chunk %d: out of range [0,%d)", file, i, len(m.Chunks))
 	}
+	return m.CheckChunkSum(file, i, crc32c.Checksum(b), int64(len(b)))
+}
+
+// CheckChunkSum is CheckChunk for a reader that computed the CRC-32C of
+// the chunk's first n bytes itself: in pieces as they arrived, say, joined
+// with crc32c.Combine, so that the check overlaps the read.
+func (m *Manifest) CheckChunkSum(file string, i int, crc uint32, n int64) error {
+	if i < 0 || i >= len(m.Chunks) {
+		return fmt.Errorf("chunkfmt: %s: chunk %d: out of range [0,%d)", file, i, len(m.Chunks))
+	}
 	stored := m.ChunkStoredSize(i)
-	n := int64(len(b))
 	if n > stored {
 		return fmt.Errorf("chunkfmt: %s: chunk %d: %d bytes to check, the chunk stores %d", file, i, n, stored)
 	}
-	got := zeroExtend(crc32c.Checksum(b), stored-n)
+	got := zeroExtend(crc, stored-n)
 	c := &m.Chunks[i]
 	if got == c.CRC32C {
 		return nil

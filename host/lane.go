@@ -4,9 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
+	"github.com/streamsampler/streamsampler/internal/crc32c"
 	"github.com/streamsampler/streamsampler/internal/hostorder"
 	"github.com/streamsampler/streamsampler/xrt"
 )
@@ -137,17 +141,22 @@ func (l *deviceLane) load(slot, c int) (int64, error) {
 	n := l.s.readSize(c)
 	off := l.s.manifest.ChunkOffset(c)
 	l.res[slot] = -1
+	if l.s.check == checkBuffer {
+		crc, err := l.readSummed(slot, off, n)
+		if err != nil {
+			return 0, err
+		}
+		if err := l.s.manifest.CheckChunkSum(l.s.file.Name(), c, crc, n); err != nil {
+			return 0, err
+		}
+		l.res[slot] = c
+		return n, nil
+	}
 	if err := xrt.ReadP2P(l.s.file, l.chunk[slot], 0, off, int(n)); err != nil {
 		return 0, err
 	}
 	var b []byte
 	switch l.s.check {
-	case checkBuffer:
-		m, err := l.chunk[slot].Map()
-		if err != nil {
-			return 0, fmt.Errorf("map chunk buffer to check it: %w", err)
-		}
-		b = m[:n]
 	case checkReread:
 		b = l.reread[:n]
 		if _, err := l.s.file.ReadAt(b, off); err != nil {
@@ -161,6 +170,52 @@ func (l *deviceLane) load(slot, c int) (int64, error) {
 	}
 	l.res[slot] = c
 	return n, nil
+}
+
+// readPiece is the unit in which readSummed reads a chunk (a multiple of
+// xrt.P2PBufferAlign and xrt.P2PBlock).
+const readPiece = 16 << 20
+
+// readSummed P2P-reads the n bytes of the file at off into slot's chunk
+// buffer and returns their CRC-32C. It reads in pieces, on as many
+// goroutines as there are cores (at most one per piece), each of which
+// checksums a piece from the buffer as soon as it has read it: the check
+// overlaps the reading instead of following it on one core, and the disk
+// sees more than one request at a time. The bytes and the checksum are
+// those of one read of the whole range.
+func (l *deviceLane) readSummed(slot int, off, n int64) (uint32, error) {
+	m, err := l.chunk[slot].Map()
+	if err != nil {
+		return 0, fmt.Errorf("map chunk buffer to check it: %w", err)
+	}
+	pieces := int((n + readPiece - 1) / readPiece)
+	crcs := make([]uint32, pieces)
+	errs := make([]error, pieces)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(pieces, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := int(next.Add(1) - 1); k < pieces; k = int(next.Add(1) - 1) {
+				lo := int64(k) * readPiece
+				size := min(readPiece, n-lo)
+				if errs[k] = xrt.ReadP2P(l.s.file, l.chunk[slot], int(lo), off+lo, int(size)); errs[k] != nil {
+					return
+				}
+				crcs[k] = crc32c.Checksum(m[lo : lo+size])
+			}
+		}()
+	}
+	wg.Wait()
+	var crc uint32
+	for k, e := range errs {
+		if e != nil {
+			return 0, e
+		}
+		crc = crc32c.Combine(crc, crcs[k], min(readPiece, n-int64(k)*readPiece))
+	}
+	return crc, nil
 }
 
 // alignedBuffer returns n bytes of host memory starting at a multiple of

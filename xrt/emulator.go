@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -24,9 +25,23 @@ type EmulatorConfig struct {
 	// Gen3 x4 link), so pipelining can be studied without hardware.
 	SyncBytesPerSecond float64
 
+	// ComputeUnits is how many compute units run each launch of the
+	// sampling kernel, each over a contiguous share of its targets, on
+	// goroutines of their own; 0 means one per core (GOMAXPROCS). The
+	// samples do not depend on it.
+	ComputeUnits int
+
 	// beforeRun, if set, is called on the device's queue goroutine before
 	// each run executes (tests use it to make a kernel slow).
 	beforeRun func()
+}
+
+// units is the compute units a launch runs on.
+func (c EmulatorConfig) units() int {
+	if c.ComputeUnits > 0 {
+		return c.ComputeUnits
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 // emuPage is the granule of emulated device memory: buffers are mmap'd,

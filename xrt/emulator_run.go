@@ -286,7 +286,7 @@ func (d *emuDevice) execute(cmd *emuCmd) (err error) {
 	if cmd.k.name != SampleKernel {
 		return fmt.Errorf("kernel %s: %w", cmd.k.name, ErrNoSuchKernel)
 	}
-	return runSampleKernel(cmd.k.fn, cmd.vals)
+	return runSampleKernel(cmd.k.fn, cmd.vals, d.cfg.units())
 }
 
 // words views a buffer's device copy as little-endian 32-bit words (the
@@ -301,7 +301,7 @@ func words(b *emuBO, n int) []uint32 {
 // runSampleKernel checks SampleKernel's arguments against the buffers, as
 // the hardware cannot (it would read or write out of bounds), and runs fn
 // on the device copies.
-func runSampleKernel(fn kernelFunc, v []argVal) error {
+func runSampleKernel(fn kernelFunc, v []argVal, units int) error {
 	if fn == nil {
 		return errors.New("no sampling kernel implementation linked into the emulator")
 	}
@@ -326,5 +326,45 @@ func runSampleKernel(fn kernelFunc, v []argVal) error {
 	if n == 0 {
 		out = nil
 	}
-	return fn(words(chunk, chunk.size/4), words(targets, n), out, fanout, key, replace == 1)
+	return runUnits(fn, units, words(chunk, chunk.size/4), words(targets, n), out, fanout, key, replace == 1)
+}
+
+// unitTargets is the least share of a launch's targets worth a compute
+// unit of its own, and the multiple every share is cut at (a multiple of
+// the kernel's 32 lanes).
+const unitTargets = 4096
+
+// runUnits runs fn as a device with units compute units would: the
+// targets are cut into contiguous shares (multiples of unitTargets), and
+// each unit samples its share into its own range of out, concurrently.
+// Each target's samples depend only on the chunk, the target, the key and
+// the slot (DESIGN §3), so the result is the one launch's, bit for bit.
+// A panic in a unit becomes that unit's error.
+func runUnits(fn kernelFunc, units int, chunk, targets []uint32, out []int32, fanout int, key uint64, replace bool) error {
+	n := len(targets)
+	units = min(units, n/unitTargets)
+	if units <= 1 {
+		return fn(chunk, targets, out, fanout, key, replace)
+	}
+	share := (n/units + unitTargets - 1) / unitTargets * unitTargets
+	errs := make([]error, units)
+	var wg sync.WaitGroup
+	for u := range units {
+		lo, hi := min(u*share, n), min((u+1)*share, n)
+		if lo == hi {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					errs[u] = fmt.Errorf("compute unit %d panicked: %v", u, p)
+				}
+			}()
+			errs[u] = fn(chunk, targets[lo:hi], out[lo*fanout:hi*fanout], fanout, key, replace)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package xrt
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/streamsampler/streamsampler/hls"
 	"github.com/streamsampler/streamsampler/rng"
@@ -596,5 +598,39 @@ func TestSyncThrottle(t *testing.T) {
 	}
 	if el := time.Since(t0); el < 45*time.Millisecond {
 		t.Fatalf("50 kB at 1 MB/s took %v, want ≥ 50ms", el)
+	}
+}
+
+// A launch split over compute units samples exactly what one unit does
+// (rng.Sample for every target), whatever the number of units, including
+// counts that do not divide the targets, and with targets in any order.
+func TestEmulatorComputeUnits(t *testing.T) {
+	g := newTestGraph(30000, 30000, 30, 2<<20)
+	b := g.chunk(t, 0)
+	chunk := unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
+	ts := g.targets(0, func(v uint32) bool { return v%5 != 2 })
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(ts), func(i, j int) { ts[i], ts[j] = ts[j], ts[i] })
+	for _, fanout := range []int{1, 7, hls.MaxFanout} {
+		key := rng.Key(9, uint32(fanout), 0)
+		want := g.want(ts, fanout, key, false)
+		for _, units := range []int{1, 2, 3, 7, 64} {
+			got := make([]int32, len(ts)*fanout)
+			if err := runUnits(hls.Run, units, chunk, ts, got, fanout, key, false); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("fanout %d, %d units: samples differ from rng.Sample", fanout, units)
+			}
+		}
+	}
+	// A unit that panics fails the launch with an error naming it.
+	boom := func(chunk, targets []uint32, out []int32, fanout int, key uint64, replace bool) error {
+		if &targets[0] != &ts[0] {
+			panic("boom")
+		}
+		return nil
+	}
+	if err := runUnits(boom, 2, chunk, ts, make([]int32, len(ts)), 1, 0, false); err == nil || !strings.Contains(err.Error(), "compute unit 1 panicked") {
+		t.Fatalf("panicking unit: %v", err)
 	}
 }
