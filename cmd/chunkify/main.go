@@ -60,7 +60,7 @@ Exit status: 0 on success, 1 for a failure, 2 for a bad command line.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBuildCmd(), newInfoCmd(), newVerifyCmd(), newGenerateCmd())
+	root.AddCommand(newBuildCmd(), newScanCmd(), newInfoCmd(), newVerifyCmd(), newGenerateCmd())
 	var cpuProfile string
 	var stopProfile func()
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
