@@ -28,6 +28,12 @@
 #              (memory.limit_in_bytes, + memsw where present) or v2
 #              (memory.max, memory.swap.max); skipped with a message where
 #              neither can be created.
+#   text       at TEXT_SCALE (default 22; "none" skips): the same edges as
+#              text, page cache warm, runs interleaved: wc -l; chunkify
+#              scan (the parse pass: every line parsed and checked,
+#              nothing stored), whose rate must reach 25% of wc -l's; the
+#              text build against the bin32 build (≤ 1.3×), and their
+#              outputs compared byte for byte.
 #   growth     log-log slopes of build wall vs stored edges and of epoch
 #              wall vs assembled edges between consecutive scales, and the
 #              epoch wall per assembled edge at scale 24 over scale 20.
@@ -52,7 +58,8 @@
 # default: go build into BENCH_DIR/bin), MEMORY (--memory of the plain
 # builds; default chunkify's auto), CHUNK (--chunk-size; default chunkify's),
 # BUILD_TIMEOUT (s, per build; 7200), EPOCH_TIMEOUT (s; 3600),
-# CGROUP_SCALE (26; "none" skips), CGROUP_LIMIT, CGROUP_BUDGET,
+# CGROUP_SCALE (26; "none" skips), CGROUP_LIMIT, CGROUP_BUDGET, TEXT_SCALE
+# (22; "none" skips),
 # DISK_RESERVE (free space a scale must leave on BENCH_DIR's disk: 20GiB;
 # a build is stopped if free space falls below half of it), KEEP=1 (keep
 # inputs and graphs), DROP_CACHES, JSON=1.
@@ -76,6 +83,7 @@ BENCH_DIR=${BENCH_DIR:-/tmp/ss-scale}
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-7200}
 EPOCH_TIMEOUT=${EPOCH_TIMEOUT:-3600}
 CGROUP_SCALE=${CGROUP_SCALE:-26}
+TEXT_SCALE=${TEXT_SCALE:-22}
 CGROUP_LIMIT=${CGROUP_LIMIT:-4GiB}
 CGROUP_BUDGET=${CGROUP_BUDGET:-3GiB}
 DISK_RESERVE=${DISK_RESERVE:-20GiB}
@@ -89,7 +97,7 @@ note() { echo "scale.sh: $*" >&2; }
 bytes() { numfmt --from=iec-i "${1%B}" 2>/dev/null || numfmt --from=iec "${1%B}" 2>/dev/null || die "bad size $1 (want e.g. 4GiB, 256MiB)"; }
 
 [[ -x /usr/bin/time ]] || die "needs GNU time for wall, CPU and peak RSS: apt-get install time"
-for t in dd numfmt setsid timeout column awk df; do
+for t in dd numfmt setsid timeout column awk df cmp; do
   command -v "$t" >/dev/null || die "needs $t on PATH"
 done
 CGROUP_LIMIT_B=$(bytes "$CGROUP_LIMIT")
@@ -303,6 +311,55 @@ build() {
   return 0
 }
 
+# secs CMD...: runs CMD (output discarded) and prints its wall seconds
+# (nanosecond clock: wc -l takes a tenth of a second, below GNU time's
+# resolution).
+secs() {
+  local t0 t1
+  t0=$(date +%s%N)
+  "$@" > /dev/null || die "$* failed"
+  t1=$(date +%s%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f\n", (b - a) / 1e9}'
+}
+
+# text_step: at TEXT_SCALE, the same R-MAT edges as text; page cache warm
+# for every figure (as after a download), runs interleaved, medians of
+# RUNS: wc -l; chunkify scan (the parse pass: every line parsed and
+# checked, nothing stored); chunkify build of the text and of the bin32
+# input. Rows: the parse pass's rate as a percentage of wc -l's, and the
+# text build over the bin32 build, and that both builds stored the same
+# bytes.
+text_step() {
+  local txt=$W/rmat-s$S-e$EF-$SEED.txt gt=$W/g-$label-text gb=$W/g-$label-bin r
+  local wcs=() scans=() tbs=() bbs=()
+  measure /dev/null "$BUILD_TIMEOUT" "" "$CHUNKIFY" generate rmat --scale "$S" --edge-factor "$EF" --seed "$SEED" --format text -o "$txt" --quiet
+  [[ $M_RC == 0 ]] || die "chunkify generate rmat --format text --scale $S: $M_WHY"
+  cat "$txt" "$IN" > /dev/null
+  for ((r = 0; r < RUNS; r++)); do
+    wcs+=("$(secs wc -l "$txt")")
+    scans+=("$(secs "$CHUNKIFY" scan "$txt" --quiet)")
+    tbs+=("$(secs "$CHUNKIFY" build "$txt" -o "$gt" --symmetrize --force --quiet)")
+    bbs+=("$(secs "$CHUNKIFY" build "$IN" -o "$gb" --symmetrize --force --quiet)")
+  done
+  local wc scan tb bb pct same
+  wc=$(printf '%s\n' "${wcs[@]}" | median)
+  scan=$(printf '%s\n' "${scans[@]}" | median)
+  tb=$(printf '%s\n' "${tbs[@]}" | median)
+  bb=$(printf '%s\n' "${bbs[@]}" | median)
+  pct=$(fmt "100 * $wc / $scan" %.1f)
+  row "$label" "text input" "$(stat -c %s "$txt")" B "" "-"
+  row "$label" "text: wc -l (page cache warm)" "$(fmt "$wc" %.3f)" s "" "-"
+  row "$label" "text: parse pass (chunkify scan)" "$(fmt "$scan" %.3f)" s "" "-"
+  row "$label" "text: parse pass rate / wc -l rate" "$pct" % ">= 25" "$(pf "$pct >= 25")"
+  row "$label" "text: build (warm)" "$(fmt "$tb")" s "" "-"
+  row "$label" "text: bin32 build (warm, same runs)" "$(fmt "$bb")" s "" "-"
+  row "$label" "text build / bin32 build" "$(fmt "$tb / $bb")" x "<= 1.3" "$(pf "$tb / $bb <= 1.3")"
+  same=FAIL
+  cmp -s "$gt/edges.chunks" "$gb/edges.chunks" && cmp -s "$gt/chunks.info" "$gb/chunks.info" && same=PASS
+  row "$label" "text and bin32 builds byte-identical (edges.chunks, chunks.info)" "" "" identical "$same"
+  rm -rf "$txt" "$gt" "$gb"
+}
+
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 MACHINE="$(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo) RAM, $(uname -sr), disk $(df -h "$BENCH_DIR" | awk 'NR == 2 {print $1 " (" $4 " free)"}')"
 COMMIT=$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown)
@@ -375,6 +432,12 @@ for spec in $SCALES; do
   row "$label" "build written / output" "$(fmt "$WR")" x "<= 3" "$(pf "$WR <= 3")"
   row "$label" "build peak RSS" "$(fmt "$B_RSS / 1048576" %.0f)" MiB "<= budget $(fmt "$B_BUDGET / 1048576" %.0f) MiB + 16 B x nodes = $(fmt "$RSSLIM / 1048576" %.0f) MiB" "$(pf "$B_RSS <= $RSSLIM")"
   if [[ $S == 27 ]]; then row "$label" "build completes" yes "" completes PASS; fi
+
+  # --- text input at TEXT_SCALE: the parser against wc -l, the text build
+  # against the bin32 build of the same edges.
+  if [[ $S == "$TEXT_SCALE" ]]; then
+    text_step
+  fi
 
   # --- one epoch.
   trainset "$NODES" "$W/train-s$S"
