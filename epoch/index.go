@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/streamsampler/streamsampler/internal/hugepages"
 )
 
 // Index finds a node's row in each layer's frontier in O(1) instead of a
@@ -66,6 +68,7 @@ func (r *Result) Index(numNodes uint32) (*Index, error) {
 			defer wg.Done()
 			for l := int(next.Add(1) - 1); l < len(r.Layers); l = int(next.Add(1) - 1) {
 				p := make([]int32, numNodes)
+				hugepages.Advise(p)
 				for i := range p {
 					p[i] = -1
 				}

@@ -1,6 +1,10 @@
 package epoch
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/streamsampler/streamsampler/internal/hugepages"
+)
 
 // denseTable is the relabelling strategy that goes with a dense index: it
 // maps global to local ids through an array over all node ids, each entry
@@ -35,6 +39,7 @@ func (t *denseTable) reset(numNodes int) {
 	if len(t.loc) < numNodes {
 		t.loc = make([]uint64, numNodes)
 		t.gen = 0
+		hugepages.Advise(t.loc)
 		prefault(t.loc)
 	}
 	t.numNodes = numNodes

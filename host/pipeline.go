@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+
 	"github.com/streamsampler/streamsampler/epoch"
 )
 

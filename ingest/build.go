@@ -214,6 +214,11 @@ func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (su
 	}
 	reached(stepInputs)
 	total += b.stdinBytes
+	// Inputs larger than the budget cannot stay cached until pass 2
+	// reads them again; their pages would only fill the page cache (or
+	// a memory cgroup's limit, where every further read then pays for
+	// reclaim): hand them back as they are read.
+	b.dropInput = mem.budget > 0 && total > mem.budget
 	steps := []string{stepPass1, stepPass2, stepPass3}
 	for pass, run := range []func() error{func() error { return b.readEdges(total) }, b.placeEdges, b.sortAndWrite} {
 		reached(steps[pass])
@@ -296,6 +301,7 @@ type builder struct {
 	sum        *Summary
 	inputs     []input
 	stdinBytes int64
+	dropInput  bool // inputs larger than the budget: their page cache is handed back as they are read
 
 	deg      []uint32 // pass 1: degree of every node
 	maxNodes uint64   // pass 1: the most nodes the memory budget holds
@@ -389,7 +395,7 @@ func (b *builder) readOpts(bar *progress.Bar, name string) ReadOptions {
 	if n == "-" {
 		n = "stdin"
 	}
-	return ReadOptions{Format: b.o.Format, NumNodes: b.o.NumNodes, Progress: bar, Name: n}
+	return ReadOptions{Format: b.o.Format, NumNodes: b.o.NumNodes, Progress: bar, Name: n, DropBehind: b.dropInput}
 }
 
 // needsSpool: text is parsed once and compressed input decompressed once;

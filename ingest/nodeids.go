@@ -18,7 +18,7 @@ import (
 // (N, 1) or (1, N)); gzip or zstd compressed or not. Every id must be below
 // numNodes. The ids are returned in file order, duplicates kept.
 func ReadNodeIDs(path string, numNodes uint32) ([]uint32, error) {
-	s, err := openStream(path, path, nil)
+	s, err := openStream(path, path, nil, false)
 	if err != nil {
 		if _, ok := err.(*InputError); ok {
 			return nil, err

@@ -61,24 +61,39 @@ func (s *stream) Close() error {
 type countingReader struct {
 	r   io.Reader
 	bar *progress.Bar
+	// With drop set, the pages of drop behind the read offset are handed
+	// back to the kernel every dropEvery bytes (see ReadOptions.DropBehind).
+	drop         *os.File
+	off, dropped int64
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.bar.Add(int64(n))
+	if c.drop != nil {
+		c.off += int64(n)
+		if c.off-c.dropped >= dropEvery {
+			dropCache(c.drop, c.dropped, c.off-c.dropped)
+			c.dropped = c.off
+		}
+	}
 	return n, err
 }
 
 // openStream opens path, detects gzip/zstd by magic bytes and returns the
 // decompressed stream. Decompression runs in its own goroutine (readahead)
-// so that it overlaps parsing. bar, which may be nil, counts raw bytes.
-func openStream(path, name string, bar *progress.Bar) (*stream, error) {
+// so that it overlaps parsing. bar, which may be nil, counts raw bytes;
+// dropBehind hands the file's pages back as they are read.
+func openStream(path, name string, bar *progress.Bar, dropBehind bool) (*stream, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	s := &stream{name: name, closers: []func() error{f.Close}}
 	counted := &countingReader{r: f, bar: bar}
+	if dropBehind {
+		counted.drop = f
+	}
 	raw := bufio.NewReaderSize(counted, readBufSize)
 	head, err := raw.Peek(4)
 	if err != nil && err != io.EOF {

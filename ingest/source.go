@@ -22,6 +22,13 @@ type ReadOptions struct {
 	Progress *progress.Bar
 	// Name is how errors name the input; the path when empty.
 	Name string
+	// DropBehind hands the input's page cache back to the kernel as it is
+	// read (posix_fadvise DONTNEED behind the read offset): for an input
+	// read once, or larger than the memory that could keep it cached
+	// until it is read again, whose cached pages would only push out
+	// memory worth keeping — in a memory cgroup they count against the
+	// limit and cost reclaim on every further read. A hint.
+	DropBehind bool
 }
 
 func (o ReadOptions) limit() (uint64, bool) {
@@ -50,7 +57,7 @@ func OpenEdges(path string, o ReadOptions) (*EdgeReader, error) {
 	if name == "" {
 		name = path
 	}
-	s, err := openStream(path, name, o.Progress)
+	s, err := openStream(path, name, o.Progress, o.DropBehind)
 	if err != nil {
 		if _, ok := err.(*InputError); ok {
 			return nil, err
@@ -116,7 +123,7 @@ func OpenEdges(path string, o ReadOptions) (*EdgeReader, error) {
 // the file is not compressed. Its bytes are not counted for progress: the
 // first stream's position already says how far the input is read.
 func openAt(path, name string, off int64) (*stream, error) {
-	s, err := openStream(path, name, nil)
+	s, err := openStream(path, name, nil, false)
 	if err != nil {
 		return nil, err
 	}
