@@ -115,9 +115,10 @@ func (p *Plan) TotalMisses() int64 {
 // of cacheRows rows (0: no cache, every row is read). The batches are kept,
 // not copied: the caller must not change them while the plan is used.
 //
-// Time O(numNodes + accesses), every step O(1) (buckets by next use, found
-// through a two-level bitmap); memory 4 bytes per access, 4 per node, 12 per
-// cache row and 8 bytes per 64 minibatches.
+// Time O(numNodes + accesses): every step is O(1) (the cache is bucketed by
+// next use; the furthest non-empty bucket is found through a two-level
+// bitmap, one word per 4096 minibatches). Memory: 4 bytes per access (the
+// plan), 4 per node, 28 per cache row, 4 per minibatch.
 func NewPlan(batches [][]uint32, numNodes uint32, cacheRows int) (*Plan, error) {
 	if cacheRows < 0 || cacheRows > math.MaxInt32-2 {
 		return nil, fmt.Errorf("%w: cache of %d rows (want 0..%d)", ErrInput, cacheRows, math.MaxInt32-2)
