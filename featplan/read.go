@@ -1,0 +1,162 @@
+package featplan
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrOrder is returned by Reader.Next after the last minibatch of the plan.
+var ErrOrder = errors.New("featplan: no minibatch left in the plan")
+
+// OpenDirect opens a feature file for reading with O_DIRECT (the reads of a
+// plan bypass the page cache), falling back to a buffered open where the
+// file system refuses it (tmpfs answers EINVAL); direct says which.
+func OpenDirect(path string) (f *os.File, direct bool, err error) {
+	f, err = os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
+	if err == nil {
+		return f, true, nil
+	}
+	if !errors.Is(err, unix.EINVAL) {
+		return nil, false, fmt.Errorf("featplan: open %s: %w", path, err)
+	}
+	f, err = os.Open(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("featplan: open %s: %w", path, err)
+	}
+	return f, false, nil
+}
+
+// Reader executes a Plan over a feature file: minibatch after minibatch, in
+// the plan's order, it copies the cached rows out of its cache, reads the
+// others with the extents of Extents into an aligned buffer, and places every
+// row at its position in the minibatch (and in its cache slot when the plan
+// keeps it). One Reader per epoch; not safe for concurrent use.
+type Reader struct {
+	f        io.ReaderAt
+	name     string
+	rowBytes int64
+	plan     *Plan
+	opts     ExtentOptions
+	cache    []byte
+	buf      []byte
+	next     int
+	keys     []uint64
+	rows     []uint32
+	ext      []Extent
+	rep      Report
+}
+
+// NewReader prepares the execution of p over f, whose row v (of rowBytes
+// bytes) is at byte v*rowBytes; name is used in errors. It allocates the
+// cache (p.CacheRows*rowBytes bytes) and a buffer of opts.MaxExtent bytes
+// aligned to Align, so f may be opened with O_DIRECT.
+func NewReader(f io.ReaderAt, name string, rowBytes int64, p *Plan, opts ExtentOptions) (*Reader, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if rowBytes <= 0 {
+		return nil, fmt.Errorf("%w: %s: row of %d bytes", ErrInput, name, rowBytes)
+	}
+	if st, ok := f.(interface{ Stat() (os.FileInfo, error) }); ok {
+		fi, err := st.Stat()
+		if err != nil {
+			return nil, fmt.Errorf("featplan: %s: %w", name, err)
+		}
+		if want := int64(p.NumNodes) * rowBytes; fi.Size() < want {
+			return nil, fmt.Errorf("%w: %s holds %d bytes, want at least %d (%d rows of %d bytes)", ErrInput, name, fi.Size(), want, p.NumNodes, rowBytes)
+		}
+	}
+	r := &Reader{f: f, name: name, rowBytes: rowBytes, plan: p, opts: opts,
+		cache: make([]byte, int64(p.CacheRows)*rowBytes)}
+	r.rep = Report{RowBytes: rowBytes, CacheRows: p.CacheRows, DistinctRows: p.Distinct, CompulsoryBytes: p.Distinct * rowBytes}
+	r.buf = alignedBuffer(opts.MaxExtent)
+	return r, nil
+}
+
+func alignedBuffer(n int64) []byte {
+	b := make([]byte, n+Align)
+	o := int(-uintptr(unsafe.Pointer(&b[0])) & (Align - 1))
+	return b[o : int64(o)+n : int64(o)+n]
+}
+
+// Next fills dst (at least len(n_id)*rowBytes bytes) with the rows of the
+// next minibatch's n_id, in order, and returns its index in the plan; after
+// the last one it returns ErrOrder.
+func (r *Reader) Next(dst []byte) (int, error) {
+	b := r.next
+	if b >= r.plan.NumBatches() {
+		return b, ErrOrder
+	}
+	bp := r.plan.Batch(b)
+	rb := r.rowBytes
+	if int64(len(dst)) < int64(bp.Len())*rb {
+		return b, fmt.Errorf("%w: minibatch %d needs %d bytes, buffer has %d", ErrInput, b, int64(bp.Len())*rb, len(dst))
+	}
+	// Hits first: a slot may be given to a row read below.
+	keys := r.keys[:0]
+	for i, v := range bp.NID {
+		if s, ok := bp.Hit(i); ok {
+			copy(dst[int64(i)*rb:int64(i+1)*rb], r.cache[int64(s)*rb:int64(s+1)*rb])
+			continue
+		}
+		keys = append(keys, uint64(v)<<32|uint64(i))
+	}
+	slices.Sort(keys)
+	r.keys = keys
+	rows := r.rows[:0]
+	for _, k := range keys {
+		rows = append(rows, uint32(k>>32))
+	}
+	r.rows = rows
+	ext, err := Extents(r.ext[:0], rows, rb, r.opts)
+	r.ext = ext
+	if err != nil {
+		return b, err
+	}
+	for _, e := range ext {
+		if int64(len(r.buf)) < e.Length {
+			r.buf = alignedBuffer(e.Length)
+		}
+		buf := r.buf[:e.Length]
+		// The last extent may run past the end of the file (rounded up to
+		// Align): a short read is fine as long as it covers its rows.
+		need := (int64(rows[e.Last-1])+1)*rb - e.Offset
+		n, err := r.f.ReadAt(buf, e.Offset)
+		if int64(n) < need {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return b, fmt.Errorf("featplan: %s: minibatch %d: read %d bytes at %d, want %d: %w", r.name, b, n, e.Offset, need, err)
+		}
+		r.rep.Reads++
+		r.rep.BytesRead += e.Length
+		for j := e.First; j < e.Last; j++ {
+			i := int(uint32(keys[j]))
+			src := buf[int64(rows[j])*rb-e.Offset:][:rb]
+			copy(dst[int64(i)*rb:int64(i+1)*rb], src)
+			if s, ok := bp.Keep(i); ok {
+				copy(r.cache[int64(s)*rb:int64(s+1)*rb], src)
+			}
+		}
+	}
+	r.rep.Batches++
+	r.rep.RowsNeeded += int64(bp.Len())
+	r.rep.RowsFromDisk += int64(len(rows))
+	r.rep.RowsFromCache += int64(bp.Len() - len(rows))
+	r.next++
+	return b, nil
+}
+
+// Report is what the minibatches served so far read (the plan's Report once
+// all are served).
+func (r *Reader) Report() Report {
+	rep := r.rep
+	rep.finish()
+	return rep
+}

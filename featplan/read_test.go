@@ -1,0 +1,133 @@
+package featplan
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// writeFeatures writes numNodes random rows of rowBytes bytes to a file in
+// dir and returns its path and contents.
+func writeFeatures(t *testing.T, r *rand.Rand, numNodes uint32, rowBytes int64) (string, []byte) {
+	t.Helper()
+	data := make([]byte, int64(numNodes)*rowBytes)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	path := filepath.Join(t.TempDir(), "features.bin")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, data
+}
+
+// TestReaderMatchesReadAt: every minibatch's rows, read through the plan
+// (cache, extents, O_DIRECT where the file system allows it), equal the
+// rows a plain ReadAt per row gives, byte for byte; the reader's report is
+// the plan's.
+func TestReaderMatchesReadAt(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, rowBytes := range []int64{4, 12, 512, 3000, 4096, 9000} {
+		for _, cache := range []int{0, 7, 300} {
+			t.Run(fmt.Sprintf("row%d/cache%d", rowBytes, cache), func(t *testing.T) {
+				numNodes := uint32(500 + r.IntN(1500))
+				path, _ := writeFeatures(t, r, numNodes, rowBytes)
+				batches := randomBatches(r, 25, 200, numNodes, 1.2)
+				p, err := NewPlan(batches, numNodes, cache)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f, direct, err := OpenDirect(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				t.Logf("O_DIRECT %v", direct)
+				ref, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ref.Close()
+				o := ExtentOptions{MaxGap: int64(r.IntN(3)) * 4096, MaxExtent: 8192 + int64(r.IntN(4))*4096}
+				rd, err := NewReader(f, path, rowBytes, p, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dst := make([]byte, 200*rowBytes)
+				row := make([]byte, rowBytes)
+				for b, nid := range batches {
+					got, err := rd.Next(dst)
+					if err != nil || got != b {
+						t.Fatalf("Next = %d, %v; want %d", got, err, b)
+					}
+					for i, v := range nid {
+						if _, err := ref.ReadAt(row, int64(v)*rowBytes); err != nil {
+							t.Fatal(err)
+						}
+						if !bytes.Equal(dst[int64(i)*rowBytes:int64(i+1)*rowBytes], row) {
+							t.Fatalf("minibatch %d row %d (node %d) differs from the file", b, i, v)
+						}
+					}
+				}
+				if _, err := rd.Next(dst); !errors.Is(err, ErrOrder) {
+					t.Fatalf("Next after the last minibatch: %v, want ErrOrder", err)
+				}
+				want, err := p.Report(rowBytes, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := rd.Report(); got != want {
+					t.Fatalf("reader report %+v, plan report %+v", got, want)
+				}
+			})
+		}
+	}
+}
+
+func TestReaderErrors(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	path, data := writeFeatures(t, r, 100, 64)
+	p, err := NewPlan([][]uint32{{1, 99}}, 100, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A file shorter than num_nodes rows.
+	short := filepath.Join(t.TempDir(), "short.bin")
+	if err := os.WriteFile(short, data[:50*64], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := NewReader(f, short, 64, p, DefaultExtentOptions()); !errors.Is(err, ErrInput) {
+		t.Fatalf("short file: %v, want ErrInput", err)
+	}
+	// A reader without Stat that ends early: the read fails, naming it.
+	rd, err := NewReader(bytes.NewReader(data[:50*64]), "mem", 64, p, DefaultExtentOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rd.Next(make([]byte, 2*64)); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("truncated: %v, want io.ErrUnexpectedEOF", err)
+	}
+	// A destination too small.
+	g, _, err := OpenDirect(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	rd, err = NewReader(g, path, 64, p, DefaultExtentOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rd.Next(make([]byte, 64)); !errors.Is(err, ErrInput) {
+		t.Fatalf("small buffer: %v, want ErrInput", err)
+	}
+}
