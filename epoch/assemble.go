@@ -123,6 +123,7 @@ type Assembler struct {
 	edgeDst []int32  // each edge's destination, as an index into dst (gather)
 	edgeSrc []int32  // each edge's source, as a local id (relabel)
 	src     []uint32 // dst, then the new nodes in order of first appearance
+	nodes   []uint32 // NodeSet's copy of a hop's src, the next hop's dst
 	sink    uint64   // what gather's prefetching loads were or'ed into
 }
 
@@ -155,13 +156,37 @@ func (a *Assembler) Reset(r *Result, ix *Index) { a.r, a.ix = r, ix }
 func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) {
 	r := a.r
 	b := &Blocks{Epoch: r.Key.Epoch, Seeds: append(make([]uint32, 0, len(seeds)), seeds...), Hops: make([]Hop, len(r.Layers))}
+	if _, err := a.assemble(b.Seeds, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// NodeSet returns the nodes of the minibatch of seeds: the last hop's src
+// of Sample(seeds) (the seeds first, then every node in order of first
+// appearance, hop by hop: PyG's n_id), appended to dst, without the
+// blocks' edges or per-hop copies. It is what a minibatch needs feature
+// rows for, and costs the relabelling alone.
+func (a *Assembler) NodeSet(seeds []uint32, dst []uint32) ([]uint32, error) {
+	nodes, err := a.assemble(seeds, nil)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, nodes...), nil
+}
+
+// assemble runs Sample's hops from seeds; with b it fills b's hops, and
+// it returns the last hop's src (in a's scratch space when b is nil,
+// valid until a's next use).
+func (a *Assembler) assemble(seeds []uint32, b *Blocks) ([]uint32, error) {
+	r := a.r
 	if len(r.Layers) == 0 {
 		if err := a.checkSeeds(seeds); err != nil {
 			return nil, err
 		}
-		return b, nil
+		return seeds, nil
 	}
-	dst := b.Seeds
+	dst := seeds
 	for h := range r.Layers {
 		ly := &r.Layers[h]
 		a.dstByID.forget()
@@ -191,6 +216,13 @@ func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) {
 			return nil, fmt.Errorf("%w: sample %d of node %d at hop %d is beyond the index's %d nodes", ErrNotInFrontier, sampled[bad], dst[edgeDst[bad]], h+1, len(a.ix.dense[h]))
 		}
 		a.sampled, a.edgeDst, a.edgeSrc, a.src = sampled, edgeDst, edgeSrc, src
+		if b == nil {
+			// The next hop's dst is this hop's src; a.src is reused for
+			// the next src, so dst lives in a second buffer.
+			a.nodes = append(a.nodes[:0], src...)
+			dst = a.nodes
+			continue
+		}
 		hop := &b.Hops[h]
 		hop.Dst = dst
 		hop.Src = append(make([]uint32, 0, len(src)), src...)
@@ -198,7 +230,7 @@ func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) {
 		hop.EdgeDst = append(make([]int32, 0, len(edgeDst)), edgeDst...)
 		dst = hop.Src
 	}
-	return b, nil
+	return dst, nil
 }
 
 // checkSeeds checks the seeds of a Result without layers: they must be

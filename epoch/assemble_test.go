@@ -168,6 +168,14 @@ func testSampleMatchesBruteForce(t *testing.T) {
 					t.Fatalf("case %d %s trial %d: %v", ci, name, trial, err)
 				}
 				checkInvariants(t, res, got)
+				// NodeSet is the last hop's src, appended.
+				nodes, err := a.NodeSet(seeds, []uint32{7})
+				if err != nil {
+					t.Fatalf("case %d %s: NodeSet: %v", ci, name, err)
+				}
+				if last := want.Hops[len(want.Hops)-1].Src; nodes[0] != 7 || !slices.Equal(nodes[1:], last) {
+					t.Fatalf("case %d %s trial %d: NodeSet differs from the last hop's src", ci, name, trial)
+				}
 			}
 		}
 	}
@@ -201,6 +209,12 @@ func testSampleErrors(t *testing.T) {
 		}
 		if _, err := a.Sample([]uint32{5, 9, 5}); !errors.Is(err, ErrDuplicateSeed) {
 			t.Fatalf("duplicate seed: got %v", err)
+		}
+		if _, err := a.NodeSet([]uint32{5, 9, 5}, nil); !errors.Is(err, ErrDuplicateSeed) {
+			t.Fatalf("NodeSet, duplicate seed: got %v", err)
+		}
+		if _, err := a.NodeSet([]uint32{5, 6}, nil); !errors.Is(err, ErrNotInFrontier) {
+			t.Fatalf("NodeSet, seed 6 not in frontier: got %v", err)
 		}
 		// The assembler must still work after an error.
 		b, err := a.Sample([]uint32{20, 1})
