@@ -50,6 +50,10 @@ type Config struct {
 	PrepareAt  float64
 	FirstEpoch uint32 // the epoch to start at (to resume)
 	Epochs     int    // epochs to hand out; 0 means no end
+	// Features, if not nil, plans each epoch's feature reads as the
+	// epoch is prepared (FeaturePlanning; Pipeline.FeaturePlan). With
+	// Reorder it also changes the order the minibatches are handed out in.
+	Features *FeaturePlanning
 	// Logf, if not nil, is told when an epoch is prepared or becomes
 	// current.
 	Logf func(format string, a ...any)
@@ -68,7 +72,7 @@ func (c Config) Check() error {
 	case c.Epochs < 0:
 		return fmt.Errorf("%w: %d epochs, want >= 0 (0: no end)", ErrConfig, c.Epochs)
 	}
-	return nil
+	return c.Features.check()
 }
 
 // Batch is one minibatch handed out by a Pipeline.
@@ -146,10 +150,11 @@ type servedEpoch struct {
 
 // meta is what preparing an epoch computes beside its Result.
 type meta struct {
-	batches [][]uint32
-	shard   int
-	dropped int
-	took    time.Duration
+	batches  [][]uint32
+	shard    int
+	dropped  int
+	took     time.Duration
+	features *FeaturePlan // with Config.Features
 }
 
 // NewPipeline checks cfg and returns a Pipeline that samples with sample
@@ -229,6 +234,14 @@ func (p *Pipeline) prepare(e uint32) error {
 			return nil, errors.New("sampler returned a result for other seeds or fanouts")
 		}
 		m := p.batchesOf(seeds, e)
+		if p.cfg.Features != nil {
+			fp, err := p.planFeatures(ctx, r, &m, e)
+			if err != nil {
+				p.logf("planning the features of epoch %d: %v", e, err)
+				return nil, err
+			}
+			m.features = fp
+		}
 		m.took = time.Since(t0)
 		p.mu.Lock()
 		p.metas[e] = m

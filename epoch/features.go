@@ -1,0 +1,139 @@
+package epoch
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/streamsampler/streamsampler/featplan"
+)
+
+// FeaturePlanning asks a Pipeline to plan each epoch's feature reads while
+// it prepares the epoch (in the background, as the sampling): every
+// minibatch's node set (Assembler.NodeSet, PyG's n_id order), optionally
+// a Match-Reorder of the minibatches, and a featplan.Plan of a cache of
+// CacheRows rows managed with the known future (Belady's MIN). The plan
+// is over the minibatches in the order the Pipeline hands them out.
+type FeaturePlanning struct {
+	// CacheRows is the number of feature rows the consumer keeps between
+	// minibatches (0: none; every row is read for every minibatch).
+	CacheRows int
+	// Reorder reorders each epoch's minibatches (their composition
+	// unchanged) so that consecutive ones share as many nodes as
+	// possible (FastGL's Match-Reorder, featplan.MatchReorder), seeded by
+	// the sampling seed and the epoch so that every run of the same
+	// configuration serves the same order.
+	Reorder bool
+}
+
+func (f *FeaturePlanning) check() error {
+	if f != nil && f.CacheRows < 0 {
+		return fmt.Errorf("%w: feature cache of %d rows, want >= 0", ErrConfig, f.CacheRows)
+	}
+	return nil
+}
+
+// FeaturePlan is an epoch's feature plan, as Pipeline.FeaturePlan returns
+// it.
+type FeaturePlan struct {
+	Epoch uint32
+	// NodeSets holds each minibatch's nodes, in the order the minibatches
+	// are handed out: the rows minibatch i needs, in the order its blocks
+	// number them.
+	NodeSets [][]uint32
+	Plan     *featplan.Plan
+	// Reorder is Match-Reorder's report (zero without Reorder); Order[i]
+	// is the position minibatch i had in the epoch's seeded order.
+	Reorder featplan.ReorderReport
+	Order   []int
+	Seconds float64 // node sets, reorder and plan, in the epoch's preparation
+}
+
+// reorderSeed is the Match-Reorder seed of epoch e: the sampling seed and
+// the epoch, mixed so that neighbouring epochs' sketches are unrelated.
+func reorderSeed(seed uint64, e uint32) uint64 {
+	x := seed ^ (uint64(e)+1)*0x9E3779B97F4A7C15
+	x ^= x >> 31
+	x *= 0xBF58476D1CE4E5B9
+	return x ^ x>>29
+}
+
+// planFeatures computes epoch e's feature plan over r, reordering
+// m.batches in place when asked. The node sets are assembled on every
+// core, each worker with an Assembler of its own (binary search over the
+// frontiers: no index is built for a Result that the Store indexes again
+// when it installs it).
+func (p *Pipeline) planFeatures(ctx context.Context, r *Result, m *meta, e uint32) (*FeaturePlan, error) {
+	t0 := time.Now()
+	batches := m.batches
+	sets := make([][]uint32, len(batches))
+	var next atomic.Int64
+	errs := make([]error, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for w := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := NewAssembler(r, nil)
+			for i := int(next.Add(1) - 1); i < len(batches); i = int(next.Add(1) - 1) {
+				if i%64 == 0 && ctx.Err() != nil {
+					errs[w] = ctx.Err()
+					return
+				}
+				s, err := a.NodeSet(batches[i], nil)
+				if err != nil {
+					errs[w] = fmt.Errorf("epoch %d, minibatch %d: %w", e, i, err)
+					return
+				}
+				sets[i] = slices.Clip(s)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	fp := &FeaturePlan{Epoch: e, NodeSets: sets}
+	numNodes := r.numNodes()
+	if p.cfg.Features.Reorder && len(sets) > 1 {
+		order, rep, err := featplan.MatchReorder(sets, numNodes, reorderSeed(p.cfg.Seed, e))
+		if err != nil {
+			return nil, fmt.Errorf("epoch %d: reorder: %w", e, err)
+		}
+		nb := make([][]uint32, len(order))
+		ns := make([][]uint32, len(order))
+		for i, o := range order {
+			nb[i], ns[i] = batches[o], sets[o]
+		}
+		m.batches, fp.NodeSets = nb, ns
+		fp.Reorder, fp.Order = rep, order
+	}
+	plan, err := featplan.NewPlan(fp.NodeSets, numNodes, p.cfg.Features.CacheRows)
+	if err != nil {
+		return nil, fmt.Errorf("epoch %d: feature plan: %w", e, err)
+	}
+	fp.Plan = plan
+	fp.Seconds = time.Since(t0).Seconds()
+	return fp, nil
+}
+
+// FeaturePlan returns epoch e's feature plan: e must be the current epoch
+// (ErrUnknownEpoch otherwise), and the Pipeline must plan features
+// (Config.Features; ok is false without).
+func (p *Pipeline) FeaturePlan(e uint32) (fp *FeaturePlan, ok bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cfg.Features == nil {
+		return nil, false, nil
+	}
+	if p.cur == nil || p.cur.epoch != e {
+		return nil, true, fmt.Errorf("%w: epoch %d is not the current epoch", ErrUnknownEpoch, e)
+	}
+	return p.cur.features, true, nil
+}
