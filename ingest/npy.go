@@ -15,7 +15,7 @@ import (
 type npyHeader struct {
 	descr   string // the dtype descriptor as written, e.g. "<f4"
 	width   int    // bytes per element: 4 or 8 (integer arrays only)
-	signed  bool // int32/int64 rather than uint32/uint64
+	signed  bool   // int32/int64 rather than uint32/uint64
 	fortran bool
 	shape   []int64
 	size    int64 // header bytes, magic included: data starts here
