@@ -140,7 +140,7 @@ func TestEverySubcommandHasAnExample(t *testing.T) {
 		}
 	}
 	walk(newRootCmd())
-	if n != 5 {
-		t.Fatalf("%d subcommands, want build, info, verify, generate, generate rmat", n)
+	if n != 6 {
+		t.Fatalf("%d subcommands, want build, features, info, verify, generate, generate rmat", n)
 	}
 }
