@@ -27,8 +27,8 @@ type FeatureOptions struct {
 	// int64, float32 or float64 (NaN for none); either may be compressed.
 	Labels string
 	// Dim and DType describe raw feature rows (an input that is neither
-	// .npy nor .csv). For a .npy they must agree with its header when
-	// given.
+	// .npy nor .csv). For a .npy or .csv they must agree with what the
+	// input holds when given.
 	Dim   int
 	DType featstore.DType
 	// Force replaces an existing store (the old one stays valid until the
@@ -158,7 +158,7 @@ func isCSVName(path string) bool {
 	for _, suf := range []string{".gz", ".gzip", ".zst", ".zstd"} {
 		name = strings.TrimSuffix(name, suf)
 	}
-	return filepath.Ext(name) == ".csv" || filepath.Ext(name) == ".txt"
+	return filepath.Ext(name) == ".csv"
 }
 
 func openFeatures(path string, numNodes uint32, o FeatureOptions, bar *progress.Bar) (*featureSource, error) {
@@ -206,7 +206,7 @@ func (f *featureSource) open(path string, o FeatureOptions) error {
 		if o.Dim != 0 && o.Dim != f.dim {
 			return shapeErr(f.name, "npy: dim %d, but --dim %d was given", f.dim, o.Dim)
 		}
-	case isCSVName(path) && o.Dim == 0:
+	case isCSVName(path):
 		f.format, f.dtype = featCSV, featstore.Float32
 		if o.DType != "" && o.DType != featstore.Float32 {
 			return formatErr(f.name, "csv rows are read as float32, not --dtype %s", o.DType)
@@ -231,6 +231,9 @@ func (f *featureSource) open(path string, o FeatureOptions) error {
 			return shapeErr(f.name, "line 1 has %d values: more than the maximum dim %d", len(row), featstore.MaxDim)
 		}
 		f.first, f.dim = row, len(row)
+		if o.Dim != 0 && o.Dim != f.dim {
+			return &InputError{File: f.name, Line: 1, Msg: fmt.Sprintf("%d values, but --dim %d was given", f.dim, o.Dim), Err: featstore.ErrShape}
+		}
 	default:
 		f.format = featRaw
 		if o.Dim <= 0 || o.DType == "" {

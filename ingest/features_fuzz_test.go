@@ -81,3 +81,18 @@ func FuzzFeatureNPYHeader(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseCSVRow parses one 128-value row of OGB-style floats
+// (papers100M's width).
+func BenchmarkParseCSVRow(b *testing.B) {
+	vals, _ := randomFloat32Rows(1, 1, 128)
+	line := bytes.TrimSuffix(csvRows(vals, 128, false), []byte("\n"))
+	dst := make([]float32, 0, 128)
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		var err error
+		if dst, err = parseCSVRow(line, dst[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

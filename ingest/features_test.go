@@ -269,6 +269,8 @@ func TestPackFeaturesBadInputs(t *testing.T) {
 		{"csv empty field", "node-feat.csv", []byte("1,,3,4\n"), nil, FeatureOptions{}, ErrSyntax, "node-feat.csv:1: value 2 is empty"},
 		{"csv few rows", "node-feat.csv", csvRows(make([]float32, (n-1)*dim), dim, false), nil, FeatureOptions{}, featstore.ErrShape, "49 rows, the graph has 50 nodes"},
 		{"csv many rows", "node-feat.csv", csvRows(make([]float32, (n+1)*dim), dim, false), nil, FeatureOptions{}, featstore.ErrShape, "node-feat.csv:51: more than 50 rows"},
+		{"csv dim flag", "node-feat.csv", []byte("1,2,3,4\n"), nil, FeatureOptions{Dim: 3, DType: featstore.Float32}, featstore.ErrShape, "node-feat.csv:1: 4 values, but --dim 3"},
+		{"csv dtype flag", "node-feat.csv", []byte("1,2,3,4\n"), nil, FeatureOptions{Dim: 4, DType: featstore.Int8}, ErrFormat, "csv rows are read as float32, not --dtype int8"},
 		{"csv empty", "node-feat.csv", nil, nil, FeatureOptions{}, featstore.ErrShape, "empty: want 50 rows"},
 		{"labels fraction", "x.npy", okX, []byte(strings.Repeat("1\n", 10) + "2.5\n"), FeatureOptions{}, ErrSyntax, `node-label.csv:11: label "2.5": want an integer`},
 		{"labels word", "x.npy", okX, []byte("cat\n"), FeatureOptions{}, ErrSyntax, `node-label.csv:1: label "cat"`},
