@@ -13,8 +13,9 @@ import (
 
 // npyHeader is what an .npy file's header says about its array.
 type npyHeader struct {
-	width   int  // bytes per element: 4 or 8
-	signed  bool // int32/int64 rather than uint32/uint64
+	descr   string // the dtype descriptor as written, e.g. "<f4"
+	width   int    // bytes per element: 4 or 8 (integer arrays only)
+	signed  bool   // int32/int64 rather than uint32/uint64
 	fortran bool
 	shape   []int64
 	size    int64 // header bytes, magic included: data starts here
@@ -26,9 +27,33 @@ var (
 	npyShapeRe   = regexp.MustCompile(`['"]shape['"]\s*:\s*\(([^)]*)\)`)
 )
 
-// readNPYHeader parses the header of a NumPy .npy file (format versions
-// 1.0, 2.0 and 3.0) from r, leaving r at the first data byte.
+// readNPYHeader parses the header of a NumPy .npy file of integers
+// (int32, int64, uint32 or uint64: edges and node ids) from r, leaving r
+// at the first data byte.
 func readNPYHeader(r *bufio.Reader, name string) (*npyHeader, error) {
+	h, err := readNPYHeaderAny(r, name)
+	if err != nil {
+		return nil, err
+	}
+	switch h.descr {
+	case "<i4", "=i4", "|i4":
+		h.width, h.signed = 4, true
+	case "<i8", "=i8", "|i8":
+		h.width, h.signed = 8, true
+	case "<u4", "=u4", "|u4":
+		h.width = 4
+	case "<u8", "=u8", "|u8":
+		h.width = 8
+	default:
+		return nil, &InputError{File: name, Record: -1, Msg: fmt.Sprintf("npy: dtype %q is not supported: want little-endian int32, int64, uint32 or uint64", h.descr), Err: ErrFormat}
+	}
+	return h, nil
+}
+
+// readNPYHeaderAny parses the header of a NumPy .npy file (format
+// versions 1.0, 2.0 and 3.0) from r, leaving r at the first data byte.
+// The caller checks the dtype.
+func readNPYHeaderAny(r *bufio.Reader, name string) (*npyHeader, error) {
 	bad := func(format string, args ...any) error {
 		return &InputError{File: name, Record: -1, Msg: "npy: " + fmt.Sprintf(format, args...), Err: ErrFormat}
 	}
@@ -69,18 +94,7 @@ func readNPYHeader(r *bufio.Reader, name string) (*npyHeader, error) {
 	if m == nil {
 		return nil, bad("header has no descr: %q", truncate(dict))
 	}
-	switch m[1] {
-	case "<i4", "=i4", "|i4":
-		h.width, h.signed = 4, true
-	case "<i8", "=i8", "|i8":
-		h.width, h.signed = 8, true
-	case "<u4", "=u4", "|u4":
-		h.width = 4
-	case "<u8", "=u8", "|u8":
-		h.width = 8
-	default:
-		return nil, bad("dtype %q is not supported: want little-endian int32, int64, uint32 or uint64", m[1])
-	}
+	h.descr = m[1]
 	if m := npyFortranRe.FindStringSubmatch(dict); m == nil {
 		return nil, bad("header has no fortran_order")
 	} else {

@@ -1,7 +1,9 @@
 // Command chunkify packs edge lists into chunked CSR graph directories,
 // inspects and verifies them, and generates R-MAT graphs for benchmarks.
 //
+//	chunkify scan INPUT... [--json]     (check that edge lists parse)
 //	chunkify build INPUT... -o DIR [options]
+//	chunkify features FEATURES -o DIR [--labels LABELS] [--dim N --dtype T]
 //	chunkify info DIR [--json]         (or --graph DIR)
 //	chunkify verify DIR [-q]           (or --graph DIR)
 //	chunkify generate rmat --scale S --edge-factor F --seed N -o FILE
@@ -9,8 +11,8 @@
 // Exit status: 0 on success, 1 for a failure, 2 for a bad command line.
 //
 // The work is done by package ingest (parsing, the out-of-core build,
-// R-MAT) and package chunkfmt (the format); this command parses flags,
-// calls them and prints.
+// feature packing, R-MAT) and packages chunkfmt and featstore (the
+// formats); this command parses flags, calls them and prints.
 package main
 
 import (
@@ -54,13 +56,14 @@ func newRootCmd() *cobra.Command {
 		Use:   "chunkify",
 		Short: "Pack edge lists into chunked CSR graphs for out-of-core neighbor sampling",
 		Long: `chunkify packs edge lists into chunked CSR graph directories (docs/FORMAT.md),
-describes and verifies them, and generates R-MAT graphs for benchmarks.
+packs node features and labels beside them, describes and verifies them,
+and generates R-MAT graphs for benchmarks.
 
 Exit status: 0 on success, 1 for a failure, 2 for a bad command line.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBuildCmd(), newScanCmd(), newInfoCmd(), newVerifyCmd(), newGenerateCmd())
+	root.AddCommand(newBuildCmd(), newScanCmd(), newFeaturesCmd(), newInfoCmd(), newVerifyCmd(), newGenerateCmd())
 	var cpuProfile string
 	var stopProfile func()
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file")

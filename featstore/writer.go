@@ -1,0 +1,430 @@
+package featstore
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/internal/atomicfile"
+	"github.com/streamsampler/streamsampler/internal/crc32c"
+)
+
+// Options describe the store a Writer packs.
+type Options struct {
+	DType         DType  // element type of the features
+	Dim           int    // features per node
+	Labels        bool   // labels follow through AppendLabels
+	FeatureSource string // the input's name, recorded in the manifest
+	LabelSource   string
+	BlockSize     int64 // span of each CRC-32C; 0: DefaultBlockSize
+	Force         bool  // replace an existing store (atomically, at Close)
+	CreatedBy     string
+}
+
+// Writer packs a feature store into a graph directory: rows in node
+// order through Append, labels through AppendLabels, then Close. Its
+// memory is a write buffer per file, whatever the matrix's size. Until
+// Close returns nil the directory's previous store, if any, is untouched;
+// call Abort (or defer it) on every error path to remove what was
+// written. A Writer is not safe for concurrent use, and two Writers must
+// not pack into the same directory at once.
+type Writer struct {
+	dir    string
+	m      Manifest
+	feat   *dataWriter
+	lab    *dataWriter
+	rows   uint64 // rows appended
+	labels uint64 // labels appended
+	maxLab int32
+	old    []string // the previous store's data files, removed after Close
+	done   bool
+}
+
+// testHookStep, when set, is called at each step of a Writer (see the
+// step constants); an error it returns fails the step. It is the fault
+// seam of the tests.
+var testHookStep func(step string) error
+
+// Steps of a Writer, in order, for testHookStep.
+const (
+	stepCreate   = "create"   // the temporary data files exist
+	stepAppend   = "append"   // before each Append / AppendLabels writes
+	stepSync     = "sync"     // Close: before the data files are flushed and fsynced
+	stepRename   = "rename"   // Close: the feature file has its final name, the labels not yet
+	stepManifest = "manifest" // Close: the data files are in place, features.json not yet
+	stepCleanup  = "cleanup"  // Close: features.json written, the old data files not yet removed
+)
+
+func hook(step string) error {
+	if testHookStep != nil {
+		return testHookStep(step)
+	}
+	return nil
+}
+
+// Create starts a feature store in the graph directory dir, which must
+// hold a graph (chunkfmt manifest.json): the store has one row per node
+// of it. It fails with ErrExists when dir has a store and o.Force is not
+// set. Files left by a Writer that was killed are removed here.
+func Create(dir string, o Options) (*Writer, error) {
+	g, err := chunkfmt.ReadManifest(dir)
+	if err != nil {
+		return nil, fmt.Errorf("featstore: %w", err)
+	}
+	if o.DType.Size() == 0 {
+		return nil, fmt.Errorf("%w: dtype %q: want float32, float16, int8 or uint8", ErrShape, o.DType)
+	}
+	if o.Dim <= 0 || o.Dim > MaxDim {
+		return nil, fmt.Errorf("%w: dim %d: want 1..%d", ErrShape, o.Dim, MaxDim)
+	}
+	if o.BlockSize == 0 {
+		o.BlockSize = DefaultBlockSize
+	}
+	if o.BlockSize < 0 || o.BlockSize%blockAlign != 0 {
+		return nil, fmt.Errorf("featstore: block size %d: want a positive multiple of %d", o.BlockSize, blockAlign)
+	}
+	cur, err := ReadManifest(dir)
+	switch {
+	case err == nil || errors.Is(err, ErrBadManifest):
+		if !o.Force {
+			return nil, fmt.Errorf("%w: %s (use --force to replace it)", ErrExists, filepath.Join(dir, ManifestFile))
+		}
+	case errors.Is(err, ErrNoFeatures):
+	default:
+		return nil, err
+	}
+	w := &Writer{dir: dir, maxLab: -1}
+	keep := map[string]bool{}
+	if cur != nil {
+		keep[cur.Features.File] = true
+		w.old = append(w.old, cur.Features.File)
+		if cur.Labels != nil {
+			keep[cur.Labels.File] = true
+			w.old = append(w.old, cur.Labels.File)
+		}
+	}
+	gen, err := removeStale(dir, keep)
+	if err != nil {
+		return nil, err
+	}
+	gen++
+	rb := int64(o.Dim) * int64(o.DType.Size())
+	w.m = Manifest{
+		Version: FormatVersion, NumNodes: g.NumNodes, Graph: g.Fingerprint(), CreatedBy: o.CreatedBy,
+		Features: Features{DataFile: DataFile{File: dataFile("features", gen), Source: o.FeatureSource, Size: int64(g.NumNodes) * rb, BlockSize: o.BlockSize},
+			DType: o.DType, Dim: o.Dim, RowBytes: rb},
+	}
+	if w.feat, err = newDataWriter(dir, &w.m.Features.DataFile); err != nil {
+		return nil, err
+	}
+	if o.Labels {
+		w.m.Labels = &Labels{DataFile: DataFile{File: dataFile("labels", gen), Source: o.LabelSource, Size: int64(g.NumNodes) * 4, BlockSize: o.BlockSize}, DType: LabelDType}
+		if w.lab, err = newDataWriter(dir, &w.m.Labels.DataFile); err != nil {
+			w.Abort()
+			return nil, err
+		}
+	}
+	if err := hook(stepCreate); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	return w, nil
+}
+
+func dataFile(kind string, gen int) string { return kind + "-" + strconv.Itoa(gen) + ".bin" }
+
+// removeStale removes the data files and temporaries of dir that keep
+// does not name (left by a Writer that was killed, or by a store that
+// was replaced) and returns the largest generation found among all data
+// files, kept or not.
+func removeStale(dir string, keep map[string]bool) (int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("featstore: %w", err)
+	}
+	gen, removed := 0, false
+	for _, e := range ents {
+		name := e.Name()
+		base := strings.TrimSuffix(strings.TrimPrefix(name, "."), ".tmp")
+		isTemp := strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") && dataName.MatchString(base)
+		if !isTemp && !dataName.MatchString(name) && !strings.HasPrefix(name, "."+ManifestFile+".tmp-") {
+			continue
+		}
+		if dataName.MatchString(base) {
+			i := strings.IndexByte(base, '-')
+			if g, err := strconv.Atoi(strings.TrimSuffix(base[i+1:], ".bin")); err == nil {
+				gen = max(gen, g)
+			}
+		}
+		if keep[name] {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, fmt.Errorf("featstore: removing stale %s: %w", name, err)
+		}
+		removed = true
+	}
+	if removed {
+		if err := atomicfile.SyncDir(dir); err != nil {
+			return 0, fmt.Errorf("featstore: %w", err)
+		}
+	}
+	return gen, nil
+}
+
+// RowBytes returns the size of one row.
+func (w *Writer) RowBytes() int64 { return w.m.Features.RowBytes }
+
+// NumNodes returns the number of rows (and labels) the store needs.
+func (w *Writer) NumNodes() uint32 { return w.m.NumNodes }
+
+// Rows returns the number of rows appended so far.
+func (w *Writer) Rows() uint64 { return w.rows }
+
+// Append writes whole rows, in node order: len(rows) must be a multiple
+// of RowBytes, and no more than NumNodes rows in all.
+func (w *Writer) Append(rows []byte) error {
+	if w.done {
+		return ErrClosed
+	}
+	rb := w.m.Features.RowBytes
+	if int64(len(rows))%rb != 0 {
+		return fmt.Errorf("%w: %d bytes is not a whole number of %d-byte rows", ErrShape, len(rows), rb)
+	}
+	n := uint64(int64(len(rows)) / rb)
+	if w.rows+n > uint64(w.m.NumNodes) {
+		return fmt.Errorf("%w: more than %d rows: the graph has %d nodes", ErrShape, w.m.NumNodes, w.m.NumNodes)
+	}
+	if err := hook(stepAppend); err != nil {
+		return err
+	}
+	if err := w.feat.write(rows); err != nil {
+		return err
+	}
+	w.rows += n
+	return nil
+}
+
+// AppendLabels writes labels, in node order: each NoLabel or >= 0, no
+// more than NumNodes in all. Only for a Writer created with Labels.
+func (w *Writer) AppendLabels(labels []int32) error {
+	if w.done {
+		return ErrClosed
+	}
+	if w.lab == nil {
+		return errors.New("featstore: AppendLabels on a store created without Options.Labels")
+	}
+	if w.labels+uint64(len(labels)) > uint64(w.m.NumNodes) {
+		return fmt.Errorf("%w: more than %d labels: the graph has %d nodes", ErrShape, w.m.NumNodes, w.m.NumNodes)
+	}
+	if err := hook(stepAppend); err != nil {
+		return err
+	}
+	var buf [4096]byte
+	for len(labels) > 0 {
+		k := min(len(labels), len(buf)/4)
+		for i, l := range labels[:k] {
+			if l < NoLabel {
+				return fmt.Errorf("featstore: node %d: label %d: want %d (none) or >= 0", w.labels+uint64(i), l, NoLabel)
+			}
+			if l >= 0 {
+				w.m.Labels.Labeled++
+				w.maxLab = max(w.maxLab, l)
+			}
+			binary.LittleEndian.PutUint32(buf[4*i:], uint32(l))
+		}
+		if err := w.lab.write(buf[:4*k]); err != nil {
+			return err
+		}
+		w.labels += uint64(k)
+		labels = labels[k:]
+	}
+	return nil
+}
+
+// Close checks that every row (and label) was appended, makes the data
+// files durable, gives them their final names and writes features.json
+// atomically; then it removes the data files of the store it replaced.
+// On error nothing of the new store remains and the old one is intact.
+func (w *Writer) Close() error {
+	if w.done {
+		return ErrClosed
+	}
+	if err := w.finish(); err != nil {
+		w.Abort()
+		return err
+	}
+	w.done = true
+	hook(stepCleanup) // a kill here is what the tests need; an error changes nothing now
+	// The new store is committed; the old files are garbage. A failure to
+	// remove them loses nothing: the next Create removes them.
+	for _, f := range w.old {
+		os.Remove(filepath.Join(w.dir, f))
+	}
+	atomicfile.SyncDir(w.dir)
+	return nil
+}
+
+func (w *Writer) finish() error {
+	if w.rows != uint64(w.m.NumNodes) {
+		return fmt.Errorf("%w: %d rows written, the graph has %d nodes", ErrShape, w.rows, w.m.NumNodes)
+	}
+	if w.lab != nil {
+		if w.labels != uint64(w.m.NumNodes) {
+			return fmt.Errorf("%w: %d labels written, the graph has %d nodes", ErrShape, w.labels, w.m.NumNodes)
+		}
+		w.m.Labels.NumClasses = w.maxLab + 1
+	}
+	if err := hook(stepSync); err != nil {
+		return err
+	}
+	for _, d := range []*dataWriter{w.feat, w.lab} {
+		if d != nil {
+			if err := d.close(); err != nil {
+				return err
+			}
+		}
+	}
+	for i, d := range []*dataWriter{w.feat, w.lab} {
+		if d == nil {
+			continue
+		}
+		if i == 1 {
+			if err := hook(stepRename); err != nil {
+				return err
+			}
+		}
+		if err := os.Rename(d.tmp, d.final); err != nil {
+			return fmt.Errorf("featstore: %w", err)
+		}
+		d.renamed = true
+	}
+	if err := atomicfile.SyncDir(w.dir); err != nil {
+		return fmt.Errorf("featstore: %w", err)
+	}
+	if err := hook(stepManifest); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(&w.m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("featstore: encoding manifest: %w", err)
+	}
+	path := filepath.Join(w.dir, ManifestFile)
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		// Only the directory's fsync may have failed after the rename:
+		// then the manifest names files that Abort is about to remove.
+		if m, rerr := ReadManifest(w.dir); rerr == nil && m.Features.File == w.m.Features.File {
+			os.Remove(path)
+		}
+		return fmt.Errorf("featstore: writing %s: %w", ManifestFile, err)
+	}
+	return nil
+}
+
+// Abort removes what the Writer wrote; the directory's previous store,
+// if any, is untouched. After Close it does nothing.
+func (w *Writer) Abort() error {
+	if w.done {
+		return nil
+	}
+	w.done = true
+	for _, d := range []*dataWriter{w.feat, w.lab} {
+		if d != nil {
+			d.remove()
+		}
+	}
+	return atomicfile.SyncDir(w.dir)
+}
+
+// Manifest returns the manifest the Writer writes (complete after Close).
+func (w *Writer) Manifest() *Manifest { return &w.m }
+
+// dataWriter writes one data file under a temporary name, computing the
+// CRC-32C of each block as the bytes pass.
+type dataWriter struct {
+	f          *os.File
+	bw         *bufio.Writer
+	tmp, final string
+	df         *DataFile
+	crc        uint32
+	fill       int64 // bytes of the current block so far
+	written    int64
+	renamed    bool
+	closed     bool
+}
+
+// writeBuf is the write buffer of a data file: large writes, O(1) memory.
+const writeBuf = 1 << 20
+
+func newDataWriter(dir string, df *DataFile) (*dataWriter, error) {
+	d := &dataWriter{tmp: filepath.Join(dir, "."+df.File+".tmp"), final: filepath.Join(dir, df.File), df: df}
+	f, err := os.OpenFile(d.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("featstore: %w", err)
+	}
+	d.f, d.bw = f, bufio.NewWriterSize(f, writeBuf)
+	return d, nil
+}
+
+func (d *dataWriter) write(b []byte) error {
+	if d.written+int64(len(b)) > d.df.Size {
+		return fmt.Errorf("%w: %s: more than %d bytes", ErrShape, d.df.File, d.df.Size)
+	}
+	for rest := b; len(rest) > 0; {
+		k := min(int64(len(rest)), d.df.BlockSize-d.fill)
+		d.crc = crc32c.Update(d.crc, rest[:k])
+		d.fill += k
+		rest = rest[k:]
+		if d.fill == d.df.BlockSize {
+			d.df.BlockCRCs = append(d.df.BlockCRCs, d.crc)
+			d.crc, d.fill = 0, 0
+		}
+	}
+	if _, err := d.bw.Write(b); err != nil {
+		return fmt.Errorf("featstore: writing %s: %w", d.df.File, err)
+	}
+	d.written += int64(len(b))
+	return nil
+}
+
+// close flushes, fsyncs and closes the temporary file.
+func (d *dataWriter) close() error {
+	if d.fill > 0 {
+		d.df.BlockCRCs = append(d.df.BlockCRCs, d.crc)
+		d.crc, d.fill = 0, 0
+	}
+	if d.df.BlockCRCs == nil {
+		d.df.BlockCRCs = []uint32{}
+	}
+	err := d.bw.Flush()
+	if err == nil {
+		err = d.f.Sync()
+	}
+	if cerr := d.f.Close(); err == nil {
+		err = cerr
+	}
+	d.closed = true
+	if err != nil {
+		return fmt.Errorf("featstore: writing %s: %w", d.df.File, err)
+	}
+	return nil
+}
+
+func (d *dataWriter) remove() {
+	if !d.closed {
+		d.f.Close()
+		d.closed = true
+	}
+	os.Remove(d.tmp)
+	if d.renamed {
+		os.Remove(d.final)
+	}
+}
