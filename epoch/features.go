@@ -122,18 +122,3 @@ func (p *Pipeline) planFeatures(ctx context.Context, r *Result, m *meta, e uint3
 	fp.Seconds = time.Since(t0).Seconds()
 	return fp, nil
 }
-
-// FeaturePlan returns epoch e's feature plan: e must be the current epoch
-// (ErrUnknownEpoch otherwise), and the Pipeline must plan features
-// (Config.Features; ok is false without).
-func (p *Pipeline) FeaturePlan(e uint32) (fp *FeaturePlan, ok bool, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cfg.Features == nil {
-		return nil, false, nil
-	}
-	if p.cur == nil || p.cur.epoch != e {
-		return nil, true, fmt.Errorf("%w: epoch %d is not the current epoch", ErrUnknownEpoch, e)
-	}
-	return p.cur.features, true, nil
-}

@@ -81,6 +81,9 @@ type Batch struct {
 	Index  int // position of this minibatch in its epoch
 	Count  int // minibatches in this epoch
 	Blocks *Blocks
+	// Features is the epoch's feature plan (Config.Features; nil
+	// without): minibatch Index's rows are Features.NodeSets[Index].
+	Features *FeaturePlan
 }
 
 // Info describes a Pipeline's current epoch (the JSON object a server's
@@ -398,7 +401,7 @@ func (p *Pipeline) Assemble(c Claim) (*Batch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("epoch: epoch %d minibatch %d: %w", c.Epoch, c.Index, err)
 	}
-	return &Batch{Epoch: c.Epoch, Index: c.Index, Count: c.Count, Blocks: b}, nil
+	return &Batch{Epoch: c.Epoch, Index: c.Index, Count: c.Count, Blocks: b, Features: c.slot.features}, nil
 }
 
 // Next claims and assembles the next minibatch, advancing to the next

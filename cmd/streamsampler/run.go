@@ -24,10 +24,15 @@ type runOptions struct {
 	json     bool
 	backend  backendFlags
 	workers  int
+	features featureFlags
 	onBatch  func(*epoch.Batch) // tests: sees every minibatch handed out
 }
 
 func newRunCmd() *cobra.Command { return newRunCmdWith(nil) }
+
+// runOnFeatures, when a test sets it, sees every minibatch's feature rows
+// and seed labels as run --features delivers them.
+var runOnFeatures func(b *epoch.Batch, x []byte, y []int32)
 
 // newRunCmdWith is newRunCmd whose run shows onBatch every minibatch it
 // hands out (tests compare them with serve's).
@@ -56,24 +61,26 @@ With --state it also persists each epoch there, as prepare does.`,
 	f.StringVar(&o.state, "state", "", "also persist each epoch in this state directory")
 	f.StringVar(&o.compress, "compress", "", `with --state: compress the epoch's arrays ("" or zstd)`)
 	f.BoolVar(&o.json, "json", false, "print JSON lines")
+	o.features.add(cmd)
 	o.backend.add(cmd)
 	return cmd
 }
 
 // epochRecord accumulates one epoch's statistics in run.
 type epochRecord struct {
-	Epoch      uint32      `json:"epoch"`
-	Batches    int         `json:"batches"`
-	Seeds      int         `json:"seeds"`
-	Edges      int64       `json:"edges"`
-	AssembleS  float64     `json:"assemble_s"` // time inside Next (assembly plus any wait for the epoch)
-	MsPerBatch float64     `json:"ms_per_batch"`
-	EdgesPerS  float64     `json:"edges_per_s"`
-	SampleS    float64     `json:"sample_s"` // wall time of sampling this epoch
-	BytesRead  int64       `json:"bytes_read"`
-	ReadGBps   float64     `json:"read_gbps"`
-	Overlapped bool        `json:"overlapped"` // sampled in the background during the previous epoch
-	Stats      *host.Stats `json:"stats,omitempty"`
+	Epoch      uint32         `json:"epoch"`
+	Batches    int            `json:"batches"`
+	Seeds      int            `json:"seeds"`
+	Edges      int64          `json:"edges"`
+	AssembleS  float64        `json:"assemble_s"` // time inside Next (assembly plus any wait for the epoch)
+	MsPerBatch float64        `json:"ms_per_batch"`
+	EdgesPerS  float64        `json:"edges_per_s"`
+	SampleS    float64        `json:"sample_s"` // wall time of sampling this epoch
+	BytesRead  int64          `json:"bytes_read"`
+	ReadGBps   float64        `json:"read_gbps"`
+	Overlapped bool           `json:"overlapped"` // sampled in the background during the previous epoch
+	Stats      *host.Stats    `json:"stats,omitempty"`
+	Features   *featureRecord `json:"features,omitempty"`
 	wallStart  time.Time
 }
 
@@ -95,6 +102,14 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 	cfg, err := o.stream.config(sampling, m, o.epochs)
 	if err != nil {
 		return err
+	}
+	fs, planning, err := o.features.planning(o.stream.graph)
+	if err != nil {
+		return err
+	}
+	if fs != nil {
+		defer fs.Close()
+		cfg.Features = planning
 	}
 	var st *epoch.State
 	var stCfg epoch.StateConfig
@@ -184,6 +199,12 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 	}
 
 	var cur *epochRecord
+	var fr *featureReader
+	defer func() {
+		if fr != nil {
+			fr.close()
+		}
+	}()
 	flush := func() {
 		if cur == nil {
 			return
@@ -212,8 +233,26 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 			o.onBatch(b)
 		}
 		if cur == nil || b.Epoch != cur.Epoch {
+			if fr != nil {
+				cur.Features = fr.close()
+				fr = nil
+			}
 			flush()
 			cur = &epochRecord{Epoch: b.Epoch, wallStart: time.Now()}
+			if fs != nil {
+				var err error
+				if fr, err = openFeatureReader(fs, b.Features); err != nil {
+					return fmt.Errorf("epoch %d: %w", b.Epoch, err)
+				}
+			}
+		}
+		if fr != nil {
+			if err := fr.next(b); err != nil {
+				return err
+			}
+			if runOnFeatures != nil {
+				runOnFeatures(b, fr.x[:int64(len(b.Features.NodeSets[b.Index]))*fs.RowBytes()], fr.y)
+			}
 		}
 		cur.Batches++
 		cur.Seeds += len(b.Blocks.Seeds)
@@ -224,6 +263,10 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 	})
 	if err != nil {
 		return err
+	}
+	if fr != nil {
+		cur.Features = fr.close()
+		fr = nil
 	}
 	flush()
 	if !o.json {
@@ -243,4 +286,13 @@ func printRunEpoch(w io.Writer, asJSON bool, r *epochRecord) {
 	}
 	fmt.Fprintf(w, "epoch %d: %d minibatches (%d seeds, %d edges), %.3f ms/batch, %.3g edges/s assembled; sampled in %.3f s %s, %d bytes read at %.2f GB/s\n",
 		r.Epoch, r.Batches, r.Seeds, r.Edges, r.MsPerBatch, r.EdgesPerS, r.SampleS, how, r.BytesRead, r.ReadGBps)
+	if f := r.Features; f != nil {
+		rd := f.Reads
+		shared := ""
+		if f.Reorder != nil {
+			shared = fmt.Sprintf("; match-reorder: consecutive minibatches share %.1f%% of nodes (was %.1f%%)", 100*f.Reorder.SharedAfter, 100*f.Reorder.SharedBefore)
+		}
+		fmt.Fprintf(w, "  features: %d rows needed, %d from the cache (%.1f%%), %d read from disk in %d reads of %d bytes (read amplification %.2f; compulsory %d bytes), %.2f GB/s delivered, planned in %.3f s%s\n",
+			rd.RowsNeeded, rd.RowsFromCache, 100*float64(rd.RowsFromCache)/max(1, float64(rd.RowsNeeded)), rd.RowsFromDisk, rd.Reads, rd.BytesRead, rd.ReadAmplification, rd.CompulsoryBytes, f.GBps, f.PlanS, shared)
+	}
 }

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/featplan"
+	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/ingest"
+)
+
+// featureFlags are the flags of a command that delivers minibatches with
+// their feature rows and labels (docs/FORMAT.md, "The feature store").
+type featureFlags struct {
+	on      bool
+	cache   string
+	reorder string
+}
+
+func (f *featureFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.BoolVar(&f.on, "features", false, "read every minibatch's feature rows (n_id order) and its seeds' labels from the graph's feature store (chunkify features), planned per epoch")
+	fl.StringVar(&f.cache, "feature-cache", "0", "with --features: memory for feature rows kept between minibatches (e.g. 4GiB), managed with the epoch's known future (Belady)")
+	fl.StringVar(&f.reorder, "reorder", "none", "with --features: none|match (reorder each epoch's minibatches so consecutive ones share nodes: FastGL's Match-Reorder, seeded)")
+}
+
+// planning opens the graph's feature store and returns it with the
+// pipeline's FeaturePlanning; nil, nil without --features.
+func (f *featureFlags) planning(graph string) (*featstore.Store, *epoch.FeaturePlanning, error) {
+	if !f.on {
+		if f.cache != "0" || f.reorder != "none" {
+			return nil, nil, usagef("--feature-cache and --reorder need --features")
+		}
+		return nil, nil, nil
+	}
+	cache, err := ingest.ParseSize(f.cache)
+	if err != nil || cache < 0 {
+		return nil, nil, usagef("--feature-cache %q: want a size such as 4GiB, or 0", f.cache)
+	}
+	var reorder bool
+	switch f.reorder {
+	case "none":
+	case "match":
+		reorder = true
+	default:
+		return nil, nil, usagef("--reorder %q: want none or match", f.reorder)
+	}
+	fs, err := featstore.Open(graph)
+	if err != nil {
+		if errors.Is(err, featstore.ErrNoFeatures) {
+			return nil, nil, fmt.Errorf("--features: %w (pack them with chunkify features FILE -o %s)", err, graph)
+		}
+		return nil, nil, err
+	}
+	return fs, &epoch.FeaturePlanning{CacheRows: int(cache / fs.RowBytes()), Reorder: reorder}, nil
+}
+
+// featureRecord is an epoch's feature figures in run's output.
+type featureRecord struct {
+	PlanS   float64                 `json:"plan_s"` // node sets, reorder and plan, during the epoch's preparation
+	Reorder *featplan.ReorderReport `json:"reorder,omitempty"`
+	Reads   featplan.Report         `json:"reads"`
+	ReadS   float64                 `json:"read_s"` // time in the reader (cache copies and disk reads)
+	GBps    float64                 `json:"gbps"`   // bytes delivered (rows needed × row bytes) / read_s
+	Direct  bool                    `json:"o_direct"`
+	Labels  int64                   `json:"labels"` // seed labels delivered
+}
+
+// featureReader delivers one epoch's feature rows in the pipeline's order.
+type featureReader struct {
+	fs     *featstore.Store
+	f      *os.File
+	r      *featplan.Reader
+	plan   *epoch.FeaturePlan
+	rec    featureRecord
+	x      []byte
+	y      []int32
+	direct bool
+}
+
+// openFeatureReader starts the reads of an epoch under its plan.
+func openFeatureReader(fs *featstore.Store, fp *epoch.FeaturePlan) (*featureReader, error) {
+	if fp == nil {
+		return nil, errors.New("the pipeline made no feature plan")
+	}
+	f, direct, err := featplan.OpenDirect(fs.FeaturesPath())
+	if err != nil {
+		return nil, err
+	}
+	r, err := featplan.NewReader(f, fs.FeaturesPath(), fs.RowBytes(), fp.Plan, featplan.DefaultExtentOptions())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	fr := &featureReader{fs: fs, f: f, r: r, plan: fp, direct: direct}
+	fr.rec.PlanS = fp.Seconds
+	fr.rec.Direct = direct
+	if fp.Order != nil {
+		rep := fp.Reorder
+		fr.rec.Reorder = &rep
+	}
+	return fr, nil
+}
+
+// next reads minibatch b's rows (its blocks' last src, which must be the
+// plan's node set for it) and its seeds' labels.
+func (fr *featureReader) next(b *epoch.Batch) error {
+	nodes := b.Blocks.Seeds
+	if n := len(b.Blocks.Hops); n > 0 {
+		nodes = b.Blocks.Hops[n-1].Src
+	}
+	if b.Index >= len(fr.plan.NodeSets) || !slices.Equal(fr.plan.NodeSets[b.Index], nodes) {
+		return fmt.Errorf("epoch %d, minibatch %d: its nodes are not the ones the feature plan was made for", b.Epoch, b.Index)
+	}
+	need := int64(len(nodes)) * fr.fs.RowBytes()
+	if int64(cap(fr.x)) < need {
+		fr.x = make([]byte, need)
+	}
+	t0 := time.Now()
+	i, err := fr.r.Next(fr.x[:need])
+	if err != nil {
+		return fmt.Errorf("epoch %d, minibatch %d: features: %w", b.Epoch, b.Index, err)
+	}
+	if i != b.Index {
+		return fmt.Errorf("epoch %d: feature reader at minibatch %d, pipeline at %d", b.Epoch, i, b.Index)
+	}
+	fr.rec.ReadS += time.Since(t0).Seconds()
+	if fr.fs.HasLabels() {
+		fr.y = slices.Grow(fr.y[:0], len(b.Blocks.Seeds))[:len(b.Blocks.Seeds)]
+		if err := fr.fs.ReadLabels(b.Blocks.Seeds, fr.y); err != nil {
+			return fmt.Errorf("epoch %d, minibatch %d: labels: %w", b.Epoch, b.Index, err)
+		}
+		fr.rec.Labels += int64(len(fr.y))
+	}
+	return nil
+}
+
+// close ends the epoch's reads and returns its figures.
+func (fr *featureReader) close() *featureRecord {
+	fr.f.Close()
+	fr.rec.Reads = fr.r.Report()
+	if fr.rec.ReadS > 0 {
+		fr.rec.GBps = float64(fr.rec.Reads.RowsNeeded*fr.rec.Reads.RowBytes) / fr.rec.ReadS / 1e9
+	}
+	rec := fr.rec
+	return &rec
+}
