@@ -140,7 +140,7 @@ func TestEverySubcommandHasAnExample(t *testing.T) {
 		}
 	}
 	walk(newRootCmd())
-	if n != 7 {
-		t.Fatalf("%d subcommands, want build, scan, features, info, verify, generate, generate rmat", n)
+	if n != 8 {
+		t.Fatalf("%d subcommands, want build, scan, features, info, verify, generate, generate rmat, generate features", n)
 	}
 }
