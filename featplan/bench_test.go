@@ -5,7 +5,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 )
 
 // benchTrace is a skewed epoch: nb minibatches of size distinct nodes out of
@@ -98,17 +100,32 @@ func BenchmarkReadSize(b *testing.B) {
 	if !direct {
 		b.Skip("no O_DIRECT on this file system")
 	}
-	r := rand.New(rand.NewPCG(1, 1))
-	for _, size := range []int64{4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20} {
-		buf := alignedBuffer(size)
-		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
-			for b.Loop() {
-				off := r.Int64N((fileBytes-size)/Align) * Align
-				if _, err := f.ReadAt(buf, off); err != nil {
-					b.Fatal(err)
-				}
+	for _, depth := range []int{1, DefaultDepth} {
+		for _, size := range []int64{4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20} {
+			bufs := make([][]byte, depth)
+			for i := range bufs {
+				bufs[i] = alignedBuffer(size)
 			}
-			b.SetBytes(size)
-		})
+			b.Run(fmt.Sprintf("depth%d/%dKiB", depth, size>>10), func(b *testing.B) {
+				// Each iteration is depth random reads in flight at once.
+				var wg sync.WaitGroup
+				for b.Loop() {
+					for w := range depth {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							r := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+							off := r.Int64N((fileBytes-size)/Align) * Align
+							if _, err := f.ReadAt(bufs[w], off); err != nil {
+								b.Error(err)
+							}
+						}()
+					}
+					wg.Wait()
+				}
+				b.SetBytes(size * int64(depth))
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*depth)/1e3, "µs/read")
+			})
+		}
 	}
 }

@@ -7,13 +7,19 @@ import "fmt"
 const Align = 4096
 
 // DefaultMaxGap is the largest hole (bytes between two rows' aligned spans)
-// read through rather than split into two requests. Measured with
-// BenchmarkReadSize (random O_DIRECT reads, queue depth 1, the development
-// VM's virtio disk; medians of 3): 4 KiB 171 µs, 16 KiB 143 µs, 64 KiB
-// 166 µs, 256 KiB 346 µs, 1 MiB 1011 µs. A request thus costs about 160 µs
-// and a further byte about 0.86 µs/KiB, so reading a hole beats a new
-// request up to about 185 KiB; 128 KiB stays below that break-even.
-const DefaultMaxGap = 128 << 10
+// read through rather than split into two requests: about what one more
+// request costs in bytes of a longer one, at DefaultDepth. On the
+// development VM's virtio disk (`go test -run '^$' -bench ReadSize
+// ./featplan`, 2026-11-23, two runs) random 4 KiB O_DIRECT reads took
+// 27–44 µs each sixteen in flight (59–210 µs one at a time), while 1 MiB
+// reads streamed at 1.0–1.3 GB/s at either depth: a request costs what
+// 30–55 KiB more of one read does (60–250 KiB at depth 1, the previous
+// default's basis). 32 KiB is the low end, in whole pages.
+const DefaultMaxGap = 32 << 10
+
+// DefaultDepth is the reads a Reader keeps in flight: sixteen gave the
+// most 4 KiB and 64 KiB reads per second on that disk (64 no more).
+const DefaultDepth = 16
 
 // DefaultMaxExtent bounds one request (and the executor's buffer).
 const DefaultMaxExtent = 1 << 20
@@ -28,16 +34,20 @@ type ExtentOptions struct {
 	// covers at least one whole row's aligned span (a row longer than
 	// MaxExtent is one extent of its own).
 	MaxExtent int64
+	// Depth is how many of a minibatch's extents a Reader reads at once
+	// (0 or 1: one after another). It does not change the extents.
+	Depth int
 }
 
-// DefaultExtentOptions are DefaultMaxGap and DefaultMaxExtent.
+// DefaultExtentOptions are DefaultMaxGap, DefaultMaxExtent and
+// DefaultDepth.
 func DefaultExtentOptions() ExtentOptions {
-	return ExtentOptions{MaxGap: DefaultMaxGap, MaxExtent: DefaultMaxExtent}
+	return ExtentOptions{MaxGap: DefaultMaxGap, MaxExtent: DefaultMaxExtent, Depth: DefaultDepth}
 }
 
 func (o ExtentOptions) check() error {
-	if o.MaxGap < 0 || o.MaxExtent < Align || o.MaxExtent%Align != 0 {
-		return fmt.Errorf("%w: extent options gap %d max %d (want gap >= 0, max a positive multiple of %d)", ErrInput, o.MaxGap, o.MaxExtent, Align)
+	if o.MaxGap < 0 || o.MaxExtent < Align || o.MaxExtent%Align != 0 || o.Depth < 0 {
+		return fmt.Errorf("%w: extent options gap %d max %d depth %d (want gap >= 0, max a positive multiple of %d, depth >= 0)", ErrInput, o.MaxGap, o.MaxExtent, o.Depth, Align)
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -44,7 +46,7 @@ type Reader struct {
 	plan     *Plan
 	opts     ExtentOptions
 	cache    []byte
-	buf      []byte
+	bufs     [][]byte // one aligned read buffer per read in flight
 	next     int
 	keys     []uint64
 	rows     []uint32
@@ -75,7 +77,6 @@ func NewReader(f io.ReaderAt, name string, rowBytes int64, p *Plan, opts ExtentO
 	r := &Reader{f: f, name: name, rowBytes: rowBytes, plan: p, opts: opts,
 		cache: make([]byte, int64(p.CacheRows)*rowBytes)}
 	r.rep = Report{RowBytes: rowBytes, CacheRows: p.CacheRows, DistinctRows: p.Distinct, CompulsoryBytes: p.Distinct * rowBytes}
-	r.buf = alignedBuffer(opts.MaxExtent)
 	return r, nil
 }
 
@@ -119,31 +120,12 @@ func (r *Reader) Next(dst []byte) (int, error) {
 	if err != nil {
 		return b, err
 	}
+	if err := r.readExtents(b, bp, dst, keys, rows, ext); err != nil {
+		return b, err
+	}
 	for _, e := range ext {
-		if int64(len(r.buf)) < e.Length {
-			r.buf = alignedBuffer(e.Length)
-		}
-		buf := r.buf[:e.Length]
-		// The last extent may run past the end of the file (rounded up to
-		// Align): a short read is fine as long as it covers its rows.
-		need := (int64(rows[e.Last-1])+1)*rb - e.Offset
-		n, err := r.f.ReadAt(buf, e.Offset)
-		if int64(n) < need {
-			if err == nil || err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return b, fmt.Errorf("featplan: %s: minibatch %d: read %d bytes at %d, want %d: %w", r.name, b, n, e.Offset, need, err)
-		}
 		r.rep.Reads++
 		r.rep.BytesRead += e.Length
-		for j := e.First; j < e.Last; j++ {
-			i := int(uint32(keys[j]))
-			src := buf[int64(rows[j])*rb-e.Offset:][:rb]
-			copy(dst[int64(i)*rb:int64(i+1)*rb], src)
-			if s, ok := bp.Keep(i); ok {
-				copy(r.cache[int64(s)*rb:int64(s+1)*rb], src)
-			}
-		}
 	}
 	r.rep.Batches++
 	r.rep.RowsNeeded += int64(bp.Len())
@@ -151,6 +133,58 @@ func (r *Reader) Next(dst []byte) (int, error) {
 	r.rep.RowsFromCache += int64(bp.Len() - len(rows))
 	r.next++
 	return b, nil
+}
+
+// readExtents reads minibatch b's extents, up to Depth at once (each on a
+// goroutine with its own aligned buffer: a disk serves several requests
+// in flight far faster than one after another), and places each row at
+// its position in dst and in its cache slot. Rows and cache slots of one
+// minibatch are distinct (the plan writes a slot at most once per
+// minibatch), so the goroutines never write the same bytes.
+func (r *Reader) readExtents(b int, bp Batch, dst []byte, keys []uint64, rows []uint32, ext []Extent) error {
+	rb := r.rowBytes
+	depth := min(max(1, r.opts.Depth), len(ext))
+	for len(r.bufs) < depth {
+		r.bufs = append(r.bufs, alignedBuffer(r.opts.MaxExtent))
+	}
+	errs := make([]error, depth)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range depth {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := int(next.Add(1) - 1); k < len(ext); k = int(next.Add(1) - 1) {
+				e := ext[k]
+				if int64(len(r.bufs[w])) < e.Length {
+					r.bufs[w] = alignedBuffer(e.Length)
+				}
+				buf := r.bufs[w][:e.Length]
+				// The last extent may run past the end of the file
+				// (rounded up to Align): a short read is fine as long as
+				// it covers its rows.
+				need := (int64(rows[e.Last-1])+1)*rb - e.Offset
+				n, err := r.f.ReadAt(buf, e.Offset)
+				if int64(n) < need {
+					if err == nil || err == io.EOF {
+						err = io.ErrUnexpectedEOF
+					}
+					errs[w] = fmt.Errorf("featplan: %s: minibatch %d: read %d bytes at %d, want %d: %w", r.name, b, n, e.Offset, need, err)
+					return
+				}
+				for j := e.First; j < e.Last; j++ {
+					i := int(uint32(keys[j]))
+					src := buf[int64(rows[j])*rb-e.Offset:][:rb]
+					copy(dst[int64(i)*rb:int64(i+1)*rb], src)
+					if s, ok := bp.Keep(i); ok {
+						copy(r.cache[int64(s)*rb:int64(s+1)*rb], src)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Report is what the minibatches served so far read (the plan's Report once

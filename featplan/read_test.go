@@ -53,7 +53,7 @@ func TestReaderMatchesReadAt(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer ref.Close()
-				o := ExtentOptions{MaxGap: int64(r.IntN(3)) * 4096, MaxExtent: 8192 + int64(r.IntN(4))*4096}
+				o := ExtentOptions{MaxGap: int64(r.IntN(3)) * 4096, MaxExtent: 8192 + int64(r.IntN(4))*4096, Depth: r.IntN(6)}
 				rd, err := NewReader(f, path, rowBytes, p, o)
 				if err != nil {
 					t.Fatal(err)
