@@ -64,12 +64,20 @@ func reorderSeed(seed uint64, e uint32) uint64 {
 
 // planFeatures computes epoch e's feature plan over r, reordering
 // m.batches in place when asked. The node sets are assembled on every
-// core, each worker with an Assembler of its own (binary search over the
-// frontiers: no index is built for a Result that the Store indexes again
-// when it installs it).
+// core, each worker with an Assembler of its own, over a dense index of
+// r where it fits DefaultIndexBudget (binary search over the frontiers
+// otherwise, several times slower); the index is dropped after, as the
+// Store builds its own when it installs r.
 func (p *Pipeline) planFeatures(ctx context.Context, r *Result, m *meta, e uint32) (*FeaturePlan, error) {
 	t0 := time.Now()
 	batches := m.batches
+	var ix *Index
+	if r.DenseIndexBytes(0) <= DefaultIndexBudget {
+		var err error
+		if ix, err = r.Index(0); err != nil {
+			return nil, fmt.Errorf("epoch %d: %w", e, err)
+		}
+	}
 	sets := make([][]uint32, len(batches))
 	var next atomic.Int64
 	errs := make([]error, runtime.GOMAXPROCS(0))
@@ -78,7 +86,7 @@ func (p *Pipeline) planFeatures(ctx context.Context, r *Result, m *meta, e uint3
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a := NewAssembler(r, nil)
+			a := NewAssembler(r, ix)
 			for i := int(next.Add(1) - 1); i < len(batches); i = int(next.Add(1) - 1) {
 				if i%64 == 0 && ctx.Err() != nil {
 					errs[w] = ctx.Err()
