@@ -9,10 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 )
 
 func TestBuildCancelledMidway(t *testing.T) {
@@ -85,38 +83,18 @@ func TestBuildMemoryBound(t *testing.T) {
 	}
 	in := writeFile(t, t.TempDir(), "g.bin32", bin32(pairs))
 	pairs = nil
-	runtime.GC()
-	var base runtime.MemStats
-	runtime.ReadMemStats(&base)
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapAlloc > peak.Load() {
-				peak.Store(ms.HeapAlloc)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-		}
-	}()
 	out := filepath.Join(t.TempDir(), "g")
-	sum, err := Build(context.Background(), []string{in}, out, BuildOptions{ChunkSize: 256 << 10})
-	close(stop)
-	<-done
+	var sum *Summary
+	grow, err := heapGrowth(func() (err error) {
+		sum, err = Build(context.Background(), []string{in}, out, BuildOptions{ChunkSize: 256 << 10})
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sum.NumEdges != uint64(edges) {
 		t.Fatalf("%d edges stored, want %d", sum.NumEdges, edges)
 	}
-	grow := int64(peak.Load()) - int64(base.HeapAlloc)
 	limit := int64(edges) * 8 / 4
 	t.Logf("%d edges: peak heap growth %.1f MiB (edges·8 = %.1f MiB, limit %.1f MiB)", edges, float64(grow)/(1<<20), float64(edges*8)/(1<<20), float64(limit)/(1<<20))
 	if grow > limit {

@@ -10,13 +10,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/featstore"
@@ -392,33 +389,14 @@ func TestPackFeaturesMemoryBound(t *testing.T) {
 	}
 	f.Close()
 	row = nil
-	runtime.GC()
-	var base runtime.MemStats
-	runtime.ReadMemStats(&base)
-	var peak atomic.Uint64
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapAlloc > peak.Load() {
-				peak.Store(ms.HeapAlloc)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-		}
-	}()
-	_, err = PackFeatures(context.Background(), f.Name(), dir, FeatureOptions{})
-	close(stop)
-	<-done
+	var grow int64
+	grow, err = heapGrowth(func() error {
+		_, err := PackFeatures(context.Background(), f.Name(), dir, FeatureOptions{})
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	grow := int64(peak.Load()) - int64(base.HeapAlloc)
 	const matrix = n * dim * 4
 	t.Logf("%d MiB matrix: peak heap growth %.1f MiB", matrix>>20, float64(grow)/(1<<20))
 	if grow > matrix/8 {

@@ -9,7 +9,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -186,4 +189,34 @@ func maxDegree(adj [][]uint32) int {
 		d = max(d, len(a))
 	}
 	return d
+}
+
+// heapGrowth runs fn after a collection and returns the most the Go heap
+// grew above its size before, sampled every 2 ms while fn ran: the
+// memory-bound tests' measure of what a pass holds at once.
+func heapGrowth(fn func() error) (int64, error) {
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	var peak atomic.Uint64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > peak.Load() {
+				peak.Store(ms.HeapAlloc)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	err := fn()
+	close(stop)
+	<-done
+	return int64(peak.Load()) - int64(base.HeapAlloc), err
 }
