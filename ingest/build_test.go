@@ -91,14 +91,7 @@ func edgeText(pairs []uint32) []byte {
 // no temporary directory or file left behind.
 func assertClean(t testing.TB, dir string, names ...string) {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range ents {
-		got = append(got, e.Name())
-	}
+	got := dirNames(t, dir)
 	slices.Sort(got)
 	slices.Sort(names)
 	if !slices.Equal(got, names) {

@@ -329,19 +329,6 @@ func TestPackFeaturesBadInputs(t *testing.T) {
 	}
 }
 
-func dirNames(t testing.TB, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 func TestPackFeaturesExisting(t *testing.T) {
 	dir := featureGraph(t, 10)
 	in := writeFile(t, t.TempDir(), "x.npy", npyFile("|u1", []int{10, 2}, false, randomBytes(3, 20)))

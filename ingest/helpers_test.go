@@ -220,3 +220,17 @@ func heapGrowth(fn func() error) (int64, error) {
 	<-done
 	return int64(peak.Load()) - int64(base.HeapAlloc), err
 }
+
+// dirNames lists the names in dir, in directory order.
+func dirNames(t testing.TB, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
