@@ -334,6 +334,15 @@ type Claim struct {
 	slot  *servedEpoch
 }
 
+// Features returns the feature plan of the claim's epoch (nil without
+// Config.Features, or for an End claim).
+func (c Claim) Features() *FeaturePlan {
+	if c.slot == nil {
+		return nil
+	}
+	return c.slot.features
+}
+
 // Claim takes the next minibatch of epoch e (CurrentEpoch: the current
 // one) off the shared cursor. Once epoch e's minibatches are all claimed
 // it answers End; asking for epoch e+1 then advances (waiting for its

@@ -128,30 +128,48 @@ const smallReply = 64 << 10
 // and at most d + edges sources; numNodes (when > 0) caps the distinct
 // nodes of a hop. Sums saturate at 1<<62.
 func replyBound(n int64, fanouts []int, numNodes int64) int64 {
-	const huge = int64(1) << 62
-	add := func(a, b int64) int64 { // a, b <= huge
-		if a > huge-b {
-			return huge
-		}
-		return a + b
+	size, _ := minibatchBound(n, fanouts, numNodes)
+	return size
+}
+
+// satAdd and satMul saturate at 1<<62 (their operands are at most that).
+func satAdd(a, b int64) int64 {
+	if a > 1<<62-b {
+		return 1 << 62
 	}
-	mul := func(a, b int64) int64 {
-		if b != 0 && a > huge/b {
-			return huge
-		}
-		return a * b
+	return a + b
+}
+func satMul(a, b int64) int64 {
+	if b != 0 && a > (1<<62)/b {
+		return 1 << 62
 	}
-	size := add(HeaderSize+9+arrayHeaderSize, mul(4, n))
+	return a * b
+}
+
+// minibatchBound is replyBound and a bound on the minibatch's nodes (its
+// last hop's sources).
+func minibatchBound(n int64, fanouts []int, numNodes int64) (size, nodes int64) {
+	size = satAdd(HeaderSize+9+arrayHeaderSize, satMul(4, n))
 	d := n
 	for _, f := range fanouts {
-		edges := mul(d, int64(f))
-		src := add(d, edges)
+		edges := satMul(d, int64(f))
+		src := satAdd(d, edges)
 		if numNodes > 0 {
 			src = min(src, numNodes)
 		}
-		hop := add(add(4*arrayHeaderSize, mul(4, d)), add(mul(4, src), mul(8, edges)))
-		size = add(size, hop)
+		hop := satAdd(satAdd(4*arrayHeaderSize, satMul(4, d)), satAdd(satMul(4, src), satMul(8, edges)))
+		size = satAdd(size, hop)
 		d = src
 	}
-	return size
+	return size, d
+}
+
+// replyBound is the package replyBound for this server, with the bytes of
+// the feature rows (one per node) and labels a reply carries besides.
+func (s *Server) replyBound(n int64) int64 {
+	size, nodes := minibatchBound(n, s.cfg.Fanouts, s.cfg.NumNodes)
+	if s.features == nil {
+		return size
+	}
+	return satAdd(size, satAdd(featuresHeaderSize, satAdd(satMul(nodes, s.cfg.Features.RowBytes()), satMul(4, n))))
 }

@@ -113,21 +113,34 @@ func (c *Client) NextBatch(e uint32) (Batch, error) {
 		ee, err := DecodeEpochRequest(f.Payload)
 		return Batch{Epoch: ee, End: true}, err
 	}
-	b, i, err := DecodeBlocks(f.Payload)
+	b, i, feat, err := DecodeBatch(f.Payload)
 	if err != nil {
 		return Batch{}, err
 	}
-	return Batch{Epoch: b.Epoch, Index: i, Blocks: b}, nil
+	return Batch{Epoch: b.Epoch, Index: i, Blocks: b, Features: feat}, nil
 }
 
 // Sample assembles the blocks of seeds from epoch e.
 func (c *Client) Sample(e uint32, seeds []uint32) (*epoch.Blocks, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	b, _, err := c.sample(e, seeds)
+	return b, err
+}
+
+// SampleFeatures is Sample with the features the reply carries (nil from
+// a server without a feature store).
+func (c *Client) SampleFeatures(e uint32, seeds []uint32) (*epoch.Blocks, *Features, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sample(e, seeds)
+}
+
+func (c *Client) sample(e uint32, seeds []uint32) (*epoch.Blocks, *Features, error) {
 	f, err := c.roundTrip(OpSample, AppendSampleRequest(nil, e, seeds))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	b, _, err := DecodeBlocks(f.Payload)
-	return b, err
+	b, _, feat, err := DecodeBatch(f.Payload)
+	return b, feat, err
 }

@@ -174,9 +174,9 @@ func (c *conn) estimate(f Frame, plen int) int64 {
 	switch f.Op {
 	case OpSample:
 		n := sampleSeeds(plen)
-		return frame + 4*n + replyBound(n, s.cfg.Fanouts, s.cfg.NumNodes)
+		return frame + 4*n + s.replyBound(n)
 	case OpNextBatch:
-		return frame + replyBound(int64(s.cfg.BatchSize), s.cfg.Fanouts, s.cfg.NumNodes)
+		return frame + s.replyBound(int64(s.cfg.BatchSize))
 	default:
 		return frame + smallReply
 	}
@@ -268,7 +268,7 @@ func (c *conn) replyBatch(f Frame, cl epoch.Claim) net.Buffers {
 	if err != nil {
 		return requestErrorFrame(f.Op, f.ID, err)
 	}
-	return EncodeBlocks(f.Op, f.ID, b.Blocks, b.Index)
+	return EncodeBatch(f.Op, f.ID, b.Blocks, b.Index, b.Features)
 }
 
 // handle answers every request but next_batch and hello (see serve).
@@ -289,7 +289,11 @@ func (c *conn) handle(ctx context.Context, f Frame) net.Buffers {
 		if err != nil {
 			return requestErrorFrame(f.Op, f.ID, err)
 		}
-		return EncodeBlocks(f.Op, f.ID, b, NoBatch)
+		feat, err := s.sampleFeatures(b)
+		if err != nil {
+			return requestErrorFrame(f.Op, f.ID, err)
+		}
+		return EncodeBatch(f.Op, f.ID, b, NoBatch, feat)
 	case OpAdvance:
 		e, err := DecodeEpochRequest(f.Payload)
 		if err != nil {

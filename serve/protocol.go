@@ -84,7 +84,44 @@ const (
 	DtypeI64 uint8 = 3
 	DtypeU64 uint8 = 4
 	DtypeF32 uint8 = 5
+	DtypeF16 uint8 = 6
+	DtypeI8  uint8 = 7
+	DtypeU8  uint8 = 8
 )
+
+// dtypeSizes is each dtype's element size (0: unknown dtype).
+var dtypeSizes = [...]int{DtypeU32: 4, DtypeI32: 4, DtypeI64: 8, DtypeU64: 8, DtypeF32: 4, DtypeF16: 2, DtypeI8: 1, DtypeU8: 1}
+
+func dtypeSize(dt uint8) int {
+	if int(dt) < len(dtypeSizes) {
+		return dtypeSizes[dt]
+	}
+	return 0
+}
+
+// Features are a minibatch's feature rows and its seeds' labels, as a
+// next_batch or sample reply of a server with a feature store carries
+// them after the hops.
+type Features struct {
+	// X holds the rows of the nodes of the blocks (the last hop's src, in
+	// order), Dim elements of DType each, little-endian.
+	X     []byte
+	Dim   int
+	DType uint8 // DtypeF32, DtypeF16, DtypeI8 or DtypeU8
+	// Y holds the seeds' labels (-1: none); nil when the store has no
+	// labels.
+	Y []int32
+}
+
+// Feature flags, the byte before a reply's feature arrays.
+const (
+	featureX uint8 = 1 << 0 // array x follows
+	featureY uint8 = 1 << 1 // array y follows
+)
+
+// featuresHeaderSize bounds the header bytes a reply's features add:
+// the flags, x's 2-D header and y's header.
+const featuresHeaderSize = 1 + (2 + 16) + arrayHeaderSize
 
 var (
 	// ErrFrameTooLarge is returned by ReadFrame for a frame over the cap.
@@ -220,9 +257,16 @@ func (w *blocksWriter) i32s(a []int32) {
 // in its epoch, or NoBatch for a sample reply. The buffers alias b's
 // arrays.
 func EncodeBlocks(op uint8, id uint32, b *epoch.Blocks, batch int) net.Buffers {
+	return EncodeBatch(op, id, b, batch, nil)
+}
+
+// EncodeBatch is EncodeBlocks with the minibatch's features after the hops
+// (f nil: none, the reply of a server without a feature store). The
+// buffers alias f's arrays too.
+func EncodeBatch(op uint8, id uint32, b *epoch.Blocks, batch int, f *Features) net.Buffers {
 	// The headers never reallocate hdr (sized up front), so the buffers
 	// taken from it stay valid.
-	w := &blocksWriter{hdr: make([]byte, HeaderSize, HeaderSize+9+arrayHeaderSize*(1+4*len(b.Hops)))}
+	w := &blocksWriter{hdr: make([]byte, HeaderSize, HeaderSize+9+arrayHeaderSize*(1+4*len(b.Hops))+featuresHeaderSize)}
 	w.mark = HeaderSize
 	w.bufs = append(w.bufs, w.hdr[:HeaderSize])
 	w.hdr = binary.LittleEndian.AppendUint32(w.hdr, b.Epoch)
@@ -236,6 +280,29 @@ func EncodeBlocks(op uint8, id uint32, b *epoch.Blocks, batch int) net.Buffers {
 		w.u32s(h.Src)
 		w.i32s(h.EdgeSrc)
 		w.i32s(h.EdgeDst)
+	}
+	if f != nil {
+		flags := featureX
+		if f.Y != nil {
+			flags |= featureY
+		}
+		rows := 0
+		if f.Dim > 0 {
+			rows = len(f.X) / (f.Dim * dtypeSize(f.DType))
+		}
+		w.hdr = append(w.hdr, flags, f.DType, 2)
+		w.hdr = binary.LittleEndian.AppendUint64(w.hdr, uint64(rows))
+		w.hdr = binary.LittleEndian.AppendUint64(w.hdr, uint64(f.Dim))
+		w.size += 1 + 2 + 16 + len(f.X)
+		if !hostorder.LittleEndian || len(f.X) == 0 {
+			w.hdr = append(w.hdr, f.X...)
+		} else {
+			w.flushHeader()
+			w.bufs = append(w.bufs, f.X)
+		}
+		if f.Y != nil {
+			w.i32s(f.Y)
+		}
 	}
 	if !hostorder.LittleEndian {
 		// Everything went into hdr: one buffer.
@@ -353,42 +420,103 @@ func (d *decoder) end() error {
 }
 
 // DecodeBlocks decodes a Blocks reply payload and the batch index it
-// carries (NoBatch for a sample reply).
+// carries (NoBatch for a sample reply); features, if the reply carries
+// any, are checked and dropped.
 func DecodeBlocks(p []byte) (*epoch.Blocks, int, error) {
+	b, i, _, err := DecodeBatch(p)
+	return b, i, err
+}
+
+// DecodeBatch decodes a minibatch reply payload: its blocks, its batch
+// index and its features (nil when it carries none). The feature arrays
+// are copies.
+func DecodeBatch(p []byte) (*epoch.Blocks, int, *Features, error) {
 	d := &decoder{p: p}
 	e, err := d.u32("epoch")
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	bi, err := d.u32("batch index")
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	nh, err := d.u8("hop count")
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	b := &epoch.Blocks{Epoch: e, Hops: make([]epoch.Hop, nh)}
 	if b.Seeds, err = d.u32s("seeds"); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	for i := range b.Hops {
 		h := &b.Hops[i]
 		name := fmt.Sprintf("hop %d ", i+1)
 		if h.Dst, err = d.u32s(name + "dst"); err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		if h.Src, err = d.u32s(name + "src"); err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		if h.EdgeSrc, err = d.i32s(name + "edge_src"); err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		if h.EdgeDst, err = d.i32s(name + "edge_dst"); err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 	}
-	return b, int(int32(bi)), d.end()
+	if d.off == len(p) {
+		return b, int(int32(bi)), nil, nil
+	}
+	f, err := d.features(b)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return b, int(int32(bi)), f, d.end()
+}
+
+// features reads a reply's feature section: x, a 2-D array with one row
+// per node of b's last hop, and y, the seeds' labels, as the flags say.
+func (d *decoder) features(b *epoch.Blocks) (*Features, error) {
+	flags, err := d.u8("feature flags")
+	if err != nil {
+		return nil, err
+	}
+	if flags&featureX == 0 || flags&^(featureX|featureY) != 0 {
+		return nil, d.fail(fmt.Sprintf("feature flags %#x", flags))
+	}
+	if len(d.p)-d.off < 2+16 {
+		return nil, d.fail("truncated header of array x")
+	}
+	dt, nd := d.p[d.off], d.p[d.off+1]
+	size := dtypeSize(dt)
+	if nd != 2 || (dt != DtypeF32 && dt != DtypeF16 && dt != DtypeI8 && dt != DtypeU8) {
+		return nil, d.fail(fmt.Sprintf("array x has dtype %d and %d dimensions, want a feature dtype and 2", dt, nd))
+	}
+	rows := binary.LittleEndian.Uint64(d.p[d.off+2:])
+	dim := binary.LittleEndian.Uint64(d.p[d.off+10:])
+	d.off += 2 + 16
+	nodes := b.Seeds
+	if len(b.Hops) > 0 {
+		nodes = b.Hops[len(b.Hops)-1].Src
+	}
+	if rows != uint64(len(nodes)) {
+		return nil, d.fail(fmt.Sprintf("array x has %d rows for %d nodes", rows, len(nodes)))
+	}
+	if dim == 0 || dim > 1<<24 || rows*dim > uint64(len(d.p)-d.off)/uint64(size) {
+		return nil, d.fail(fmt.Sprintf("array x of %d × %d elements overruns the payload", rows, dim))
+	}
+	n := int(rows*dim) * size
+	f := &Features{X: append([]byte(nil), d.p[d.off:d.off+n]...), Dim: int(dim), DType: dt}
+	d.off += n
+	if flags&featureY != 0 {
+		if f.Y, err = d.i32s("y"); err != nil {
+			return nil, err
+		}
+		if len(f.Y) != len(b.Seeds) {
+			return nil, d.fail(fmt.Sprintf("array y has %d labels for %d seeds", len(f.Y), len(b.Seeds)))
+		}
+	}
+	return f, nil
 }
 
 // AppendEpochRequest appends the payload of next_batch or advance.

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/featstore"
 )
 
 // EpochSampler samples a whole epoch; host.Backend satisfies it.
@@ -57,12 +58,22 @@ type Config struct {
 	// request must be a hello carrying it (docs/PROTOCOL.md). Serving a
 	// TCP listener without one is refused (ErrNoToken).
 	Token []byte
+
+	// Features, when not nil, is the graph's feature store: every
+	// minibatch reply carries its nodes' feature rows and its seeds'
+	// labels (Features in docs/PROTOCOL.md), read under each epoch's plan,
+	// which Config.Config.Features must then ask for. The server does not
+	// close it.
+	Features *featstore.Store
 }
 
 // EpochInfo is the JSON object epoch_info and advance reply with.
 type EpochInfo struct {
 	Protocol int `json:"protocol"`
 	epoch.Info
+	// Features describes the feature rows every minibatch carries (nil:
+	// none).
+	Features *FeatureInfo `json:"features,omitempty"`
 }
 
 // Server serves one training run's epochs, held by an epoch.Pipeline.
@@ -72,9 +83,10 @@ type Server struct {
 	cfg      Config
 	pipe     *epoch.Pipeline
 	maxReq   int
-	budget   *budget // all connections' in-flight bytes
-	connSize int64   // one connection's share of budget
-	token    []byte  // SHA-256 of Config.Token; nil when none is required
+	budget   *budget       // all connections' in-flight bytes
+	connSize int64         // one connection's share of budget
+	token    []byte        // SHA-256 of Config.Token; nil when none is required
+	features *featureStage // nil without Config.Features
 	baseCtx  context.Context
 	cancel   context.CancelFunc
 	// stopReading is closed when Shutdown begins: readers waiting for
@@ -116,13 +128,26 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.Token) > MaxToken {
 		return nil, fmt.Errorf("%w: token of %d bytes, at most %d", ErrConfig, len(cfg.Token), MaxToken)
 	}
+	if (cfg.Features != nil) != (cfg.Config.Features != nil) {
+		return nil, fmt.Errorf("%w: a feature store and the epochs' feature planning go together", ErrConfig)
+	}
+	var stage *featureStage
+	if cfg.Features != nil {
+		if cfg.NumNodes > 0 && int64(cfg.Features.NumNodes()) != cfg.NumNodes {
+			return nil, fmt.Errorf("%w: feature store of %d rows for a graph of %d nodes", ErrConfig, cfg.Features.NumNodes(), cfg.NumNodes)
+		}
+		var err error
+		if stage, err = newFeatureStage(cfg.Features); err != nil {
+			return nil, err
+		}
+	}
 	pipe, err := epoch.NewPipeline(cfg.Config, cfg.Sampler.SampleEpoch, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		cfg: cfg, pipe: pipe, maxReq: cfg.MaxRequest,
+		cfg: cfg, pipe: pipe, maxReq: cfg.MaxRequest, features: stage,
 		budget: newBudget(cfg.MaxInflight), connSize: cfg.MaxConnInflight,
 		baseCtx: ctx, cancel: cancel, stopReading: make(chan struct{}),
 		lns:   map[net.Listener]struct{}{},
@@ -201,6 +226,9 @@ type Batch struct {
 	Index  int
 	End    bool
 	Blocks *epoch.Blocks
+	// Features are the minibatch's feature rows and labels (a server with
+	// Config.Features; nil otherwise).
+	Features *Features
 }
 
 // NextBatch hands out the next minibatch of epoch e (CurrentEpoch: the
@@ -231,9 +259,20 @@ func (s *Server) claim(ctx context.Context, e uint32) (epoch.Claim, error) {
 func (s *Server) assemble(c epoch.Claim) (Batch, error) {
 	b, err := s.pipe.Assemble(c)
 	if err != nil {
+		if s.features != nil {
+			// Its feature rows still take their turn, or the epoch's
+			// later minibatches would wait for it forever.
+			s.features.rows(c.Epoch, c.Index, c.Features(), nil)
+		}
 		return Batch{}, newRequestError(CodeInternal, "assembling batch %d of epoch %d: %v", c.Index, c.Epoch, err)
 	}
-	return Batch{Epoch: b.Epoch, Index: b.Index, Blocks: b.Blocks}, nil
+	out := Batch{Epoch: b.Epoch, Index: b.Index, Blocks: b.Blocks}
+	if s.features != nil {
+		if out.Features, err = s.features.rows(b.Epoch, b.Index, b.Features, b.Blocks); err != nil {
+			return Batch{}, newRequestError(CodeInternal, "reading the features of batch %d of epoch %d: %v", b.Index, b.Epoch, err)
+		}
+	}
+	return out, nil
 }
 
 // Advance leaves epoch from (CurrentEpoch: the current one), waiting for
@@ -249,7 +288,7 @@ func (s *Server) Advance(ctx context.Context, from uint32) (EpochInfo, error) {
 	if err != nil {
 		return EpochInfo{}, asRequestError(err)
 	}
-	return EpochInfo{Protocol: Protocol, Info: info}, nil
+	return s.epochInfo(info), nil
 }
 
 // Sample assembles a minibatch of the given seeds from epoch e, which
@@ -262,9 +301,30 @@ func (s *Server) Sample(ctx context.Context, e uint32, seeds []uint32) (*epoch.B
 	return b, nil
 }
 
+// sampleFeatures reads the features of a sample reply's blocks (nil
+// without a feature store): directly, as the seeds are outside any plan.
+func (s *Server) sampleFeatures(b *epoch.Blocks) (*Features, error) {
+	if s.features == nil {
+		return nil, nil
+	}
+	f, err := s.features.direct(b)
+	if err != nil {
+		return nil, newRequestError(CodeInternal, "reading features: %v", err)
+	}
+	return f, nil
+}
+
 // Info returns the current epoch's info.
 func (s *Server) Info() EpochInfo {
-	return EpochInfo{Protocol: Protocol, Info: s.pipe.Info()}
+	return s.epochInfo(s.pipe.Info())
+}
+
+func (s *Server) epochInfo(info epoch.Info) EpochInfo {
+	ei := EpochInfo{Protocol: Protocol, Info: info}
+	if s.features != nil {
+		ei.Features = s.features.info()
+	}
+	return ei
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -359,5 +419,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.cancel()
 	s.pipe.Close()
+	if s.features != nil {
+		s.features.close()
+	}
 	return err
 }

@@ -24,7 +24,6 @@ type runOptions struct {
 	json     bool
 	backend  backendFlags
 	workers  int
-	features featureFlags
 	onBatch  func(*epoch.Batch) // tests: sees every minibatch handed out
 }
 
@@ -61,7 +60,6 @@ With --state it also persists each epoch there, as prepare does.`,
 	f.StringVar(&o.state, "state", "", "also persist each epoch in this state directory")
 	f.StringVar(&o.compress, "compress", "", `with --state: compress the epoch's arrays ("" or zstd)`)
 	f.BoolVar(&o.json, "json", false, "print JSON lines")
-	o.features.add(cmd)
 	o.backend.add(cmd)
 	return cmd
 }
@@ -103,7 +101,7 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	fs, planning, err := o.features.planning(o.stream.graph)
+	fs, planning, err := o.stream.features.planning(o.stream.graph)
 	if err != nil {
 		return err
 	}

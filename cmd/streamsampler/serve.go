@@ -163,6 +163,14 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	fs, planning, err := f.stream.features.planning(f.stream.graph)
+	if err != nil {
+		return err
+	}
+	if fs != nil {
+		defer fs.Close()
+		cfg.Features = planning
+	}
 	if f.tcp != "" && token == nil {
 		return usagef("--tcp needs a token that clients present: --token-file FILE or $%s (any local user could connect otherwise)", tokenEnv)
 	}
@@ -178,7 +186,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	defer be.Close()
 	srv, err := serve.New(serve.Config{
 		Config: cfg, Sampler: be, MaxRequest: f.maxRequest, MaxInflight: maxInflight,
-		NumNodes: int64(m.NumNodes), Token: token,
+		NumNodes: int64(m.NumNodes), Token: token, Features: fs,
 	})
 	if err != nil {
 		return usageError{err}

@@ -18,6 +18,7 @@ type streamFlags struct {
 	rank, world           int // -1: from $RANK / $WORLD_SIZE (torchrun), else 0 / 1
 	prepareAt             float64
 	firstEpoch            uint32
+	features              featureFlags
 }
 
 func (f *streamFlags) add(cmd *cobra.Command) {
@@ -33,6 +34,7 @@ func (f *streamFlags) add(cmd *cobra.Command) {
 	fl.Float64Var(&f.prepareAt, "prepare-at", epoch.DefaultPrepareAt,
 		"fraction of an epoch's minibatches handed out when the next epoch's preparation starts (0: at once, 1: after the last)")
 	fl.Uint32Var(&f.firstEpoch, "epoch", 0, "first epoch")
+	f.features.add(cmd)
 	cmd.MarkFlagRequired("graph")
 	cmd.MarkFlagRequired("train")
 	cmd.MarkFlagRequired("fanouts")

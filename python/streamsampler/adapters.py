@@ -94,7 +94,10 @@ def to_pyg(batch: Batch, x: Any = None, y: Any = None, device: Any = None) -> Da
     ``n_id``, ``edge_index``, ``num_sampled_nodes``, ``num_sampled_edges``,
     ``batch_size``, ``input_id``-free; plus ``edge_index_per_hop`` and
     ``sizes_per_hop`` for block-wise (DGL-style) layers. ``x`` and ``y``
-    (whole-graph tensors or arrays) are gathered by ``n_id``."""
+    (whole-graph tensors or arrays) are gathered by ``n_id``; without them,
+    a batch from a server with ``--features`` brings its own: ``data.x``
+    (its rows of ``n_id``) and ``data.y`` (int64 labels of the seeds, the
+    first ``batch_size`` nodes: ``out[:batch_size]`` against ``y``)."""
     needs = "torch and torch_geometric"
     torch = _require("torch", "to_pyg", needs, "pyg_arrays")
     _require("torch_geometric", "to_pyg", needs, "pyg_arrays")  # names the package when it is missing
@@ -111,8 +114,12 @@ def to_pyg(batch: Batch, x: Any = None, y: Any = None, device: Any = None) -> Da
     data.sizes_per_hop = a["sizes_per_hop"]
     if x is not None:
         data.x = _gather(x, n_id)
+    elif batch.x is not None:
+        data.x = torch.from_numpy(np.asarray(batch.x))
     if y is not None:
         data.y = _gather(y, n_id)
+    elif batch.y is not None:
+        data.y = torch.from_numpy(batch.y.astype(np.int64))
     if device is not None:
         data = data.to(device)
         data.edge_index_per_hop = [e.to(device) for e in data.edge_index_per_hop]
@@ -149,7 +156,10 @@ def to_dgl(batch: Batch, device: Any = None) -> Tuple[torch.Tensor, torch.Tensor
     """``(input_nodes, output_nodes, blocks)`` as DGL's DataLoader with a
     neighbor sampler yields them: blocks made by ``dgl.create_block``,
     outermost hop first, with ``srcdata[dgl.NID]``/``dstdata[dgl.NID]``
-    holding global ids."""
+    holding global ids; a batch from a server with ``--features`` also
+    sets ``blocks[0].srcdata["feat"]`` (the input nodes' rows) and
+    ``blocks[-1].dstdata["label"]`` (the seeds' labels, int64), DGL's
+    usual names."""
     needs = "torch and dgl"
     torch = _require("torch", "to_dgl", needs, "dgl_arrays")
     dgl = _require("dgl", "to_dgl", needs, "dgl_arrays")
@@ -164,6 +174,10 @@ def to_dgl(batch: Batch, device: Any = None) -> Tuple[torch.Tensor, torch.Tensor
         if device is not None:
             blk = blk.to(device)
         blocks.append(blk)
+    if blocks and batch.x is not None:
+        blocks[0].srcdata["feat"] = torch.from_numpy(np.asarray(batch.x)).to(blocks[0].device)
+    if blocks and batch.y is not None:
+        blocks[-1].dstdata["label"] = torch.from_numpy(batch.y.astype(np.int64)).to(blocks[-1].device)
     input_nodes = blocks[0].srcdata[dgl.NID] if blocks else torch.from_numpy(batch.seeds.astype(np.int64))
     output_nodes = blocks[-1].dstdata[dgl.NID] if blocks else input_nodes
     return input_nodes, output_nodes, blocks

@@ -65,6 +65,9 @@ DTYPES = {
     3: np.dtype("<i8"),
     4: np.dtype("<u8"),
     5: np.dtype("<f4"),
+    6: np.dtype("<f2"),
+    7: np.dtype("<i1"),
+    8: np.dtype("<u1"),
 }
 DTYPE_CODES = {v: k for k, v in DTYPES.items()}
 
@@ -189,14 +192,22 @@ class Batch:
     ``streamsampler sample --format json`` gives them. ``index`` is the
     minibatch's position in its epoch (-1 for a sample request)."""
 
-    __slots__ = ("epoch", "index", "seeds", "hops")
+    __slots__ = ("epoch", "index", "seeds", "hops", "x", "y")
 
     def __init__(self, epoch: int, seeds: npt.NDArray[np.uint32], hops: List[Hop],
-                 index: int = NO_BATCH) -> None:
+                 index: int = NO_BATCH, x: Optional[np.ndarray] = None,
+                 y: Optional[npt.NDArray[np.int32]] = None) -> None:
         self.epoch = epoch
         self.index = index
         self.seeds = seeds
         self.hops = hops
+        #: The feature rows of ``n_id``, in order (``[len(n_id), dim]``, the
+        #: store's dtype), from a server started with ``--features``; None
+        #: otherwise.
+        self.x = x
+        #: The seeds' labels (int32, -1 for none) when the feature store
+        #: has labels; None otherwise.
+        self.y = y
 
     @property
     def n_id(self) -> npt.NDArray[np.uint32]:
@@ -251,14 +262,45 @@ def decode_blocks(payload: Buffer) -> Batch:
         if a.ndim != 1:
             raise ProtocolError("minibatch array with %d dimensions" % a.ndim)
         arrays.append(a)
-    if off != len(payload):
-        raise ProtocolError("%d trailing bytes in minibatch reply" % (len(payload) - off))
     want = [np.dtype("<u4")] + [np.dtype("<u4"), np.dtype("<u4"), np.dtype("<i4"), np.dtype("<i4")] * nhops
     for i, (a, dt) in enumerate(zip(arrays, want)):
         if a.dtype != dt:
             raise ProtocolError("minibatch array %d has dtype %s, want %s" % (i, a.dtype, dt))
     hops = [Hop(*arrays[1 + 4 * h: 5 + 4 * h]) for h in range(nhops)]
-    return Batch(epoch, arrays[0], hops, index)
+    batch = Batch(epoch, arrays[0], hops, index)
+    if off != len(payload):
+        off = _decode_features(payload, off, batch)
+    if off != len(payload):
+        raise ProtocolError("%d trailing bytes in minibatch reply" % (len(payload) - off))
+    return batch
+
+
+#: Feature flags: the byte before a reply's feature arrays.
+FEATURE_X = 1
+FEATURE_Y = 2
+#: The dtypes feature rows come in.
+FEATURE_DTYPES = (np.dtype("<f4"), np.dtype("<f2"), np.dtype("<i1"), np.dtype("<u1"))
+
+
+def _decode_features(payload: Buffer, off: int, batch: Batch) -> int:
+    """Decode the features after a minibatch's hops into ``batch.x`` (one
+    row per node of ``n_id``) and ``batch.y`` (one label per seed)."""
+    flags = payload[off]
+    off += 1
+    if not flags & FEATURE_X or flags & ~(FEATURE_X | FEATURE_Y):
+        raise ProtocolError("feature flags %#x at byte %d" % (flags, off - 1))
+    x, off = decode_array(payload, off)
+    if x.ndim != 2 or x.dtype not in FEATURE_DTYPES:
+        raise ProtocolError("feature array x has shape %s and dtype %s" % (x.shape, x.dtype))
+    if x.shape[0] != len(batch.n_id):
+        raise ProtocolError("feature array x has %d rows for %d nodes" % (x.shape[0], len(batch.n_id)))
+    batch.x = x
+    if flags & FEATURE_Y:
+        y, off = decode_array(payload, off)
+        if y.ndim != 1 or y.dtype != np.dtype("<i4") or len(y) != len(batch.seeds):
+            raise ProtocolError("label array y has shape %s and dtype %s for %d seeds" % (y.shape, y.dtype, len(batch.seeds)))
+        batch.y = y
+    return off
 
 
 def encode_blocks(batch: Batch, op: int, rid: int) -> bytes:
@@ -268,6 +310,14 @@ def encode_blocks(batch: Batch, op: int, rid: int) -> bytes:
     for h in batch.hops:
         parts += [encode_array(h.dst, "<u4"), encode_array(h.src, "<u4"),
                   encode_array(h.edge_src, "<i4"), encode_array(h.edge_dst, "<i4")]
+    if batch.x is not None:
+        x = np.ascontiguousarray(batch.x)
+        dt = x.dtype.newbyteorder("<") if x.dtype.byteorder not in "|" else x.dtype
+        parts.append(struct.pack("<BBBQQ", FEATURE_X | (FEATURE_Y if batch.y is not None else 0),
+                                 DTYPE_CODES[np.dtype(dt)], 2, x.shape[0], x.shape[1]))
+        parts.append(x.astype(dt, copy=False).tobytes())
+        if batch.y is not None:
+            parts.append(encode_array(batch.y, "<i4"))
     return encode_frame(op, rid, b"".join(parts))
 
 

@@ -243,6 +243,37 @@ class Live(unittest.TestCase):
             self.assertEqual(n, 13)
             self.assertEqual(c.epoch_info()["epoch"], 1)
 
+    def test_features(self):
+        """A server with --features hands every minibatch its nodes' rows
+        (batch.x, n_id order) and its seeds' labels (batch.y), exactly the
+        packed matrix's, in every epoch and for sample requests."""
+        graph = os.path.join(self.tmp, "graph-features")
+        ef = os.path.join(self.tmp, "edges.txt")
+        subprocess.run([self.chunkify, "build", ef, "-o", graph, "--symmetrize", "-q"], check=True)
+        feat, lab = os.path.join(self.tmp, "feat.npy"), os.path.join(self.tmp, "labels.npy")
+        subprocess.run([self.chunkify, "generate", "features", "--graph", graph, "--dim", "6", "--dtype", "float16",
+                        "--classes", "4", "--labels", lab, "-o", feat, "-q"], check=True)
+        subprocess.run([self.chunkify, "features", feat, "--labels", lab, "-o", graph, "-q"], check=True)
+        x_all, y_all = np.load(feat), np.load(lab)
+        srv = self.server(graph=graph, extra_args=["--features", "--feature-cache", "4KiB", "--reorder", "match"])
+        with srv.client() as c:
+            info = c.epoch_info()
+            self.assertEqual(info["features"], {"dim": 6, "dtype": "float16", "row_bytes": 12, "labels": True})
+            for epoch in (0, 1):
+                n = 0
+                for b in c.batches(epoch, advance=False):
+                    self.check_batch(b)
+                    self.assertEqual(b.x.dtype, np.float16)
+                    np.testing.assert_array_equal(b.x, x_all[b.n_id])
+                    np.testing.assert_array_equal(b.y, y_all[b.seeds])
+                    n += 1
+                self.assertEqual(n, 13)
+                if epoch == 0:
+                    c.advance(0)
+            b = c.sample([2, 10, 4])
+            np.testing.assert_array_equal(b.x, x_all[b.n_id])
+            np.testing.assert_array_equal(b.y, y_all[[2, 10, 4]])
+
     def test_access(self):
         """The socket is 0600; TCP (and then the socket too) needs the
         token: without it, or with a wrong one, the server refuses and

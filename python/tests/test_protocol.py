@@ -124,3 +124,47 @@ class WireFormat(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Features(unittest.TestCase):
+    """Minibatch replies with feature rows and labels (a server with
+    --features): every feature dtype round-trips, x has one row per node of
+    n_id, y one label per seed, and malformed feature sections fail."""
+
+    def with_features(self, dtype, dim=3, labels=True):
+        b = make_batch()
+        rng = np.random.default_rng(len(dtype))
+        b.x = (rng.standard_normal((len(b.n_id), dim)) * 50).astype(dtype)
+        if labels:
+            b.y = np.array([1, -1], np.int32)
+        return b
+
+    def test_round_trip(self):
+        for dtype in ("<f4", "<f2", "i1", "u1"):
+            for labels in (True, False):
+                b = self.with_features(dtype, labels=labels)
+                wire = P.encode_blocks(b, P.OP_NEXT_BATCH, 4)
+                got = P.decode_blocks(bytearray(wire[P.HEADER_SIZE:]))
+                self.assertEqual(got.x.dtype, np.dtype(dtype))
+                np.testing.assert_array_equal(got.x, b.x)
+                if labels:
+                    np.testing.assert_array_equal(got.y, b.y)
+                else:
+                    self.assertIsNone(got.y)
+                np.testing.assert_array_equal(got.n_id, b.n_id)
+
+    def test_malformed(self):
+        payload = P.encode_blocks(self.with_features("<f4"), P.OP_SAMPLE, 1)[P.HEADER_SIZE:]
+        plain = len(P.encode_blocks(make_batch(), P.OP_SAMPLE, 1)) - P.HEADER_SIZE
+        for n in range(plain + 1, len(payload)):
+            with self.assertRaises(P.ProtocolError, msg="truncated at %d" % n):
+                P.decode_blocks(bytearray(payload[:n]))
+        for flags in (0, P.FEATURE_Y, 4 | P.FEATURE_X):
+            bad = bytearray(payload)
+            bad[plain] = flags
+            with self.assertRaises(P.ProtocolError, msg="flags %d" % flags):
+                P.decode_blocks(bad)
+        b = self.with_features("<f4")
+        b.x = b.x[:-1]  # one row short of n_id
+        with self.assertRaises(P.ProtocolError):
+            P.decode_blocks(bytearray(P.encode_blocks(b, P.OP_SAMPLE, 1)[P.HEADER_SIZE:]))

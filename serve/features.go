@@ -1,0 +1,174 @@
+package serve
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/featplan"
+	"github.com/streamsampler/streamsampler/featstore"
+)
+
+// FeatureInfo describes the features a server delivers, in epoch_info.
+type FeatureInfo struct {
+	Dim      int    `json:"dim"`
+	DType    string `json:"dtype"`
+	RowBytes int64  `json:"row_bytes"`
+	Labels   bool   `json:"labels"`
+}
+
+// featureDTypes maps the store's dtypes to the protocol's.
+var featureDTypes = map[featstore.DType]uint8{featstore.Float32: DtypeF32, featstore.Float16: DtypeF16, featstore.Int8: DtypeI8, featstore.Uint8: DtypeU8}
+
+// featureStage reads every minibatch's feature rows under its epoch's
+// plan. A plan's reads must run in its minibatch order (its cache holds
+// what earlier minibatches read), while connections claim minibatches in
+// order but finish assembling them in any order: each epoch has one
+// featplan.Reader, and the goroutine with minibatch i waits for its turn
+// (every minibatch before i read) before it reads. Minibatches are
+// claimed in order, so the ones before i are all claimed and will take
+// their turn (a failed assembly takes it too: skip). Two epochs can be in
+// flight at once (the last minibatches of one while the next begins);
+// older readers are closed.
+type featureStage struct {
+	fs    *featstore.Store
+	dtype uint8
+
+	mu     sync.Mutex
+	cond   *sync.Cond
+	epochs map[uint32]*epochReads
+}
+
+// epochReads is one epoch's reader and turn.
+type epochReads struct {
+	plan *epoch.FeaturePlan
+	f    *os.File
+	r    *featplan.Reader
+	next int   // the minibatch whose turn it is
+	err  error // a failed read fails every later minibatch of the epoch
+}
+
+func newFeatureStage(fs *featstore.Store) (*featureStage, error) {
+	dt, ok := featureDTypes[fs.DType()]
+	if !ok {
+		return nil, fmt.Errorf("%w: feature dtype %q", ErrConfig, fs.DType())
+	}
+	st := &featureStage{fs: fs, dtype: dt, epochs: map[uint32]*epochReads{}}
+	st.cond = sync.NewCond(&st.mu)
+	return st, nil
+}
+
+func (st *featureStage) info() *FeatureInfo {
+	return &FeatureInfo{Dim: st.fs.Dim(), DType: string(st.fs.DType()), RowBytes: st.fs.RowBytes(), Labels: st.fs.HasLabels()}
+}
+
+// readsLocked returns epoch e's reads, opening its reader on first use
+// and closing those of epochs two or more before it.
+func (st *featureStage) readsLocked(e uint32, plan *epoch.FeaturePlan) (*epochReads, error) {
+	if er := st.epochs[e]; er != nil {
+		return er, nil
+	}
+	if plan == nil {
+		return nil, fmt.Errorf("epoch %d has no feature plan", e)
+	}
+	f, _, err := featplan.OpenDirect(st.fs.FeaturesPath())
+	if err != nil {
+		return nil, err
+	}
+	r, err := featplan.NewReader(f, st.fs.FeaturesPath(), st.fs.RowBytes(), plan.Plan, featplan.DefaultExtentOptions())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	er := &epochReads{plan: plan, f: f, r: r}
+	st.epochs[e] = er
+	for old, o := range st.epochs {
+		if old+1 < e {
+			o.f.Close()
+			delete(st.epochs, old)
+		}
+	}
+	return er, nil
+}
+
+// rows reads minibatch index of epoch e (whose blocks are b) in its turn
+// and returns its features; with b nil (its assembly failed) it reads
+// and drops them, so that the minibatches after it get their turn.
+func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, b *epoch.Blocks) (*Features, error) {
+	st.mu.Lock()
+	er, err := st.readsLocked(e, plan)
+	if err != nil {
+		st.mu.Unlock()
+		return nil, err
+	}
+	for er.next != index && er.err == nil {
+		st.cond.Wait()
+	}
+	if er.err != nil {
+		st.mu.Unlock()
+		return nil, er.err
+	}
+	st.mu.Unlock()
+	// Only this goroutine may read now: the turn passes when it is done.
+	nodes := plan.NodeSets[index]
+	x := make([]byte, int64(len(nodes))*st.fs.RowBytes())
+	_, rerr := er.r.Next(x)
+	if rerr == nil && b != nil {
+		last := b.Seeds
+		if len(b.Hops) > 0 {
+			last = b.Hops[len(b.Hops)-1].Src
+		}
+		if len(last) != len(nodes) {
+			rerr = fmt.Errorf("epoch %d minibatch %d: %d nodes, the feature plan has %d", e, index, len(last), len(nodes))
+		}
+	}
+	st.mu.Lock()
+	if rerr != nil {
+		er.err = fmt.Errorf("features of epoch %d minibatch %d: %w", e, index, rerr)
+	}
+	er.next++
+	st.cond.Broadcast()
+	st.mu.Unlock()
+	if rerr != nil || b == nil {
+		return nil, er.err
+	}
+	f := &Features{X: x, Dim: st.fs.Dim(), DType: st.dtype}
+	if st.fs.HasLabels() {
+		f.Y = make([]int32, len(b.Seeds))
+		if err := st.fs.ReadLabels(b.Seeds, f.Y); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// direct reads the features of blocks b outside any plan (a sample
+// request: seeds of the caller's choosing).
+func (st *featureStage) direct(b *epoch.Blocks) (*Features, error) {
+	nodes := b.Seeds
+	if len(b.Hops) > 0 {
+		nodes = b.Hops[len(b.Hops)-1].Src
+	}
+	f := &Features{X: make([]byte, int64(len(nodes))*st.fs.RowBytes()), Dim: st.fs.Dim(), DType: st.dtype}
+	if err := st.fs.ReadRows(nodes, f.X); err != nil {
+		return nil, err
+	}
+	if st.fs.HasLabels() {
+		f.Y = make([]int32, len(b.Seeds))
+		if err := st.fs.ReadLabels(b.Seeds, f.Y); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// close closes every epoch's reader.
+func (st *featureStage) close() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for e, er := range st.epochs {
+		er.f.Close()
+		delete(st.epochs, e)
+	}
+}
