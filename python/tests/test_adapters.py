@@ -120,6 +120,24 @@ class TorchPyG(unittest.TestCase):
         self.assertEqual(d.edge_index.tolist(), [[2, 3, 2, 0, 4], [0, 0, 1, 2, 3]])
         self.assertEqual(d.num_sampled_nodes, [2, 2, 1])
 
+    def test_to_pyg_batch_features(self):
+        """A batch from a server with --features brings data.x (its rows of
+        n_id, its dtype) and data.y (the seeds' labels, int64); explicit
+        x= / y= still win."""
+        import torch
+
+        from streamsampler import to_pyg
+        b = hand_batch()
+        b.x = np.arange(10, dtype=np.float16).reshape(5, 2)
+        b.y = np.array([3, -1], np.int32)
+        d = to_pyg(b)
+        self.assertEqual(d.x.dtype, torch.float16)
+        self.assertEqual(d.x.tolist(), b.x.tolist())
+        self.assertEqual(d.y.dtype, torch.int64)
+        self.assertEqual(d.y.tolist(), [3, -1])
+        x = torch.arange(60, dtype=torch.float32).reshape(60, 1)
+        self.assertEqual(to_pyg(b, x=x).x[:, 0].tolist(), [10, 20, 30, 40, 50])
+
 
 @unittest.skipUnless(importlib.util.find_spec("dgl"), "dgl not installed")
 class TorchDGL(unittest.TestCase):
@@ -129,6 +147,15 @@ class TorchDGL(unittest.TestCase):
         self.assertEqual(inp.tolist(), [10, 20, 30, 40, 50])
         self.assertEqual(out.tolist(), [10, 20])
         self.assertEqual([b.num_edges() for b in blocks], [2, 3])
+
+    def test_to_dgl_batch_features(self):
+        from streamsampler import to_dgl
+        b = hand_batch()
+        b.x = np.arange(10, dtype=np.float32).reshape(5, 2)
+        b.y = np.array([3, 1], np.int32)
+        _, _, blocks = to_dgl(b)
+        self.assertEqual(blocks[0].srcdata["feat"].tolist(), b.x.tolist())
+        self.assertEqual(blocks[-1].dstdata["label"].tolist(), [3, 1])
 
 
 if __name__ == "__main__":
