@@ -122,7 +122,7 @@ func (p *Pipeline) planFeatures(ctx context.Context, r *Result, m *meta, e uint3
 		m.batches, fp.NodeSets = nb, ns
 		fp.Reorder, fp.Order = rep, order
 	}
-	plan, err := featplan.NewPlan(fp.NodeSets, numNodes, p.cfg.Features.CacheRows)
+	plan, err := featplan.NewPreloadedPlan(fp.NodeSets, numNodes, p.cfg.Features.CacheRows)
 	if err != nil {
 		return nil, fmt.Errorf("epoch %d: feature plan: %w", e, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -47,6 +48,15 @@ func replay(t *testing.T, p *Plan, batches [][]uint32) int64 {
 	cache := make([]int64, p.CacheRows) // node+1, 0 free
 	where := map[uint32]int{}
 	var reads int64
+	// A preloaded plan's rows are read into slots 0.. before minibatch 0.
+	for s, v := range p.Preload() {
+		if s >= p.CacheRows {
+			t.Fatalf("preload of %d rows into a cache of %d", len(p.Preload()), p.CacheRows)
+		}
+		cache[s] = int64(v) + 1
+		where[v] = s
+		reads++
+	}
 	for b, nid := range batches {
 		bp := p.Batch(b)
 		if bp.Len() != len(nid) {
@@ -148,6 +158,53 @@ func TestPlanOptimal(t *testing.T) {
 		if lru < got {
 			t.Fatalf("trial %d: LRU reads %d < MIN %d", trial, lru, got)
 		}
+	}
+}
+
+// TestPreloadedPlan: where the epoch's distinct rows fit the cache, the
+// plan reads each once before minibatch 0 (sorted: the preload) and every
+// access is a hit — as many reads as the optimum; otherwise it is NewPlan's
+// plan, access for access.
+func TestPreloadedPlan(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	preloaded := 0
+	for trial := range 2000 {
+		numNodes := uint32(2 + r.IntN(7))
+		batches := randomBatches(r, 1+r.IntN(7), 1+r.IntN(int(numNodes)), numNodes, 0)
+		c := r.IntN(int(numNodes) + 1)
+		p, err := NewPreloadedPlan(batches, numNodes, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		min, err := NewPlan(batches, numNodes, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := replay(t, p, batches)
+		if got != p.TotalMisses() || got != optimum(batches, c) {
+			t.Fatalf("trial %d: replay reads %d, plan says %d, optimum %d", trial, got, p.TotalMisses(), optimum(batches, c))
+		}
+		if p.Distinct > int64(c) {
+			if p.Preload() != nil || !slices.Equal(p.act, min.act) {
+				t.Fatalf("trial %d: rows do not fit, yet the plan differs from NewPlan's", trial)
+			}
+			continue
+		}
+		preloaded++
+		if int64(len(p.Preload())) != p.Distinct || !slices.IsSorted(p.Preload()) {
+			t.Fatalf("trial %d: preload %v of %d distinct rows", trial, p.Preload(), p.Distinct)
+		}
+		for b := range batches {
+			bp := p.Batch(b)
+			for i := range bp.NID {
+				if _, hit := bp.Hit(i); !hit {
+					t.Fatalf("trial %d: minibatch %d row %d is not a hit", trial, b, i)
+				}
+			}
+		}
+	}
+	if preloaded < 200 {
+		t.Fatalf("only %d trials preloaded", preloaded)
 	}
 }
 

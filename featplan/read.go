@@ -99,6 +99,11 @@ func (r *Reader) Next(dst []byte) (int, error) {
 	if int64(len(dst)) < int64(bp.Len())*rb {
 		return b, fmt.Errorf("%w: minibatch %d needs %d bytes, buffer has %d", ErrInput, b, int64(bp.Len())*rb, len(dst))
 	}
+	if b == 0 && len(r.plan.preload) > 0 {
+		if err := r.readPreload(); err != nil {
+			return b, err
+		}
+	}
 	// Hits first: a slot may be given to a row read below.
 	keys := r.keys[:0]
 	for i, v := range bp.NID {
@@ -185,6 +190,60 @@ func (r *Reader) readExtents(b int, bp Batch, dst []byte, keys []uint64, rows []
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// readPreload reads a preloaded plan's rows into their slots (slot i
+// holds Preload()[i]) before the first minibatch: extents over the sorted
+// rows, Depth of them in flight.
+func (r *Reader) readPreload() error {
+	rows := r.plan.preload
+	rb := r.rowBytes
+	ext, err := Extents(nil, rows, rb, r.opts)
+	if err != nil {
+		return err
+	}
+	depth := min(max(1, r.opts.Depth), len(ext))
+	for len(r.bufs) < depth {
+		r.bufs = append(r.bufs, alignedBuffer(r.opts.MaxExtent))
+	}
+	errs := make([]error, depth)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range depth {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := int(next.Add(1) - 1); k < len(ext); k = int(next.Add(1) - 1) {
+				e := ext[k]
+				if int64(len(r.bufs[w])) < e.Length {
+					r.bufs[w] = alignedBuffer(e.Length)
+				}
+				buf := r.bufs[w][:e.Length]
+				need := (int64(rows[e.Last-1])+1)*rb - e.Offset
+				n, err := r.f.ReadAt(buf, e.Offset)
+				if int64(n) < need {
+					if err == nil || err == io.EOF {
+						err = io.ErrUnexpectedEOF
+					}
+					errs[w] = fmt.Errorf("featplan: %s: preload: read %d bytes at %d, want %d: %w", r.name, n, e.Offset, need, err)
+					return
+				}
+				for j := e.First; j < e.Last; j++ {
+					copy(r.cache[int64(j)*rb:int64(j+1)*rb], buf[int64(rows[j])*rb-e.Offset:][:rb])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	r.rep.PreloadRows = int64(len(rows))
+	r.rep.Reads += int64(len(ext))
+	for _, e := range ext {
+		r.rep.BytesRead += e.Length
+	}
+	return nil
 }
 
 // Report is what the minibatches served so far read (the plan's Report once

@@ -33,12 +33,15 @@ func writeFeatures(t *testing.T, r *rand.Rand, numNodes uint32, rowBytes int64) 
 func TestReaderMatchesReadAt(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, rowBytes := range []int64{4, 12, 512, 3000, 4096, 9000} {
-		for _, cache := range []int{0, 7, 300} {
+		for _, cache := range []int{0, 7, 300, 2000} { // 2000: every row fits, preloaded
 			t.Run(fmt.Sprintf("row%d/cache%d", rowBytes, cache), func(t *testing.T) {
 				numNodes := uint32(500 + r.IntN(1500))
 				path, _ := writeFeatures(t, r, numNodes, rowBytes)
 				batches := randomBatches(r, 25, 200, numNodes, 1.2)
-				p, err := NewPlan(batches, numNodes, cache)
+				p, err := NewPreloadedPlan(batches, numNodes, cache)
+				if (p != nil && p.Preload() != nil) != (cache == 2000) {
+					t.Fatalf("cache %d: preload %v", cache, p.Preload() != nil)
+				}
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -20,6 +20,9 @@ type Report struct {
 	// BytesRead/DiskRowBytes (0 when nothing is read).
 	DiskRowBytes      int64   `json:"disk_row_bytes"`
 	ReadAmplification float64 `json:"read_amplification"`
+	// PreloadRows are the rows a preloaded plan reads before the first
+	// minibatch (NewPreloadedPlan); every access is then a cache hit.
+	PreloadRows int64 `json:"preload_rows"`
 	// DistinctRows are the rows the epoch needs at least once, and
 	// CompulsoryBytes = DistinctRows*RowBytes: what any plan starting with an
 	// empty cache must read.
@@ -28,7 +31,7 @@ type Report struct {
 }
 
 func (r *Report) finish() {
-	r.DiskRowBytes = r.RowsFromDisk * r.RowBytes
+	r.DiskRowBytes = (r.RowsFromDisk + r.PreloadRows) * r.RowBytes
 	r.ReadAmplification = 0
 	if r.DiskRowBytes > 0 {
 		r.ReadAmplification = float64(r.BytesRead) / float64(r.DiskRowBytes)
@@ -43,6 +46,17 @@ func (p *Plan) Report(rowBytes int64, o ExtentOptions) (Report, error) {
 		DistinctRows: p.Distinct, CompulsoryBytes: p.Distinct * rowBytes}
 	var rows []uint32
 	var ext []Extent
+	if len(p.preload) > 0 {
+		var err error
+		if ext, err = Extents(ext[:0], p.preload, rowBytes, o); err != nil {
+			return rep, err
+		}
+		for _, e := range ext {
+			rep.BytesRead += e.Length
+		}
+		rep.Reads += int64(len(ext))
+		rep.PreloadRows = int64(len(p.preload))
+	}
 	for b := range p.NumBatches() {
 		bp := p.Batch(b)
 		rows = rows[:0]
