@@ -10,7 +10,7 @@ PYTHON       ?= /usr/bin/python3
 GOFLAGS_RACE ?= -race
 STATICCHECK  ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
 
-.PHONY: all deps build test vet lint test-go test-xrt test-python hls-csim gpu test-gpu bench bench-chunkify bench-streamsampler bench-scale bench-serve demo clean
+.PHONY: all deps build test vet lint test-go test-xrt test-python hls-csim gpu test-gpu bench bench-chunkify bench-streamsampler bench-scale bench-features bench-serve demo clean
 
 all: build
 
@@ -86,6 +86,12 @@ bench-streamsampler: build
 # SCALE_ARGS=--papers100m to add scale 27 (≈ 40 GB). See bench/scale.sh.
 bench-scale:
 	bench/scale.sh $(SCALE_ARGS)
+
+# Issue 12's feature benchmark: scale 22 with 2 GiB of features, one epoch to
+# a Python consumer inside a 1 GiB memory cgroup, against numpy.memmap and the
+# I/O floor. See bench/features.sh.
+bench-features:
+	bench/features.sh
 
 bench-serve:
 	$(GO) run ./bench/serve_bench --scale 21 --edge-factor 30 --reps 9 --batches 16

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# bench/features.sh — issue 12's feature benchmark: one epoch of
+# minibatches delivered with their feature rows to a Python consumer that
+# touches every row, against what a user would do instead and against the
+# I/O floor, inside a memory cgroup smaller than the features.
+#
+# R-MAT scale SCALE (22), edge factor 16, DIM (128) float32 features
+# (`chunkify generate features`: 2 GiB at scale 22), 10% training nodes,
+# batch 1024, [15,10,5]. Each variant runs in a fresh memory cgroup of
+# CGROUP_LIMIT (1GiB; page cache included: the features are twice that),
+# page cache dropped before it, server and consumer both inside:
+#
+#   ours      serve --features --feature-cache CACHE; the consumer reads
+#             batch.x (bench/features_consumer.py features)
+#   reorder   the same with --reorder match
+#   nocache   serve --features --feature-cache 0 (plan, no cache)
+#   memmap    serve without features; the consumer gathers x[n_id] from a
+#             numpy.memmap of the same rows (PyG's and DGL's on-disk path)
+#   plain     run --epochs 1 without features (the epoch alone)
+#
+# and the floor: the epoch's compulsory rows (distinct rows × row bytes,
+# from run --features --json) at the O_DIRECT sequential read rate of the
+# feature file (dd iflag=direct). Wall times are from the server's start
+# to the consumer's last row (the epoch's sampling and planning included).
+# Targets (issue 12): ours ≤ 1.5 × max(floor, plain); ours ≥ 5× faster
+# than memmap; the consumer receives ≥ 2 GB/s of rows; Match-Reorder's
+# shared fraction ≥ 1.5× the unordered epoch's. Prints a table with
+# PASS/FAIL; BENCH_DIR/features.md is its markdown.
+#
+#   bench/features.sh
+#   SCALE=20 CGROUP_LIMIT=512MiB bench/features.sh     # a quick look
+#   CGROUP_LIMIT=none bench/features.sh                # no cgroup
+#
+# Environment: SCALE, DIM, CACHE (512MiB), CGROUP_LIMIT (1GiB or none),
+# BENCH_DIR (/tmp/ss-features), PY (/usr/bin/python3, with numpy), SEED (1),
+# TIMEOUT (s per variant; 1800), KEEP=1 (keep the graph).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+SCALE=${SCALE:-22} DIM=${DIM:-128} CACHE=${CACHE:-512MiB} CGROUP_LIMIT=${CGROUP_LIMIT:-1GiB}
+BENCH_DIR=${BENCH_DIR:-/tmp/ss-features} PY=${PY:-/usr/bin/python3} SEED=${SEED:-1} TIMEOUT=${TIMEOUT:-1800}
+die() { echo "features.sh: $*" >&2; exit 1; }
+note() { echo "features.sh: $*" >&2; }
+"$PY" -c 'import numpy' 2>/dev/null || die "$PY has no numpy (apt-get install python3-numpy, or PY=...)"
+for t in dd awk timeout numfmt; do command -v "$t" >/dev/null || die "needs $t"; done
+mkdir -p "$BENCH_DIR/bin"
+W=$BENCH_DIR
+go build -o "$W/bin/" ./cmd/chunkify ./cmd/streamsampler
+CK=$W/bin/chunkify SS=$W/bin/streamsampler
+ROWS=$W/rows.tsv
+: > "$ROWS"
+row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >> "$ROWS"; }
+pf() { if [[ $1 != *nan* ]] && awk "BEGIN {exit !($1)}"; then echo PASS; else echo FAIL; fi; }
+fmt() { if [[ -z $1 || $1 == *nan* ]]; then echo nan; else awk "BEGIN {printf \"${2:-%.2f}\", $1}"; fi; }
+jnum() { tr -d ' \n' < "$1" | { grep -o "\"$2\":[-0-9.eE+]*" || true; } | head -n 1 | cut -d: -f2; }
+drop() { sync; (echo 3 > /proc/sys/vm/drop_caches) 2>/dev/null || true; }
+
+# --- the cgroup each variant runs in (v1 or v2; none where unavailable).
+CG=""
+cg_new() {
+  CG=""
+  [[ $CGROUP_LIMIT == none ]] && return 0
+  local lim d root
+  lim=$(numfmt --from=iec-i "${CGROUP_LIMIT%B}")
+  if [[ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]]; then
+    d=/sys/fs/cgroup/memory/ss-features-$$
+    mkdir -p "$d" && echo "$lim" > "$d/memory.limit_in_bytes" || { note "cannot make cgroup $d"; return 0; }
+    [[ -f $d/memory.memsw.limit_in_bytes ]] && { echo "$lim" > "$d/memory.memsw.limit_in_bytes" 2>/dev/null || true; }
+  else
+    root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+    [[ -n $root ]] || { note "no memory cgroup: running without"; return 0; }
+    echo +memory > "$root/cgroup.subtree_control" 2>/dev/null || true
+    d=$root/ss-features-$$
+    mkdir -p "$d" && echo "$lim" > "$d/memory.max" || { note "cannot make cgroup $d"; return 0; }
+  fi
+  CG=$d
+}
+cg_peak() { if [[ -z $CG ]]; then echo nan; elif [[ -f $CG/memory.max_usage_in_bytes ]]; then cat "$CG/memory.max_usage_in_bytes"; else cat "$CG/memory.peak" 2>/dev/null || echo nan; fi; }
+cg_oom() { if [[ -z $CG ]]; then echo 0; elif [[ -f $CG/memory.oom_control ]]; then awk '$1 == "oom_kill" {print $2}' "$CG/memory.oom_control"; else awk '$1 == "oom_kill" {print $2}' "$CG/memory.events"; fi; }
+cg_rm() { [[ -n $CG ]] && { sleep 0.5; rmdir "$CG" 2>/dev/null || true; }; CG=""; }
+# in_cg CMD...: runs CMD inside the current cgroup.
+in_cg() { if [[ -n $CG ]]; then bash -c 'echo $$ > "$0/cgroup.procs"; exec "$@"' "$CG" "$@"; else "$@"; fi; }
+SRV=""
+cleanup() { [[ -n $SRV ]] && kill "$SRV" 2>/dev/null; cg_rm; }
+trap cleanup EXIT
+
+# --- data.
+G=$W/g-s$SCALE N=$((1 << SCALE))
+if [[ ! -f $G/features.json ]]; then
+  "$CK" generate rmat --scale "$SCALE" --edge-factor 16 --seed "$SEED" -o "$W/rmat.bin32" -q
+  "$CK" build "$W/rmat.bin32" -o "$G" --symmetrize --force -q
+  rm -f "$W/rmat.bin32"
+  "$CK" generate features --graph "$G" --dim "$DIM" --classes 16 --labels "$W/labels.npy" --seed "$SEED" -o "$W/feat.npy" -q
+  "$CK" features "$W/feat.npy" --labels "$W/labels.npy" -o "$G" -q
+  rm -f "$W/feat.npy" "$W/labels.npy"
+fi
+FEAT=$(ls "$G"/features-*.bin)
+"$PY" "$REPO/bench/scale_train.py" --nodes "$N" --fraction 0.1 --seed 7 -o "$W/train.npy"
+STREAM=(--graph "$G" --train "$W/train.npy" --fanouts 15,10,5 --batch-size 1024 --seed "$SEED")
+
+# --- the floor and the plan's figures (outside any cgroup).
+drop
+FREAD=$(dd if="$FEAT" of=/dev/null bs=4M iflag=direct 2>&1 | awk '/copied/ {for (i = 1; i <= NF; i++) if ($i == "s," || $i == "s") print $(i - 1)}')
+FSIZE=$(stat -c %s "$FEAT")
+"$SS" run "${STREAM[@]}" --epochs 1 --json --features --feature-cache "$CACHE" --reorder match > "$W/plan.json"
+COMP=$(jnum "$W/plan.json" compulsory_bytes)
+SB=$(jnum "$W/plan.json" shared_before) SA=$(jnum "$W/plan.json" shared_after)
+FLOOR=$(fmt "$COMP / ($FSIZE / $FREAD)" %.3f)
+
+# serve_epoch NAME SERVE_FLAGS... -- CONSUMER_ARGS...: a server and one
+# consumer in a fresh cgroup; sets V_WALL, V_GBPS, V_PEAK, V_OOM, V_OK.
+serve_epoch() {
+  local name=$1 sflags=() cargs=() sock=$W/ss.sock t0 t1 out=$W/$1.json
+  shift
+  while [[ $1 != -- ]]; do sflags+=("$1"); shift; done
+  shift
+  cargs=("$@")
+  rm -f "$sock" "$out"
+  drop
+  cg_new
+  t0=$(date +%s%N)
+  (
+    if [[ -n $CG ]]; then echo "$BASHPID" > "$CG/cgroup.procs"; fi
+    exec "$SS" serve "${STREAM[@]}" --socket "$sock" -q "${sflags[@]}" > /dev/null
+  ) & SRV=$!
+  for _ in $(seq 600); do [[ -S $sock ]] && break; kill -0 "$SRV" 2>/dev/null || break; sleep 0.1; done
+  V_OK=1
+  if ! in_cg timeout "$TIMEOUT" "$PY" "$REPO/bench/features_consumer.py" "$sock" "${cargs[@]}" > "$out"; then V_OK=0; fi
+  t1=$(date +%s%N)
+  kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null || true; SRV=""
+  V_WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", (b - a) / 1e9}')
+  V_GBPS=$(jnum "$out" gbps); V_GBPS=${V_GBPS:-nan}
+  V_PEAK=$(cg_peak) V_OOM=$(cg_oom)
+  cg_rm
+}
+
+serve_epoch ours --features --feature-cache "$CACHE" -- features
+OURS=$V_WALL; [[ $V_OK == 1 ]] || OURS=nan
+row "ours (--feature-cache $CACHE)" "$(fmt "$OURS")" s "" "-"
+row "  rows received by the consumer" "$(fmt "$V_GBPS")" GB/s ">= 2" "$(pf "$V_GBPS >= 2")"
+row "  cgroup peak / OOM kills" "$(fmt "$V_PEAK / 1048576" %.0f) MiB / $V_OOM" "" "<= $CGROUP_LIMIT, 0" "$(pf "$V_OOM == 0 && $V_OK == 1")"
+serve_epoch reorder --features --feature-cache "$CACHE" --reorder match -- features
+row "ours with --reorder match" "$( [[ $V_OK == 1 ]] && fmt "$V_WALL" || echo nan)" s "" "-"
+serve_epoch nocache --features --feature-cache 0 -- features
+row "ours, cache off (--feature-cache 0)" "$( [[ $V_OK == 1 ]] && fmt "$V_WALL" || echo nan)" s "" "-"
+serve_epoch memmap -- memmap "$FEAT" "$N" "$DIM"
+MM=$V_WALL; [[ $V_OK == 1 ]] || MM=nan
+row "numpy.memmap x[n_id] (PyG/DGL on-disk path)" "$(fmt "$MM")" s "" "-"
+drop
+cg_new
+t0=$(date +%s%N)
+in_cg "$SS" run "${STREAM[@]}" --epochs 1 > /dev/null && PLAIN=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN {printf "%.2f", (b - a) / 1e9}') || PLAIN=nan
+cg_rm
+row "the same epoch without features (run)" "$(fmt "$PLAIN")" s "" "-"
+row "I/O floor: compulsory $(fmt "$COMP / 1048576" %.0f) MiB at $(fmt "$FSIZE / $FREAD / 1e9") GB/s" "$FLOOR" s "" "-"
+LIM=$(fmt "1.5 * ($FLOOR > $PLAIN ? $FLOOR : $PLAIN)")
+row "ours / max(floor, without features)" "$(fmt "$OURS / ($LIM / 1.5)")" x "<= 1.5" "$(pf "$OURS <= $LIM")"
+row "memmap / ours" "$(fmt "$MM / $OURS")" x ">= 5" "$(pf "$MM / $OURS >= 5")"
+row "Match-Reorder shared fraction (after / before)" "$(fmt "$SA") / $(fmt "$SB")" "" ">= 1.5x" "$(pf "$SA >= 1.5 * $SB")"
+
+DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
+{
+  echo "Measured $DATE on $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo); scale $SCALE, $DIM-dim float32 ($(fmt "$FSIZE / 1073741824") GiB), cgroup $CGROUP_LIMIT, cache $CACHE; commit $(git -C "$REPO" describe --always --dirty); \`bench/features.sh\`."
+  echo
+  echo "| figure | value | unit | target | result |"
+  echo "|---|---|---|---|---|"
+  awk -F'\t' '{printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5}' "$ROWS"
+} > "$W/features.md"
+{ printf 'figure\tvalue\tunit\ttarget\tresult\n'; cat "$ROWS"; } | column -t -s $'\t'
+[[ -n ${KEEP:-} ]] || rm -rf "$G"
+grep -q $'\tFAIL$' "$ROWS" && exit 1
+exit 0
