@@ -140,13 +140,56 @@ func (r *Reader) Next(dst []byte) (int, error) {
 	return b, nil
 }
 
-// readExtents reads minibatch b's extents, up to Depth at once (each on a
-// goroutine with its own aligned buffer: a disk serves several requests
-// in flight far faster than one after another), and places each row at
-// its position in dst and in its cache slot. Rows and cache slots of one
-// minibatch are distinct (the plan writes a slot at most once per
-// minibatch), so the goroutines never write the same bytes.
+// readExtents reads minibatch b's extents (readEach) and places each row
+// at its position in dst and in its cache slot. Rows and cache slots of
+// one minibatch are distinct (the plan writes a slot at most once per
+// minibatch), so the readers never write the same bytes.
 func (r *Reader) readExtents(b int, bp Batch, dst []byte, keys []uint64, rows []uint32, ext []Extent) error {
+	rb := r.rowBytes
+	return r.readEach(fmt.Sprintf("minibatch %d", b), rows, ext, func(e Extent, buf []byte) {
+		for j := e.First; j < e.Last; j++ {
+			i := int(uint32(keys[j]))
+			src := buf[int64(rows[j])*rb-e.Offset:][:rb]
+			copy(dst[int64(i)*rb:int64(i+1)*rb], src)
+			if s, ok := bp.Keep(i); ok {
+				copy(r.cache[int64(s)*rb:int64(s+1)*rb], src)
+			}
+		}
+	})
+}
+
+// readPreload reads a preloaded plan's rows into their slots (slot i
+// holds Preload()[i]) before the first minibatch: extents over the sorted
+// rows, read as readEach reads them.
+func (r *Reader) readPreload() error {
+	rows := r.plan.preload
+	rb := r.rowBytes
+	ext, err := Extents(nil, rows, rb, r.opts)
+	if err != nil {
+		return err
+	}
+	err = r.readEach("preload", rows, ext, func(e Extent, buf []byte) {
+		for j := e.First; j < e.Last; j++ {
+			copy(r.cache[int64(j)*rb:int64(j+1)*rb], buf[int64(rows[j])*rb-e.Offset:][:rb])
+		}
+	})
+	if err != nil {
+		return err
+	}
+	r.rep.PreloadRows = int64(len(rows))
+	r.rep.Reads += int64(len(ext))
+	for _, e := range ext {
+		r.rep.BytesRead += e.Length
+	}
+	return nil
+}
+
+// readEach reads the extents ext (over the sorted rows rows), up to Depth
+// at once, each on a goroutine with its own aligned buffer (a disk serves
+// several requests in flight far faster than one after another), and
+// calls place with each extent's bytes; place runs concurrently with
+// itself and must write disjoint memory. what names the reads in errors.
+func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e Extent, buf []byte)) error {
 	rb := r.rowBytes
 	depth := min(max(1, r.opts.Depth), len(ext))
 	for len(r.bufs) < depth {
@@ -174,76 +217,15 @@ func (r *Reader) readExtents(b int, bp Batch, dst []byte, keys []uint64, rows []
 					if err == nil || err == io.EOF {
 						err = io.ErrUnexpectedEOF
 					}
-					errs[w] = fmt.Errorf("featplan: %s: minibatch %d: read %d bytes at %d, want %d: %w", r.name, b, n, e.Offset, need, err)
+					errs[w] = fmt.Errorf("featplan: %s: %s: read %d bytes at %d, want %d: %w", r.name, what, n, e.Offset, need, err)
 					return
 				}
-				for j := e.First; j < e.Last; j++ {
-					i := int(uint32(keys[j]))
-					src := buf[int64(rows[j])*rb-e.Offset:][:rb]
-					copy(dst[int64(i)*rb:int64(i+1)*rb], src)
-					if s, ok := bp.Keep(i); ok {
-						copy(r.cache[int64(s)*rb:int64(s+1)*rb], src)
-					}
-				}
+				place(e, buf)
 			}
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// readPreload reads a preloaded plan's rows into their slots (slot i
-// holds Preload()[i]) before the first minibatch: extents over the sorted
-// rows, Depth of them in flight.
-func (r *Reader) readPreload() error {
-	rows := r.plan.preload
-	rb := r.rowBytes
-	ext, err := Extents(nil, rows, rb, r.opts)
-	if err != nil {
-		return err
-	}
-	depth := min(max(1, r.opts.Depth), len(ext))
-	for len(r.bufs) < depth {
-		r.bufs = append(r.bufs, alignedBuffer(r.opts.MaxExtent))
-	}
-	errs := make([]error, depth)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := range depth {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := int(next.Add(1) - 1); k < len(ext); k = int(next.Add(1) - 1) {
-				e := ext[k]
-				if int64(len(r.bufs[w])) < e.Length {
-					r.bufs[w] = alignedBuffer(e.Length)
-				}
-				buf := r.bufs[w][:e.Length]
-				need := (int64(rows[e.Last-1])+1)*rb - e.Offset
-				n, err := r.f.ReadAt(buf, e.Offset)
-				if int64(n) < need {
-					if err == nil || err == io.EOF {
-						err = io.ErrUnexpectedEOF
-					}
-					errs[w] = fmt.Errorf("featplan: %s: preload: read %d bytes at %d, want %d: %w", r.name, n, e.Offset, need, err)
-					return
-				}
-				for j := e.First; j < e.Last; j++ {
-					copy(r.cache[int64(j)*rb:int64(j+1)*rb], buf[int64(rows[j])*rb-e.Offset:][:rb])
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	r.rep.PreloadRows = int64(len(rows))
-	r.rep.Reads += int64(len(ext))
-	for _, e := range ext {
-		r.rep.BytesRead += e.Length
-	}
-	return nil
 }
 
 // Report is what the minibatches served so far read (the plan's Report once
