@@ -127,7 +127,9 @@ serve_epoch() {
   V_OK=1
   if ! in_cg timeout "$TIMEOUT" "$PY" "$REPO/bench/features_consumer.py" "$sock" "${cargs[@]}" > "$out"; then V_OK=0; fi
   t1=$(date +%s%N)
-  kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null || true; SRV=""
+  kill "$SRV" 2>/dev/null || true
+  wait "$SRV" 2>/dev/null || true
+  SRV=""
   V_WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", (b - a) / 1e9}')
   V_GBPS=$(jnum "$out" gbps); V_GBPS=${V_GBPS:-nan}
   V_PEAK=$(cg_peak) V_OOM=$(cg_oom)
