@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/streamsampler/streamsampler/epoch"
 )
 

@@ -25,7 +25,7 @@ func smapsField(t *testing.T, addr uintptr, field string) (string, bool) {
 	for sc.Scan() {
 		line := sc.Text()
 		// An entry starts with its range, "lo-hi perms offset dev inode [path]".
-		if lo, hi, ok := strings.Cut(strings.Fields(line+" x")[0], "-"); ok {
+		if lo, hi, ok := strings.Cut(strings.Fields(line + " x")[0], "-"); ok {
 			a, e1 := strconv.ParseUint(lo, 16, 64)
 			b, e2 := strconv.ParseUint(hi, 16, 64)
 			if e1 == nil && e2 == nil {
