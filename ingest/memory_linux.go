@@ -56,6 +56,12 @@ func systemAvailable() int64 {
 	return 0
 }
 
+// CgroupRoom is the least, over the process's memory cgroup and its
+// ancestors that have a limit, of limit minus usage: the memory the
+// process may still use, page cache included; ok is false where no
+// limit applies or the cgroup files cannot be read.
+func CgroupRoom() (room int64, ok bool) { return cgroupRoom() }
+
 // cgroupRoom is the least, over the process's memory cgroup and its
 // ancestors that have a limit, of limit minus usage; ok is false where no
 // limit applies or the cgroup files cannot be read.

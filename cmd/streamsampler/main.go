@@ -5,5 +5,6 @@ package main
 import "os"
 
 func main() {
+	setGoMemoryLimit()
 	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
