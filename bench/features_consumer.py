@@ -29,7 +29,7 @@ def main() -> None:
         mm = np.memmap(path, dtype=np.float32, mode="r", shape=(n, dim))
     elif mode != "features":
         sys.exit("mode must be features or memmap")
-    c = Client(sock)
+    c = Client(sock, shared_rows=os.environ.get("SHARED_ROWS", "1") == "1")
     t0 = time.perf_counter()
     batches = rows = nbytes = 0
     check = 0.0

@@ -22,6 +22,9 @@ type conn struct {
 	inflight sync.WaitGroup
 	budget   *budget // this connection's share of the server's budget
 	authed   bool    // a hello with the token was seen, or none is required
+	// sharedRows is set by OpMapRows: feature rows go in memory files
+	// passed with the replies, not through the byte stream.
+	sharedRows bool
 }
 
 // maxConnRequests bounds a connection's concurrent requests.
@@ -105,15 +108,20 @@ func (c *conn) serve() {
 			}
 			cl = &got
 		}
+		if f.Op == OpMapRows {
+			// In the reader, so that every later reply sees it.
+			c.send(ctx, held, c.mapRows(f))
+			continue
+		}
 		slots <- struct{}{}
 		c.inflight.Add(1)
 		go func() {
 			defer func() { <-slots; c.inflight.Done() }()
 			if cl != nil {
-				c.send(ctx, held, c.replyBatch(f, *cl))
+				c.sendReply(ctx, held, c.replyBatch(f, *cl))
 				return
 			}
-			c.send(ctx, held, c.handle(ctx, f))
+			c.sendReply(ctx, held, c.handle(ctx, f))
 		}()
 	}
 }
@@ -206,6 +214,12 @@ func (c *conn) release(n int64) {
 // that no one waits while holding bytes), and gives those back once the
 // reply is written.
 func (c *conn) send(ctx context.Context, held int64, bufs net.Buffers) {
+	c.sendReply(ctx, held, plain(bufs))
+}
+
+// sendReply is send for a reply that may pass a memory file along.
+func (c *conn) sendReply(ctx context.Context, held int64, r reply) {
+	bufs := r.bufs
 	var size int64
 	for _, b := range bufs {
 		size += int64(len(b))
@@ -223,8 +237,22 @@ func (c *conn) send(ctx context.Context, held int64, bufs net.Buffers) {
 			held = 0 // shutdown gave up waiting: write it unaccounted
 		}
 	}
-	c.write(bufs)
+	if r.fd >= 0 {
+		c.writeFD(bufs, r.fd)
+	} else {
+		c.write(bufs)
+	}
 	c.release(held)
+}
+
+// writeFD writes a reply with its memory file passed along.
+func (c *conn) writeFD(bufs net.Buffers, fd int) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.nc.SetWriteDeadline(time.Now().Add(time.Minute))
+	if err := writeWithFD(c.nc, bufs, fd); err != nil {
+		c.nc.Close()
+	}
 }
 
 func (c *conn) write(bufs net.Buffers) {
@@ -259,53 +287,95 @@ func jsonFrame(op uint8, id uint32, v any) net.Buffers {
 	return net.Buffers{AppendFrame(nil, op, StatusOK, id, p)}
 }
 
+// reply is a reply frame as buffers, and the memory file of its feature
+// rows (-1: none) that goes along with it.
+type reply struct {
+	bufs net.Buffers
+	fd   int
+}
+
+func plain(bufs net.Buffers) reply { return reply{bufs: bufs, fd: -1} }
+
+// batchReply encodes a minibatch reply; on a connection with shared rows
+// the rows go into a memory file passed with it.
+func (c *conn) batchReply(f Frame, b *epoch.Blocks, index int, feat *Features) reply {
+	if feat == nil || !c.sharedRows {
+		return plain(EncodeBatch(f.Op, f.ID, b, index, feat))
+	}
+	fd, err := memFile(feat.X)
+	if err != nil {
+		return plain(errorFrame(f.Op, f.ID, CodeInternal, err.Error()))
+	}
+	shared := *feat
+	shared.Shared = true
+	return reply{bufs: EncodeBatch(f.Op, f.ID, b, index, &shared), fd: fd}
+}
+
+// mapRows answers OpMapRows: from now on this connection's feature rows
+// travel in memory files (docs/PROTOCOL.md), which needs a Unix socket and
+// a server with a feature store.
+func (c *conn) mapRows(f Frame) net.Buffers {
+	_, unix := c.nc.(*net.UnixConn)
+	switch {
+	case len(f.Payload) != 0:
+		return errorFrame(f.Op, f.ID, CodeBadRequest, fmt.Sprintf("map_rows takes no payload, got %d bytes", len(f.Payload)))
+	case c.s.features == nil:
+		return errorFrame(f.Op, f.ID, CodeBadRequest, "map_rows: this server has no feature store (serve --features)")
+	case !unix || !sharedRowsSupported:
+		return errorFrame(f.Op, f.ID, CodeBadRequest, "map_rows: shared rows need a Unix socket on Linux")
+	}
+	c.sharedRows = true
+	return net.Buffers{AppendFrame(nil, f.Op, StatusOK, f.ID, nil)}
+}
+
 // replyBatch assembles a claimed minibatch and returns its reply.
-func (c *conn) replyBatch(f Frame, cl epoch.Claim) net.Buffers {
+func (c *conn) replyBatch(f Frame, cl epoch.Claim) reply {
 	if cl.End {
-		return net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, cl.Epoch))}
+		return plain(net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, cl.Epoch))})
 	}
 	b, err := c.s.assemble(cl)
 	if err != nil {
-		return requestErrorFrame(f.Op, f.ID, err)
+		return plain(requestErrorFrame(f.Op, f.ID, err))
 	}
-	return EncodeBatch(f.Op, f.ID, b.Blocks, b.Index, b.Features)
+	return c.batchReply(f, b.Blocks, b.Index, b.Features)
 }
 
-// handle answers every request but next_batch and hello (see serve).
-func (c *conn) handle(ctx context.Context, f Frame) net.Buffers {
+// handle answers every request but next_batch, hello and map_rows (see
+// serve).
+func (c *conn) handle(ctx context.Context, f Frame) reply {
 	s := c.s
 	switch f.Op {
 	case OpEpochInfo:
 		if len(f.Payload) != 0 {
-			return errorFrame(f.Op, f.ID, CodeBadRequest, fmt.Sprintf("epoch_info takes no payload, got %d bytes", len(f.Payload)))
+			return plain(errorFrame(f.Op, f.ID, CodeBadRequest, fmt.Sprintf("epoch_info takes no payload, got %d bytes", len(f.Payload))))
 		}
-		return jsonFrame(f.Op, f.ID, s.Info())
+		return plain(jsonFrame(f.Op, f.ID, s.Info()))
 	case OpSample:
 		e, seeds, err := DecodeSampleRequest(f.Payload)
 		if err != nil {
-			return errorFrame(f.Op, f.ID, CodeBadRequest, err.Error())
+			return plain(errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
 		}
 		b, err := s.Sample(ctx, e, seeds)
 		if err != nil {
-			return requestErrorFrame(f.Op, f.ID, err)
+			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}
 		feat, err := s.sampleFeatures(b)
 		if err != nil {
-			return requestErrorFrame(f.Op, f.ID, err)
+			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}
-		return EncodeBatch(f.Op, f.ID, b, NoBatch, feat)
+		return c.batchReply(f, b, NoBatch, feat)
 	case OpAdvance:
 		e, err := DecodeEpochRequest(f.Payload)
 		if err != nil {
-			return errorFrame(f.Op, f.ID, CodeBadRequest, err.Error())
+			return plain(errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
 		}
 		info, err := s.Advance(ctx, e)
 		if err != nil {
-			return requestErrorFrame(f.Op, f.ID, err)
+			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}
-		return jsonFrame(f.Op, f.ID, info)
+		return plain(jsonFrame(f.Op, f.ID, info))
 	default:
-		return errorFrame(f.Op, f.ID, CodeUnknownOp, fmt.Sprintf("unknown op %d", f.Op))
+		return plain(errorFrame(f.Op, f.ID, CodeUnknownOp, fmt.Sprintf("unknown op %d", f.Op)))
 	}
 }
 

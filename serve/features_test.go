@@ -2,7 +2,10 @@ package serve
 
 import (
 	"bytes"
+	"encoding/binary"
+	"io"
 	"math/rand/v2"
+	"net"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -12,6 +15,7 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/host"
+	"golang.org/x/sys/unix"
 )
 
 // featureGraph writes g as a graph directory with a feature store of
@@ -161,5 +165,113 @@ func TestServeFeatures(t *testing.T) {
 	}
 	if _, err := New(Config{Config: base, Sampler: &refSampler{g: g}, Features: fs, NumNodes: 2999}); err == nil {
 		t.Fatal("a store of another size accepted")
+	}
+}
+
+// TestServeSharedRows: after map_rows on a Unix socket, minibatch and
+// sample replies carry x's header only and pass its rows in a memory file
+// (SCM_RIGHTS) holding exactly the store's bytes; map_rows is refused
+// without a feature store.
+func TestServeSharedRows(t *testing.T) {
+	if !sharedRowsSupported {
+		t.Skip("no memory files here")
+	}
+	g := randomCSR(2000, 6, 9)
+	fs := featureGraph(t, g, 5, featstore.Float32)
+	cfg := Config{
+		Config: epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(2000, 4), Fanouts: []int{3, 2}, Seed: 4},
+			BatchSize: 29, Epochs: 1, Features: &epoch.FeaturePlanning{CacheRows: 100}},
+		Sampler: &refSampler{g: g}, NumNodes: 2000, Features: fs,
+	}
+	s := newTestServer(t, cfg)
+	path := serveUnix(t, s)
+	nc, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	uc := nc.(*net.UnixConn)
+	// roundTrip sends a request and reads its reply, with the descriptor
+	// that came along (-1: none).
+	roundTrip := func(op uint8, payload []byte) (Frame, int) {
+		t.Helper()
+		if _, err := nc.Write(AppendFrame(nil, op, StatusOK, 1, payload)); err != nil {
+			t.Fatal(err)
+		}
+		hdr := make([]byte, HeaderSize)
+		oob := make([]byte, unix.CmsgSpace(4))
+		n, oobn, _, _, err := uc.ReadMsgUnix(hdr, oob)
+		if err != nil || n != HeaderSize {
+			t.Fatalf("header: %d bytes, %v", n, err)
+		}
+		fd := -1
+		if oobn > 0 {
+			msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+			if err != nil || len(msgs) != 1 {
+				t.Fatalf("control message: %v", err)
+			}
+			fds, err := unix.ParseUnixRights(&msgs[0])
+			if err != nil || len(fds) != 1 {
+				t.Fatalf("rights: %v %v", fds, err)
+			}
+			fd = fds[0]
+		}
+		length := binary.LittleEndian.Uint32(hdr)
+		body := make([]byte, int(length)-(HeaderSize-4))
+		if _, err := io.ReadFull(nc, body); err != nil {
+			t.Fatal(err)
+		}
+		return Frame{Op: hdr[4], Status: hdr[5], Payload: body}, fd
+	}
+	readFD := func(fd int) func(n int) ([]byte, error) {
+		return func(n int) ([]byte, error) {
+			b := make([]byte, n)
+			_, err := unix.Pread(fd, b, 0)
+			return b, err
+		}
+	}
+	if f, fd := roundTrip(OpMapRows, nil); f.Status != StatusOK || fd != -1 {
+		t.Fatalf("map_rows: status %d, fd %d", f.Status, fd)
+	}
+	batches := 0
+	for {
+		f, fd := roundTrip(OpNextBatch, AppendEpochRequest(nil, 0))
+		if f.Status == StatusEnd {
+			break
+		}
+		if f.Status != StatusOK || fd < 0 {
+			t.Fatalf("next_batch: status %d, fd %d", f.Status, fd)
+		}
+		b, _, feat, err := decodeBatch(f.Payload, readFD(fd))
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !feat.Shared || len(f.Payload) > 1<<16 {
+			t.Fatalf("reply of %d bytes, shared %v: the rows came through the socket", len(f.Payload), feat.Shared)
+		}
+		checkFeatures(t, fs, b, feat)
+		batches++
+	}
+	if batches != epoch.BatchesPerRank(500, 1, 29) {
+		t.Fatalf("%d minibatches", batches)
+	}
+	f, fd := roundTrip(OpSample, AppendSampleRequest(nil, epoch.CurrentEpoch, []uint32{0, 4, 8}))
+	b, _, feat, err := decodeBatch(f.Payload, readFD(fd))
+	unix.Close(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFeatures(t, fs, b, feat)
+	// A stream reply with the shared flag is malformed for a client that
+	// did not ask.
+	if _, _, _, err := DecodeBatch(f.Payload); err == nil {
+		t.Fatal("a shared-rows reply decoded without its memory file")
+	}
+	// Without a feature store, map_rows is a bad request.
+	plainSrv := newTestServer(t, Config{Config: epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(2000, 4), Fanouts: []int{3}}, BatchSize: 10}, Sampler: &refSampler{g: g}})
+	cl := dial(t, serveUnix(t, plainSrv))
+	if _, err := cl.roundTrip(OpMapRows, nil); err == nil {
+		t.Fatal("map_rows accepted without a feature store")
 	}
 }

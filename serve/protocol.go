@@ -47,6 +47,7 @@ const (
 	OpSample    uint8 = 3 // u32 epoch, array seeds (u32) → Blocks
 	OpAdvance   uint8 = 4 // u32 epoch to leave → JSON object of the new epoch
 	OpHello     uint8 = 5 // the token (raw bytes) → empty; the first request where a token is required
+	OpMapRows   uint8 = 6 // empty → empty; from then on feature rows travel in shared memory (Unix sockets)
 )
 
 // Statuses.
@@ -108,6 +109,10 @@ type Features struct {
 	X     []byte
 	Dim   int
 	DType uint8 // DtypeF32, DtypeF16, DtypeI8 or DtypeU8
+	// Shared says that X travels in a memory file passed with the reply
+	// (a connection that asked with OpMapRows): the reply carries x's
+	// header and not its bytes.
+	Shared bool
 	// Y holds the seeds' labels (-1: none); nil when the store has no
 	// labels.
 	Y []int32
@@ -115,8 +120,9 @@ type Features struct {
 
 // Feature flags, the byte before a reply's feature arrays.
 const (
-	featureX uint8 = 1 << 0 // array x follows
-	featureY uint8 = 1 << 1 // array y follows
+	featureX      uint8 = 1 << 0 // array x follows
+	featureY      uint8 = 1 << 1 // array y follows
+	featureShared uint8 = 1 << 2 // x's bytes are in the file descriptor passed with the reply, not after its header
 )
 
 // featuresHeaderSize bounds the header bytes a reply's features add:
@@ -286,6 +292,9 @@ func EncodeBatch(op uint8, id uint32, b *epoch.Blocks, batch int, f *Features) n
 		if f.Y != nil {
 			flags |= featureY
 		}
+		if f.Shared {
+			flags |= featureShared
+		}
 		rows := 0
 		if f.Dim > 0 {
 			rows = len(f.X) / (f.Dim * dtypeSize(f.DType))
@@ -293,8 +302,10 @@ func EncodeBatch(op uint8, id uint32, b *epoch.Blocks, batch int, f *Features) n
 		w.hdr = append(w.hdr, flags, f.DType, 2)
 		w.hdr = binary.LittleEndian.AppendUint64(w.hdr, uint64(rows))
 		w.hdr = binary.LittleEndian.AppendUint64(w.hdr, uint64(f.Dim))
-		w.size += 1 + 2 + 16 + len(f.X)
-		if !hostorder.LittleEndian || len(f.X) == 0 {
+		w.size += 1 + 2 + 16
+		if f.Shared {
+			// x's bytes travel in the memory file.
+		} else if w.size += len(f.X); !hostorder.LittleEndian || len(f.X) == 0 {
 			w.hdr = append(w.hdr, f.X...)
 		} else {
 			w.flushHeader()
@@ -334,6 +345,8 @@ func MarshalBlocks(op uint8, id uint32, b *epoch.Blocks, batch int) []byte {
 type decoder struct {
 	p   []byte
 	off int
+	// shared reads a shared-rows reply's x from its memory file.
+	shared func(n int) ([]byte, error)
 }
 
 func (d *decoder) fail(what string) error {
@@ -431,7 +444,13 @@ func DecodeBlocks(p []byte) (*epoch.Blocks, int, error) {
 // index and its features (nil when it carries none). The feature arrays
 // are copies.
 func DecodeBatch(p []byte) (*epoch.Blocks, int, *Features, error) {
-	d := &decoder{p: p}
+	return decodeBatch(p, nil)
+}
+
+// decodeBatch is DecodeBatch for a reply that may have come with a memory
+// file of rows (shared, nil: none; it reads n bytes of it).
+func decodeBatch(p []byte, shared func(n int) ([]byte, error)) (*epoch.Blocks, int, *Features, error) {
+	d := &decoder{p: p, shared: shared}
 	e, err := d.u32("epoch")
 	if err != nil {
 		return nil, 0, nil, err
@@ -481,7 +500,13 @@ func (d *decoder) features(b *epoch.Blocks) (*Features, error) {
 	if err != nil {
 		return nil, err
 	}
-	if flags&featureX == 0 || flags&^(featureX|featureY) != 0 {
+	known := featureX | featureY
+	if d.shared != nil {
+		// featureShared comes only to a client that asked for it with
+		// OpMapRows and reads the memory file passed with the reply.
+		known |= featureShared
+	}
+	if flags&featureX == 0 || flags&^known != 0 {
 		return nil, d.fail(fmt.Sprintf("feature flags %#x", flags))
 	}
 	if len(d.p)-d.off < 2+16 {
@@ -502,12 +527,24 @@ func (d *decoder) features(b *epoch.Blocks) (*Features, error) {
 	if rows != uint64(len(nodes)) {
 		return nil, d.fail(fmt.Sprintf("array x has %d rows for %d nodes", rows, len(nodes)))
 	}
-	if dim == 0 || dim > 1<<24 || rows*dim > uint64(len(d.p)-d.off)/uint64(size) {
-		return nil, d.fail(fmt.Sprintf("array x of %d × %d elements overruns the payload", rows, dim))
+	var f *Features
+	if flags&featureShared != 0 {
+		if dim == 0 || dim > 1<<24 || rows > 1<<40/dim {
+			return nil, d.fail(fmt.Sprintf("shared array x of %d × %d elements", rows, dim))
+		}
+		x, err := d.shared(int(rows*dim) * size)
+		if err != nil {
+			return nil, d.fail("shared array x: " + err.Error())
+		}
+		f = &Features{X: x, Dim: int(dim), DType: dt, Shared: true}
+	} else {
+		if dim == 0 || dim > 1<<24 || rows*dim > uint64(len(d.p)-d.off)/uint64(size) {
+			return nil, d.fail(fmt.Sprintf("array x of %d × %d elements overruns the payload", rows, dim))
+		}
+		n := int(rows*dim) * size
+		f = &Features{X: append([]byte(nil), d.p[d.off:d.off+n]...), Dim: int(dim), DType: dt}
+		d.off += n
 	}
-	n := int(rows*dim) * size
-	f := &Features{X: append([]byte(nil), d.p[d.off:d.off+n]...), Dim: int(dim), DType: dt}
-	d.off += n
 	if flags&featureY != 0 {
 		if f.Y, err = d.i32s("y"); err != nil {
 			return nil, err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import json
 import os
 import socket
@@ -52,10 +53,18 @@ class Client:
     server first, in a hello request: a server listening on TCP requires
     one (``serve --token-file``). A wrong or missing token raises
     UnauthorizedError.
+
+    ``shared_rows=True`` (a Unix socket to a server with ``--features``)
+    asks the server to hand each minibatch's feature rows over in a memory
+    file passed with the reply instead of the byte stream: ``batch.x`` is
+    then a private mapping of it, with no copy through the socket. Where
+    the server cannot (no feature store, TCP), the rows keep coming in the
+    stream.
     """
 
     def __init__(self, address: Address, timeout: Optional[float] = None,
-                 token: Optional[Union[str, bytes]] = None) -> None:
+                 token: Optional[Union[str, bytes]] = None,
+                 shared_rows: bool = False) -> None:
         if token is None:
             token = os.environ.get(P.TOKEN_ENV) or None
         family, addr = _parse_address(address)
@@ -74,14 +83,24 @@ class Client:
             raise
         self._lock = threading.RLock()
         self._stash: dict[int, tuple[int, int, int, memoryview]] = {}
+        self._fds: dict[int, int] = {}  # reply id -> the memory file that came with it
+        self._shared = False
         self._next_id = 0
         self._header = bytearray(P.HEADER_SIZE)
-        if token is not None:
-            try:
+        try:
+            if token is not None:
                 self._call(P.OP_HELLO, P.token_payload(token))
-            except BaseException:
-                self._sock.close()
-                raise
+            if shared_rows and family == socket.AF_UNIX:
+                # Read every reply header with recvmsg from here on: a
+                # descriptor passed along would be lost to a plain recv.
+                self._shared = True
+                try:
+                    self._call(P.OP_MAP_ROWS)
+                except P.ServerError:
+                    self._shared = False  # no feature store, or not supported: the stream
+        except BaseException:
+            self._sock.close()
+            raise
 
     # -- framing ---------------------------------------------------------
     # Requests carry ids and replies may be read by whichever caller holds
@@ -105,10 +124,35 @@ class Client:
                 raise ConnectionError("server closed the connection")
             got += n
 
+    def _recv_header(self) -> list[int]:
+        """Read a reply header into self._header; with shared rows also the
+        descriptors passed along with it."""
+        if not self._shared:
+            self._recv_exact(self._header)
+            return []
+        view = memoryview(self._header)
+        got = 0
+        fds: list[int] = []
+        while got < len(self._header):
+            n, anc, _, _ = self._sock.recvmsg_into([view[got:]], socket.CMSG_SPACE(4 * 4))
+            for level, kind, data in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds.extend(array.array("i", data[:len(data) - len(data) % 4]))
+            if n == 0:
+                for fd in fds:
+                    os.close(fd)
+                raise ConnectionError("server closed the connection")
+            got += n
+        return fds
+
     def _recv(self) -> tuple[int, int, int, memoryview]:
         """One reply frame: (op, status, id, payload as a memoryview)."""
-        self._recv_exact(self._header)
+        fds = self._recv_header()
         length, op, status, rid = P.HEADER.unpack(self._header)
+        for fd in fds[1:]:
+            os.close(fd)  # one file per reply at most
+        if fds:
+            self._fds[rid] = fds[0]
         if length < P.HEADER_SIZE - 4 or length + 4 > P.MAX_REPLY:
             raise P.ProtocolError("reply frame length %d" % length)
         # An uninitialised numpy buffer (a bytearray would be zero-filled
@@ -149,20 +193,28 @@ class Client:
         _, body = self._call(P.OP_EPOCH_INFO)
         return json.loads(bytes(body))
 
+    def _decode(self, rid: int, body: memoryview) -> P.Batch:
+        """The Batch of reply ``rid``, with its memory file if one came."""
+        with self._lock:
+            fd = self._fds.pop(rid, None)
+        return P.decode_blocks(body, fd)
+
     def next_batch(self, epoch: Optional[int] = None) -> Optional[P.Batch]:
         """The next minibatch of ``epoch`` (None: the current one), or None
         once that epoch's minibatches are all handed out. Asking for the
         epoch after an exhausted one advances the server."""
-        status, body = self._call(P.OP_NEXT_BATCH, P.epoch_payload(epoch))
+        rid = self._send(P.OP_NEXT_BATCH, P.epoch_payload(epoch))
+        status, body = self._wait(P.OP_NEXT_BATCH, rid)
         if status == P.STATUS_END:
             return None
-        return P.decode_blocks(body)
+        return self._decode(rid, body)
 
     def sample(self, seeds: P.NodeIds, epoch: Optional[int] = None) -> P.Batch:
         """Blocks of the given seeds (training nodes of this rank's shard)
         from ``epoch`` (None: the current one)."""
-        _, body = self._call(P.OP_SAMPLE, P.sample_payload(epoch, seeds))
-        return P.decode_blocks(body)
+        rid = self._send(P.OP_SAMPLE, P.sample_payload(epoch, seeds))
+        _, body = self._wait(P.OP_SAMPLE, rid)
+        return self._decode(rid, body)
 
     def advance(self, epoch: Optional[int] = None) -> EpochInfo:
         """Leave ``epoch`` (None: the current one) and return the new
@@ -193,11 +245,12 @@ class Client:
                     sent += 1
                 if not inflight:
                     break
-                status, body = self._wait(P.OP_NEXT_BATCH, inflight.pop(0))
+                rid = inflight.pop(0)
+                status, body = self._wait(P.OP_NEXT_BATCH, rid)
                 if status == P.STATUS_END:
                     ended = True
                     continue
-                yield P.decode_blocks(body)
+                yield self._decode(rid, body)
         finally:
             # An abandoned iteration still reads its replies, so that the
             # connection stays in step (those minibatches are lost).
@@ -206,11 +259,19 @@ class Client:
                     self._wait(P.OP_NEXT_BATCH, rid)
                 except (OSError, P.ServerError, P.ProtocolError):
                     pass
+                with self._lock:
+                    fd = self._fds.pop(rid, None)
+                if fd is not None:
+                    os.close(fd)
         if advance and ended:
             self.advance(epoch)
 
     def close(self) -> None:
         """Close the connection."""
+        with self._lock:
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
         self._sock.close()
 
     def __enter__(self) -> Client:

@@ -15,6 +15,8 @@ the raw little-endian elements.
 from __future__ import annotations
 
 import json
+import mmap
+import os
 import struct
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 
@@ -31,6 +33,7 @@ OP_NEXT_BATCH = 2
 OP_SAMPLE = 3
 OP_ADVANCE = 4
 OP_HELLO = 5  # payload: the token; the first request where the server requires one
+OP_MAP_ROWS = 6  # empty: from then on feature rows come in memory files (Unix sockets)
 
 STATUS_OK = 0
 STATUS_ERROR = 1
@@ -249,9 +252,11 @@ class Batch:
             self.epoch, self.index, len(self.seeds), self.hops)
 
 
-def decode_blocks(payload: Buffer) -> Batch:
+def decode_blocks(payload: Buffer, fd: Optional[int] = None) -> Batch:
     """Decode a minibatch reply payload into a Batch whose arrays are views
-    of ``payload``."""
+    of ``payload``. ``fd`` is the memory file passed with the reply on a
+    connection with shared rows: ``batch.x`` is then a view of its mapping
+    (the descriptor is closed; the mapping lives as long as the array)."""
     if len(payload) < 9:
         raise ProtocolError("truncated minibatch reply (%d bytes)" % len(payload))
     epoch, index, nhops = struct.unpack_from("<IiB", payload, 0)
@@ -269,7 +274,9 @@ def decode_blocks(payload: Buffer) -> Batch:
     hops = [Hop(*arrays[1 + 4 * h: 5 + 4 * h]) for h in range(nhops)]
     batch = Batch(epoch, arrays[0], hops, index)
     if off != len(payload):
-        off = _decode_features(payload, off, batch)
+        off = _decode_features(payload, off, batch, fd)
+    elif fd is not None:
+        os.close(fd)
     if off != len(payload):
         raise ProtocolError("%d trailing bytes in minibatch reply" % (len(payload) - off))
     return batch
@@ -278,18 +285,26 @@ def decode_blocks(payload: Buffer) -> Batch:
 #: Feature flags: the byte before a reply's feature arrays.
 FEATURE_X = 1
 FEATURE_Y = 2
+FEATURE_SHARED = 4  # x's bytes are in the memory file passed with the reply
 #: The dtypes feature rows come in.
 FEATURE_DTYPES = (np.dtype("<f4"), np.dtype("<f2"), np.dtype("<i1"), np.dtype("<u1"))
 
 
-def _decode_features(payload: Buffer, off: int, batch: Batch) -> int:
+def _decode_features(payload: Buffer, off: int, batch: Batch, fd: Optional[int] = None) -> int:
     """Decode the features after a minibatch's hops into ``batch.x`` (one
     row per node of ``n_id``) and ``batch.y`` (one label per seed)."""
     flags = payload[off]
     off += 1
-    if not flags & FEATURE_X or flags & ~(FEATURE_X | FEATURE_Y):
-        raise ProtocolError("feature flags %#x at byte %d" % (flags, off - 1))
-    x, off = decode_array(payload, off)
+    shared = bool(flags & FEATURE_SHARED)
+    if not flags & FEATURE_X or flags & ~(FEATURE_X | FEATURE_Y | FEATURE_SHARED) or shared != (fd is not None):
+        if fd is not None:
+            os.close(fd)
+        raise ProtocolError("feature flags %#x at byte %d%s" % (
+            flags, off - 1, " with a memory file" if fd is not None else ""))
+    if shared:
+        x, off = _map_rows(payload, off, fd)
+    else:
+        x, off = decode_array(payload, off)
     if x.ndim != 2 or x.dtype not in FEATURE_DTYPES:
         raise ProtocolError("feature array x has shape %s and dtype %s" % (x.shape, x.dtype))
     if x.shape[0] != len(batch.n_id):
@@ -301,6 +316,29 @@ def _decode_features(payload: Buffer, off: int, batch: Batch) -> int:
             raise ProtocolError("label array y has shape %s and dtype %s for %d seeds" % (y.shape, y.dtype, len(batch.seeds)))
         batch.y = y
     return off
+
+
+def _map_rows(payload: Buffer, off: int, fd: int) -> tuple[np.ndarray, int]:
+    """The x of a shared-rows reply: its header from the payload, its bytes
+    a private (copy-on-write) mapping of the memory file ``fd``, which is
+    closed."""
+    try:
+        if len(payload) - off < 18:
+            raise ProtocolError("truncated header of shared array x at byte %d" % off)
+        code, ndim = payload[off], payload[off + 1]
+        dt = DTYPES.get(code)
+        if dt is None or ndim != 2:
+            raise ProtocolError("shared array x with dtype %d and %d dimensions" % (code, ndim))
+        rows, dim = struct.unpack_from("<QQ", payload, off + 2)
+        nbytes = rows * dim * dt.itemsize
+        if nbytes == 0:
+            return np.empty((rows, dim), dt), off + 18
+        if os.fstat(fd).st_size < nbytes:
+            raise ProtocolError("memory file of %d bytes for x of %d" % (os.fstat(fd).st_size, nbytes))
+        mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        return np.frombuffer(mm, dtype=dt, count=rows * dim).reshape(rows, dim), off + 18
+    finally:
+        os.close(fd)
 
 
 def encode_blocks(batch: Batch, op: int, rid: int) -> bytes:

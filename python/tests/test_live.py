@@ -2,6 +2,7 @@
 checkout (``go build`` in setUpClass) on a random graph made by chunkify."""
 
 import json
+import mmap
 import os
 import shutil
 import subprocess
@@ -273,6 +274,23 @@ class Live(unittest.TestCase):
             b = c.sample([2, 10, 4])
             np.testing.assert_array_equal(b.x, x_all[b.n_id])
             np.testing.assert_array_equal(b.y, y_all[[2, 10, 4]])
+        # Shared rows: the same rows, handed over in memory files.
+        with srv.client(shared_rows=True) as c:
+            self.assertTrue(c._shared)
+            b = c.sample([2, 10, 4])
+            base = b.x
+            while isinstance(base, np.ndarray):
+                base = base.base
+            if isinstance(base, memoryview):
+                base = base.obj
+            self.assertIsInstance(base, mmap.mmap)  # a view of the memory file, not a copy
+            np.testing.assert_array_equal(b.x, x_all[b.n_id])
+            np.testing.assert_array_equal(b.y, y_all[[2, 10, 4]])
+            n = 0
+            for b in c.batches(2, advance=False):  # asking for epoch 2 advances past the used-up 1
+                np.testing.assert_array_equal(b.x, x_all[b.n_id])
+                n += 1
+            self.assertEqual(n, 13)
 
     def test_access(self):
         """The socket is 0600; TCP (and then the socket too) needs the
