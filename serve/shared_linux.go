@@ -49,4 +49,3 @@ func writeWithFD(nc net.Conn, bufs net.Buffers, fd int) error {
 	_, err := rest.WriteTo(nc)
 	return err
 }
-

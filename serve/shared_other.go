@@ -14,4 +14,3 @@ func memFile(b []byte) (int, error) { return -1, errors.New("no memory files her
 func writeWithFD(nc net.Conn, bufs net.Buffers, fd int) error {
 	return errors.New("no descriptor passing here")
 }
-
