@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -105,13 +106,12 @@ func (r *Reader) Next(dst []byte) (int, error) {
 		}
 	}
 	// Hits first: a slot may be given to a row read below.
+	r.copyHits(bp, dst)
 	keys := r.keys[:0]
 	for i, v := range bp.NID {
-		if s, ok := bp.Hit(i); ok {
-			copy(dst[int64(i)*rb:int64(i+1)*rb], r.cache[int64(s)*rb:int64(s+1)*rb])
-			continue
+		if _, ok := bp.Hit(i); !ok {
+			keys = append(keys, uint64(v)<<32|uint64(i))
 		}
-		keys = append(keys, uint64(v)<<32|uint64(i))
 	}
 	slices.Sort(keys)
 	r.keys = keys
@@ -138,6 +138,38 @@ func (r *Reader) Next(dst []byte) (int, error) {
 	r.rep.RowsFromCache += int64(bp.Len() - len(rows))
 	r.next++
 	return b, nil
+}
+
+// hitsPerWorker is the least rows a goroutine copies out of the cache.
+const hitsPerWorker = 8192
+
+// copyHits copies minibatch bp's cache hits to their positions in dst, on
+// every core for a large minibatch: with the rows preloaded every row is a
+// hit, and the copy (tens of megabytes a minibatch) is the Reader's work.
+func (r *Reader) copyHits(bp Batch, dst []byte) {
+	rb := r.rowBytes
+	n := len(bp.NID)
+	copyRange := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if s, ok := bp.Hit(i); ok {
+				copy(dst[int64(i)*rb:int64(i+1)*rb], r.cache[int64(s)*rb:int64(s+1)*rb])
+			}
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), n/hitsPerWorker)
+	if workers < 2 {
+		copyRange(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			copyRange(n*w/workers, n*(w+1)/workers)
+		}()
+	}
+	wg.Wait()
 }
 
 // readExtents reads minibatch b's extents (readEach) and places each row

@@ -134,3 +134,55 @@ func TestReaderErrors(t *testing.T) {
 		t.Fatalf("small buffer: %v, want ErrInput", err)
 	}
 }
+
+// TestReaderLargeBatches: minibatches large enough that the cache hits are
+// copied on several goroutines give the rows a per-row ReadAt gives.
+func TestReaderLargeBatches(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const numNodes, rowBytes = 60000, 12
+	path, _ := writeFeatures(t, r, numNodes, rowBytes)
+	// Four minibatches of 2.5·hitsPerWorker distinct nodes: at least two
+	// copying goroutines each on two cores.
+	var batches [][]uint32
+	for range 4 {
+		perm := r.Perm(numNodes)[:5*hitsPerWorker/2]
+		nid := make([]uint32, len(perm))
+		for i, v := range perm {
+			nid[i] = uint32(v)
+		}
+		batches = append(batches, nid)
+	}
+	for _, plan := range []func() (*Plan, error){
+		func() (*Plan, error) { return NewPreloadedPlan(batches, numNodes, numNodes) }, // every access a hit
+		func() (*Plan, error) { return NewPlan(batches, numNodes, numNodes/2) },
+	} {
+		p, err := plan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _, err := OpenDirect(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		ref, _ := os.Open(path)
+		defer ref.Close()
+		rd, err := NewReader(f, path, rowBytes, p, DefaultExtentOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]byte, 3*hitsPerWorker*rowBytes)
+		row := make([]byte, rowBytes)
+		for b, nid := range batches {
+			if _, err := rd.Next(dst); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range nid {
+				ref.ReadAt(row, int64(v)*rowBytes)
+				if !bytes.Equal(dst[i*rowBytes:(i+1)*rowBytes], row) {
+					t.Fatalf("minibatch %d row %d (node %d) differs", b, i, v)
+				}
+			}
+		}
+	}
+}
