@@ -38,6 +38,16 @@ type Blocks struct {
 	Hops  []Hop    `json:"hops"`
 }
 
+// Nodes returns every node of the minibatch, the rows its features need:
+// the last hop's src (the seeds first, then each hop's new nodes: PyG's
+// n_id), or the seeds without hops.
+func (b *Blocks) Nodes() []uint32 {
+	if len(b.Hops) == 0 {
+		return b.Seeds
+	}
+	return b.Hops[len(b.Hops)-1].Src
+}
+
 // NumEdges returns the number of edges over all hops.
 func (b *Blocks) NumEdges() int {
 	n := 0

@@ -173,7 +173,7 @@ func testSampleMatchesBruteForce(t *testing.T) {
 				if err != nil {
 					t.Fatalf("case %d %s: NodeSet: %v", ci, name, err)
 				}
-				if last := want.Hops[len(want.Hops)-1].Src; nodes[0] != 7 || !slices.Equal(nodes[1:], last) {
+				if last := want.Hops[len(want.Hops)-1].Src; nodes[0] != 7 || !slices.Equal(nodes[1:], last) || !slices.Equal(got.Nodes(), last) {
 					t.Fatalf("case %d %s trial %d: NodeSet differs from the last hop's src", ci, name, trial)
 				}
 			}
@@ -224,6 +224,9 @@ func testSampleErrors(t *testing.T) {
 		if err := equalBlocks(b, bruteBlocks(res, []uint32{20, 1})); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if b := (&Blocks{Seeds: []uint32{4, 2}}); !slices.Equal(b.Nodes(), b.Seeds) {
+		t.Fatal("Nodes of blocks without hops is not the seeds")
 	}
 	empty, err := res.Sample(nil)
 	if err != nil || len(empty.Hops) != 2 || len(empty.Hops[1].Src) != 0 {

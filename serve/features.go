@@ -115,12 +115,8 @@ func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, b *ep
 	x := make([]byte, int64(len(nodes))*st.fs.RowBytes())
 	_, rerr := er.r.Next(x)
 	if rerr == nil && b != nil {
-		last := b.Seeds
-		if len(b.Hops) > 0 {
-			last = b.Hops[len(b.Hops)-1].Src
-		}
-		if len(last) != len(nodes) {
-			rerr = fmt.Errorf("epoch %d minibatch %d: %d nodes, the feature plan has %d", e, index, len(last), len(nodes))
+		if n := len(b.Nodes()); n != len(nodes) {
+			rerr = fmt.Errorf("epoch %d minibatch %d: %d nodes, the feature plan has %d", e, index, n, len(nodes))
 		}
 	}
 	st.mu.Lock()
@@ -146,10 +142,7 @@ func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, b *ep
 // direct reads the features of blocks b outside any plan (a sample
 // request: seeds of the caller's choosing).
 func (st *featureStage) direct(b *epoch.Blocks) (*Features, error) {
-	nodes := b.Seeds
-	if len(b.Hops) > 0 {
-		nodes = b.Hops[len(b.Hops)-1].Src
-	}
+	nodes := b.Nodes()
 	f := &Features{X: make([]byte, int64(len(nodes))*st.fs.RowBytes()), Dim: st.fs.Dim(), DType: st.dtype}
 	if err := st.fs.ReadRows(nodes, f.X); err != nil {
 		return nil, err

@@ -520,10 +520,7 @@ func (d *decoder) features(b *epoch.Blocks) (*Features, error) {
 	rows := binary.LittleEndian.Uint64(d.p[d.off+2:])
 	dim := binary.LittleEndian.Uint64(d.p[d.off+10:])
 	d.off += 2 + 16
-	nodes := b.Seeds
-	if len(b.Hops) > 0 {
-		nodes = b.Hops[len(b.Hops)-1].Src
-	}
+	nodes := b.Nodes()
 	if rows != uint64(len(nodes)) {
 		return nil, d.fail(fmt.Sprintf("array x has %d rows for %d nodes", rows, len(nodes)))
 	}

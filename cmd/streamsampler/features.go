@@ -111,10 +111,7 @@ func openFeatureReader(fs *featstore.Store, fp *epoch.FeaturePlan) (*featureRead
 // next reads minibatch b's rows (its blocks' last src, which must be the
 // plan's node set for it) and its seeds' labels.
 func (fr *featureReader) next(b *epoch.Batch) error {
-	nodes := b.Blocks.Seeds
-	if n := len(b.Blocks.Hops); n > 0 {
-		nodes = b.Blocks.Hops[n-1].Src
-	}
+	nodes := b.Blocks.Nodes()
 	if b.Index >= len(fr.plan.NodeSets) || !slices.Equal(fr.plan.NodeSets[b.Index], nodes) {
 		return fmt.Errorf("epoch %d, minibatch %d: its nodes are not the ones the feature plan was made for", b.Epoch, b.Index)
 	}
