@@ -129,27 +129,27 @@ func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, b *ep
 	if rerr != nil || b == nil {
 		return nil, er.err
 	}
-	f := &Features{X: x, Dim: st.fs.Dim(), DType: st.dtype}
-	if st.fs.HasLabels() {
-		f.Y = make([]int32, len(b.Seeds))
-		if err := st.fs.ReadLabels(b.Seeds, f.Y); err != nil {
-			return nil, err
-		}
-	}
-	return f, nil
+	return st.features(x, b.Seeds)
 }
 
 // direct reads the features of blocks b outside any plan (a sample
 // request: seeds of the caller's choosing).
 func (st *featureStage) direct(b *epoch.Blocks) (*Features, error) {
 	nodes := b.Nodes()
-	f := &Features{X: make([]byte, int64(len(nodes))*st.fs.RowBytes()), Dim: st.fs.Dim(), DType: st.dtype}
-	if err := st.fs.ReadRows(nodes, f.X); err != nil {
+	x := make([]byte, int64(len(nodes))*st.fs.RowBytes())
+	if err := st.fs.ReadRows(nodes, x); err != nil {
 		return nil, err
 	}
+	return st.features(x, b.Seeds)
+}
+
+// features are a reply's features: the rows x and the seeds' labels,
+// where the store has labels.
+func (st *featureStage) features(x []byte, seeds []uint32) (*Features, error) {
+	f := &Features{X: x, Dim: st.fs.Dim(), DType: st.dtype}
 	if st.fs.HasLabels() {
-		f.Y = make([]int32, len(b.Seeds))
-		if err := st.fs.ReadLabels(b.Seeds, f.Y); err != nil {
+		f.Y = make([]int32, len(seeds))
+		if err := st.fs.ReadLabels(seeds, f.Y); err != nil {
 			return nil, err
 		}
 	}
