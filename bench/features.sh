@@ -37,6 +37,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
+. bench/figures.sh
+. bench/cgroup.sh
 SCALE=${SCALE:-22} DIM=${DIM:-128} CACHE=${CACHE:-512MiB} CGROUP_LIMIT=${CGROUP_LIMIT:-1GiB}
 BENCH_DIR=${BENCH_DIR:-/tmp/ss-features} PY=${PY:-/usr/bin/python3} SEED=${SEED:-1} TIMEOUT=${TIMEOUT:-1800}
 die() { echo "features.sh: $*" >&2; exit 1; }
@@ -50,34 +52,24 @@ CK=$W/bin/chunkify SS=$W/bin/streamsampler
 ROWS=$W/rows.tsv
 : > "$ROWS"
 row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >> "$ROWS"; }
-pf() { if [[ $1 != *nan* ]] && awk "BEGIN {exit !($1)}"; then echo PASS; else echo FAIL; fi; }
-fmt() { if [[ -z $1 || $1 == *nan* ]]; then echo nan; else awk "BEGIN {printf \"${2:-%.2f}\", $1}"; fi; }
-jnum() { tr -d ' \n' < "$1" | { grep -o "\"$2\":[-0-9.eE+]*" || true; } | head -n 1 | cut -d: -f2; }
 drop() { sync; (echo 3 > /proc/sys/vm/drop_caches) 2>/dev/null || true; }
 
-# --- the cgroup each variant runs in (v1 or v2; none where unavailable).
+# --- the cgroup each variant runs in (none where unavailable or with
+# CGROUP_LIMIT=none): CG is its directory.
 CG=""
 cg_new() {
   CG=""
   [[ $CGROUP_LIMIT == none ]] && return 0
-  local lim d root
-  lim=$(numfmt --from=iec-i "${CGROUP_LIMIT%B}")
-  if [[ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]]; then
-    d=/sys/fs/cgroup/memory/ss-features-$$
-    mkdir -p "$d" && echo "$lim" > "$d/memory.limit_in_bytes" || { note "cannot make cgroup $d"; return 0; }
-    [[ -f $d/memory.memsw.limit_in_bytes ]] && { echo "$lim" > "$d/memory.memsw.limit_in_bytes" 2>/dev/null || true; }
+  if cgroup_make "ss-features-$$" "$(numfmt --from=iec-i "${CGROUP_LIMIT%B}")"; then
+    CG=$CUR_CGROUP
   else
-    root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-    [[ -n $root ]] || { note "no memory cgroup: running without"; return 0; }
-    echo +memory > "$root/cgroup.subtree_control" 2>/dev/null || true
-    d=$root/ss-features-$$
-    mkdir -p "$d" && echo "$lim" > "$d/memory.max" || { note "cannot make cgroup $d"; return 0; }
+    note "no memory cgroup ($CG_WHY): running without"
+    cgroup_remove
   fi
-  CG=$d
 }
-cg_peak() { if [[ -z $CG ]]; then echo nan; elif [[ -f $CG/memory.max_usage_in_bytes ]]; then cat "$CG/memory.max_usage_in_bytes"; else cat "$CG/memory.peak" 2>/dev/null || echo nan; fi; }
-cg_oom() { if [[ -z $CG ]]; then echo 0; elif [[ -f $CG/memory.oom_control ]]; then awk '$1 == "oom_kill" {print $2}' "$CG/memory.oom_control"; else awk '$1 == "oom_kill" {print $2}' "$CG/memory.events"; fi; }
-cg_rm() { [[ -n $CG ]] && { sleep 0.5; rmdir "$CG" 2>/dev/null || true; }; CG=""; }
+cg_peak() { if [[ -z $CG ]]; then echo nan; else cgroup_stats; echo "$CG_PEAK"; fi; }
+cg_oom() { if [[ -z $CG ]]; then echo 0; else cgroup_stats; echo "${CG_OOM:-0}"; fi; }
+cg_rm() { [[ -n $CG ]] && { sleep 0.5; cgroup_remove; }; CG=""; }
 # in_cg CMD...: runs CMD inside the current cgroup.
 in_cg() { if [[ -n $CG ]]; then bash -c 'echo $$ > "$0/cgroup.procs"; exec "$@"' "$CG" "$@"; else "$@"; fi; }
 SRV=""
@@ -100,7 +92,7 @@ STREAM=(--graph "$G" --train "$W/train.npy" --fanouts 15,10,5 --batch-size 1024 
 
 # --- the floor and the plan's figures (outside any cgroup).
 drop
-FREAD=$(dd if="$FEAT" of=/dev/null bs=4M iflag=direct 2>&1 | awk '/copied/ {for (i = 1; i <= NF; i++) if ($i == "s," || $i == "s") print $(i - 1)}')
+FREAD=$(dd if="$FEAT" of=/dev/null bs=4M iflag=direct 2>&1 | ddsecs)
 FSIZE=$(stat -c %s "$FEAT")
 "$SS" run "${STREAM[@]}" --epochs 1 --json --features --feature-cache "$CACHE" --reorder match > "$W/plan.json"
 COMP=$(jnum "$W/plan.json" compulsory_bytes)

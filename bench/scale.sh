@@ -65,6 +65,8 @@
 # inputs and graphs), DROP_CACHES, JSON=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/figures.sh
+. bench/cgroup.sh
 REPO=$(pwd)
 
 SCALES=${SCALES:-20 22 24 26}
@@ -199,18 +201,8 @@ measure() {
   M_FSOUT=$(awk -F': ' '/File system outputs/ {printf "%.0f\n", $2 * 512}' "$tf")
 }
 
-median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-# ddsecs: the seconds dd reports on its stderr (stdin here).
-ddsecs() { awk '/copied/ {for (i = 1; i <= NF; i++) if ($i == "s," || $i == "s") print $(i - 1)}'; }
-# jnum FILE KEY: the first number after "KEY": in FILE (flat or nested JSON).
-jnum() { tr -d ' \n' < "$1" | { grep -o "\"$2\":[-0-9.eE+]*" || true; } | head -n 1 | cut -d: -f2; }
-
 # row SCALE FIGURE VALUE UNIT TARGET RESULT
 row() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >> "$ROWS"; }
-# pf EXPR: PASS where the awk expression holds, else FAIL (a nan in it fails).
-pf() { if [[ $1 != *nan* ]] && awk "BEGIN {exit !($1)}"; then echo PASS; else echo FAIL; fi; }
-# fmt EXPR [FORMAT]: the awk expression's value (log() allowed), or nan.
-fmt() { if [[ -z $1 || $1 == *nan* ]]; then echo nan; else awk "BEGIN {printf \"${2:-%.2f}\", $1}"; fi; }
 
 # floor INPUT OUTBYTES: sets F_READ, F_WRITE (s, medians of RUNS).
 floor() {
@@ -236,51 +228,6 @@ trainset() {
     TRAIN=$2.txt
     awk -v n="$1" -v seed="$TRAIN_SEED" 'BEGIN {srand(seed); k = int(n / 10); for (i = 0; i < n && k > 0; i++) if (rand() * (n - i) < k) {print i; k--}}' > "$TRAIN"
   fi
-}
-
-# cgroup_make NAME LIMIT: creates a memory cgroup, sets CUR_CGROUP and
-# CG_KIND (v1|v2); returns 1 with CG_WHY set where it cannot.
-cgroup_make() {
-  local name=$1 lim=$2 d
-  CG_WHY=""
-  if [[ -d /sys/fs/cgroup/memory && -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]]; then
-    d=/sys/fs/cgroup/memory/$name
-    if ! mkdir -p "$d" 2>/dev/null; then CG_WHY="cannot create $d (not root?)"; return 1; fi
-    CUR_CGROUP=$d CG_KIND=v1
-    if ! echo "$lim" > "$d/memory.limit_in_bytes" 2>/dev/null; then CG_WHY="cannot write $d/memory.limit_in_bytes"; return 1; fi
-    # Swap would let the group exceed the limit: bound memory+swap too.
-    [[ -f "$d/memory.memsw.limit_in_bytes" ]] && { echo "$lim" > "$d/memory.memsw.limit_in_bytes" 2>/dev/null || true; }
-    return 0
-  fi
-  local root
-  root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-  if [[ -z "$root" ]]; then CG_WHY="no cgroup v1 memory controller and no cgroup v2 mount"; return 1; fi
-  if ! grep -qw memory "$root/cgroup.controllers" 2>/dev/null; then CG_WHY="$root has no memory controller"; return 1; fi
-  grep -qw memory "$root/cgroup.subtree_control" 2>/dev/null || echo +memory > "$root/cgroup.subtree_control" 2>/dev/null || true
-  d=$root/$name
-  if ! mkdir -p "$d" 2>/dev/null; then CG_WHY="cannot create $d (not root, or not delegated)"; return 1; fi
-  CUR_CGROUP=$d CG_KIND=v2
-  if ! echo "$lim" > "$d/memory.max" 2>/dev/null; then CG_WHY="cannot write $d/memory.max (memory not in $root/cgroup.subtree_control?)"; return 1; fi
-  [[ -f "$d/memory.swap.max" ]] && { echo 0 > "$d/memory.swap.max" 2>/dev/null || true; }
-  return 0
-}
-# cgroup_stats: CG_PEAK (bytes, page cache included), CG_OOM (OOM kills).
-cgroup_stats() {
-  local d=$CUR_CGROUP
-  if [[ $CG_KIND == v1 ]]; then
-    CG_PEAK=$(cat "$d/memory.max_usage_in_bytes")
-    CG_OOM=$(awk '$1 == "oom_kill" {print $2}' "$d/memory.oom_control")
-    [[ -n "$CG_OOM" ]] || CG_OOM=$(cat "$d/memory.failcnt")
-  else
-    CG_PEAK=$(cat "$d/memory.peak" 2>/dev/null || echo nan)
-    CG_OOM=$(awk '$1 == "oom_kill" {print $2}' "$d/memory.events")
-  fi
-}
-cgroup_remove() {
-  [[ -n "$CUR_CGROUP" ]] || return 0
-  [[ $CG_KIND == v1 && -f "$CUR_CGROUP/memory.force_empty" ]] && { echo 0 > "$CUR_CGROUP/memory.force_empty" 2>/dev/null || true; }
-  rmdir "$CUR_CGROUP" 2>/dev/null || note "could not remove cgroup $CUR_CGROUP"
-  CUR_CGROUP=""
 }
 
 # build IN OUT CGROUP MEMORY: one chunkify build, measured; sets B_* figures.

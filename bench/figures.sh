@@ -1,0 +1,13 @@
+# bench/figures.sh — the figure helpers of the benchmark scripts that print
+# PASS/FAIL tables (scale.sh, features.sh). Sourced.
+
+# median: the median of the numbers on stdin, one per line.
+median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+# ddsecs: the seconds dd reports on its stderr (stdin here).
+ddsecs() { awk '/copied/ {for (i = 1; i <= NF; i++) if ($i == "s," || $i == "s") print $(i - 1)}'; }
+# jnum FILE KEY: the first number after "KEY": in FILE (flat or nested JSON).
+jnum() { tr -d ' \n' < "$1" | { grep -o "\"$2\":[-0-9.eE+]*" || true; } | head -n 1 | cut -d: -f2; }
+# pf EXPR: PASS where the awk expression holds, else FAIL (a nan in it fails).
+pf() { if [[ $1 != *nan* ]] && awk "BEGIN {exit !($1)}"; then echo PASS; else echo FAIL; fi; }
+# fmt EXPR [FORMAT]: the awk expression's value (log() allowed), or nan.
+fmt() { if [[ -z $1 || $1 == *nan* ]]; then echo nan; else awk "BEGIN {printf \"${2:-%.2f}\", $1}"; fi; }
