@@ -47,7 +47,7 @@ func LRUMisses(batches [][]uint32, numNodes uint32, cacheRows int) (int64, error
 		hit = append(hit[:0], make([]bool, len(nid))...)
 		for i, v := range nid {
 			if v >= numNodes {
-				return 0, fmt.Errorf("%w: minibatch %d row %d: node %d outside the graph (num_nodes %d)", ErrInput, b, i, v, numNodes)
+				return 0, errOutside(b, i, v, uint64(numNodes))
 			}
 			if s := slotOf[v]; s >= 0 {
 				hit[i] = true

@@ -154,11 +154,11 @@ func NewPlan(batches [][]uint32, numNodes uint32, cacheRows int) (*Plan, error) 
 		act := p.act[off[b]:off[b+1]]
 		for i, v := range nid {
 			if v >= numNodes {
-				return nil, fmt.Errorf("%w: minibatch %d row %d: node %d outside the graph (num_nodes %d)", ErrInput, b, i, v, numNodes)
+				return nil, errOutside(b, i, v, uint64(numNodes))
 			}
 			n := seen[v]
 			if n == int32(b) {
-				return nil, fmt.Errorf("%w: minibatch %d: node %d appears twice in n_id", ErrInput, b, v)
+				return nil, errTwice(b, v)
 			}
 			if n == never {
 				p.Distinct++
@@ -251,11 +251,11 @@ func NewPreloadedPlan(batches [][]uint32, numNodes uint32, cacheRows int) (*Plan
 	for b, nid := range batches {
 		for i, v := range nid {
 			if v >= numNodes {
-				return nil, fmt.Errorf("%w: minibatch %d row %d: node %d outside the graph (num_nodes %d)", ErrInput, b, i, v, numNodes)
+				return nil, errOutside(b, i, v, uint64(numNodes))
 			}
 			switch slot[v] {
 			case int32(b) + 1:
-				return nil, fmt.Errorf("%w: minibatch %d: node %d appears twice in n_id", ErrInput, b, v)
+				return nil, errTwice(b, v)
 			case 0:
 				distinct++
 			}
@@ -291,6 +291,16 @@ func NewPreloadedPlan(batches [][]uint32, numNodes uint32, cacheRows int) (*Plan
 }
 
 const noNode = math.MaxUint32
+
+// errOutside and errTwice are the input errors every pass over minibatches
+// checks for: a node at or beyond numNodes, a node twice in one n_id.
+func errOutside(b, i int, v uint32, numNodes uint64) error {
+	return fmt.Errorf("%w: minibatch %d row %d: node %d outside the graph (num_nodes %d)", ErrInput, b, i, v, numNodes)
+}
+
+func errTwice(b int, v uint32) error {
+	return fmt.Errorf("%w: minibatch %d: node %d appears twice in n_id", ErrInput, b, v)
+}
 
 // bucketCache is the cache's bookkeeping: slots, linked into one list per
 // next-use minibatch, and a two-level bitmap of the non-empty buckets, so

@@ -114,7 +114,7 @@ func sharedFraction(batches [][]uint32, order []int, mark []int32) (float64, err
 	for k, b := range order {
 		for i, v := range batches[b] {
 			if int(v) >= len(mark) {
-				return 0, fmt.Errorf("%w: minibatch %d row %d: node %d outside the graph (num_nodes %d)", ErrInput, b, i, v, len(mark))
+				return 0, errOutside(b, i, v, uint64(len(mark)))
 			}
 			if k > 0 {
 				total++
