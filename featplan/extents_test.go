@@ -2,6 +2,7 @@ package featplan
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -129,5 +130,69 @@ func TestExtentsBadInput(t *testing.T) {
 				t.Fatalf("err %v, want ErrInput", err)
 			}
 		})
+	}
+}
+
+// TestExtentsHoleBudget: with a HoleBudget the holes read through add at
+// most that fraction of the rows' page bytes, and they are the shortest
+// ones: no hole left unread (a split not forced by MaxExtent) is shorter
+// than one read through.
+func TestExtentsHoleBudget(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for trial := range 2000 {
+		rowBytes := int64(1 + r.IntN(9000))
+		n := 1 + r.IntN(300)
+		seen := map[uint32]bool{}
+		var rows []uint32
+		for len(rows) < n {
+			if v := r.Uint32N(uint32(20 * n)); !seen[v] {
+				seen[v] = true
+				rows = append(rows, v)
+			}
+		}
+		slices.Sort(rows)
+		o := ExtentOptions{MaxGap: int64(r.IntN(12)) * Align, HoleBudget: []float64{0.01, 0.1, 0.5}[r.IntN(3)], MaxExtent: 1 << 40}
+		ext, err := Extents(nil, rows, rowBytes, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The rows' own pages, and each extent's.
+		pages := map[int64]bool{}
+		for _, v := range rows {
+			s := int64(v) * rowBytes
+			for pg := s / Align; pg <= (s+rowBytes-1)/Align; pg++ {
+				pages[pg] = true
+			}
+		}
+		var read int64
+		for _, e := range ext {
+			read += e.Length
+		}
+		own := int64(len(pages)) * Align
+		if holes := read - own; float64(holes) > o.HoleBudget*float64(own) {
+			t.Fatalf("trial %d: holes of %d bytes > %g × %d", trial, holes, o.HoleBudget, own)
+		}
+		longestRead, shortestLeft := int64(0), int64(math.MaxInt64)
+		for _, e := range ext {
+			for pg := e.Offset / Align; pg < (e.Offset+e.Length)/Align; {
+				if pages[pg] {
+					pg++
+					continue
+				}
+				h := int64(0)
+				for ; pg < (e.Offset+e.Length)/Align && !pages[pg]; pg++ {
+					h += Align
+				}
+				longestRead = max(longestRead, h)
+			}
+		}
+		for k := 1; k < len(ext); k++ {
+			if h := ext[k].Offset - (ext[k-1].Offset + ext[k-1].Length); h <= o.MaxGap {
+				shortestLeft = min(shortestLeft, h)
+			}
+		}
+		if longestRead > shortestLeft {
+			t.Fatalf("trial %d: a hole of %d bytes read through, one of %d left", trial, longestRead, shortestLeft)
+		}
 	}
 }

@@ -53,6 +53,7 @@ type Reader struct {
 	rows     []uint32
 	ext      []Extent
 	rep      Report
+	optimum  int64 // the plan's Report.OptimumBytes, once computed; -1 before
 }
 
 // NewReader prepares the execution of p over f, whose row v (of rowBytes
@@ -76,7 +77,7 @@ func NewReader(f io.ReaderAt, name string, rowBytes int64, p *Plan, opts ExtentO
 		}
 	}
 	r := &Reader{f: f, name: name, rowBytes: rowBytes, plan: p, opts: opts,
-		cache: make([]byte, int64(p.CacheRows)*rowBytes)}
+		cache: make([]byte, int64(p.CacheRows)*rowBytes), optimum: -1}
 	r.rep = Report{RowBytes: rowBytes, CacheRows: p.CacheRows, DistinctRows: p.Distinct, CompulsoryBytes: p.Distinct * rowBytes}
 	return r, nil
 }
@@ -261,9 +262,17 @@ func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e
 }
 
 // Report is what the minibatches served so far read (the plan's Report once
-// all are served).
+// all are served). OptimumBytes, the whole epoch's, is reported only then.
 func (r *Reader) Report() Report {
 	rep := r.rep
+	if r.next < r.plan.NumBatches() {
+		rep.finish()
+		return rep
+	}
+	if r.optimum < 0 {
+		r.optimum = r.plan.optimumBytes(r.rowBytes)
+	}
+	rep.OptimumBytes = r.optimum
 	rep.finish()
 	return rep
 }

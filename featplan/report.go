@@ -28,6 +28,15 @@ type Report struct {
 	// empty cache must read.
 	DistinctRows    int64 `json:"distinct_rows"`
 	CompulsoryBytes int64 `json:"compulsory_bytes"`
+	// OptimumBytes is what the optimal cache reads at page granularity:
+	// the Align-sized pages holding the rows Belady's MIN reads with the
+	// same cache, counted per minibatch (a page two rows of one minibatch
+	// share is read once, a page two minibatches need twice). VsOptimum =
+	// BytesRead/OptimumBytes; the extents' holes (ExtentOptions.HoleBudget)
+	// are what lifts it above 1, a preloaded plan's one sweep what can take
+	// it below.
+	OptimumBytes int64   `json:"optimum_bytes"`
+	VsOptimum    float64 `json:"vs_optimum"`
 }
 
 func (r *Report) finish() {
@@ -36,6 +45,52 @@ func (r *Report) finish() {
 	if r.DiskRowBytes > 0 {
 		r.ReadAmplification = float64(r.BytesRead) / float64(r.DiskRowBytes)
 	}
+	r.VsOptimum = 0
+	if r.OptimumBytes > 0 {
+		r.VsOptimum = float64(r.BytesRead) / float64(r.OptimumBytes)
+	}
+}
+
+// optimumBytes is Report.OptimumBytes for rows of rowBytes bytes. The rows
+// MIN reads are the plan's own misses for a MIN plan, and for a preloaded
+// plan (which MIN would serve with the same rows, each at its first use)
+// every row's first access. Pages are marked in a bitmap and cleared after
+// each minibatch.
+func (p *Plan) optimumBytes(rowBytes int64) int64 {
+	pages := (int64(p.NumNodes)*rowBytes + Align - 1) / Align
+	mark := make([]uint64, (pages+63)/64)
+	var first []uint64 // rows seen, for a preloaded plan
+	if p.preload != nil {
+		first = make([]uint64, (int64(p.NumNodes)+63)/64)
+	}
+	var touched []int64
+	var n int64
+	for b := range p.NumBatches() {
+		bp := p.Batch(b)
+		for i, v := range bp.NID {
+			if first != nil {
+				if first[v>>6]&(1<<(v&63)) != 0 {
+					continue
+				}
+				first[v>>6] |= 1 << (v & 63)
+			} else if _, hit := bp.Hit(i); hit {
+				continue
+			}
+			start := int64(v) * rowBytes
+			for pg := start / Align; pg <= (start+rowBytes-1)/Align; pg++ {
+				if mark[pg>>6]&(1<<(pg&63)) == 0 {
+					mark[pg>>6] |= 1 << (pg & 63)
+					touched = append(touched, pg)
+				}
+			}
+		}
+		n += int64(len(touched))
+		for _, pg := range touched {
+			mark[pg>>6] = 0
+		}
+		touched = touched[:0]
+	}
+	return n * Align
 }
 
 // Report computes what executing p with rows of rowBytes bytes and extents
@@ -79,6 +134,7 @@ func (p *Plan) Report(rowBytes int64, o ExtentOptions) (Report, error) {
 		rep.RowsFromDisk += int64(len(rows))
 	}
 	rep.RowsFromCache = rep.RowsNeeded - rep.RowsFromDisk
+	rep.OptimumBytes = p.optimumBytes(rowBytes)
 	rep.finish()
 	return rep, nil
 }

@@ -1,7 +1,10 @@
 package featplan
 
 import (
+	"cmp"
 	"encoding/json"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -19,7 +22,8 @@ func TestReportHandChecked(t *testing.T) {
 	}
 	want := Report{Batches: 2, RowBytes: 1024, CacheRows: 1, RowsNeeded: 4, RowsFromCache: 1,
 		RowsFromDisk: 3, Reads: 2, BytesRead: 8192, DiskRowBytes: 3072,
-		ReadAmplification: 8192.0 / 3072, DistinctRows: 3, CompulsoryBytes: 3072}
+		ReadAmplification: 8192.0 / 3072, DistinctRows: 3, CompulsoryBytes: 3072,
+		OptimumBytes: 8192, VsOptimum: 1}
 	if got != want {
 		t.Fatalf("report %+v\nwant %+v", got, want)
 	}
@@ -48,4 +52,127 @@ func TestReportHandChecked(t *testing.T) {
 			t.Errorf("JSON %s lacks %q", b, k)
 		}
 	}
+}
+
+// beladyPages is an independent simulator of the optimum the plans are held
+// to: minibatch by minibatch, the rows not in the cache are read, and the
+// cache becomes the cacheRows rows of (cache ∪ minibatch) whose next use is
+// nearest (rows never used again dropped), next uses found by scanning
+// ahead. It returns the rows read and the bytes of the Align-sized pages
+// holding them, counted per minibatch.
+func beladyPages(batches [][]uint32, cacheRows int, rowBytes int64) (rows, bytes int64) {
+	nextUse := func(v uint32, after int) int {
+		for k := after + 1; k < len(batches); k++ {
+			if slices.Contains(batches[k], v) {
+				return k
+			}
+		}
+		return len(batches)
+	}
+	cache := map[uint32]bool{}
+	for b, nid := range batches {
+		pages := map[int64]bool{}
+		for _, v := range nid {
+			if cache[v] {
+				continue
+			}
+			rows++
+			start := int64(v) * rowBytes
+			for pg := start / Align; pg <= (start+rowBytes-1)/Align; pg++ {
+				pages[pg] = true
+			}
+		}
+		bytes += int64(len(pages)) * Align
+		type cand struct {
+			v    uint32
+			next int
+		}
+		var all []cand
+		for v := range cache {
+			all = append(all, cand{v, nextUse(v, b)})
+		}
+		for _, v := range nid {
+			if !cache[v] {
+				all = append(all, cand{v, nextUse(v, b)})
+			}
+		}
+		slices.SortFunc(all, func(x, y cand) int { return cmp.Compare(x.next, y.next) })
+		clear(cache)
+		for _, c := range all {
+			if len(cache) == cacheRows || c.next == len(batches) {
+				break
+			}
+			cache[c.v] = true
+		}
+	}
+	return rows, bytes
+}
+
+// TestBytesWithinOptimum holds the plans' reads, executed with the default
+// extents (holes read through within DefaultHoleBudget), to 1.1× the
+// independent simulator's page-rounded optimum, for row sizes below, at and
+// above a page, caches from none to all rows, uniform and skewed accesses;
+// and checks that the report's optimum is the page count of the plan's own
+// misses.
+func TestBytesWithinOptimum(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, rowBytes := range []int64{4, 100, 512, 4096, 6000} {
+		for _, zipf := range []float64{0, 1.1} {
+			for _, cache := range []int{0, 50, 400, 1500, 3000} {
+				const numNodes = 3000
+				batches := randomBatches(r, 30, 300, numNodes, zipf)
+				for _, preload := range []bool{false, true} {
+					newPlan := NewPlan
+					if preload {
+						newPlan = NewPreloadedPlan
+					}
+					p, err := newPlan(batches, numNodes, cache)
+					if err != nil {
+						t.Fatal(err)
+					}
+					rep, err := p.Report(rowBytes, DefaultExtentOptions())
+					if err != nil {
+						t.Fatal(err)
+					}
+					rows, opt := beladyPages(batches, cache, rowBytes)
+					if got := p.TotalMisses(); got != rows {
+						t.Fatalf("row %d B zipf %g cache %d preload %v: plan reads %d rows, simulator %d", rowBytes, zipf, cache, preload, got, rows)
+					}
+					if float64(rep.BytesRead) > 1.1*float64(opt) {
+						t.Errorf("row %d B zipf %g cache %d preload %v: reads %d bytes, %.3f× the optimum %d", rowBytes, zipf, cache, preload, rep.BytesRead, float64(rep.BytesRead)/float64(opt), opt)
+					}
+					if !preload && rep.OptimumBytes != ownPages(p, rowBytes) {
+						t.Errorf("row %d B cache %d: report's optimum %d, the plan's own misses cover %d", rowBytes, cache, rep.OptimumBytes, ownPages(p, rowBytes))
+					}
+					t.Logf("row %4d B zipf %3g cache %4d preload %-5v: %.3f× optimum (report %.3f), %d reads", rowBytes, zipf, cache, preload, float64(rep.BytesRead)/float64(opt), rep.VsOptimum, rep.Reads)
+				}
+			}
+		}
+	}
+}
+
+// ownPages counts the pages of each minibatch's disk rows with Extents at
+// MaxGap 0 (no holes), a second way to the report's optimum of a MIN plan.
+func ownPages(p *Plan, rowBytes int64) int64 {
+	var n int64
+	for b := range p.NumBatches() {
+		bp := p.Batch(b)
+		var rows []uint32
+		for i, v := range bp.NID {
+			if _, hit := bp.Hit(i); !hit {
+				rows = append(rows, v)
+			}
+		}
+		slices.Sort(rows)
+		ext, _ := Extents(nil, rows, rowBytes, ExtentOptions{MaxExtent: 1 << 40})
+		var end int64 = -1
+		for _, e := range ext {
+			n += e.Length
+			if e.Offset < end { // shares a page with the extent before
+				n -= Align
+			}
+			end = e.Offset + e.Length
+		}
+	}
+	return n
 }

@@ -294,7 +294,7 @@ func printRunEpoch(w io.Writer, asJSON bool, r *epochRecord) {
 		if rd.PreloadRows > 0 {
 			preload = fmt.Sprintf(" (all %d distinct rows preloaded in one sweep)", rd.PreloadRows)
 		}
-		fmt.Fprintf(w, "  features: %d rows needed, %d from the cache (%.1f%%)%s, %d read on demand; %d reads of %d bytes in all (read amplification %.2f; compulsory %d bytes), %.2f GB/s delivered, planned in %.3f s%s\n",
-			rd.RowsNeeded, rd.RowsFromCache, 100*float64(rd.RowsFromCache)/max(1, float64(rd.RowsNeeded)), preload, rd.RowsFromDisk, rd.Reads, rd.BytesRead, rd.ReadAmplification, rd.CompulsoryBytes, f.GBps, f.PlanS, shared)
+		fmt.Fprintf(w, "  features: %d rows needed, %d from the cache (%.1f%%)%s, %d read on demand; %d reads of %d bytes in all (read amplification %.2f; %.3f× the optimum's %d; compulsory %d bytes), %.2f GB/s delivered, planned in %.3f s%s\n",
+			rd.RowsNeeded, rd.RowsFromCache, 100*float64(rd.RowsFromCache)/max(1, float64(rd.RowsNeeded)), preload, rd.RowsFromDisk, rd.Reads, rd.BytesRead, rd.ReadAmplification, rd.VsOptimum, rd.OptimumBytes, rd.CompulsoryBytes, f.GBps, f.PlanS, shared)
 	}
 }
