@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/streamsampler/streamsampler/epoch"
 )
 
 // budget is a weighted semaphore over bytes: the server's budget for all
@@ -172,4 +174,21 @@ func (s *Server) replyBound(n int64) int64 {
 		return size
 	}
 	return satAdd(size, satAdd(featuresHeaderSize, satAdd(satMul(nodes, s.cfg.Features.RowBytes()), satMul(4, n))))
+}
+
+// claimBound is the bound of a claimed minibatch's reply: where its epoch
+// has a feature plan, the rows it carries are known exactly (its node
+// set), so only the blocks are bounded; replyBound otherwise. Rows are
+// most of a reply with features, and their loose bound (every node of the
+// last hop distinct) would let one request take a connection's whole share
+// and keep a pipelining client to one minibatch at a time.
+func (s *Server) claimBound(cl epoch.Claim) int64 {
+	fp := cl.Features()
+	if s.features == nil || fp == nil || cl.Index < 0 || cl.Index >= len(fp.NodeSets) {
+		return s.replyBound(int64(s.cfg.BatchSize))
+	}
+	n := int64(s.cfg.BatchSize)
+	size, _ := minibatchBound(n, s.cfg.Fanouts, s.cfg.NumNodes)
+	rows := int64(len(fp.NodeSets[cl.Index]))
+	return satAdd(size, satAdd(featuresHeaderSize, satAdd(satMul(rows, s.cfg.Features.RowBytes()), satMul(4, n))))
 }

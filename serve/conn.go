@@ -22,9 +22,9 @@ type conn struct {
 	inflight sync.WaitGroup
 	budget   *budget // this connection's share of the server's budget
 	authed   bool    // a hello with the token was seen, or none is required
-	// sharedRows is set by OpMapRows: feature rows go in memory files
-	// passed with the replies, not through the byte stream.
-	sharedRows bool
+	// rows is set by OpMapRows: feature rows go in buffers shared with
+	// the client (its pool); nil: in the replies.
+	rows *rowPool
 }
 
 // maxConnRequests bounds a connection's concurrent requests.
@@ -43,6 +43,9 @@ func (c *conn) serve() {
 	ctx, cancel := context.WithCancel(s.baseCtx)
 	defer func() {
 		c.inflight.Wait() // in-flight requests still reply
+		if c.rows != nil {
+			c.rows.close()
+		}
 		cancel()
 		c.nc.Close()
 		s.mu.Lock()
@@ -107,6 +110,20 @@ func (c *conn) serve() {
 				continue
 			}
 			cl = &got
+			if s.features != nil && !got.End {
+				more := min(c.s.claimBound(got), s.connSize) - held
+				if more > 0 {
+					if err := c.reserve(ctx, s.stopReading, more); err != nil {
+						c.release(held)
+						// Shutting down; the minibatch's rows still take
+						// their turn, or the ones claimed after it would
+						// wait for it forever.
+						s.features.rows(got.Epoch, got.Index, got.Features(), nil, nil)
+						return
+					}
+					held += more
+				}
+			}
 		}
 		if f.Op == OpMapRows {
 			// In the reader, so that every later reply sees it.
@@ -184,6 +201,10 @@ func (c *conn) estimate(f Frame, plen int) int64 {
 		n := sampleSeeds(plen)
 		return frame + 4*n + s.replyBound(n)
 	case OpNextBatch:
+		if s.features != nil {
+			// Its reply's share is taken once it is claimed (claimBound).
+			return frame + smallReply
+		}
 		return frame + s.replyBound(int64(s.cfg.BatchSize))
 	default:
 		return frame + smallReply
@@ -299,15 +320,19 @@ func plain(bufs net.Buffers) reply { return reply{bufs: bufs, fd: -1} }
 // batchReply encodes a minibatch reply; on a connection with shared rows
 // the rows go into a memory file passed with it.
 func (c *conn) batchReply(f Frame, b *epoch.Blocks, index int, feat *Features) reply {
-	if feat == nil || !c.sharedRows {
+	if feat == nil || feat.lease == nil {
 		return plain(EncodeBatch(f.Op, f.ID, b, index, feat))
 	}
-	fd, err := memFile(feat.X)
+	l := feat.lease
+	// The rows are in a shared buffer: the reply carries x's header and
+	// where they are, and the buffer's memory file the first time.
+	fd, err := l.attach()
 	if err != nil {
+		l.abandon()
 		return plain(errorFrame(f.Op, f.ID, CodeInternal, err.Error()))
 	}
 	shared := *feat
-	shared.Shared = true
+	shared.Shared = &SharedRows{Buffer: l.id(), Offset: rowsOffset, Retire: l.retire}
 	return reply{bufs: EncodeBatch(f.Op, f.ID, b, index, &shared), fd: fd}
 }
 
@@ -324,7 +349,9 @@ func (c *conn) mapRows(f Frame) net.Buffers {
 	case !unix || !sharedRowsSupported:
 		return errorFrame(f.Op, f.ID, CodeBadRequest, "map_rows: shared rows need a Unix socket on Linux")
 	}
-	c.sharedRows = true
+	if c.rows == nil {
+		c.rows = newRowPool()
+	}
 	return net.Buffers{AppendFrame(nil, f.Op, StatusOK, f.ID, nil)}
 }
 
@@ -333,7 +360,7 @@ func (c *conn) replyBatch(f Frame, cl epoch.Claim) reply {
 	if cl.End {
 		return plain(net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, cl.Epoch))})
 	}
-	b, err := c.s.assemble(cl)
+	b, err := c.s.assemble(cl, c.rows)
 	if err != nil {
 		return plain(requestErrorFrame(f.Op, f.ID, err))
 	}
@@ -359,7 +386,7 @@ func (c *conn) handle(ctx context.Context, f Frame) reply {
 		if err != nil {
 			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}
-		feat, err := s.sampleFeatures(b)
+		feat, err := s.sampleFeatures(b, c.rows)
 		if err != nil {
 			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}

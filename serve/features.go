@@ -92,10 +92,24 @@ func (st *featureStage) readsLocked(e uint32, plan *epoch.FeaturePlan) (*epochRe
 	return er, nil
 }
 
+// rowBuffer is where n bytes of rows are read to: the heap, or with a
+// pool (a shared-rows connection) one of its buffers, leased.
+func rowBuffer(n int64, pool *rowPool) ([]byte, *rowLease, error) {
+	if pool == nil {
+		return make([]byte, n), nil, nil
+	}
+	l, err := pool.acquire(int(n))
+	if err != nil {
+		return nil, nil, err
+	}
+	return l.bytes(int(n)), l, nil
+}
+
 // rows reads minibatch index of epoch e (whose blocks are b) in its turn
-// and returns its features; with b nil (its assembly failed) it reads
-// and drops them, so that the minibatches after it get their turn.
-func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, b *epoch.Blocks) (*Features, error) {
+// and returns its features (with a pool, in one of its buffers); with b
+// nil (its assembly failed) it reads and drops them, so that the
+// minibatches after it get their turn.
+func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, b *epoch.Blocks, pool *rowPool) (*Features, error) {
 	st.mu.Lock()
 	er, err := st.readsLocked(e, plan)
 	if err != nil {
@@ -112,8 +126,13 @@ func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, b *ep
 	st.mu.Unlock()
 	// Only this goroutine may read now: the turn passes when it is done.
 	nodes := plan.NodeSets[index]
-	x := make([]byte, int64(len(nodes))*st.fs.RowBytes())
-	_, rerr := er.r.Next(x)
+	if b == nil {
+		pool = nil
+	}
+	x, mem, rerr := rowBuffer(int64(len(nodes))*st.fs.RowBytes(), pool)
+	if rerr == nil {
+		_, rerr = er.r.Next(x)
+	}
 	if rerr == nil && b != nil {
 		if n := len(b.Nodes()); n != len(nodes) {
 			rerr = fmt.Errorf("epoch %d minibatch %d: %d nodes, the feature plan has %d", e, index, n, len(nodes))
@@ -127,29 +146,41 @@ func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, b *ep
 	st.cond.Broadcast()
 	st.mu.Unlock()
 	if rerr != nil || b == nil {
+		if mem != nil {
+			mem.abandon()
+		}
 		return nil, er.err
 	}
-	return st.features(x, b.Seeds)
+	return st.features(x, mem, b.Seeds)
 }
 
 // direct reads the features of blocks b outside any plan (a sample
 // request: seeds of the caller's choosing).
-func (st *featureStage) direct(b *epoch.Blocks) (*Features, error) {
+func (st *featureStage) direct(b *epoch.Blocks, pool *rowPool) (*Features, error) {
 	nodes := b.Nodes()
-	x := make([]byte, int64(len(nodes))*st.fs.RowBytes())
-	if err := st.fs.ReadRows(nodes, x); err != nil {
+	x, mem, err := rowBuffer(int64(len(nodes))*st.fs.RowBytes(), pool)
+	if err != nil {
 		return nil, err
 	}
-	return st.features(x, b.Seeds)
+	if err := st.fs.ReadRows(nodes, x); err != nil {
+		if mem != nil {
+			mem.abandon()
+		}
+		return nil, err
+	}
+	return st.features(x, mem, b.Seeds)
 }
 
-// features are a reply's features: the rows x and the seeds' labels,
-// where the store has labels.
-func (st *featureStage) features(x []byte, seeds []uint32) (*Features, error) {
-	f := &Features{X: x, Dim: st.fs.Dim(), DType: st.dtype}
+// features are a reply's features: the rows x (in a shared buffer where
+// leased) and the seeds' labels, where the store has labels.
+func (st *featureStage) features(x []byte, lease *rowLease, seeds []uint32) (*Features, error) {
+	f := &Features{X: x, Dim: st.fs.Dim(), DType: st.dtype, lease: lease}
 	if st.fs.HasLabels() {
 		f.Y = make([]int32, len(seeds))
 		if err := st.fs.ReadLabels(seeds, f.Y); err != nil {
+			if lease != nil {
+				lease.abandon()
+			}
 			return nil, err
 		}
 	}

@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -223,42 +224,92 @@ func TestServeSharedRows(t *testing.T) {
 		}
 		return Frame{Op: hdr[4], Status: hdr[5], Payload: body}, fd
 	}
-	readFD := func(fd int) func(n int) ([]byte, error) {
-		return func(n int) ([]byte, error) {
+	// The client's side of the shared buffers: each buffer's memory file,
+	// kept from the reply that brings it; rows read at the offset named;
+	// a buffer released by clearing its lease word.
+	files := map[uint32]int{}
+	t.Cleanup(func() {
+		for _, fd := range files {
+			unix.Close(fd)
+		}
+	})
+	readShared := func(fd int) func(s SharedRows, n int) ([]byte, error) {
+		return func(s SharedRows, n int) ([]byte, error) {
+			if fd >= 0 {
+				if _, ok := files[s.Buffer]; ok {
+					return nil, fmt.Errorf("buffer %d sent twice", s.Buffer)
+				}
+				files[s.Buffer] = fd
+			}
+			bfd, ok := files[s.Buffer]
+			if !ok {
+				return nil, fmt.Errorf("buffer %d never sent", s.Buffer)
+			}
+			if s.Retire != NoBuffer {
+				if _, ok := files[s.Retire]; !ok {
+					return nil, fmt.Errorf("retired buffer %d unknown", s.Retire)
+				}
+				unix.Close(files[s.Retire])
+				delete(files, s.Retire)
+			}
 			b := make([]byte, n)
-			_, err := unix.Pread(fd, b, 0)
+			_, err := unix.Pread(bfd, b, int64(s.Offset))
 			return b, err
+		}
+	}
+	release := func(s *SharedRows) {
+		if _, err := unix.Pwrite(files[s.Buffer], make([]byte, 8), 0); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if f, fd := roundTrip(OpMapRows, nil); f.Status != StatusOK || fd != -1 {
 		t.Fatalf("map_rows: status %d, fd %d", f.Status, fd)
 	}
 	batches := 0
+	var held *SharedRows // the first minibatch's rows, never released
+	var heldX []byte
+	used := map[uint32]bool{}
 	for {
 		f, fd := roundTrip(OpNextBatch, AppendEpochRequest(nil, 0))
 		if f.Status == StatusEnd {
 			break
 		}
-		if f.Status != StatusOK || fd < 0 {
+		if f.Status != StatusOK {
 			t.Fatalf("next_batch: status %d, fd %d", f.Status, fd)
 		}
-		b, _, feat, err := decodeBatch(f.Payload, readFD(fd))
-		unix.Close(fd)
+		b, _, feat, err := decodeBatch(f.Payload, readShared(fd))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !feat.Shared || len(f.Payload) > 1<<16 {
+		if feat.Shared == nil || len(f.Payload) > 1<<16 {
 			t.Fatalf("reply of %d bytes, shared %v: the rows came through the socket", len(f.Payload), feat.Shared)
 		}
+		if held != nil && feat.Shared.Buffer == held.Buffer {
+			t.Fatalf("minibatch %d: buffer %d reused while the client holds it", batches, held.Buffer)
+		}
+		used[feat.Shared.Buffer] = true
 		checkFeatures(t, fs, b, feat)
+		if held == nil {
+			held, heldX = feat.Shared, feat.X
+		} else {
+			release(feat.Shared)
+		}
 		batches++
 	}
 	if batches != epoch.BatchesPerRank(500, 1, 29) {
 		t.Fatalf("%d minibatches", batches)
 	}
+	// One buffer held, one reused by every other minibatch (each released
+	// before the next request), and a few where minibatches grew.
+	if len(used) > 6 || len(used) >= batches {
+		t.Fatalf("%d minibatches used %d buffers: no reuse", batches, len(used))
+	}
+	again, err := readShared(-1)(*held, len(heldX))
+	if err != nil || !bytes.Equal(again, heldX) {
+		t.Fatalf("the held buffer changed (%v)", err)
+	}
 	f, fd := roundTrip(OpSample, AppendSampleRequest(nil, epoch.CurrentEpoch, []uint32{0, 4, 8}))
-	b, _, feat, err := decodeBatch(f.Payload, readFD(fd))
-	unix.Close(fd)
+	b, _, feat, err := decodeBatch(f.Payload, readShared(fd))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,25 +109,46 @@ type Features struct {
 	X     []byte
 	Dim   int
 	DType uint8 // DtypeF32, DtypeF16, DtypeI8 or DtypeU8
-	// Shared says that X travels in a memory file passed with the reply
-	// (a connection that asked with OpMapRows): the reply carries x's
-	// header and not its bytes.
-	Shared bool
+	// Shared, on a connection that asked with OpMapRows, says where X
+	// travels instead of the reply: in a buffer shared with the client.
+	// The reply carries x's header and Shared, not x's bytes.
+	Shared *SharedRows
 	// Y holds the seeds' labels (-1: none); nil when the store has no
 	// labels.
 	Y []int32
+	// lease, when set, is the shared buffer X is in (a reply for a
+	// shared-rows connection, whose rows were read straight into it).
+	lease *rowLease
 }
+
+// SharedRows locates a reply's rows in a connection's shared buffers
+// (docs/PROTOCOL.md): buffer Buffer (whose memory file comes with the
+// first reply that uses it), from byte Offset; and Retire, a buffer the
+// client may unmap as the server has dropped it (NoBuffer: none).
+type SharedRows struct {
+	Buffer uint32
+	Offset uint64
+	Retire uint32
+}
+
+// NoBuffer is SharedRows.Retire when no buffer is retired.
+const NoBuffer = ^uint32(0)
 
 // Feature flags, the byte before a reply's feature arrays.
 const (
 	featureX      uint8 = 1 << 0 // array x follows
 	featureY      uint8 = 1 << 1 // array y follows
-	featureShared uint8 = 1 << 2 // x's bytes are in the file descriptor passed with the reply, not after its header
+	featureShared uint8 = 1 << 2 // x's bytes are in a shared buffer (SharedRows after its header), not in the reply
 )
 
+// sharedRowsSize is SharedRows on the wire: buffer u32, offset u64,
+// retire u32.
+const sharedRowsSize = 16
+
 // featuresHeaderSize bounds the header bytes a reply's features add:
-// the flags, x's 2-D header and y's header.
-const featuresHeaderSize = 1 + (2 + 16) + arrayHeaderSize
+// the flags, x's 2-D header (and where shared, its location) and y's
+// header.
+const featuresHeaderSize = 1 + (2 + 16) + sharedRowsSize + arrayHeaderSize
 
 var (
 	// ErrFrameTooLarge is returned by ReadFrame for a frame over the cap.
@@ -292,7 +313,7 @@ func EncodeBatch(op uint8, id uint32, b *epoch.Blocks, batch int, f *Features) n
 		if f.Y != nil {
 			flags |= featureY
 		}
-		if f.Shared {
+		if f.Shared != nil {
 			flags |= featureShared
 		}
 		rows := 0
@@ -303,8 +324,12 @@ func EncodeBatch(op uint8, id uint32, b *epoch.Blocks, batch int, f *Features) n
 		w.hdr = binary.LittleEndian.AppendUint64(w.hdr, uint64(rows))
 		w.hdr = binary.LittleEndian.AppendUint64(w.hdr, uint64(f.Dim))
 		w.size += 1 + 2 + 16
-		if f.Shared {
-			// x's bytes travel in the memory file.
+		if s := f.Shared; s != nil {
+			// x's bytes are in the shared buffer.
+			w.hdr = binary.LittleEndian.AppendUint32(w.hdr, s.Buffer)
+			w.hdr = binary.LittleEndian.AppendUint64(w.hdr, s.Offset)
+			w.hdr = binary.LittleEndian.AppendUint32(w.hdr, s.Retire)
+			w.size += sharedRowsSize
 		} else if w.size += len(f.X); !hostorder.LittleEndian || len(f.X) == 0 {
 			w.hdr = append(w.hdr, f.X...)
 		} else {
@@ -345,8 +370,8 @@ func MarshalBlocks(op uint8, id uint32, b *epoch.Blocks, batch int) []byte {
 type decoder struct {
 	p   []byte
 	off int
-	// shared reads a shared-rows reply's x from its memory file.
-	shared func(n int) ([]byte, error)
+	// shared reads a shared-rows reply's x (n bytes) from its buffer.
+	shared func(s SharedRows, n int) ([]byte, error)
 }
 
 func (d *decoder) fail(what string) error {
@@ -449,7 +474,7 @@ func DecodeBatch(p []byte) (*epoch.Blocks, int, *Features, error) {
 
 // decodeBatch is DecodeBatch for a reply that may have come with a memory
 // file of rows (shared, nil: none; it reads n bytes of it).
-func decodeBatch(p []byte, shared func(n int) ([]byte, error)) (*epoch.Blocks, int, *Features, error) {
+func decodeBatch(p []byte, shared func(s SharedRows, n int) ([]byte, error)) (*epoch.Blocks, int, *Features, error) {
 	d := &decoder{p: p, shared: shared}
 	e, err := d.u32("epoch")
 	if err != nil {
@@ -529,11 +554,16 @@ func (d *decoder) features(b *epoch.Blocks) (*Features, error) {
 		if dim == 0 || dim > 1<<24 || rows > 1<<40/dim {
 			return nil, d.fail(fmt.Sprintf("shared array x of %d × %d elements", rows, dim))
 		}
-		x, err := d.shared(int(rows*dim) * size)
+		if len(d.p)-d.off < sharedRowsSize {
+			return nil, d.fail("truncated location of shared array x")
+		}
+		s := &SharedRows{Buffer: binary.LittleEndian.Uint32(d.p[d.off:]), Offset: binary.LittleEndian.Uint64(d.p[d.off+4:]), Retire: binary.LittleEndian.Uint32(d.p[d.off+12:])}
+		d.off += sharedRowsSize
+		x, err := d.shared(*s, int(rows*dim)*size)
 		if err != nil {
 			return nil, d.fail("shared array x: " + err.Error())
 		}
-		f = &Features{X: x, Dim: int(dim), DType: dt, Shared: true}
+		f = &Features{X: x, Dim: int(dim), DType: dt, Shared: s}
 	} else {
 		if dim == 0 || dim > 1<<24 || rows*dim > uint64(len(d.p)-d.off)/uint64(size) {
 			return nil, d.fail(fmt.Sprintf("array x of %d × %d elements overruns the payload", rows, dim))

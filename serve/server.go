@@ -240,7 +240,7 @@ func (s *Server) NextBatch(ctx context.Context, e uint32) (Batch, error) {
 	if err != nil || c.End {
 		return Batch{Epoch: c.Epoch, End: c.End}, err
 	}
-	return s.assemble(c)
+	return s.assemble(c, nil)
 }
 
 // claim takes the next minibatch of epoch e off the shared cursor.
@@ -255,20 +255,21 @@ func (s *Server) claim(ctx context.Context, e uint32) (epoch.Claim, error) {
 	return c, nil
 }
 
-// assemble builds a claimed minibatch.
-func (s *Server) assemble(c epoch.Claim) (Batch, error) {
+// assemble builds a claimed minibatch; with a pool (a shared-rows
+// connection's), its rows are read into one of the pool's buffers.
+func (s *Server) assemble(c epoch.Claim, pool *rowPool) (Batch, error) {
 	b, err := s.pipe.Assemble(c)
 	if err != nil {
 		if s.features != nil {
 			// Its feature rows still take their turn, or the epoch's
 			// later minibatches would wait for it forever.
-			s.features.rows(c.Epoch, c.Index, c.Features(), nil)
+			s.features.rows(c.Epoch, c.Index, c.Features(), nil, nil)
 		}
 		return Batch{}, newRequestError(CodeInternal, "assembling batch %d of epoch %d: %v", c.Index, c.Epoch, err)
 	}
 	out := Batch{Epoch: b.Epoch, Index: b.Index, Blocks: b.Blocks}
 	if s.features != nil {
-		if out.Features, err = s.features.rows(b.Epoch, b.Index, b.Features, b.Blocks); err != nil {
+		if out.Features, err = s.features.rows(b.Epoch, b.Index, b.Features, b.Blocks, pool); err != nil {
 			return Batch{}, newRequestError(CodeInternal, "reading the features of batch %d of epoch %d: %v", b.Index, b.Epoch, err)
 		}
 	}
@@ -303,11 +304,11 @@ func (s *Server) Sample(ctx context.Context, e uint32, seeds []uint32) (*epoch.B
 
 // sampleFeatures reads the features of a sample reply's blocks (nil
 // without a feature store): directly, as the seeds are outside any plan.
-func (s *Server) sampleFeatures(b *epoch.Blocks) (*Features, error) {
+func (s *Server) sampleFeatures(b *epoch.Blocks, pool *rowPool) (*Features, error) {
 	if s.features == nil {
 		return nil, nil
 	}
-	f, err := s.features.direct(b)
+	f, err := s.features.direct(b, pool)
 	if err != nil {
 		return nil, newRequestError(CodeInternal, "reading features: %v", err)
 	}

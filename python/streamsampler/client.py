@@ -85,6 +85,7 @@ class Client:
         self._stash: dict[int, tuple[int, int, int, memoryview]] = {}
         self._fds: dict[int, int] = {}  # reply id -> the memory file that came with it
         self._shared = False
+        self._bufs: Optional[P.SharedBuffers] = None
         self._next_id = 0
         self._header = bytearray(P.HEADER_SIZE)
         try:
@@ -96,6 +97,7 @@ class Client:
                 self._shared = True
                 try:
                     self._call(P.OP_MAP_ROWS)
+                    self._bufs = P.SharedBuffers()
                 except P.ServerError:
                     self._shared = False  # no feature store, or not supported: the stream
         except BaseException:
@@ -197,7 +199,7 @@ class Client:
         """The Batch of reply ``rid``, with its memory file if one came."""
         with self._lock:
             fd = self._fds.pop(rid, None)
-        return P.decode_blocks(body, fd)
+        return P.decode_blocks(body, fd, self._bufs)
 
     def next_batch(self, epoch: Optional[int] = None) -> Optional[P.Batch]:
         """The next minibatch of ``epoch`` (None: the current one), or None
@@ -256,7 +258,11 @@ class Client:
             # connection stays in step (those minibatches are lost).
             for rid in inflight:
                 try:
-                    self._wait(P.OP_NEXT_BATCH, rid)
+                    status, body = self._wait(P.OP_NEXT_BATCH, rid)
+                    if status == P.STATUS_OK and self._bufs is not None:
+                        # Decoded and dropped: a shared buffer it brings is
+                        # kept, and its lease given back.
+                        self._decode(rid, body)
                 except (OSError, P.ServerError, P.ProtocolError):
                     pass
                 with self._lock:
@@ -272,6 +278,8 @@ class Client:
             for fd in self._fds.values():
                 os.close(fd)
             self._fds.clear()
+            if self._bufs is not None:
+                self._bufs.close()
         self._sock.close()
 
     def __enter__(self) -> Client:

@@ -18,6 +18,7 @@ import json
 import mmap
 import os
 import struct
+import weakref
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
@@ -252,11 +253,11 @@ class Batch:
             self.epoch, self.index, len(self.seeds), self.hops)
 
 
-def decode_blocks(payload: Buffer, fd: Optional[int] = None) -> Batch:
+def decode_blocks(payload: Buffer, fd: Optional[int] = None, bufs: Optional["SharedBuffers"] = None) -> Batch:
     """Decode a minibatch reply payload into a Batch whose arrays are views
-    of ``payload``. ``fd`` is the memory file passed with the reply on a
-    connection with shared rows: ``batch.x`` is then a view of its mapping
-    (the descriptor is closed; the mapping lives as long as the array)."""
+    of ``payload``. On a connection with shared rows, ``bufs`` are its
+    shared buffers and ``fd`` the memory file passed with the reply, if
+    any: ``batch.x`` is then a view of a shared buffer (SharedBuffers)."""
     if len(payload) < 9:
         raise ProtocolError("truncated minibatch reply (%d bytes)" % len(payload))
     epoch, index, nhops = struct.unpack_from("<IiB", payload, 0)
@@ -274,7 +275,7 @@ def decode_blocks(payload: Buffer, fd: Optional[int] = None) -> Batch:
     hops = [Hop(*arrays[1 + 4 * h: 5 + 4 * h]) for h in range(nhops)]
     batch = Batch(epoch, arrays[0], hops, index)
     if off != len(payload):
-        off = _decode_features(payload, off, batch, fd)
+        off = _decode_features(payload, off, batch, fd, bufs)
     elif fd is not None:
         os.close(fd)
     if off != len(payload):
@@ -285,24 +286,25 @@ def decode_blocks(payload: Buffer, fd: Optional[int] = None) -> Batch:
 #: Feature flags: the byte before a reply's feature arrays.
 FEATURE_X = 1
 FEATURE_Y = 2
-FEATURE_SHARED = 4  # x's bytes are in the memory file passed with the reply
+FEATURE_SHARED = 4  # x's bytes are in a shared buffer (its location after x's header)
 #: The dtypes feature rows come in.
 FEATURE_DTYPES = (np.dtype("<f4"), np.dtype("<f2"), np.dtype("<i1"), np.dtype("<u1"))
 
 
-def _decode_features(payload: Buffer, off: int, batch: Batch, fd: Optional[int] = None) -> int:
+def _decode_features(payload: Buffer, off: int, batch: Batch, fd: Optional[int] = None,
+                     bufs: Optional["SharedBuffers"] = None) -> int:
     """Decode the features after a minibatch's hops into ``batch.x`` (one
     row per node of ``n_id``) and ``batch.y`` (one label per seed)."""
     flags = payload[off]
     off += 1
     shared = bool(flags & FEATURE_SHARED)
-    if not flags & FEATURE_X or flags & ~(FEATURE_X | FEATURE_Y | FEATURE_SHARED) or shared != (fd is not None):
+    if not flags & FEATURE_X or flags & ~(FEATURE_X | FEATURE_Y | FEATURE_SHARED) or (fd is not None and not shared):
         if fd is not None:
             os.close(fd)
         raise ProtocolError("feature flags %#x at byte %d%s" % (
             flags, off - 1, " with a memory file" if fd is not None else ""))
     if shared:
-        x, off = _map_rows(payload, off, fd)
+        x, off = _map_rows(payload, off, fd, bufs)
     else:
         x, off = decode_array(payload, off)
     if x.ndim != 2 or x.dtype not in FEATURE_DTYPES:
@@ -318,27 +320,106 @@ def _decode_features(payload: Buffer, off: int, batch: Batch, fd: Optional[int] 
     return off
 
 
-def _map_rows(payload: Buffer, off: int, fd: int) -> tuple[np.ndarray, int]:
-    """The x of a shared-rows reply: its header from the payload, its bytes
-    a private (copy-on-write) mapping of the memory file ``fd``, which is
-    closed."""
+_MADV_POPULATE_READ = 22  # Linux 5.14; not in the mmap module of Python 3.11
+_populate_ok = hasattr(mmap.mmap, "madvise")
+#: Where SharedRows.retire names no buffer.
+NO_BUFFER = 0xFFFFFFFF
+
+
+def _populate_read(mm: mmap.mmap) -> None:
+    """Maps every page of mm in one call (MADV_POPULATE_READ) instead of
+    one page fault per 4 KiB as numpy first reads them. Older kernels
+    refuse: then the faults happen as before."""
+    global _populate_ok
+    if not _populate_ok:
+        return
     try:
-        if len(payload) - off < 18:
+        mm.madvise(_MADV_POPULATE_READ)
+    except OSError:
+        _populate_ok = False
+
+
+class SharedBuffers:
+    """The client's side of a connection's shared-rows buffers
+    (docs/PROTOCOL.md): each buffer's memory file is mapped once, from the
+    reply that brings its descriptor, and unmapped when a reply retires it.
+    A reply's ``x`` is a view of its buffer; when the last reference to it
+    (or to any view of it, a torch tensor from ``torch.from_numpy``
+    included) is gone, the buffer's lease word is cleared and the server
+    may write the rows of a later minibatch there. Until then the rows
+    stay as they are: hold ``x`` as long as you like."""
+
+    def __init__(self) -> None:
+        self._maps: dict[int, mmap.mmap] = {}
+
+    def view(self, buf: int, offset: int, retire: int, fd: Optional[int], dt: np.dtype,
+             rows: int, dim: int) -> np.ndarray:
+        try:
+            if fd is not None:
+                if buf in self._maps:
+                    raise ProtocolError("shared buffer %d sent twice" % buf)
+                size = os.fstat(fd).st_size
+                mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                _populate_read(mm)
+                self._maps[buf] = mm
+        finally:
+            if fd is not None:
+                os.close(fd)
+        if retire != NO_BUFFER:
+            old = self._maps.pop(retire, None)
+            if old is None:
+                raise ProtocolError("retired shared buffer %d unknown" % retire)
+            try:
+                old.close()
+            except BufferError:
+                pass  # a view is still alive: the mapping goes with it
+        mm = self._maps.get(buf)
+        if mm is None:
+            raise ProtocolError("shared buffer %d never sent" % buf)
+        n = rows * dim * dt.itemsize
+        if offset < 8 or offset + n > len(mm):
+            raise ProtocolError("x of %d bytes at byte %d of a shared buffer of %d" % (n, offset, len(mm)))
+        base = np.frombuffer(mm, dtype=dt, count=rows * dim, offset=offset)
+        # Views of base keep base alive (numpy stops collapsing bases at
+        # an array whose base is not an array), so base dies last.
+        weakref.finalize(base, _release, mm)
+        return base.reshape(rows, dim)
+
+    def close(self) -> None:
+        for mm in self._maps.values():
+            try:
+                mm.close()
+            except BufferError:
+                pass
+        self._maps.clear()
+
+
+def _release(mm: mmap.mmap) -> None:
+    """Clears a shared buffer's lease word: the server may reuse it."""
+    if not mm.closed:
+        struct.pack_into("<Q", mm, 0, 0)
+
+
+def _map_rows(payload: Buffer, off: int, fd: Optional[int], bufs: Optional[SharedBuffers]) -> tuple[np.ndarray, int]:
+    """The x of a shared-rows reply: its header and location from the
+    payload, its bytes in a shared buffer (``fd``, where one came with the
+    reply, is that buffer's memory file, and is closed)."""
+    try:
+        if bufs is None:
+            raise ProtocolError("a shared-rows reply on a connection without shared buffers")
+        if len(payload) - off < 18 + 16:
             raise ProtocolError("truncated header of shared array x at byte %d" % off)
         code, ndim = payload[off], payload[off + 1]
         dt = DTYPES.get(code)
         if dt is None or ndim != 2:
             raise ProtocolError("shared array x with dtype %d and %d dimensions" % (code, ndim))
         rows, dim = struct.unpack_from("<QQ", payload, off + 2)
-        nbytes = rows * dim * dt.itemsize
-        if nbytes == 0:
-            return np.empty((rows, dim), dt), off + 18
-        if os.fstat(fd).st_size < nbytes:
-            raise ProtocolError("memory file of %d bytes for x of %d" % (os.fstat(fd).st_size, nbytes))
-        mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
-        return np.frombuffer(mm, dtype=dt, count=rows * dim).reshape(rows, dim), off + 18
-    finally:
-        os.close(fd)
+        buf, offset, retire = struct.unpack_from("<IQI", payload, off + 18)
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        raise
+    return bufs.view(buf, offset, retire, fd, dt, rows, dim), off + 18 + 16
 
 
 def encode_blocks(batch: Batch, op: int, rid: int) -> bytes:

@@ -1,0 +1,163 @@
+//go:build linux
+
+package serve
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A rowPool is a connection's shared-rows buffers: memory files that both
+// the server and the client keep mapped, so that a minibatch's rows are
+// written once, into memory the client already maps, instead of into a
+// fresh file per reply (whose pages the kernel would allocate, zero, map
+// twice and free, every minibatch: as much work as the rows themselves).
+//
+// A buffer's first page is its lease: a little-endian u64 at offset 0,
+// leaseHeld while a reply's rows are in it, set back to leaseFree by the
+// client once nothing of its own refers to them (docs/PROTOCOL.md). The
+// server reuses only free buffers; where none is large enough it maps a
+// new one, and retires the smallest free one that was too small (the
+// client unmaps it when the reply that names it arrives).
+type rowPool struct {
+	mu     sync.Mutex
+	bufs   []*rowBuf
+	nextID uint32
+	closed bool
+}
+
+// rowBuf is one buffer of a pool.
+type rowBuf struct {
+	id   uint32
+	fd   int
+	m    []byte // the whole file: the lease page, then the rows
+	sent bool   // its descriptor has gone to the client (owned by the lease holder)
+}
+
+// rowLease is a reply's hold on a buffer: its rows are at rowsOffset.
+type rowLease struct {
+	pool   *rowPool
+	buf    *rowBuf
+	retire uint32 // a buffer the client should unmap (noBuffer: none)
+}
+
+const (
+	leaseFree  = 0
+	leaseHeld  = 1
+	rowsOffset = 4096   // the lease page
+	noBuffer   = ^uint32(0)
+	poolRound  = 1 << 21 // buffers grow in 2 MiB steps
+)
+
+func (b *rowBuf) lease() *uint64 { return (*uint64)(unsafe.Pointer(&b.m[0])) }
+
+func (b *rowBuf) rows() int { return len(b.m) - rowsOffset }
+
+func (b *rowBuf) close() {
+	unix.Munmap(b.m)
+	unix.Close(b.fd)
+}
+
+func newRowPool() *rowPool { return &rowPool{} }
+
+// acquire leases a buffer for n bytes of rows: the smallest free one that
+// holds them, or a new one a quarter larger than n (rounded to 2 MiB), so
+// that minibatches of similar sizes reuse it.
+func (p *rowPool) acquire(n int) (*rowLease, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, fmt.Errorf("shared rows: connection closed")
+	}
+	var best, small *rowBuf
+	at := -1
+	for i, b := range p.bufs {
+		if atomic.LoadUint64(b.lease()) != leaseFree {
+			continue
+		}
+		if b.rows() >= n {
+			if best == nil || b.rows() < best.rows() {
+				best = b
+			}
+		} else if small == nil || b.rows() < small.rows() {
+			small, at = b, i
+		}
+	}
+	l := &rowLease{pool: p, buf: best, retire: noBuffer}
+	if best == nil {
+		size := rowsOffset + (n+n/4+poolRound-1)/poolRound*poolRound
+		b, err := newRowBuf(p.nextID, size)
+		if err != nil {
+			return nil, err
+		}
+		p.nextID++
+		if small != nil {
+			p.bufs = append(p.bufs[:at], p.bufs[at+1:]...)
+			small.close()
+			l.retire = small.id
+		}
+		p.bufs = append(p.bufs, b)
+		l.buf = b
+	}
+	atomic.StoreUint64(l.buf.lease(), leaseHeld)
+	return l, nil
+}
+
+// newRowBuf maps a new memory file of size bytes, populated at once (one
+// call instead of a fault per page as rows are written).
+func newRowBuf(id uint32, size int) (*rowBuf, error) {
+	fd, err := unix.MemfdCreate("streamsampler-rows", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd_create: %w", err)
+	}
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("sizing a memory file of %d bytes: %w", size, err)
+	}
+	m, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("mapping a memory file of %d bytes: %w", size, err)
+	}
+	return &rowBuf{id: id, fd: fd, m: m}, nil
+}
+
+// id is the leased buffer's id.
+func (l *rowLease) id() uint32 { return l.buf.id }
+
+// bytes is where the lease's n bytes of rows go.
+func (l *rowLease) bytes(n int) []byte { return l.buf.m[rowsOffset : rowsOffset+n] }
+
+// abandon frees a lease whose reply will not be sent.
+func (l *rowLease) abandon() { atomic.StoreUint64(l.buf.lease(), leaseFree) }
+
+// attach returns a descriptor to pass with the reply (a duplicate, which
+// the writer closes) the first time the buffer goes to the client, -1
+// after.
+func (l *rowLease) attach() (int, error) {
+	if l.buf.sent {
+		return -1, nil
+	}
+	fd, err := unix.Dup(l.buf.fd)
+	if err != nil {
+		return -1, fmt.Errorf("passing a memory file: %w", err)
+	}
+	unix.CloseOnExec(fd)
+	l.buf.sent = true
+	return fd, nil
+}
+
+// close unmaps and closes every buffer (the connection is gone; the
+// client's mappings keep their pages until it unmaps them).
+func (p *rowPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, b := range p.bufs {
+		b.close()
+	}
+	p.bufs, p.closed = nil, true
+}
