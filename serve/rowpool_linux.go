@@ -48,7 +48,7 @@ type rowLease struct {
 const (
 	leaseFree  = 0
 	leaseHeld  = 1
-	rowsOffset = 4096   // the lease page
+	rowsOffset = 4096 // the lease page
 	noBuffer   = ^uint32(0)
 	poolRound  = 1 << 21 // buffers grow in 2 MiB steps
 )

@@ -15,7 +15,7 @@ type rowLease struct{ retire uint32 }
 
 type rowBuf struct{ id uint32 }
 
-func newRowPool() *rowPool                           { return &rowPool{} }
+func newRowPool() *rowPool                          { return &rowPool{} }
 func (p *rowPool) acquire(n int) (*rowLease, error) { return nil, errors.New("no memory files here") }
 func (p *rowPool) close()                           {}
 func (l *rowLease) bytes(n int) []byte              { return nil }
