@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
@@ -29,8 +30,11 @@ type sampleFeatures struct {
 // readSampleFeatures reads the rows of b's nodes and its seeds' labels from
 // the feature store of graph, the graph the state was prepared from (fp,
 // its fingerprint in the state's configuration). One minibatch has no
-// plan: its rows are read sorted and coalesced into aligned extents, with
-// O_DIRECT where the file system allows it (featplan.ReadRows).
+// plan: its rows are read sorted, coalesced into extents and sixteen at a
+// time (featplan.ReadRows), through the page cache: unlike an epoch
+// streamed through a plan, one minibatch pollutes little, and a repeated
+// sample finds its rows there (BenchmarkReadRows in featplan: cold, no
+// slower than O_DIRECT; warm, several times faster).
 func readSampleFeatures(graph string, fp chunkfmt.Fingerprint, b *epoch.Blocks) (*sampleFeatures, error) {
 	fs, err := featstore.Open(graph)
 	if errors.Is(err, featstore.ErrNoFeatures) {
@@ -49,7 +53,7 @@ func readSampleFeatures(graph string, fp chunkfmt.Fingerprint, b *epoch.Blocks) 
 	}
 	sf := &sampleFeatures{nid: b.Nodes(), dtype: fs.DType(), dim: fs.Dim()}
 	sf.x = make([]byte, int64(len(sf.nid))*fs.RowBytes())
-	f, _, err := featplan.OpenDirect(fs.FeaturesPath())
+	f, err := os.Open(fs.FeaturesPath())
 	if err != nil {
 		return nil, fmt.Errorf("sample --features: %w", err)
 	}
