@@ -276,3 +276,54 @@ func (r *Reader) Report() Report {
 	rep.finish()
 	return rep
 }
+
+// ReadRows reads the rows of one node set outside any plan (a minibatch of
+// seeds of the caller's choosing): the rows of nid (distinct node ids, in
+// any order) from f, whose row v (of rowBytes bytes) is at byte v*rowBytes,
+// into dst in nid's order. The rows are read as a Reader reads a
+// minibatch's disk rows: sorted, coalesced into the aligned extents of
+// Extents and read up to o.Depth at once, so f may be opened with
+// O_DIRECT (OpenDirect). name is used in errors. The report counts one
+// minibatch with every row from disk.
+func ReadRows(f io.ReaderAt, name string, rowBytes int64, nid []uint32, dst []byte, o ExtentOptions) (Report, error) {
+	if err := o.check(); err != nil {
+		return Report{}, err
+	}
+	if rowBytes <= 0 {
+		return Report{}, fmt.Errorf("%w: %s: row of %d bytes", ErrInput, name, rowBytes)
+	}
+	if int64(len(dst)) < int64(len(nid))*rowBytes {
+		return Report{}, fmt.Errorf("%w: %d rows need %d bytes, buffer has %d", ErrInput, len(nid), int64(len(nid))*rowBytes, len(dst))
+	}
+	keys := make([]uint64, len(nid))
+	for i, v := range nid {
+		keys[i] = uint64(v)<<32 | uint64(i)
+	}
+	slices.Sort(keys)
+	rows := make([]uint32, len(keys))
+	for j, k := range keys {
+		rows[j] = uint32(k >> 32)
+	}
+	ext, err := Extents(nil, rows, rowBytes, o)
+	if err != nil {
+		return Report{}, err
+	}
+	r := &Reader{f: f, name: name, rowBytes: rowBytes, opts: o}
+	err = r.readEach("rows", rows, ext, func(e Extent, buf []byte) {
+		for j := e.First; j < e.Last; j++ {
+			i := int64(uint32(keys[j]))
+			copy(dst[i*rowBytes:(i+1)*rowBytes], buf[int64(rows[j])*rowBytes-e.Offset:][:rowBytes])
+		}
+	})
+	if err != nil {
+		return Report{}, err
+	}
+	n := int64(len(nid))
+	rep := Report{Batches: 1, RowBytes: rowBytes, RowsNeeded: n, RowsFromDisk: n, Reads: int64(len(ext)),
+		DistinctRows: n, CompulsoryBytes: n * rowBytes}
+	for _, e := range ext {
+		rep.BytesRead += e.Length
+	}
+	rep.finish()
+	return rep, nil
+}

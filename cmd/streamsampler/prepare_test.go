@@ -73,7 +73,7 @@ func TestPrepareAdvanceSampleRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		var exp strings.Builder
-		writeBlocksJSON(&exp, b)
+		writeBlocksJSON(&exp, b, nil)
 		out, e, code = cli(t, "sample", "--state", state, "--seeds", "15,0,300")
 		if code != 0 {
 			t.Fatalf("sample: %d %s", code, e)

@@ -16,12 +16,13 @@ import (
 
 type sampleOptions struct {
 	state, seeds, seedsFile, format, out string
+	features                             bool
 }
 
 func newSampleCmd() *cobra.Command {
 	var o sampleOptions
 	cmd := &cobra.Command{
-		Use:   "sample --state STATEDIR (--seeds 1,2,3 | --seeds-file F) [--format json|npz|summary] [-o FILE]",
+		Use:   "sample --state STATEDIR (--seeds 1,2,3 | --seeds-file F) [--features] [--format json|npz|summary] [-o FILE]",
 		Short: "Assemble one minibatch's blocks from the current epoch",
 		Long: `sample prints the blocks of one minibatch of the current epoch: for each hop,
 dst and src (global ids; src starts with dst) and the edges as local indices
@@ -29,10 +30,23 @@ dst and src (global ids; src starts with dst) and the edges as local indices
 {"epoch":N,"hops":[{"dst":[…],"src":[…],"edge_src":[…],"edge_dst":[…]},…]};
 npz holds epoch, seeds and hopH_{dst,src,edge_src,edge_dst} for H = 1..L;
 summary prints one line per hop with the block's sizes.
-Every seed must be a training node of the current epoch (this rank's shard).`,
+Every seed must be a training node of the current epoch (this rank's shard).
+
+With --features, the output also carries the minibatch's nodes n_id (the
+last hop's src, or the seeds without hops), their feature rows x (shape
+[len(n_id), dim], the store's dtype) and, when the store has labels, the
+seeds' labels y (int32, -1 for a node without one), read from the feature
+store of the graph the state was prepared from (chunkify features). npz
+adds the arrays n_id (uint32), x (float32, float16, int8 or uint8, the
+stored bytes) and y; JSON adds "n_id", "dtype", "dim", "x" (one array per
+row) and "y", with float16 values widened exactly to float32 and printed as
+the shortest decimal that reads back to it (so also to the same float16),
+and NaN or infinities, which JSON cannot write, as null; summary adds one
+line with the rows, dtype and bytes.`,
 		Example: `  streamsampler sample --state st --seeds 0,2,4
   streamsampler sample --state st --seeds-file batch.npy --format npz -o batch.npz
-  streamsampler sample --state st --seeds 0,2,4 --format summary`,
+  streamsampler sample --state st --seeds 0,2,4 --format summary
+  streamsampler sample --state st --seeds 0,2,4 --features --format npz -o batch.npz`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSample(cmd, o)
@@ -44,6 +58,7 @@ Every seed must be a training node of the current epoch (this rank's shard).`,
 	f.StringVar(&o.seedsFile, "seeds-file", "", "seed node ids, one per line (or .npy)")
 	f.StringVar(&o.format, "format", "json", "output format: json, npz or summary")
 	f.StringVarP(&o.out, "output", "o", "", "write to this file instead of stdout")
+	f.BoolVar(&o.features, "features", false, "also output the feature rows of the minibatch's nodes (n_id order) and its seeds' labels, from the graph's feature store (chunkify features)")
 	cmd.MarkFlagRequired("state")
 	return cmd
 }
@@ -91,6 +106,12 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 		}
 		return err
 	}
+	var sf *sampleFeatures
+	if o.features {
+		if sf, err = readSampleFeatures(cfg.Graph, cfg.Fingerprint, b); err != nil {
+			return err
+		}
+	}
 	var w io.Writer = cmd.OutOrStdout()
 	var af *atomicfile.File
 	if o.out != "" {
@@ -105,11 +126,11 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	switch o.format {
 	case "json":
-		err = writeBlocksJSON(bw, b)
+		err = writeBlocksJSON(bw, b, sf)
 	case "npz":
-		err = writeBlocksNPZ(bw, b)
+		err = writeBlocksNPZ(bw, b, sf)
 	default:
-		err = writeBlocksSummary(bw, b)
+		err = writeBlocksSummary(bw, b, sf)
 	}
 	if err == nil {
 		err = bw.Flush()
@@ -121,8 +142,9 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 }
 
 // writeBlocksJSON writes exactly {"epoch":N,"hops":[{"dst":…,"src":…,
-// "edge_src":…,"edge_dst":…},…]} and a newline.
-func writeBlocksJSON(w io.Writer, b *epoch.Blocks) error {
+// "edge_src":…,"edge_dst":…},…]} and a newline; with features sf (nil:
+// none), "n_id", "dtype", "dim", "x" and "y" follow "hops".
+func writeBlocksJSON(w io.Writer, b *epoch.Blocks, sf *sampleFeatures) error {
 	buf := fmt.Appendf(nil, `{"epoch":%d,"hops":[`, b.Epoch)
 	for h := range b.Hops {
 		if h > 0 {
@@ -130,26 +152,38 @@ func writeBlocksJSON(w io.Writer, b *epoch.Blocks) error {
 		}
 		buf = b.Hops[h].AppendJSON(buf)
 	}
-	buf = append(buf, "]}\n"...)
+	buf = append(buf, ']')
+	if sf != nil {
+		var err error
+		if buf, err = sf.appendJSON(w, buf); err != nil {
+			return err
+		}
+	}
+	buf = append(buf, "}\n"...)
 	_, err := w.Write(buf)
 	return err
 }
 
 // writeBlocksSummary prints the sizes a reader checks first: per hop the
-// destination and source counts and the number of edges between them.
-func writeBlocksSummary(w io.Writer, b *epoch.Blocks) error {
+// destination and source counts and the number of edges between them;
+// with features sf (nil: none), a line of their sizes.
+func writeBlocksSummary(w io.Writer, b *epoch.Blocks, sf *sampleFeatures) error {
 	buf := fmt.Appendf(nil, "epoch %d, %d seeds\n", b.Epoch, len(b.Seeds))
 	for h, hop := range b.Hops {
 		buf = fmt.Appendf(buf, "hop %d: %d dst <- %d src (%d new), %d edges\n",
 			h+1, len(hop.Dst), len(hop.Src), len(hop.Src)-len(hop.Dst), len(hop.EdgeSrc))
+	}
+	if sf != nil {
+		buf = sf.summaryLine(buf)
 	}
 	_, err := w.Write(buf)
 	return err
 }
 
 // writeBlocksNPZ writes epoch (a scalar), seeds and hopH_{dst,src,
-// edge_src,edge_dst} for H = 1..L as an uncompressed .npz.
-func writeBlocksNPZ(w io.Writer, b *epoch.Blocks) error {
+// edge_src,edge_dst} for H = 1..L as an uncompressed .npz; with features
+// sf (nil: none), also n_id, x and y (sampleFeatures.addNPZ).
+func writeBlocksNPZ(w io.Writer, b *epoch.Blocks, sf *sampleFeatures) error {
 	z := npy.NewNPZWriter(w)
 	if err := npy.AddScalar(z, "epoch", b.Epoch); err != nil {
 		return err
@@ -169,6 +203,11 @@ func writeBlocksNPZ(w io.Writer, b *epoch.Blocks) error {
 			if err != nil {
 				return err
 			}
+		}
+	}
+	if sf != nil {
+		if err := sf.addNPZ(z); err != nil {
+			return err
 		}
 	}
 	return z.Close()

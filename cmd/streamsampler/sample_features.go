@@ -1,0 +1,224 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/featplan"
+	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/internal/npy"
+)
+
+// sampleFeatures are one minibatch's feature rows and labels, as sample
+// --features prints them.
+type sampleFeatures struct {
+	nid   []uint32 // the minibatch's nodes: the last hop's src, or the seeds
+	x     []byte   // len(nid) rows of the store's row bytes, little-endian, in nid's order
+	dtype featstore.DType
+	dim   int
+	y     []int32 // the seeds' labels (featstore.NoLabel: none); nil when the store has none
+	reads featplan.Report
+}
+
+// readSampleFeatures reads the rows of b's nodes and its seeds' labels from
+// the feature store of graph, the graph the state was prepared from (fp,
+// its fingerprint in the state's configuration). One minibatch has no
+// plan: its rows are read sorted, coalesced into extents and sixteen at a
+// time (featplan.ReadRows), through the page cache: unlike an epoch
+// streamed through a plan, one minibatch pollutes little, and a repeated
+// sample finds its rows there (BenchmarkReadRows in featplan: cold, no
+// slower than O_DIRECT; warm, several times faster).
+func readSampleFeatures(graph string, fp chunkfmt.Fingerprint, b *epoch.Blocks) (*sampleFeatures, error) {
+	fs, err := featstore.Open(graph)
+	if errors.Is(err, featstore.ErrNoFeatures) {
+		return nil, fmt.Errorf("sample --features: graph %s has no feature store; pack one with `chunkify features FEATURES -o %s` (%w)", graph, graph, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sample --features: %w", err)
+	}
+	defer fs.Close()
+	// The store matches the directory's graph (Open checks it); the
+	// directory must also still hold the graph the epoch was sampled from,
+	// or the rows would be another graph's nodes'.
+	if sg := fs.Manifest().Graph; sg != fp {
+		return nil, fmt.Errorf("sample --features: %w: the feature store of %s was packed for a graph of %d nodes, %d edges (chunk CRCs %08x); the state was prepared from one of %d nodes, %d edges (chunk CRCs %08x)",
+			featstore.ErrGraphMismatch, graph, sg.NumNodes, sg.NumEdges, sg.ChunkCRCs, fp.NumNodes, fp.NumEdges, fp.ChunkCRCs)
+	}
+	sf := &sampleFeatures{nid: b.Nodes(), dtype: fs.DType(), dim: fs.Dim()}
+	sf.x = make([]byte, int64(len(sf.nid))*fs.RowBytes())
+	f, err := os.Open(fs.FeaturesPath())
+	if err != nil {
+		return nil, fmt.Errorf("sample --features: %w", err)
+	}
+	defer f.Close()
+	if sf.reads, err = featplan.ReadRows(f, fs.FeaturesPath(), fs.RowBytes(), sf.nid, sf.x, featplan.DefaultExtentOptions()); err != nil {
+		return nil, fmt.Errorf("sample --features: %w", err)
+	}
+	if fs.HasLabels() {
+		sf.y = make([]int32, len(b.Seeds))
+		if err := fs.ReadLabels(b.Seeds, sf.y); err != nil {
+			return nil, fmt.Errorf("sample --features: labels: %w", err)
+		}
+	}
+	return sf, nil
+}
+
+// npyDescr is NumPy's descriptor of a feature dtype (rows are stored
+// little-endian).
+func npyDescr(d featstore.DType) string {
+	switch d {
+	case featstore.Float32:
+		return "<f4"
+	case featstore.Float16:
+		return "<f2"
+	case featstore.Int8:
+		return "|i1"
+	case featstore.Uint8:
+		return "|u1"
+	}
+	panic("unreachable: featstore.Open accepts no other dtype")
+}
+
+// addNPZ adds n_id (uint32), x ([len(n_id), dim] of the store's dtype, its
+// bytes as stored) and, with labels, y (int32).
+func (sf *sampleFeatures) addNPZ(z *npy.NPZWriter) error {
+	if err := npy.AddArray(z, "n_id", sf.nid); err != nil {
+		return err
+	}
+	w, err := z.Create("x")
+	if err != nil {
+		return err
+	}
+	if _, err := (npy.Header{Descr: npyDescr(sf.dtype), Shape: []int{len(sf.nid), sf.dim}}).WriteTo(w); err != nil {
+		return fmt.Errorf("npz: x: %w", err)
+	}
+	if _, err := w.Write(sf.x); err != nil {
+		return fmt.Errorf("npz: x: %w", err)
+	}
+	if sf.y != nil {
+		return npy.AddArray(z, "y", sf.y)
+	}
+	return nil
+}
+
+// jsonChunk is how much JSON is built before it is written.
+const jsonChunk = 64 << 10
+
+// appendJSON appends `,"n_id":[…],"dtype":"…","dim":D,"x":[[…],…]` and,
+// with labels, `,"y":[…]` to buf, writing to w whenever buf grows past
+// jsonChunk (x may be large); it returns what is left to write.
+func (sf *sampleFeatures) appendJSON(w io.Writer, buf []byte) ([]byte, error) {
+	buf = append(buf, `,"n_id":`...)
+	buf = appendUints(buf, sf.nid)
+	buf = fmt.Appendf(buf, `,"dtype":%q,"dim":%d,"x":[`, sf.dtype, sf.dim)
+	rb := len(sf.x) / max(1, len(sf.nid))
+	for i := range sf.nid {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendRowJSON(buf, sf.dtype, sf.x[i*rb:(i+1)*rb])
+		if len(buf) >= jsonChunk {
+			if _, err := w.Write(buf); err != nil {
+				return nil, err
+			}
+			buf = buf[:0]
+		}
+	}
+	buf = append(buf, ']')
+	if sf.y != nil {
+		buf = append(buf, `,"y":[`...)
+		for i, v := range sf.y {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = strconv.AppendInt(buf, int64(v), 10)
+		}
+		buf = append(buf, ']')
+	}
+	return buf, nil
+}
+
+func appendUints(buf []byte, a []uint32) []byte {
+	buf = append(buf, '[')
+	for i, v := range a {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendUint(buf, uint64(v), 10)
+	}
+	return append(buf, ']')
+}
+
+// appendRowJSON appends one row as a JSON array of numbers: integers for
+// int8 and uint8; for float32 the shortest decimal that reads back as the
+// same float32; a float16 widened (exactly) to float32 and printed the
+// same way, so that it reads back as the same float16 too. JSON has no
+// NaN or infinity: those are null (npz keeps every bit).
+func appendRowJSON(buf []byte, d featstore.DType, row []byte) []byte {
+	buf = append(buf, '[')
+	n := len(row) / d.Size()
+	for j := range n {
+		if j > 0 {
+			buf = append(buf, ',')
+		}
+		switch d {
+		case featstore.Float32:
+			buf = appendFloat32JSON(buf, math.Float32frombits(binary.LittleEndian.Uint32(row[4*j:])))
+		case featstore.Float16:
+			buf = appendFloat32JSON(buf, float16ToFloat32(binary.LittleEndian.Uint16(row[2*j:])))
+		case featstore.Int8:
+			buf = strconv.AppendInt(buf, int64(int8(row[j])), 10)
+		case featstore.Uint8:
+			buf = strconv.AppendUint(buf, uint64(row[j]), 10)
+		}
+	}
+	return append(buf, ']')
+}
+
+func appendFloat32JSON(buf []byte, v float32) []byte {
+	if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+		return append(buf, "null"...)
+	}
+	return strconv.AppendFloat(buf, float64(v), 'g', -1, 32)
+}
+
+// float16ToFloat32 widens IEEE 754 binary16 h to float32; every binary16
+// value, subnormals, infinities and NaN included, is exactly a float32.
+func float16ToFloat32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1F
+	mant := uint32(h) & 0x3FF
+	switch {
+	case exp == 0x1F: // Inf, NaN (payload kept)
+		return math.Float32frombits(sign | 0x7F800000 | mant<<13)
+	case exp == 0 && mant == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: normalise the mantissa
+		e := uint32(127 - 15 + 1)
+		for mant&0x400 == 0 {
+			mant <<= 1
+			e--
+		}
+		return math.Float32frombits(sign | e<<23 | (mant&0x3FF)<<13)
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
+}
+
+// summaryLine is summary's line for the features: rows, dtype, bytes and
+// the reads that fetched them.
+func (sf *sampleFeatures) summaryLine(buf []byte) []byte {
+	buf = fmt.Appendf(buf, "features: %d rows x %d %s = %d bytes", len(sf.nid), sf.dim, sf.dtype, len(sf.x))
+	if sf.y != nil {
+		buf = fmt.Appendf(buf, ", %d labels", len(sf.y))
+	} else {
+		buf = append(buf, ", no labels"...)
+	}
+	return fmt.Appendf(buf, " (read in %d requests, %d bytes)\n", sf.reads.Reads, sf.reads.BytesRead)
+}
