@@ -6,13 +6,18 @@ as PyG's ``Planetoid`` does; ``load_musae_facebook()`` reads SNAP's
 musae-facebook (facebook-large-page-page) text files with a seeded
 60/20/20 split. ``prepare(dataset, out)`` writes what ``streamsampler
 serve`` and a trainer need: a graph directory (``chunkify build
---symmetrize``), train/val/test id files, features.npy and labels.npy.
+--symmetrize``) with the features and labels packed into its feature store
+(``chunkify features``; ``serve --features`` delivers them, and
+:mod:`streamsampler.featstore` reads them), train/val/test id files, and
+the store's inputs features.npy and labels.npy.
 
     python -m streamsampler.datasets cora out/cora --root testdata
 
 The raw files are read from ``root`` (the ``--root`` option), else from
 ``$STREAMSAMPLER_DATASETS``; there is no built-in default. A checkout
-bundles Cora under ``testdata/`` (``--root testdata``).
+bundles all three under ``testdata/`` (``--root testdata``): Cora as is,
+CiteSeer and musae-facebook gzip-compressed (a raw file ``NAME`` may be
+``NAME.gz``).
 
 Needs numpy; the Planetoid pickles also need scipy (they hold scipy
 sparse matrices).
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import json
 import os
 import pickle
@@ -51,7 +57,7 @@ def dataset_root(root: Optional[PathArg] = None) -> str:
     else:
         raise ValueError("no dataset directory: pass root= (--root on the command line) or set $%s "
                          "to the folder holding planetoid/ and musae-facebook/ (a checkout's testdata/ "
-                         "holds Cora)" % ROOT_ENV)
+                         "holds all three)" % ROOT_ENV)
     if not os.path.isdir(base):
         raise FileNotFoundError("dataset directory %r (from %s) does not exist" % (base, source))
     return base
@@ -110,8 +116,17 @@ def undirected_unique(u: Union[Sequence[int], np.ndarray], v: Union[Sequence[int
 
 # -- Planetoid ---------------------------------------------------------------
 
+def _open_raw(path: str, mode: str = "rb", **kw: Any) -> Any:
+    """Open a raw dataset file, or its gzip-compressed copy ``path.gz``
+    when ``path`` is absent (the checkout bundles CiteSeer and
+    musae-facebook compressed, testdata/README.md)."""
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        return gzip.open(path + ".gz", mode if "b" in mode else mode.replace("t", "") + "t", **kw)
+    return open(path, mode, **kw)
+
+
 def _load_pickle(path: str) -> Any:
-    with open(path, "rb") as f, warnings.catch_warnings():
+    with _open_raw(path, "rb") as f, warnings.catch_warnings():
         # Python-2 pickles of numpy arrays and scipy matrices; they name
         # scipy.sparse.csr, which newer scipy deprecates.
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -135,7 +150,7 @@ def load_planetoid(name: str, root: Optional[PathArg] = None) -> Dataset:
     obj = {}
     for part in ("x", "y", "tx", "ty", "allx", "ally", "graph"):
         obj[part] = _load_pickle(os.path.join(d, "ind.%s.%s" % (name, part)))
-    with open(os.path.join(d, "ind.%s.test.index" % name)) as f:
+    with _open_raw(os.path.join(d, "ind.%s.test.index" % name), "r") as f:
         test_index = np.array([int(line) for line in f if line.strip()], dtype=np.int64)
     x, tx, allx = _dense(obj["x"]), _dense(obj["tx"]), _dense(obj["allx"])
     y, ty, ally = (np.asarray(obj[k]) for k in ("y", "ty", "ally"))
@@ -185,7 +200,7 @@ def load_musae_facebook(root: Optional[PathArg] = None, seed: int = 0,
     in sorted order. The split is a seeded permutation: 60% train, 20%
     val, 20% test."""
     d = _root(root, "musae-facebook")
-    with open(os.path.join(d, "facebook_target.csv"), newline="", encoding="utf-8") as f:
+    with _open_raw(os.path.join(d, "facebook_target.csv"), "r", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     ids = np.array([int(r["id"]) for r in rows], np.int64)
     num_nodes = len(rows)
@@ -195,14 +210,14 @@ def load_musae_facebook(root: Optional[PathArg] = None, seed: int = 0,
     y = np.empty(num_nodes, np.int64)
     y[ids] = [classes.index(r["page_type"]) for r in rows]
 
-    with open(os.path.join(d, "facebook_edges.csv"), newline="") as f:
+    with _open_raw(os.path.join(d, "facebook_edges.csv"), "r", newline="") as f:
         header = f.readline().strip()
         if header != "id_1,id_2":
             raise ValueError("facebook_edges.csv: header %r, want 'id_1,id_2'" % header)
         e = np.loadtxt(f, delimiter=",", dtype=np.int64, ndmin=2)
     edges = undirected_unique(e[:, 0], e[:, 1], num_nodes)
 
-    with open(os.path.join(d, "facebook_features.json")) as f:
+    with _open_raw(os.path.join(d, "facebook_features.json"), "r") as f:
         feats = json.load(f)
     indptr = np.zeros(num_nodes + 1, np.int64)
     lists = [None] * num_nodes
@@ -264,12 +279,16 @@ def write_ids(path: PathArg, ids: Union[Sequence[int], np.ndarray]) -> None:
 
 
 def prepare(ds: Dataset, out: PathArg, chunkify: Optional[PathArg] = None,
-            build_graph: bool = True) -> Dict[str, str]:
+            build_graph: bool = True, pack_features: bool = True) -> Dict[str, str]:
     """Write ``ds`` under ``out``: edges.txt (each undirected edge once),
     graph/ (``chunkify build edges.txt -o graph --symmetrize --num-nodes N``),
-    train.txt/val.txt/test.txt, features.npy, labels.npy and meta.json.
-    Returns a dict of the paths. The graph's manifest is checked to hold
-    both directions of every edge."""
+    train.txt/val.txt/test.txt, features.npy, labels.npy and meta.json;
+    with ``pack_features`` (and a graph) also the graph's feature store
+    (``chunkify features features.npy -o graph --labels labels.npy``:
+    graph/features.json and its data files, what ``serve --features``
+    delivers and :mod:`streamsampler.featstore` reads). Returns a dict of
+    the paths (``store``: the store's manifest, when packed). The graph's
+    manifest is checked to hold both directions of every edge."""
     os.makedirs(out, exist_ok=True)
     paths = {k: os.path.join(out, f) for k, f in (
         ("edges", "edges.txt"), ("graph", "graph"), ("train", "train.txt"), ("val", "val.txt"),
@@ -295,6 +314,13 @@ def prepare(ds: Dataset, out: PathArg, chunkify: Optional[PathArg] = None,
         if (m["num_nodes"], m["num_edges"]) != (ds.num_nodes, ds.num_directed_edges):
             raise RuntimeError("%s: graph has %d nodes / %d edges, want %d / %d" % (
                 paths["graph"], m["num_nodes"], m["num_edges"], ds.num_nodes, ds.num_directed_edges))
+        if pack_features:
+            # The store takes the exact float32 matrix and int64 labels
+            # written above (labels are stored as int32).
+            cmd = [find_chunkify(chunkify), "features", paths["features"], "-o", paths["graph"],
+                   "--labels", paths["labels"], "-q"]
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            paths["store"] = os.path.join(paths["graph"], "features.json")
     with open(paths["meta"], "w") as f:
         json.dump(meta, f, indent=1)
     return paths
@@ -305,7 +331,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m streamsampler.datasets", description=__doc__.split("\n\n")[0])
     ap.add_argument("name", choices=sorted(LOADERS))
     ap.add_argument("out")
-    ap.add_argument("--root", help="raw dataset directory (default $%s; a checkout's testdata/ holds Cora)"
+    ap.add_argument("--root", help="raw dataset directory (default $%s; a checkout's testdata/ holds all three)"
                     % ROOT_ENV)
     ap.add_argument("--chunkify", help="chunkify binary")
     ap.add_argument("--seed", type=int, default=0, help="musae-facebook split and projection seed")

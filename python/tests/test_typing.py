@@ -7,17 +7,19 @@ import typing
 import unittest
 
 import streamsampler
-from streamsampler import datasets, executables, protocol
+from streamsampler import datasets, executables, featstore, protocol
 
 
 def public_callables():
     """(qualified name, function) of what the package exports, the
-    dataset loaders and the executables search, with public methods."""
+    dataset loaders, the executables search and the feature-store reader,
+    with public methods."""
     seen = {}
     for mod, names in ((streamsampler, streamsampler.__all__),
                        (datasets, ["Dataset", "dataset_root", "load", "load_planetoid", "load_musae_facebook",
                                    "prepare", "find_chunkify", "undirected_unique", "write_ids", "main"]),
                        (executables, ["find_executable", "find_checkout", "is_checkout"]),
+                       (featstore, ["FeatureStore", "crc32c", "graph_fingerprint"]),
                        (protocol, ["decode_blocks", "encode_blocks", "decode_error", "encode_frame",
                                    "encode_array", "decode_array", "epoch_payload", "sample_payload"])):
         for name in names:
