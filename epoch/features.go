@@ -28,6 +28,12 @@ type FeaturePlanning struct {
 	// the sampling seed and the epoch so that every run of the same
 	// configuration serves the same order.
 	Reorder bool
+	// RowBytes, where set, is the size of a feature row: the plan then
+	// drops the minibatches' node sets once it is made
+	// (featplan.Plan.ForgetNodes; they are as large as the plan), and the
+	// executor takes each minibatch's n_id from its blocks
+	// (featplan.Reader.NextNodes).
+	RowBytes int64
 }
 
 func (f *FeaturePlanning) check() error {
@@ -43,7 +49,8 @@ type FeaturePlan struct {
 	Epoch uint32
 	// NodeSets holds each minibatch's nodes, in the order the minibatches
 	// are handed out: the rows minibatch i needs, in the order its blocks
-	// number them.
+	// number them. Nil where FeaturePlanning.RowBytes made the plan forget
+	// them (Plan.Batch(i).Len() is still each one's size).
 	NodeSets [][]uint32
 	Plan     *featplan.Plan
 	// Reorder is Match-Reorder's report (zero without Reorder); Order[i]
@@ -127,6 +134,10 @@ func (p *Pipeline) planFeatures(ctx context.Context, r *Result, m *meta, e uint3
 		return nil, fmt.Errorf("epoch %d: feature plan: %w", e, err)
 	}
 	fp.Plan = plan
+	if rb := p.cfg.Features.RowBytes; rb > 0 {
+		plan.ForgetNodes(rb)
+		fp.NodeSets = nil
+	}
 	fp.Seconds = time.Since(t0).Seconds()
 	return fp, nil
 }

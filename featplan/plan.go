@@ -64,6 +64,43 @@ type Plan struct {
 	preload []uint32
 	// misses per batch, so that reports need no second pass.
 	misses []int32
+	// After ForgetNodes: batches is nil, sums holds each minibatch's n_id
+	// checksum (nidSum), and optimum the report's OptimumBytes for rows
+	// of optimumRowBytes bytes.
+	sums            []uint64
+	optimum         int64
+	optimumRowBytes int64
+}
+
+// ForgetNodes drops the plan's reference to the minibatches' node sets,
+// which are as large as the plan itself, once nothing else needs them: an
+// executor then takes each minibatch's n_id from its caller
+// (Reader.NextNodes), checked against a checksum kept per minibatch. What
+// the report needs of them is computed first, for rows of rowBytes bytes.
+// Batch(b).NID is nil afterwards, and Report fails.
+func (p *Plan) ForgetNodes(rowBytes int64) {
+	if p.batches == nil {
+		return
+	}
+	p.optimum, p.optimumRowBytes = p.optimumBytes(rowBytes), rowBytes
+	p.sums = make([]uint64, len(p.batches))
+	for b, nid := range p.batches {
+		p.sums[b] = nidSum(nid)
+	}
+	p.batches = nil
+}
+
+// Forgotten reports whether ForgetNodes dropped the node sets.
+func (p *Plan) Forgotten() bool { return p.sums != nil }
+
+// nidSum is a checksum of an n_id, order included.
+func nidSum(nid []uint32) uint64 {
+	h := uint64(len(nid))
+	for _, v := range nid {
+		h = (h ^ uint64(v)) * 0x100000001b3
+		h ^= h >> 29
+	}
+	return h
 }
 
 // Batch is the plan of one minibatch, aligned with its n_id.
@@ -91,11 +128,15 @@ func (b Batch) Keep(i int) (slot int, ok bool) {
 }
 
 // NumBatches is the number of minibatches planned.
-func (p *Plan) NumBatches() int { return len(p.batches) }
+func (p *Plan) NumBatches() int { return len(p.off) - 1 }
 
-// Batch returns the plan of minibatch b.
+// Batch returns the plan of minibatch b (NID nil after ForgetNodes).
 func (p *Plan) Batch(b int) Batch {
-	return Batch{NID: p.batches[b], act: p.act[p.off[b]:p.off[b+1]]}
+	bp := Batch{act: p.act[p.off[b]:p.off[b+1]]}
+	if p.batches != nil {
+		bp.NID = p.batches[b]
+	}
+	return bp
 }
 
 // Misses is the number of rows minibatch b reads from disk.

@@ -90,13 +90,35 @@ func alignedBuffer(n int64) []byte {
 
 // Next fills dst (at least len(n_id)*rowBytes bytes) with the rows of the
 // next minibatch's n_id, in order, and returns its index in the plan; after
-// the last one it returns ErrOrder.
+// the last one it returns ErrOrder. The plan must hold its node sets (see
+// NextNodes).
 func (r *Reader) Next(dst []byte) (int, error) {
+	if r.plan.Forgotten() {
+		return r.next, fmt.Errorf("%w: Next on a plan whose node sets are forgotten; use NextNodes", ErrInput)
+	}
+	if r.next >= r.plan.NumBatches() {
+		return r.next, ErrOrder
+	}
+	return r.NextNodes(r.plan.Batch(r.next).NID, dst)
+}
+
+// NextNodes is Next with the minibatch's n_id given by the caller, as it
+// must be once the plan has forgotten its node sets (Plan.ForgetNodes):
+// nid must be the n_id the plan was made with (its length and checksum
+// are checked; where the plan still holds it, every id).
+func (r *Reader) NextNodes(nid []uint32, dst []byte) (int, error) {
 	b := r.next
 	if b >= r.plan.NumBatches() {
 		return b, ErrOrder
 	}
 	bp := r.plan.Batch(b)
+	switch {
+	case len(nid) != bp.Len():
+		return b, fmt.Errorf("%w: minibatch %d has %d nodes, its plan %d", ErrInput, b, len(nid), bp.Len())
+	case bp.NID != nil && !slices.Equal(nid, bp.NID), bp.NID == nil && nidSum(nid) != r.plan.sums[b]:
+		return b, fmt.Errorf("%w: minibatch %d: n_id differs from the one planned", ErrInput, b)
+	}
+	bp.NID = nid
 	rb := r.rowBytes
 	if int64(len(dst)) < int64(bp.Len())*rb {
 		return b, fmt.Errorf("%w: minibatch %d needs %d bytes, buffer has %d", ErrInput, b, int64(bp.Len())*rb, len(dst))

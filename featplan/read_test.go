@@ -263,3 +263,66 @@ func TestReadRows(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderForgottenNodes: a plan that forgot its node sets, executed with
+// the n_id given to NextNodes, reads the same rows and reports the same
+// figures (the optimum kept from before) as the plan that kept them; an
+// n_id other than the planned one is refused.
+func TestReaderForgottenNodes(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	const numNodes, rowBytes = 3000, 100
+	path, _ := writeFeatures(t, r, numNodes, rowBytes)
+	batches := randomBatches(r, 20, 200, numNodes, 1.2)
+	for _, cache := range []int{50, 3000} {
+		kept, err := NewPreloadedPlan(batches, numNodes, cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forgot, _ := NewPreloadedPlan(batches, numNodes, cache)
+		forgot.ForgetNodes(rowBytes)
+		if !forgot.Forgotten() || forgot.Batch(0).NID != nil {
+			t.Fatal("node sets still held")
+		}
+		if _, err := forgot.Report(rowBytes, DefaultExtentOptions()); !errors.Is(err, ErrInput) {
+			t.Fatalf("Report of a forgotten plan: %v", err)
+		}
+		open := func(p *Plan) *Reader {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			rd, err := NewReader(f, path, rowBytes, p, DefaultExtentOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rd
+		}
+		a, b := open(kept), open(forgot)
+		if _, err := b.Next(make([]byte, 200*rowBytes)); !errors.Is(err, ErrInput) {
+			t.Fatalf("Next on a forgotten plan: %v", err)
+		}
+		x, y := make([]byte, 200*rowBytes), make([]byte, 200*rowBytes)
+		for i, nid := range batches {
+			if len(nid) > 1 {
+				wrong := slices.Clone(nid)
+				wrong[0], wrong[1] = wrong[1], wrong[0]
+				if _, err := b.NextNodes(wrong, y); !errors.Is(err, ErrInput) {
+					t.Fatalf("minibatch %d: a reordered n_id accepted: %v", i, err)
+				}
+			}
+			if _, err := a.Next(x); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.NextNodes(nid, y); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(nid) * rowBytes; !bytes.Equal(x[:n], y[:n]) {
+				t.Fatalf("minibatch %d: rows differ", i)
+			}
+		}
+		if ra, rb := a.Report(), b.Report(); ra != rb || ra.OptimumBytes == 0 {
+			t.Fatalf("reports differ:\n%+v\n%+v", ra, rb)
+		}
+	}
+}

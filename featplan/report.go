@@ -1,6 +1,9 @@
 package featplan
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // Report is what an epoch's feature reads cost under a plan. Rows are counted
 // per access (a row two minibatches need counts twice in RowsNeeded).
@@ -57,6 +60,12 @@ func (r *Report) finish() {
 // every row's first access. Pages are marked in a bitmap and cleared after
 // each minibatch.
 func (p *Plan) optimumBytes(rowBytes int64) int64 {
+	if p.Forgotten() {
+		if rowBytes != p.optimumRowBytes {
+			return 0 // unknown: the node sets are gone
+		}
+		return p.optimum
+	}
 	pages := (int64(p.NumNodes)*rowBytes + Align - 1) / Align
 	mark := make([]uint64, (pages+63)/64)
 	var first []uint64 // rows seen, for a preloaded plan
@@ -97,6 +106,9 @@ func (p *Plan) optimumBytes(rowBytes int64) int64 {
 // shaped by o reads, without reading: the figures a Reader reports after the
 // epoch.
 func (p *Plan) Report(rowBytes int64, o ExtentOptions) (Report, error) {
+	if p.Forgotten() {
+		return Report{}, fmt.Errorf("%w: Report of a plan whose node sets are forgotten", ErrInput)
+	}
 	rep := Report{Batches: p.NumBatches(), RowBytes: rowBytes, CacheRows: p.CacheRows,
 		DistinctRows: p.Distinct, CompulsoryBytes: p.Distinct * rowBytes}
 	var rows []uint32

@@ -184,11 +184,11 @@ func (s *Server) replyBound(n int64) int64 {
 // and keep a pipelining client to one minibatch at a time.
 func (s *Server) claimBound(cl epoch.Claim) int64 {
 	fp := cl.Features()
-	if s.features == nil || fp == nil || cl.Index < 0 || cl.Index >= len(fp.NodeSets) {
+	if s.features == nil || fp == nil || cl.Index < 0 || cl.Index >= fp.Plan.NumBatches() {
 		return s.replyBound(int64(s.cfg.BatchSize))
 	}
 	n := int64(s.cfg.BatchSize)
 	size, _ := minibatchBound(n, s.cfg.Fanouts, s.cfg.NumNodes)
-	rows := int64(len(fp.NodeSets[cl.Index]))
+	rows := int64(fp.Plan.Batch(cl.Index).Len())
 	return satAdd(size, satAdd(featuresHeaderSize, satAdd(satMul(rows, s.cfg.Features.RowBytes()), satMul(4, n))))
 }

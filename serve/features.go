@@ -125,18 +125,21 @@ func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, b *ep
 	}
 	st.mu.Unlock()
 	// Only this goroutine may read now: the turn passes when it is done.
-	nodes := plan.NodeSets[index]
-	if b == nil {
-		pool = nil
-	}
-	x, mem, rerr := rowBuffer(int64(len(nodes))*st.fs.RowBytes(), pool)
-	if rerr == nil {
-		_, rerr = er.r.Next(x)
-	}
-	if rerr == nil && b != nil {
-		if n := len(b.Nodes()); n != len(nodes) {
-			rerr = fmt.Errorf("epoch %d minibatch %d: %d nodes, the feature plan has %d", e, index, n, len(nodes))
+	n := int64(plan.Plan.Batch(index).Len()) * st.fs.RowBytes()
+	var x []byte
+	var mem *rowLease
+	var rerr error
+	switch {
+	case b != nil:
+		if x, mem, rerr = rowBuffer(n, pool); rerr == nil {
+			_, rerr = er.r.NextNodes(b.Nodes(), x)
 		}
+	case plan.Plan.Forgotten():
+		// Reading its rows needs its n_id, and the plan's cache needs the
+		// rows it keeps: the epoch's later rows cannot be read.
+		rerr = fmt.Errorf("it failed to assemble, and the rows later minibatches take from the cache it fills are unknown without it")
+	default:
+		_, rerr = er.r.Next(make([]byte, n))
 	}
 	st.mu.Lock()
 	if rerr != nil {

@@ -104,9 +104,16 @@ func TestServeFeatures(t *testing.T) {
 		dim int
 	}{{featstore.Float32, 16}, {featstore.Float16, 7}, {featstore.Int8, 33}, {featstore.Uint8, 1}} {
 		fs := featureGraph(t, g, c.dim, c.dt)
+		// Half the cases have the plans forget their node sets (as the
+		// command line's do), so the rows are read with each minibatch's
+		// n_id from its blocks.
+		var forget int64
+		if c.dt == featstore.Float32 || c.dt == featstore.Int8 {
+			forget = fs.RowBytes()
+		}
 		cfg := Config{
 			Config: epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(3000, 3), Fanouts: []int{4, 3}, Seed: 2},
-				BatchSize: 37, Epochs: 2, PrepareAt: 0.5, Features: &epoch.FeaturePlanning{CacheRows: 300, Reorder: c.dt == featstore.Float16}},
+				BatchSize: 37, Epochs: 2, PrepareAt: 0.5, Features: &epoch.FeaturePlanning{CacheRows: 300, Reorder: c.dt == featstore.Float16, RowBytes: forget}},
 			Sampler: &refSampler{g: g}, NumNodes: 3000, Features: fs,
 		}
 		s := newTestServer(t, cfg)

@@ -58,7 +58,7 @@ func (f *featureFlags) planning(graph string) (*featstore.Store, *epoch.FeatureP
 		}
 		return nil, nil, err
 	}
-	return fs, &epoch.FeaturePlanning{CacheRows: int(cache / fs.RowBytes()), Reorder: reorder}, nil
+	return fs, &epoch.FeaturePlanning{CacheRows: int(cache / fs.RowBytes()), Reorder: reorder, RowBytes: fs.RowBytes()}, nil
 }
 
 // featureRecord is an epoch's feature figures in run's output.
@@ -112,15 +112,12 @@ func openFeatureReader(fs *featstore.Store, fp *epoch.FeaturePlan) (*featureRead
 // plan's node set for it) and its seeds' labels.
 func (fr *featureReader) next(b *epoch.Batch) error {
 	nodes := b.Blocks.Nodes()
-	if b.Index >= len(fr.plan.NodeSets) || !slices.Equal(fr.plan.NodeSets[b.Index], nodes) {
-		return fmt.Errorf("epoch %d, minibatch %d: its nodes are not the ones the feature plan was made for", b.Epoch, b.Index)
-	}
 	need := int64(len(nodes)) * fr.fs.RowBytes()
 	if int64(cap(fr.x)) < need {
 		fr.x = make([]byte, need)
 	}
 	t0 := time.Now()
-	i, err := fr.r.Next(fr.x[:need])
+	i, err := fr.r.NextNodes(nodes, fr.x[:need])
 	if err != nil {
 		return fmt.Errorf("epoch %d, minibatch %d: features: %w", b.Epoch, b.Index, err)
 	}

@@ -249,7 +249,7 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 				return err
 			}
 			if runOnFeatures != nil {
-				runOnFeatures(b, fr.x[:int64(len(b.Features.NodeSets[b.Index]))*fs.RowBytes()], fr.y)
+				runOnFeatures(b, fr.x[:int64(len(b.Blocks.Nodes()))*fs.RowBytes()], fr.y)
 			}
 		}
 		cur.Batches++
