@@ -155,6 +155,9 @@ class Planner(unittest.TestCase):
             pl.plan(np.array([1.0, 2.0]))
         with self.assertRaisesRegex(ValueError, "non-negative, got -3"):
             pl.plan(np.array([1, -3]))
+        with self.assertRaisesRegex(ValueError, "node id 9223372036854775813 is too large"):
+            pl.plan(np.array([1, 2**63 + 5], np.uint64))
+        self.assertEqual(pl.plan(np.array([4, 1], np.uint64)).rows, 2)  # still usable after an error
 
     def test_stats(self):
         s = DeltaStats(batches=2, rows=10, rows_sent=4, row_bytes_sent=64, index_bytes_sent=40, full_bytes=160)
