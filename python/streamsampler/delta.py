@@ -79,6 +79,14 @@ class DeltaPlanner:
         self._pos = np.full(max(0, int(num_nodes)), -1, dtype=np.int32)
         self._prev: Optional[np.ndarray] = None
         self.row_bytes = row_bytes
+        # Work arrays kept between minibatches: fresh multi-megabyte
+        # arrays each time cost page faults that, on a virtual machine,
+        # took longer than the matching itself. Two id buffers, used in
+        # turn: one holds the previous minibatch's ids.
+        self._ids = [np.empty(0, np.intp), np.empty(0, np.intp)]
+        self._turn = 0
+        self._iota = np.empty(0, np.int32)
+        self._mask = np.empty(0, np.bool_)
 
     def reset(self) -> None:
         """Forget the previous minibatch: the next plan sends every row."""
@@ -96,22 +104,28 @@ class DeltaPlanner:
         n = len(ids)
         if n and ids.dtype.kind == "i" and int(ids.min()) < 0:  # unsigned ids need no check
             raise ValueError("n_id: node ids must be non-negative, got %d" % int(ids.min()))
-        if n and ids.dtype.itemsize > np.dtype(np.intp).itemsize - (ids.dtype.kind == "u"):
-            if int(ids.max()) > np.iinfo(np.intp).max:
-                raise ValueError("n_id: node id %d is too large" % int(ids.max()))
-        ids = ids.astype(np.intp, copy=False)
         top = int(ids.max()) + 1 if n else 0
+        if top - 1 > np.iinfo(np.intp).max:
+            raise ValueError("n_id: node id %d is too large" % (top - 1))
         if top > len(self._pos):
             grown = np.full(max(top, len(self._pos) + len(self._pos) // 2), -1, dtype=np.int32)
             grown[:len(self._pos)] = self._pos
             self._pos = grown
+        if len(self._ids[self._turn]) < n:
+            self._ids[self._turn] = np.empty(n + n // 4, np.intp)
+        if len(self._iota) < n:
+            self._iota = np.arange(n + n // 4, dtype=np.int32)
+            self._mask = np.empty(len(self._iota), np.bool_)
+        cur = self._ids[self._turn][:n]  # not the previous minibatch's buffer
+        self._turn ^= 1
+        np.copyto(cur, ids, casting="unsafe")  # a copy: the caller may reuse n_id
         prev_rows = 0 if self._prev is None else len(self._prev)
-        hit = np.take(self._pos, ids)  # a fresh array: the previous positions, -1 for new nodes
+        hit = np.take(self._pos, cur)  # a fresh array: the previous positions, -1 for new nodes
         if self._prev is not None:
             self._pos[self._prev] = -1
-        self._pos[ids] = np.arange(n, dtype=np.int32)
-        self._prev = ids
-        new = hit < 0
+        self._pos[cur] = self._iota[:n]
+        self._prev = cur
+        new = np.less(hit, 0, out=self._mask[:n])
         kept = n - int(np.count_nonzero(new))
         rb = self.row_bytes
         if kept == 0 or (rb is not None and kept * rb <= n * INDEX_ITEMSIZE):

@@ -147,6 +147,21 @@ class Planner(unittest.TestCase):
         pl.reset()
         self.assertIsNone(pl.plan(np.array([1, 3])).index)
 
+    def test_caller_reuses_n_id(self):
+        """The planner keeps its own copy of the previous n_id: a caller
+        that refills its array (same dtype as the planner's) does not
+        change what the next plan matches against."""
+        pl = DeltaPlanner()
+        ids = np.array([7, 8, 9], np.intp)
+        pl.plan(ids)
+        ids[:] = [100, 101, 102]
+        p = pl.plan(np.array([9, 8, 7, 1]))
+        self.assertEqual(p.send.tolist(), [3])
+        self.assertEqual(p.index.tolist(), [2, 1, 0, 3])
+        p = pl.plan(np.array([1, 100]))  # and the reset of the positions cleared 7, 8, 9, not 100..102
+        self.assertEqual(p.send.tolist(), [1])
+        self.assertEqual(p.index.tolist(), [3, 4])
+
     def test_bad_input(self):
         pl = DeltaPlanner()
         with self.assertRaisesRegex(ValueError, "n_id: want a 1-D array"):
