@@ -144,7 +144,10 @@ def served(a, graph, train, order):
     if order == "match":
         extra += ["--reorder", "match"]
     fanouts = [int(f) for f in a.fanouts.split(",")]
-    srv = LocalServer(graph, train, fanouts, a.batch, seed=a.seed, binary=a.binary, extra_args=extra).start()
+    # prepare_at=1: the next epoch is sampled only after this one, not on
+    # every core while the transfers are timed.
+    srv = LocalServer(graph, train, fanouts, a.batch, seed=a.seed, binary=a.binary, prepare_at=1.0,
+                      extra_args=extra).start()
     try:
         with srv.client(shared_rows=True) as c:
             for i, b in enumerate(c.batches(advance=False)):
