@@ -12,13 +12,14 @@ inside ``to_pyg`` and ``to_dgl``. See docs/PYTHON.md and docs/PROTOCOL.md.
 
 from .adapters import dgl_arrays, pyg_arrays, to_dgl, to_pyg
 from .client import Client
+from .delta import DeltaPlan, DeltaPlanner, DeltaStats, DeltaTransfer
 from .loader import Loader
 from .local import LocalServer, find_binary, serve_local
 from .protocol import (Batch, Hop, NotInFrontierError, ProtocolError,
                        ServerError, UnauthorizedError, UnknownEpochError)
 
 __all__ = [
-    "Batch", "Client", "Hop", "Loader", "LocalServer", "NotInFrontierError",
+    "Batch", "Client", "DeltaPlan", "DeltaPlanner", "DeltaStats", "DeltaTransfer", "Hop", "Loader", "LocalServer", "NotInFrontierError",
     "ProtocolError", "ServerError", "UnauthorizedError", "UnknownEpochError", "dgl_arrays",
     "find_binary", "pyg_arrays", "serve_local", "to_dgl", "to_pyg",
 ]

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .delta import DeltaTransfer
 from .protocol import Batch
 
 if TYPE_CHECKING:  # only for the annotations; imported when called
@@ -89,7 +90,8 @@ def pyg_arrays(batch: Batch) -> Dict[str, Any]:
     }
 
 
-def to_pyg(batch: Batch, x: Any = None, y: Any = None, device: Any = None) -> Data:
+def to_pyg(batch: Batch, x: Any = None, y: Any = None, device: Any = None,
+           delta: Optional[DeltaTransfer] = None) -> Data:
     """A ``torch_geometric.data.Data`` shaped like NeighborLoader's output:
     ``n_id``, ``edge_index``, ``num_sampled_nodes``, ``num_sampled_edges``,
     ``batch_size``, ``input_id``-free; plus ``edge_index_per_hop`` and
@@ -97,7 +99,11 @@ def to_pyg(batch: Batch, x: Any = None, y: Any = None, device: Any = None) -> Da
     (whole-graph tensors or arrays) are gathered by ``n_id``; without them,
     a batch from a server with ``--features`` brings its own: ``data.x``
     (its rows of ``n_id``) and ``data.y`` (int64 labels of the seeds, the
-    first ``batch_size`` nodes: ``out[:batch_size]`` against ``y``)."""
+    first ``batch_size`` nodes: ``out[:batch_size]`` against ``y``).
+
+    ``delta`` (a ``DeltaTransfer``, one per stream of minibatches) puts
+    the batch's own ``x`` on its device sending only the rows the
+    previous minibatch lacked; ``device`` then defaults to its device."""
     needs = "torch and torch_geometric"
     torch = _require("torch", "to_pyg", needs, "pyg_arrays")
     _require("torch_geometric", "to_pyg", needs, "pyg_arrays")  # names the package when it is missing
@@ -112,7 +118,11 @@ def to_pyg(batch: Batch, x: Any = None, y: Any = None, device: Any = None) -> Da
     data.num_sampled_edges = a["num_sampled_edges"]
     data.edge_index_per_hop = [torch.from_numpy(e) for e in a["edge_index_per_hop"]]
     data.sizes_per_hop = a["sizes_per_hop"]
-    if x is not None:
+    if delta is not None:
+        data.x = _delta_x(delta, batch, x, a["n_id"], "to_pyg")
+        if device is None:
+            device = delta.device
+    elif x is not None:
         data.x = _gather(x, n_id)
     elif batch.x is not None:
         data.x = torch.from_numpy(np.asarray(batch.x))
@@ -124,6 +134,17 @@ def to_pyg(batch: Batch, x: Any = None, y: Any = None, device: Any = None) -> Da
         data = data.to(device)
         data.edge_index_per_hop = [e.to(device) for e in data.edge_index_per_hop]
     return data
+
+
+def _delta_x(delta: DeltaTransfer, batch: Batch, x: Any, n_id: np.ndarray, caller: str) -> torch.Tensor:
+    """The batch's own rows through ``delta``."""
+    if x is not None:
+        raise ValueError("%s: delta= moves the batch's own rows (serve --features); it does not "
+                         "combine with x=" % caller)
+    if batch.x is None:
+        raise ValueError("%s: delta= needs the batch's rows, and this batch has none (start the "
+                         "server with --features)" % caller)
+    return delta(n_id, batch.x, epoch=batch.epoch)
 
 
 def _gather(t: Any, idx: torch.Tensor) -> torch.Tensor:
@@ -152,18 +173,22 @@ def dgl_arrays(batch: Batch) -> List[Dict[str, Any]]:
     return out
 
 
-def to_dgl(batch: Batch, device: Any = None) -> Tuple[torch.Tensor, torch.Tensor, List[dgl.DGLGraph]]:
+def to_dgl(batch: Batch, device: Any = None,
+           delta: Optional[DeltaTransfer] = None) -> Tuple[torch.Tensor, torch.Tensor, List[dgl.DGLGraph]]:
     """``(input_nodes, output_nodes, blocks)`` as DGL's DataLoader with a
     neighbor sampler yields them: blocks made by ``dgl.create_block``,
     outermost hop first, with ``srcdata[dgl.NID]``/``dstdata[dgl.NID]``
     holding global ids; a batch from a server with ``--features`` also
     sets ``blocks[0].srcdata["feat"]`` (the input nodes' rows) and
     ``blocks[-1].dstdata["label"]`` (the seeds' labels, int64), DGL's
-    usual names."""
+    usual names. ``delta``: the input nodes' rows through a
+    ``DeltaTransfer``, as in ``to_pyg``; ``device`` defaults to its."""
     needs = "torch and dgl"
     torch = _require("torch", "to_dgl", needs, "dgl_arrays")
     dgl = _require("dgl", "to_dgl", needs, "dgl_arrays")
 
+    if delta is not None and device is None:
+        device = delta.device
     blocks = []
     for b in dgl_arrays(batch):
         blk = dgl.create_block(
@@ -174,7 +199,9 @@ def to_dgl(batch: Batch, device: Any = None) -> Tuple[torch.Tensor, torch.Tensor
         if device is not None:
             blk = blk.to(device)
         blocks.append(blk)
-    if blocks and batch.x is not None:
+    if blocks and delta is not None:
+        blocks[0].srcdata["feat"] = _delta_x(delta, batch, None, batch.n_id, "to_dgl")
+    elif blocks and batch.x is not None:
         blocks[0].srcdata["feat"] = torch.from_numpy(np.asarray(batch.x)).to(blocks[0].device)
     if blocks and batch.y is not None:
         blocks[-1].dstdata["label"] = torch.from_numpy(batch.y.astype(np.int64)).to(blocks[-1].device)
