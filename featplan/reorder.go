@@ -23,6 +23,12 @@ type ReorderReport struct {
 	// Kept is true when the greedy chain was not better than the input
 	// order, which is then returned unchanged.
 	Kept bool `json:"kept_input_order"`
+	// SharedBound estimates the most any order could share: every
+	// minibatch but one preceded by the one it overlaps most (estimated
+	// from the sketches, the largest of B-1 noisy estimates, so it leans
+	// high). Where it is close to SharedBefore, the minibatches overlap
+	// about equally whichever follows which, and no order helps.
+	SharedBound float64 `json:"shared_bound"`
 }
 
 // MatchReorder returns an order of batches (a permutation of their indices:
@@ -58,6 +64,7 @@ func MatchReorder(batches [][]uint32, numNodes uint32, seed uint64) ([]int, Reor
 	for b, nid := range batches {
 		sk[b] = bottomK(h, nid, seed)
 	}
+	rep.SharedBound = sharedBound(sk, batches)
 	order := make([]int, 0, len(batches))
 	visited := make([]bool, len(batches))
 	cur := 0
@@ -88,6 +95,35 @@ func MatchReorder(batches [][]uint32, numNodes uint32, seed uint64) ([]int, Reor
 	}
 	rep.SharedAfter = after
 	return order, rep, nil
+}
+
+// sharedBound is ReorderReport.SharedBound: for every minibatch its
+// largest estimated intersection with another, summed, less the smallest
+// such term (the first minibatch has no predecessor), over the sum of the
+// sizes less the first's, for the best first. O(B²·SketchSize).
+func sharedBound(sk [][]uint64, batches [][]uint32) float64 {
+	best := make([]float64, len(batches))
+	for a := range batches {
+		for b := a + 1; b < len(batches); b++ {
+			e := estIntersection(sk[a], sk[b], len(batches[a]), len(batches[b]))
+			best[a], best[b] = max(best[a], e), max(best[b], e)
+		}
+	}
+	// Any order starts with some minibatch h, which has no predecessor:
+	// its share is at most (Σ best − best_h) / (Σ size − size_h).
+	var shared, total float64
+	for b, nid := range batches {
+		best[b] = min(best[b], float64(len(nid)))
+		shared += best[b]
+		total += float64(len(nid))
+	}
+	bound := 0.0
+	for h, nid := range batches {
+		if rest := total - float64(len(nid)); rest > 0 {
+			bound = max(bound, (shared-best[h])/rest)
+		}
+	}
+	return min(1, bound)
 }
 
 // SharedFraction is the exact shared fraction of batches served in order

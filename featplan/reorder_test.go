@@ -54,6 +54,11 @@ func TestMatchReorderPlanted(t *testing.T) {
 	}
 	// The planted order shares 0.5; a shuffled one almost nothing.
 	t.Logf("before %.4f after %.4f (planted 0.5)", rep.SharedBefore, rep.SharedAfter)
+	// The bound: about the planted 0.5, and not below what the chain got
+	// (it is an estimate: within the sketches' error).
+	if rep.SharedBound < 0.45 || rep.SharedBound > 0.6 || rep.SharedBound < rep.SharedAfter-0.05 {
+		t.Fatalf("bound %.4f, after %.4f, planted 0.5", rep.SharedBound, rep.SharedAfter)
+	}
 	if rep.SharedBefore > 0.05 || rep.SharedAfter < 0.45 {
 		t.Fatalf("shared before %.4f after %.4f, want < 0.05 and >= 0.45 (90%% of the planted 0.5)", rep.SharedBefore, rep.SharedAfter)
 	}

@@ -288,7 +288,7 @@ func printRunEpoch(w io.Writer, asJSON bool, r *epochRecord) {
 		rd := f.Reads
 		shared := ""
 		if f.Reorder != nil {
-			shared = fmt.Sprintf("; match-reorder: consecutive minibatches share %.1f%% of nodes (was %.1f%%)", 100*f.Reorder.SharedAfter, 100*f.Reorder.SharedBefore)
+			shared = fmt.Sprintf("; match-reorder: consecutive minibatches share %.1f%% of nodes (was %.1f%%; any order, estimated: at most %.1f%%)", 100*f.Reorder.SharedAfter, 100*f.Reorder.SharedBefore, 100*f.Reorder.SharedBound)
 		}
 		preload := ""
 		if rd.PreloadRows > 0 {
