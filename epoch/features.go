@@ -34,6 +34,11 @@ type FeaturePlanning struct {
 	// executor takes each minibatch's n_id from its blocks
 	// (featplan.Reader.NextNodes).
 	RowBytes int64
+	// SpillDir, where set, is a directory (not a tmpfs) in which each
+	// plan's per-access array lives in an unlinked mapped file instead of
+	// the heap (featplan.SpillTo): the kernel may write it out under
+	// memory pressure.
+	SpillDir string
 }
 
 func (f *FeaturePlanning) check() error {
@@ -129,7 +134,11 @@ func (p *Pipeline) planFeatures(ctx context.Context, r *Result, m *meta, e uint3
 		m.batches, fp.NodeSets = nb, ns
 		fp.Reorder, fp.Order = rep, order
 	}
-	plan, err := featplan.NewPreloadedPlan(fp.NodeSets, numNodes, p.cfg.Features.CacheRows)
+	var opts []featplan.PlanOption
+	if d := p.cfg.Features.SpillDir; d != "" {
+		opts = append(opts, featplan.SpillTo(d))
+	}
+	plan, err := featplan.NewPreloadedPlan(fp.NodeSets, numNodes, p.cfg.Features.CacheRows, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("epoch %d: feature plan: %w", e, err)
 	}

@@ -169,7 +169,7 @@ func (p *Plan) Preload() []uint32 { return p.preload }
 // next use; the furthest non-empty bucket is found through a two-level
 // bitmap, one word per 4096 minibatches). Memory: 4 bytes per access (the
 // plan), 4 per node, 28 per cache row, 4 per minibatch.
-func NewPlan(batches [][]uint32, numNodes uint32, cacheRows int) (*Plan, error) {
+func NewPlan(batches [][]uint32, numNodes uint32, cacheRows int, opts ...PlanOption) (*Plan, error) {
 	if cacheRows < 0 || cacheRows > math.MaxInt32-2 {
 		return nil, fmt.Errorf("%w: cache of %d rows (want 0..%d)", ErrInput, cacheRows, math.MaxInt32-2)
 	}
@@ -181,7 +181,11 @@ func NewPlan(batches [][]uint32, numNodes uint32, cacheRows int) (*Plan, error) 
 		off[b+1] = off[b] + int64(len(nid))
 	}
 	p := &Plan{NumNodes: numNodes, CacheRows: cacheRows, batches: batches, off: off,
-		act: make([]int32, off[len(batches)]), misses: make([]int32, len(batches))}
+		misses: make([]int32, len(batches))}
+	var err error
+	if p.act, err = options(opts).accessArray(p, off[len(batches)]); err != nil {
+		return nil, err
+	}
 
 	// Backward pass: act holds each access's next use, seen each node's
 	// nearest later use (never when none). A repeat within one minibatch
@@ -281,9 +285,9 @@ func NewPlan(batches [][]uint32, numNodes uint32, cacheRows int) (*Plan, error) 
 // the rows' density allows, instead of a few scattered rows per
 // minibatch, each costing a request and a page: the cheaper plan on a
 // disk by far. Where the rows do not fit, it is NewPlan's.
-func NewPreloadedPlan(batches [][]uint32, numNodes uint32, cacheRows int) (*Plan, error) {
+func NewPreloadedPlan(batches [][]uint32, numNodes uint32, cacheRows int, opts ...PlanOption) (*Plan, error) {
 	if cacheRows < 0 || cacheRows > math.MaxInt32-2 || len(batches) >= math.MaxInt32 {
-		return NewPlan(batches, numNodes, cacheRows) // its error
+		return NewPlan(batches, numNodes, cacheRows, opts...) // its error
 	}
 	// One pass marks the distinct rows (and checks the input as NewPlan
 	// does); MIN's two passes are only needed where they do not fit.
@@ -305,14 +309,19 @@ func NewPreloadedPlan(batches [][]uint32, numNodes uint32, cacheRows int) (*Plan
 		accesses += int64(len(nid))
 	}
 	if distinct == 0 || distinct > int64(cacheRows) {
-		return NewPlan(batches, numNodes, cacheRows)
+		slot = nil
+		return NewPlan(batches, numNodes, cacheRows, opts...)
 	}
 	off := make([]int64, len(batches)+1)
 	for b, nid := range batches {
 		off[b+1] = off[b] + int64(len(nid))
 	}
 	p := &Plan{NumNodes: numNodes, CacheRows: cacheRows, Distinct: distinct, batches: batches, off: off,
-		act: make([]int32, accesses), misses: make([]int32, len(batches)), preload: make([]uint32, 0, distinct)}
+		misses: make([]int32, len(batches)), preload: make([]uint32, 0, distinct)}
+	var err error
+	if p.act, err = options(opts).accessArray(p, accesses); err != nil {
+		return nil, err
+	}
 	// Every distinct row gets the slot of its rank among them.
 	for v, s := range slot {
 		if s != 0 {
@@ -332,6 +341,14 @@ func NewPreloadedPlan(batches [][]uint32, numNodes uint32, cacheRows int) (*Plan
 }
 
 const noNode = math.MaxUint32
+
+func options(opts []PlanOption) *planOptions {
+	o := &planOptions{}
+	for _, f := range opts {
+		f(o)
+	}
+	return o
+}
 
 // errOutside and errTwice are the input errors every pass over minibatches
 // checks for: a node at or beyond numNodes, a node twice in one n_id.

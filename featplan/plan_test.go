@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math/bits"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -309,5 +311,36 @@ func TestLRUHandChecked(t *testing.T) {
 	}
 	if p.TotalMisses() != 3 {
 		t.Fatalf("MIN misses %d, want 3", p.TotalMisses())
+	}
+}
+
+// TestPlanSpilled: a plan kept in a spill file is the heap plan, access for
+// access, MIN and preloaded alike.
+func TestPlanSpilled(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	dir := t.TempDir()
+	for trial := range 50 {
+		numNodes := uint32(50 + r.IntN(500))
+		batches := randomBatches(r, 1+r.IntN(30), 1+r.IntN(60), numNodes, 1.2)
+		c := r.IntN(int(numNodes) + 1)
+		for _, newPlan := range []func([][]uint32, uint32, int, ...PlanOption) (*Plan, error){NewPlan, NewPreloadedPlan} {
+			heap, err := newPlan(batches, numNodes, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spilled, err := newPlan(batches, numNodes, c, SpillTo(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(heap.act, spilled.act) || !slices.Equal(heap.preload, spilled.preload) || heap.TotalMisses() != spilled.TotalMisses() {
+				t.Fatalf("trial %d: the spilled plan differs", trial)
+			}
+		}
+	}
+	if _, err := NewPlan([][]uint32{{1}}, 4, 1, SpillTo(filepath.Join(dir, "missing"))); err == nil {
+		t.Fatal("a spill directory that does not exist was accepted")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("%d spill files left in the directory (they are unlinked at once)", len(ents))
 	}
 }

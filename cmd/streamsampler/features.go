@@ -25,7 +25,7 @@ type featureFlags struct {
 
 func (f *featureFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.BoolVar(&f.on, "features", false, "read every minibatch's feature rows (n_id order) and its seeds' labels from the graph's feature store (chunkify features), planned per epoch")
+	fl.BoolVar(&f.on, "features", false, "read every minibatch's feature rows (n_id order) and its seeds' labels from the graph's feature store (chunkify features), planned per epoch (the plan, 4 bytes per row of every minibatch, in an unlinked file in $TMPDIR the kernel may write out when memory is short)")
 	fl.StringVar(&f.cache, "feature-cache", "0", "with --features: memory for feature rows kept between minibatches (e.g. 4GiB), managed with the epoch's known future (Belady)")
 	fl.StringVar(&f.reorder, "reorder", "none", "with --features: none|match (reorder each epoch's minibatches so consecutive ones share nodes: FastGL's Match-Reorder, seeded)")
 }
@@ -58,7 +58,9 @@ func (f *featureFlags) planning(graph string) (*featstore.Store, *epoch.FeatureP
 		}
 		return nil, nil, err
 	}
-	return fs, &epoch.FeaturePlanning{CacheRows: int(cache / fs.RowBytes()), Reorder: reorder, RowBytes: fs.RowBytes()}, nil
+	// The plan's per-access array goes to a file in $TMPDIR, which the
+	// kernel may write out where memory is short (featplan.SpillTo).
+	return fs, &epoch.FeaturePlanning{CacheRows: int(cache / fs.RowBytes()), Reorder: reorder, RowBytes: fs.RowBytes(), SpillDir: os.TempDir()}, nil
 }
 
 // featureRecord is an epoch's feature figures in run's output.

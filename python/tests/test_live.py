@@ -257,7 +257,8 @@ class Live(unittest.TestCase):
         subprocess.run([self.chunkify, "features", feat, "--labels", lab, "-o", graph, "-q"], check=True)
         x_all, y_all = np.load(feat), np.load(lab)
         srv = self.server(graph=graph, extra_args=["--features", "--feature-cache", "4KiB", "--reorder", "match"])
-        with srv.client() as c:
+        with srv.client(shared_rows=False) as c:  # the rows in the stream
+            self.assertFalse(c._shared)
             info = c.epoch_info()
             self.assertEqual(info["features"], {"dim": 6, "dtype": "float16", "row_bytes": 12, "labels": True})
             for epoch in (0, 1):
