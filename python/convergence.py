@@ -240,36 +240,6 @@ def make_model(in_dim, hidden, out_dim):
     return SAGE()
 
 
-def make_model(in_dim, hidden, out_dim):
-    import torch
-    from torch_geometric.nn import SAGEConv
-
-    class SAGE(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.convs = torch.nn.ModuleList([SAGEConv(in_dim, hidden), SAGEConv(hidden, out_dim)])
-
-        def forward_blocks(self, x, blocks):
-            """blocks: outermost hop first, (edge_index, (n_src, n_dst))."""
-            h = x
-            for i, (ei, (ns, nd)) in enumerate(blocks):
-                h = self.convs[i]((h, h[:nd]), ei, size=(ns, nd))
-                if i < len(self.convs) - 1:
-                    h = torch.relu(h)
-                    h = torch.nn.functional.dropout(h, DROPOUT, self.training)
-            return h
-
-        def forward_full(self, x, ei):
-            h = x
-            for i, conv in enumerate(self.convs):
-                h = conv(h, ei)
-                if i < len(self.convs) - 1:
-                    h = torch.relu(h)
-            return h
-
-    return SAGE()
-
-
 def run_one(name, cfg, data, x_full, sampler, seed, binary, device, transport="shared"):
     """Train and evaluate once. ``sampler`` is REFERENCE or a --reorder
     mode of our server; ``x_full`` is the whole model input (for the

@@ -58,22 +58,11 @@ func packStore(t *testing.T, graph string, n uint32, dtype featstore.DType, dim 
 	return src, y
 }
 
-// featureState prepares a state directory (epoch 0 current, training
-// nodes every 7th) from a random graph of n nodes and returns both.
+// featureState prepares a state directory from a random graph of n nodes
+// (preparedStateOf) and returns it and the graph.
 func featureState(t *testing.T, n uint32) (state, graph string) {
 	t.Helper()
-	graph, _ = testGraph(t, n, 6, 4096)
-	var train []uint32
-	for v := uint32(0); v < n; v += 7 {
-		train = append(train, v)
-	}
-	state = filepath.Join(t.TempDir(), "s")
-	if _, e, code := cli(t, "prepare", "--state", state, "--graph", graph, "--train", writeTrain(t, train), "--fanouts", "5,3"); code != 0 {
-		t.Fatal(e)
-	}
-	if _, e, code := cli(t, "advance", "--state", state); code != 0 {
-		t.Fatal(e)
-	}
+	state, graph, _ = preparedStateOf(t, n)
 	return state, graph
 }
 

@@ -13,8 +13,17 @@ import (
 // preparedState makes a state directory with epoch 0 current.
 func preparedState(t *testing.T) (state string, train []uint32) {
 	t.Helper()
-	graph, _ := testGraph(t, 3000, 6, 4096)
-	for v := uint32(0); v < 3000; v += 7 {
+	state, _, train = preparedStateOf(t, 3000)
+	return state, train
+}
+
+// preparedStateOf prepares a state directory (epoch 0 current, training
+// nodes every 7th) from a random graph of n nodes and returns it, the
+// graph and the training nodes.
+func preparedStateOf(t *testing.T, n uint32) (state, graph string, train []uint32) {
+	t.Helper()
+	graph, _ = testGraph(t, n, 6, 4096)
+	for v := uint32(0); v < n; v += 7 {
 		train = append(train, v)
 	}
 	state = filepath.Join(t.TempDir(), "s")
@@ -24,7 +33,7 @@ func preparedState(t *testing.T) (state string, train []uint32) {
 	if _, e, code := cli(t, "advance", "--state", state); code != 0 {
 		t.Fatal(e)
 	}
-	return state, train
+	return state, graph, train
 }
 
 func TestSampleErrors(t *testing.T) {
