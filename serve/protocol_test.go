@@ -186,3 +186,58 @@ func FuzzReadFrame(f *testing.F) {
 		DecodeError(fr.Payload)
 	})
 }
+
+// FuzzDecodeBatch feeds arbitrary payloads to the minibatch decoder, with
+// and without shared rows: none may panic, whatever decodes re-encodes to
+// the same bytes, and a shared reply's rows are asked of the buffer it
+// names for exactly the bytes its header says.
+func FuzzDecodeBatch(f *testing.F) {
+	b := sampleBlocks()
+	nodes := len(b.Nodes())
+	x := make([]byte, nodes*3*2)
+	for i := range x {
+		x[i] = byte(i)
+	}
+	feat := &Features{X: x, Dim: 3, DType: DtypeF16, Y: make([]int32, len(b.Seeds))}
+	payload := func(f *Features) []byte {
+		var buf bytes.Buffer
+		bufs := EncodeBatch(OpNextBatch, 1, b, 0, f)
+		bufs.WriteTo(&buf)
+		return buf.Bytes()[HeaderSize:]
+	}
+	f.Add(payload(feat))
+	shared := *feat
+	shared.Shared = &SharedRows{Buffer: 3, Offset: 4096, Retire: NoBuffer}
+	f.Add(payload(&shared))
+	shared.Shared = &SharedRows{Buffer: 4, Offset: 8192, Retire: 3}
+	shared.Y = nil
+	f.Add(payload(&shared))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		reencode := func(b *epoch.Blocks, i int, f *Features) []byte {
+			var buf bytes.Buffer
+			bufs := EncodeBatch(OpNextBatch, 1, b, i, f)
+			bufs.WriteTo(&buf)
+			return buf.Bytes()[HeaderSize:]
+		}
+		if b, i, f, err := DecodeBatch(p); err == nil {
+			if !bytes.Equal(reencode(b, i, f), p) {
+				t.Fatalf("batch re-encodes differently")
+			}
+		}
+		var asked SharedRows
+		var n int
+		b, i, f, err := decodeBatch(p, func(s SharedRows, size int) ([]byte, error) {
+			asked, n = s, size
+			return make([]byte, size), nil
+		})
+		if err != nil || f == nil || f.Shared == nil {
+			return
+		}
+		if *f.Shared != asked || len(f.X) != n || n != len(b.Nodes())*f.Dim*dtypeSize(f.DType) {
+			t.Fatalf("shared rows %+v of %d bytes, asked %+v of %d", *f.Shared, len(f.X), asked, n)
+		}
+		if !bytes.Equal(reencode(b, i, f), p) {
+			t.Fatalf("shared batch re-encodes differently")
+		}
+	})
+}
