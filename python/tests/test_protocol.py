@@ -1,6 +1,7 @@
 """Wire format: the byte-level example of docs/PROTOCOL.md (also pinned by
 serve/protocol_test.go), round trips and malformed payloads."""
 
+import os
 import struct
 import unittest
 
@@ -168,3 +169,64 @@ class Features(unittest.TestCase):
         b.x = b.x[:-1]  # one row short of n_id
         with self.assertRaises(P.ProtocolError):
             P.decode_blocks(bytearray(P.encode_blocks(b, P.OP_SAMPLE, 1)[P.HEADER_SIZE:]))
+
+
+@unittest.skipUnless(hasattr(os, "memfd_create"), "no memfd_create")
+class SharedRows(unittest.TestCase):
+    """The client's side of shared-rows buffers (docs/PROTOCOL.md): a
+    buffer's memory file is mapped from the reply that brings it, later
+    replies name it, x is a view of its rows, the lease word is cleared
+    once no view is left, and a retired buffer is dropped."""
+
+    def reply(self, b, buf, offset, retire):
+        """A shared-rows reply payload for batch b: x's header and location
+        instead of its bytes."""
+        plain = P.encode_blocks(P.Batch(b.epoch, b.seeds, b.hops, b.index), P.OP_NEXT_BATCH, 1)[P.HEADER_SIZE:]
+        head = struct.pack("<BBBQQ", P.FEATURE_X | P.FEATURE_SHARED, P.DTYPE_CODES[b.x.dtype], 2, b.x.shape[0], b.x.shape[1])
+        return bytearray(plain + head + struct.pack("<IQI", buf, offset, retire))
+
+    def memfile(self, x, offset=4096):
+        fd = os.memfd_create("test-rows")
+        os.ftruncate(fd, offset + x.nbytes + 4096)
+        os.pwrite(fd, struct.pack("<Q", 1), 0)  # leased, as the server leaves it
+        os.pwrite(fd, x.tobytes(), offset)
+        return fd
+
+    def lease(self, fd):
+        return struct.unpack("<Q", os.pread(fd, 8, 0))[0]
+
+    def test_views_leases_and_retire(self):
+        b = make_batch()
+        b.x = np.arange(len(b.n_id) * 3, dtype=np.float32).reshape(len(b.n_id), 3)
+        bufs = P.SharedBuffers()
+        fd = self.memfile(b.x)
+        keep = os.dup(fd)  # the server's side, to watch the lease word
+        got = P.decode_blocks(self.reply(b, 7, 4096, P.NO_BUFFER), fd, bufs)
+        np.testing.assert_array_equal(got.x, b.x)
+        self.assertTrue(got.x.flags.writeable)
+        view = got.x[1:]
+        del got
+        self.assertEqual(self.lease(keep), 1, "released while a view is alive")
+        del view
+        self.assertEqual(self.lease(keep), 0, "not released once every view is gone")
+        # The buffer again, named without a descriptor, with new rows.
+        os.pwrite(keep, struct.pack("<Q", 1), 0)
+        os.pwrite(keep, (b.x + 1).tobytes(), 4096)
+        got = P.decode_blocks(self.reply(b, 7, 4096, P.NO_BUFFER), None, bufs)
+        np.testing.assert_array_equal(got.x, b.x + 1)
+        del got
+        # A new buffer retiring buffer 7.
+        fd2 = self.memfile(b.x * 2, offset=8192)
+        got = P.decode_blocks(self.reply(b, 8, 8192, 7), fd2, bufs)
+        np.testing.assert_array_equal(got.x, b.x * 2)
+        self.assertEqual(sorted(bufs._maps), [8])
+        del got
+        for bad in ((9, 4096, P.NO_BUFFER, None),  # never sent
+                    (8, 4096, 7, None),            # retired twice
+                    (8, 1 << 40, P.NO_BUFFER, None)):  # past the end
+            with self.assertRaises(P.ProtocolError, msg=str(bad)):
+                P.decode_blocks(self.reply(b, *bad[:3]), bad[3], bufs)
+        with self.assertRaises(P.ProtocolError):  # sent twice
+            P.decode_blocks(self.reply(b, 8, 8192, P.NO_BUFFER), self.memfile(b.x), bufs)
+        bufs.close()
+        os.close(keep)
