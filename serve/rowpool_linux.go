@@ -98,7 +98,9 @@ func (p *rowPool) acquire(n int) (*rowLease, error) {
 		if small != nil {
 			p.bufs = append(p.bufs[:at], p.bufs[at+1:]...)
 			small.close()
-			l.retire = small.id
+			if small.sent {
+				l.retire = small.id // the client maps it too
+			}
 		}
 		p.bufs = append(p.bufs, b)
 		l.buf = b

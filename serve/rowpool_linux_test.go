@@ -34,6 +34,7 @@ func TestRowPool(t *testing.T) {
 		t.Fatalf("lease of buffer %d (retire %d), want %d reused", c.id(), c.retire, b.id())
 	}
 	free(c)
+	b.buf.sent = true           // as if its reply had gone out
 	d, _ := p.acquire(8 << 20) // b is free but too small: retired
 	if d.id() == b.id() || d.id() == a.id() || d.retire != b.id() {
 		t.Fatalf("lease of buffer %d retiring %d, want a new one retiring %d", d.id(), d.retire, b.id())
@@ -41,6 +42,13 @@ func TestRowPool(t *testing.T) {
 	if len(p.bufs) != 2 || string(a.bytes(3)) != "abc" {
 		t.Fatalf("%d buffers, a holds %q", len(p.bufs), a.bytes(3))
 	}
+	// A buffer the client never received is dropped without a word.
+	free(d)
+	e, _ := p.acquire(16 << 20)
+	if e.retire != noBuffer || len(p.bufs) != 2 {
+		t.Fatalf("retired %d, which the client never mapped (%d buffers)", e.retire, len(p.bufs))
+	}
+	d = e
 	fd, err := d.attach()
 	if err != nil || fd < 0 {
 		t.Fatalf("first attach: %d, %v", fd, err)

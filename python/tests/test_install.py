@@ -22,17 +22,18 @@ from .test_live import REPO, build_tools
 EMAIL_NODES = 1005  # testdata/README.md
 
 
-def readme_python_example():
-    """The README's Python code block (the one after "From Python")."""
+def readme_python_example(i=0):
+    """The README's i-th Python code block after "From Python" (0: the
+    loader, 1: minibatches with their features)."""
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
         text = f.read()
     _, found, rest = text.partition("From Python")
     if not found:
         raise AssertionError("README.md has no 'From Python' section")
-    m = re.search(r"```python\n(.*?)```", rest, re.S)
-    if m is None:
-        raise AssertionError("README.md's 'From Python' section has no python code block")
-    return m.group(1)
+    blocks = re.findall(r"```python\n(.*?)```", rest, re.S)
+    if len(blocks) <= i:
+        raise AssertionError("README.md's 'From Python' section has %d python code blocks, not %d" % (len(blocks), i + 1))
+    return blocks[i]
 
 
 def has_module(name):
@@ -85,6 +86,14 @@ class InstalledReadmeExample(unittest.TestCase):
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         cls.train = np.arange(0, EMAIL_NODES, 2)
         np.save(os.path.join(cls.checkout, "train.npy"), cls.train)
+        # The README's feature store (`chunkify features`), from generated
+        # features and labels.
+        cls.feat, cls.labels = os.path.join(cls.tmp, "feat.npy"), os.path.join(cls.tmp, "labels.npy")
+        graph = os.path.join(cls.checkout, "graph")
+        for args in (["generate", "features", "--graph", graph, "--dim", "8", "--classes", "5",
+                      "--labels", cls.labels, "-o", cls.feat, "-q"],
+                     ["features", cls.feat, "--labels", cls.labels, "-o", graph, "-q"]):
+            subprocess.run([chunkify] + args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
         # A copy of python/, so that pip's in-tree build leaves the
         # checkout clean.
@@ -145,6 +154,28 @@ class InstalledReadmeExample(unittest.TestCase):
         # One epoch: every training node once (world size 1 drops none).
         self.assertEqual(sorted(seeds), self.train.tolist())
         self.assertEqual(len(out["batches"]), -(-len(self.train) // 1024))
+
+    def test_readme_features_example(self):
+        """The README's second example: every minibatch arrives with the
+        store's rows of its n_id (in shared memory) and its seeds' labels,
+        and to_pyg attaches them."""
+        example = readme_python_example(1)
+        body, n = re.subn(r"(?m)^(\s+)\.\.\.\s*$",
+                          r"\1seen.append((batch.n_id.tolist(), batch.x.tolist(), batch.y.tolist(), batch.seeds.tolist(), client._shared))",
+                          example)
+        self.assertEqual(n, 1, "the README example's loop body:\n" + example)
+        if not (has_module("torch") and has_module("torch_geometric")):
+            body = body.replace("to_pyg(batch)", "None")
+        script = "\n".join(["import json", "seen = []", body, "print(json.dumps(seen))"])
+        out = json.loads(self.run_installed(script, cwd=self.checkout).splitlines()[-1])
+        x_all, y_all = np.load(self.feat), np.load(self.labels)
+        seeds = []
+        for n_id, x, y, s, shared in out:
+            self.assertTrue(shared, "the rows came through the socket")
+            np.testing.assert_array_equal(np.array(x, np.float32), x_all[n_id])
+            np.testing.assert_array_equal(y, y_all[s])
+            seeds += s
+        self.assertEqual(sorted(seeds), self.train.tolist())
 
     def test_found_from_a_subdirectory(self):
         """The checkout is found from below its root too, and the binary
