@@ -34,7 +34,7 @@ func TestRowPool(t *testing.T) {
 		t.Fatalf("lease of buffer %d (retire %d), want %d reused", c.id(), c.retire, b.id())
 	}
 	free(c)
-	b.buf.sent = true           // as if its reply had gone out
+	b.buf.sent = true          // as if its reply had gone out
 	d, _ := p.acquire(8 << 20) // b is free but too small: retired
 	if d.id() == b.id() || d.id() == a.id() || d.retire != b.id() {
 		t.Fatalf("lease of buffer %d retiring %d, want a new one retiring %d", d.id(), d.retire, b.id())
