@@ -64,7 +64,9 @@ func MatchReorder(batches [][]uint32, numNodes uint32, seed uint64) ([]int, Reor
 	for b, nid := range batches {
 		sk[b] = bottomK(h, nid, seed)
 	}
-	rep.SharedBound = sharedBound(sk, batches)
+	// Each pair's overlap is estimated once, when the first of the two to
+	// join the chain is its end: the bound's best overlaps come free.
+	bestOverlap := make([]float64, len(batches))
 	order := make([]int, 0, len(batches))
 	visited := make([]bool, len(batches))
 	cur := 0
@@ -79,12 +81,15 @@ func MatchReorder(batches [][]uint32, numNodes uint32, seed uint64) ([]int, Reor
 			if visited[j] {
 				continue
 			}
-			if e := estIntersection(sk[cur], sk[j], len(batches[cur]), len(batches[j])); e > bestEst {
+			e := estIntersection(sk[cur], sk[j], len(batches[cur]), len(batches[j]))
+			bestOverlap[cur], bestOverlap[j] = max(bestOverlap[cur], e), max(bestOverlap[j], e)
+			if e > bestEst {
 				best, bestEst = j, e
 			}
 		}
 		cur = best
 	}
+	rep.SharedBound = sharedBound(bestOverlap, batches)
 	after, err := sharedFraction(batches, order, mark)
 	if err != nil {
 		return nil, rep, err
@@ -97,18 +102,11 @@ func MatchReorder(batches [][]uint32, numNodes uint32, seed uint64) ([]int, Reor
 	return order, rep, nil
 }
 
-// sharedBound is ReorderReport.SharedBound: for every minibatch its
-// largest estimated intersection with another, summed, less the smallest
-// such term (the first minibatch has no predecessor), over the sum of the
-// sizes less the first's, for the best first. O(B²·SketchSize).
-func sharedBound(sk [][]uint64, batches [][]uint32) float64 {
-	best := make([]float64, len(batches))
-	for a := range batches {
-		for b := a + 1; b < len(batches); b++ {
-			e := estIntersection(sk[a], sk[b], len(batches[a]), len(batches[b]))
-			best[a], best[b] = max(best[a], e), max(best[b], e)
-		}
-	}
+// sharedBound is ReorderReport.SharedBound from every minibatch's largest
+// estimated intersection with another (best): their sum, less the first
+// minibatch's, over the sum of the sizes less the first's, for the best
+// first.
+func sharedBound(best []float64, batches [][]uint32) float64 {
 	// Any order starts with some minibatch h, which has no predecessor:
 	// its share is at most (Σ best − best_h) / (Σ size − size_h).
 	var shared, total float64

@@ -115,3 +115,35 @@ func TestSharedFractionHandChecked(t *testing.T) {
 		t.Error("node 5 accepted with num_nodes 5")
 	}
 }
+
+// TestSharedBoundAllPairs: the bound gathered along the greedy chain is the
+// one from every pair's estimate (each pair is estimated once, when the
+// first of the two to join the chain is its end).
+func TestSharedBoundAllPairs(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	for trial := range 20 {
+		const numNodes = 2000
+		batches := randomBatches(r, 3+r.IntN(40), 300, numNodes, 1.2)
+		const seed = 9
+		_, rep, err := MatchReorder(batches, numNodes, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &maxHeap{}
+		sk := make([][]uint64, len(batches))
+		for b, nid := range batches {
+			sk[b] = bottomK(h, nid, seed)
+		}
+		best := make([]float64, len(batches))
+		for a := range batches {
+			for b := range batches {
+				if a != b {
+					best[a] = max(best[a], estIntersection(sk[a], sk[b], len(batches[a]), len(batches[b])))
+				}
+			}
+		}
+		if want := sharedBound(best, batches); rep.SharedBound != want {
+			t.Fatalf("trial %d: bound %v, from all pairs %v", trial, rep.SharedBound, want)
+		}
+	}
+}
