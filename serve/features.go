@@ -34,6 +34,9 @@ var featureDTypes = map[featstore.DType]uint8{featstore.Float32: DtypeF32, feats
 type featureStage struct {
 	fs    *featstore.Store
 	dtype uint8
+	// sampleFile reads sample replies' rows (outside any plan) through the
+	// page cache: a repeated evaluation sample finds them there.
+	sampleFile *os.File
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -54,7 +57,11 @@ func newFeatureStage(fs *featstore.Store) (*featureStage, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: feature dtype %q", ErrConfig, fs.DType())
 	}
-	st := &featureStage{fs: fs, dtype: dt, epochs: map[uint32]*epochReads{}}
+	f, err := os.Open(fs.FeaturesPath())
+	if err != nil {
+		return nil, err
+	}
+	st := &featureStage{fs: fs, dtype: dt, sampleFile: f, epochs: map[uint32]*epochReads{}}
 	st.cond = sync.NewCond(&st.mu)
 	return st, nil
 }
@@ -165,7 +172,7 @@ func (st *featureStage) direct(b *epoch.Blocks, pool *rowPool) (*Features, error
 	if err != nil {
 		return nil, err
 	}
-	if err := st.fs.ReadRows(nodes, x); err != nil {
+	if _, err := featplan.ReadRows(st.sampleFile, st.fs.FeaturesPath(), st.fs.RowBytes(), nodes, x, featplan.DefaultExtentOptions()); err != nil {
 		if mem != nil {
 			mem.abandon()
 		}
@@ -194,6 +201,7 @@ func (st *featureStage) features(x []byte, lease *rowLease, seeds []uint32) (*Fe
 func (st *featureStage) close() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.sampleFile.Close()
 	for e, er := range st.epochs {
 		er.f.Close()
 		delete(st.epochs, e)
