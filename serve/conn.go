@@ -266,11 +266,21 @@ func (c *conn) sendReply(ctx context.Context, held int64, r reply) {
 	c.release(held)
 }
 
+// replyWriteTimeout bounds how long a reply may wait for its client to
+// read it before the connection is dropped (a client that stopped reading
+// but holds its connection would keep the reply's share of the budget
+// forever). A pipelining client reads a reply only after the minibatches
+// before it: a trainer that pauses for an evaluation or a checkpoint, or
+// one that gathers its rows slowly (numpy.memmap at scale 24 took over a
+// minute for four minibatches), must not lose its connection, so the
+// bound is long.
+const replyWriteTimeout = 30 * time.Minute
+
 // writeFD writes a reply with its memory file passed along.
 func (c *conn) writeFD(bufs net.Buffers, fd int) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.nc.SetWriteDeadline(time.Now().Add(time.Minute))
+	c.nc.SetWriteDeadline(time.Now().Add(replyWriteTimeout))
 	if err := writeWithFD(c.nc, bufs, fd); err != nil {
 		c.nc.Close()
 	}
@@ -279,7 +289,7 @@ func (c *conn) writeFD(bufs net.Buffers, fd int) {
 func (c *conn) write(bufs net.Buffers) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.nc.SetWriteDeadline(time.Now().Add(time.Minute))
+	c.nc.SetWriteDeadline(time.Now().Add(replyWriteTimeout))
 	if _, err := bufs.WriteTo(c.nc); err != nil {
 		// A client gone mid-reply: close so the reader stops too.
 		c.nc.Close()
