@@ -99,7 +99,7 @@ func (r *Reader) Next(dst []byte) (int, error) {
 	if r.next >= r.plan.NumBatches() {
 		return r.next, ErrOrder
 	}
-	return r.NextNodes(r.plan.Batch(r.next).NID, dst)
+	return r.read(r.plan.Batch(r.next), dst)
 }
 
 // NextNodes is Next with the minibatch's n_id given by the caller, as it
@@ -119,6 +119,12 @@ func (r *Reader) NextNodes(nid []uint32, dst []byte) (int, error) {
 		return b, fmt.Errorf("%w: minibatch %d: n_id differs from the one planned", ErrInput, b)
 	}
 	bp.NID = nid
+	return r.read(bp, dst)
+}
+
+// read serves minibatch r.next, whose plan and n_id are bp.
+func (r *Reader) read(bp Batch, dst []byte) (int, error) {
+	b := r.next
 	rb := r.rowBytes
 	if int64(len(dst)) < int64(bp.Len())*rb {
 		return b, fmt.Errorf("%w: minibatch %d needs %d bytes, buffer has %d", ErrInput, b, int64(bp.Len())*rb, len(dst))
