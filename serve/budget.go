@@ -173,7 +173,13 @@ func (s *Server) replyBound(n int64) int64 {
 	if s.features == nil {
 		return size
 	}
-	return satAdd(size, satAdd(featuresHeaderSize, satAdd(satMul(nodes, s.cfg.Features.RowBytes()), satMul(4, n))))
+	return s.withFeatures(size, nodes, n)
+}
+
+// withFeatures adds to a reply's size the features of rows rows and n
+// seeds' labels.
+func (s *Server) withFeatures(size, rows, n int64) int64 {
+	return satAdd(size, satAdd(featuresHeaderSize, satAdd(satMul(rows, s.cfg.Features.RowBytes()), satMul(4, n))))
 }
 
 // claimBound is the bound of a claimed minibatch's reply: where its epoch
@@ -189,6 +195,5 @@ func (s *Server) claimBound(cl epoch.Claim) int64 {
 	}
 	n := int64(s.cfg.BatchSize)
 	size, _ := minibatchBound(n, s.cfg.Fanouts, s.cfg.NumNodes)
-	rows := int64(fp.Plan.Batch(cl.Index).Len())
-	return satAdd(size, satAdd(featuresHeaderSize, satAdd(satMul(rows, s.cfg.Features.RowBytes()), satMul(4, n))))
+	return s.withFeatures(size, int64(fp.Plan.Batch(cl.Index).Len()), n)
 }

@@ -182,7 +182,7 @@ func (c *conn) hello(f Frame, plen int) bool {
 		return refuse("wrong token")
 	}
 	c.authed = true
-	c.write(net.Buffers{AppendFrame(nil, f.Op, StatusOK, f.ID, nil)})
+	c.write(net.Buffers{AppendFrame(nil, f.Op, StatusOK, f.ID, nil)}, -1)
 	return true
 }
 
@@ -258,11 +258,7 @@ func (c *conn) sendReply(ctx context.Context, held int64, r reply) {
 			held = 0 // shutdown gave up waiting: write it unaccounted
 		}
 	}
-	if r.fd >= 0 {
-		c.writeFD(bufs, r.fd)
-	} else {
-		c.write(bufs)
-	}
+	c.write(bufs, r.fd)
 	c.release(held)
 }
 
@@ -276,21 +272,18 @@ func (c *conn) sendReply(ctx context.Context, held int64, r reply) {
 // bound is long.
 const replyWriteTimeout = 30 * time.Minute
 
-// writeFD writes a reply with its memory file passed along.
-func (c *conn) writeFD(bufs net.Buffers, fd int) {
+// write writes a reply, with its memory file fd passed along (-1: none).
+func (c *conn) write(bufs net.Buffers, fd int) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.nc.SetWriteDeadline(time.Now().Add(replyWriteTimeout))
-	if err := writeWithFD(c.nc, bufs, fd); err != nil {
-		c.nc.Close()
+	var err error
+	if fd >= 0 {
+		err = writeWithFD(c.nc, bufs, fd)
+	} else {
+		_, err = bufs.WriteTo(c.nc)
 	}
-}
-
-func (c *conn) write(bufs net.Buffers) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.nc.SetWriteDeadline(time.Now().Add(replyWriteTimeout))
-	if _, err := bufs.WriteTo(c.nc); err != nil {
+	if err != nil {
 		// A client gone mid-reply: close so the reader stops too.
 		c.nc.Close()
 	}
@@ -417,5 +410,5 @@ func (c *conn) handle(ctx context.Context, f Frame) reply {
 }
 
 func (c *conn) replyCode(op uint8, id uint32, code uint16, msg string) {
-	c.write(errorFrame(op, id, code, msg))
+	c.write(errorFrame(op, id, code, msg), -1)
 }

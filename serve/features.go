@@ -113,9 +113,11 @@ func rowBuffer(n int64, pool *rowPool) ([]byte, *rowLease, error) {
 }
 
 // rows reads minibatch index of epoch e (whose blocks are b) in its turn
-// and returns its features (with a pool, in one of its buffers); with b
-// nil (its assembly failed) it reads and drops them, so that the
-// minibatches after it get their turn.
+// and returns its features (with a pool, in one of its buffers). With b
+// nil (its assembly failed) it takes the turn all the same, so that the
+// minibatches after it get theirs: it reads and drops the rows where the
+// plan still holds their n_id, and fails the epoch's later feature reads
+// where it forgot them.
 func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, b *epoch.Blocks, pool *rowPool) (*Features, error) {
 	st.mu.Lock()
 	er, err := st.readsLocked(e, plan)
@@ -156,9 +158,7 @@ func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, b *ep
 	st.cond.Broadcast()
 	st.mu.Unlock()
 	if rerr != nil || b == nil {
-		if mem != nil {
-			mem.abandon()
-		}
+		mem.abandon()
 		return nil, er.err
 	}
 	return st.features(x, mem, b.Seeds)
@@ -173,9 +173,7 @@ func (st *featureStage) direct(b *epoch.Blocks, pool *rowPool) (*Features, error
 		return nil, err
 	}
 	if _, err := featplan.ReadRows(st.sampleFile, st.fs.FeaturesPath(), st.fs.RowBytes(), nodes, x, featplan.DefaultExtentOptions()); err != nil {
-		if mem != nil {
-			mem.abandon()
-		}
+		mem.abandon()
 		return nil, err
 	}
 	return st.features(x, mem, b.Seeds)
@@ -188,9 +186,7 @@ func (st *featureStage) features(x []byte, lease *rowLease, seeds []uint32) (*Fe
 	if st.fs.HasLabels() {
 		f.Y = make([]int32, len(seeds))
 		if err := st.fs.ReadLabels(seeds, f.Y); err != nil {
-			if lease != nil {
-				lease.abandon()
-			}
+			lease.abandon()
 			return nil, err
 		}
 	}

@@ -134,8 +134,12 @@ func (l *rowLease) id() uint32 { return l.buf.id }
 // bytes is where the lease's n bytes of rows go.
 func (l *rowLease) bytes(n int) []byte { return l.buf.m[rowsOffset : rowsOffset+n] }
 
-// abandon frees a lease whose reply will not be sent.
-func (l *rowLease) abandon() { atomic.StoreUint64(l.buf.lease(), leaseFree) }
+// abandon frees a lease whose reply will not be sent (nil: none).
+func (l *rowLease) abandon() {
+	if l != nil {
+		atomic.StoreUint64(l.buf.lease(), leaseFree)
+	}
+}
 
 // attach returns a descriptor to pass with the reply (a duplicate, which
 // the writer closes) the first time the buffer goes to the client, -1
