@@ -17,26 +17,42 @@ var (
 	ErrDuplicateSeed = errors.New("epoch: duplicate seed")
 )
 
-// Hop is one message-passing block (DGL's to_block): edges run from Src to
-// Dst in local ids. Src begins with Dst in order, then the new neighbors in
-// order of first appearance; edges are ordered by destination, then by
-// sample slot.
+// Hop is one hop of a minibatch: the nodes it expands (Dst), the edges
+// from their samples, and every node known after it (Src). Edges are
+// ordered by destination, then by sample slot; they run from Src to Dst in
+// local ids.
+//
+// With DGL semantics a Hop is a message-passing block (DGL's to_block):
+// Dst is the previous hop's Src (the seeds at hop 1), Src begins with Dst
+// in order, then the new neighbors in order of first appearance. With PyG
+// semantics Dst is the nodes first reached at the previous hop (the seeds
+// at hop 1), which are Src[lo:lo+len(Dst)] for lo = len(previous Src) -
+// len(Dst); Src is again the previous Src followed by the new neighbors.
+// In both, each hop's Src extends the previous one, and the last is the
+// minibatch's node list (PyG's n_id).
 type Hop struct {
-	Dst     []uint32 `json:"dst"`      // global ids of the destination nodes
-	Src     []uint32 `json:"src"`      // global ids of the source nodes; Src[:len(Dst)] == Dst
-	EdgeSrc []int32  `json:"edge_src"` // local index into Src of each edge's source
+	Dst     []uint32 `json:"dst"`      // global ids of the nodes this hop expands
+	Src     []uint32 `json:"src"`      // global ids of every node known after this hop
+	EdgeSrc []int32  `json:"edge_src"` // local index into Src of each edge's source (the sampled neighbor)
 	EdgeDst []int32  `json:"edge_dst"` // local index into Dst of each edge's destination
+	// EdgeIDs holds each edge's position in the stored CSR (Layer.EdgeIDs),
+	// or is nil when the epoch was sampled without edge ids.
+	EdgeIDs []int64 `json:"e_id,omitempty"`
 }
 
 // Blocks is one assembled minibatch: Hops[0] is hop 1 (its Dst are the
-// seeds) and Hops[h+1].Dst == Hops[h].Src. Slices may share backing
-// arrays (Seeds with Hops[0].Dst, each Src with the next Dst); treat them
-// as read-only.
+// seeds); with DGL semantics Hops[h+1].Dst == Hops[h].Src. Slices may
+// share backing arrays (Seeds with Hops[0].Dst, each Src with the next
+// Dst); treat them as read-only.
 type Blocks struct {
-	Epoch uint32   `json:"epoch"`
-	Seeds []uint32 `json:"seeds"`
-	Hops  []Hop    `json:"hops"`
+	Epoch     uint32    `json:"epoch"`
+	Semantics Semantics `json:"-"` // in JSON as "semantics":"pyg", only for PyG
+	Seeds     []uint32  `json:"seeds"`
+	Hops      []Hop     `json:"hops"`
 }
+
+// HasEdgeIDs reports whether the hops carry edge ids.
+func (b *Blocks) HasEdgeIDs() bool { return len(b.Hops) > 0 && b.Hops[0].EdgeIDs != nil }
 
 // Nodes returns every node of the minibatch, the rows its features need:
 // the last hop's src (the seeds first, then each hop's new nodes: PyG's
@@ -66,6 +82,11 @@ func (b Blocks) MarshalJSON() ([]byte, error) { return b.AppendJSON(nil), nil }
 func (b *Blocks) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"epoch":`...)
 	dst = strconv.AppendUint(dst, uint64(b.Epoch), 10)
+	if b.Semantics != DGL {
+		dst = append(dst, `,"semantics":"`...)
+		dst = append(dst, b.Semantics.String()...)
+		dst = append(dst, '"')
+	}
 	dst = append(dst, `,"seeds":`...)
 	dst = appendInts(dst, b.Seeds)
 	dst = append(dst, `,"hops":[`...)
@@ -78,7 +99,8 @@ func (b *Blocks) AppendJSON(dst []byte) []byte {
 	return append(dst, "]}"...)
 }
 
-// MarshalJSON writes {"dst":[…],"src":[…],"edge_src":[…],"edge_dst":[…]}.
+// MarshalJSON writes {"dst":[…],"src":[…],"edge_src":[…],"edge_dst":[…]},
+// with "e_id":[…] after them when the hop has edge ids.
 func (h Hop) MarshalJSON() ([]byte, error) { return h.AppendJSON(nil), nil }
 
 // AppendJSON appends the JSON encoding of h to dst.
@@ -91,12 +113,16 @@ func (h *Hop) AppendJSON(dst []byte) []byte {
 	dst = appendInts(dst, h.EdgeSrc)
 	dst = append(dst, `,"edge_dst":`...)
 	dst = appendInts(dst, h.EdgeDst)
+	if h.EdgeIDs != nil {
+		dst = append(dst, `,"e_id":`...)
+		dst = appendInts(dst, h.EdgeIDs)
+	}
 	return append(dst, '}')
 }
 
 // appendInts appends a as a JSON array of integers (both element types
 // convert to int64 exactly).
-func appendInts[T uint32 | int32](dst []byte, a []T) []byte {
+func appendInts[T uint32 | int32 | int64](dst []byte, a []T) []byte {
 	dst = append(dst, '[')
 	for i, v := range a {
 		if i > 0 {
@@ -127,6 +153,9 @@ type Assembler struct {
 	bySort sortRelabel
 	// The hop's dst sorted by node id (rows.go), for mergeRows and bySort.
 	dstByID dstOrder
+	// The nodes a PyG hop expands, sorted by id (rows.go): a part of
+	// known, so it cannot share dstByID, which the relabelling uses.
+	expandByID dstOrder
 	// One hop's arrays, reused (Sample copies them into the Hop):
 	rowBuf  []int32  // each dst node's row in the layer (rows)
 	sampled []uint32 // the valid samples of those rows, in edge order (gather)
@@ -150,11 +179,18 @@ func (a *Assembler) Result() *Result { return a.r }
 // keeping its scratch space.
 func (a *Assembler) Reset(r *Result, ix *Index) { a.r, a.ix = r, ix }
 
-// Sample assembles the blocks of one minibatch: for hop h = 1..L, dst
-// (the seeds at hop 1, then the previous hop's src), src (dst, then new
-// neighbors in order of first appearance) and the edges from each dst
-// node's valid samples in layer h-1, by dst and then sample slot. Seeds
-// must be distinct members of frontier_0; otherwise the error wraps
+// Sample assembles the blocks of one minibatch with DGL semantics:
+// Assemble(seeds, DGL).
+func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) { return a.Assemble(seeds, DGL) }
+
+// Assemble assembles the blocks of one minibatch: for hop h = 1..L, the
+// nodes it expands (dst: with DGL semantics the seeds at hop 1, then the
+// previous hop's src; with PyG semantics the seeds at hop 1, then the
+// nodes first reached at the previous hop), src (the previous hop's src,
+// the seeds at hop 1, then new neighbors in order of first appearance)
+// and the edges from each dst node's valid samples in layer h-1, by dst
+// and then sample slot, with their edge ids when the layer has them.
+// Seeds must be distinct members of frontier_0; otherwise the error wraps
 // ErrDuplicateSeed or ErrNotInFrontier and names the node.
 //
 // Each hop is three passes rather than one: the rows of all dst nodes
@@ -163,32 +199,44 @@ func (a *Assembler) Reset(r *Result, ix *Index) { a.r, a.ix = r, ix }
 // Each pass's random accesses are independent of each other, so the CPU
 // overlaps their cache misses (about 2× faster than one fused loop on a
 // 1M-node epoch; BenchmarkSample).
-func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) {
+func (a *Assembler) Assemble(seeds []uint32, sem Semantics) (*Blocks, error) {
+	if !sem.valid() {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, sem)
+	}
 	r := a.r
-	b := &Blocks{Epoch: r.Key.Epoch, Seeds: append(make([]uint32, 0, len(seeds)), seeds...), Hops: make([]Hop, len(r.Layers))}
-	if _, err := a.assemble(b.Seeds, b); err != nil {
+	b := &Blocks{Epoch: r.Key.Epoch, Semantics: sem, Seeds: append(make([]uint32, 0, len(seeds)), seeds...), Hops: make([]Hop, len(r.Layers))}
+	if _, err := a.assemble(b.Seeds, sem, b); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// NodeSet returns the nodes of the minibatch of seeds: the last hop's src
-// of Sample(seeds) (the seeds first, then every node in order of first
-// appearance, hop by hop: PyG's n_id), appended to dst, without the
-// blocks' edges or per-hop copies. It is what a minibatch needs feature
-// rows for, and costs the relabelling alone.
-func (a *Assembler) NodeSet(seeds []uint32, dst []uint32) ([]uint32, error) {
-	nodes, err := a.assemble(seeds, nil)
+// NodeSet returns the nodes of the minibatch of seeds under sem: the last
+// hop's src of Assemble(seeds, sem) (the seeds first, then every node in
+// order of first appearance, hop by hop: PyG's n_id), appended to dst,
+// without the blocks' edges or per-hop copies. It is what a minibatch
+// needs feature rows for, and costs the relabelling alone.
+func (a *Assembler) NodeSet(seeds []uint32, sem Semantics, dst []uint32) ([]uint32, error) {
+	if !sem.valid() {
+		return dst, fmt.Errorf("%w: %v", ErrConfig, sem)
+	}
+	nodes, err := a.assemble(seeds, sem, nil)
 	if err != nil {
 		return dst, err
 	}
 	return append(dst, nodes...), nil
 }
 
-// assemble runs Sample's hops from seeds; with b it fills b's hops, and
+// assemble runs Assemble's hops from seeds; with b it fills b's hops, and
 // it returns the last hop's src (in a's scratch space when b is nil,
 // valid until a's next use).
-func (a *Assembler) assemble(seeds []uint32, b *Blocks) ([]uint32, error) {
+//
+// Both semantics are one loop: known holds every node so far (the
+// previous hop's src), expand the nodes this hop samples. The relabelling
+// starts each hop from known, so a node's local id is its position in
+// the minibatch's n_id under both; only the rows gathered differ (DGL:
+// all of known; PyG: the part of known the previous hop added).
+func (a *Assembler) assemble(seeds []uint32, sem Semantics, b *Blocks) ([]uint32, error) {
 	r := a.r
 	if len(r.Layers) == 0 {
 		if err := a.checkSeeds(seeds); err != nil {
@@ -196,22 +244,27 @@ func (a *Assembler) assemble(seeds []uint32, b *Blocks) ([]uint32, error) {
 		}
 		return seeds, nil
 	}
-	dst := seeds
+	known, expand := seeds, seeds
 	for h := range r.Layers {
 		ly := &r.Layers[h]
 		a.dstByID.forget()
-		relabeler := a.relabelerFor(len(dst), ly.Fanout)
-		if bad, repeated := relabeler.begin(h, dst); bad >= 0 {
+		a.expandByID.forget()
+		relabeler := a.relabelerFor(len(known), len(expand)*ly.Fanout)
+		if bad, repeated := relabeler.begin(h, known); bad >= 0 {
 			switch {
 			case !repeated:
-				return nil, a.notInFrontier(h, bad, dst[bad])
+				return nil, a.notInFrontier(h, bad, known[bad])
 			case h == 0:
-				return nil, fmt.Errorf("%w: seed %d at positions %d and %d", ErrDuplicateSeed, dst[bad], a.firstPos(seeds, dst[bad]), bad)
+				return nil, fmt.Errorf("%w: seed %d at positions %d and %d", ErrDuplicateSeed, known[bad], a.firstPos(seeds, known[bad]), bad)
 			default:
-				return nil, fmt.Errorf("epoch: internal error: node %d twice among hop %d destinations", dst[bad], h+1)
+				return nil, fmt.Errorf("epoch: internal error: node %d twice among hop %d destinations", known[bad], h+1)
 			}
 		}
-		rows, err := a.rows(h, dst)
+		order := &a.dstByID
+		if len(expand) != len(known) {
+			order = &a.expandByID
+		}
+		rows, err := a.rows(h, expand, order)
 		if err != nil {
 			return nil, err
 		}
@@ -221,26 +274,35 @@ func (a *Assembler) assemble(seeds []uint32, b *Blocks) ([]uint32, error) {
 		numEdges := a.gather(sampled, edgeDst, ly.Samples, rows, ly.Fanout)
 		sampled, edgeDst = sampled[:numEdges], edgeDst[:numEdges]
 		edgeSrc := slices.Grow(a.edgeSrc[:0], numEdges)[:numEdges]
-		src, bad := relabeler.relabel(append(a.src[:0], dst...), sampled, edgeSrc)
+		src, bad := relabeler.relabel(append(a.src[:0], known...), sampled, edgeSrc)
 		if bad >= 0 {
-			return nil, fmt.Errorf("%w: sample %d of node %d at hop %d is beyond the index's %d nodes", ErrNotInFrontier, sampled[bad], dst[edgeDst[bad]], h+1, len(a.ix.dense[h]))
+			return nil, fmt.Errorf("%w: sample %d of node %d at hop %d is beyond the index's %d nodes", ErrNotInFrontier, sampled[bad], expand[edgeDst[bad]], h+1, len(a.ix.dense[h]))
 		}
 		a.sampled, a.edgeDst, a.edgeSrc, a.src = sampled, edgeDst, edgeSrc, src
+		lo := len(known)
 		if b == nil {
-			// The next hop's dst is this hop's src; a.src is reused for
-			// the next src, so dst lives in a second buffer.
+			// The next hop's known is this hop's src; a.src is reused for
+			// the next src, so known lives in a second buffer.
 			a.nodes = append(a.nodes[:0], src...)
-			dst = a.nodes
-			continue
+			known = a.nodes
+		} else {
+			hop := &b.Hops[h]
+			hop.Dst = expand
+			hop.Src = append(make([]uint32, 0, len(src)), src...)
+			hop.EdgeSrc = append(make([]int32, 0, len(edgeSrc)), edgeSrc...)
+			hop.EdgeDst = append(make([]int32, 0, len(edgeDst)), edgeDst...)
+			if ly.EdgeIDs != nil {
+				hop.EdgeIDs = gatherEdgeIDs(make([]int64, 0, numEdges), ly.Samples, ly.EdgeIDs, rows, ly.Fanout)
+			}
+			known = hop.Src
 		}
-		hop := &b.Hops[h]
-		hop.Dst = dst
-		hop.Src = append(make([]uint32, 0, len(src)), src...)
-		hop.EdgeSrc = append(make([]int32, 0, len(edgeSrc)), edgeSrc...)
-		hop.EdgeDst = append(make([]int32, 0, len(edgeDst)), edgeDst...)
-		dst = hop.Src
+		if sem == PyG {
+			expand = known[lo:]
+		} else {
+			expand = known
+		}
 	}
-	return dst, nil
+	return known, nil
 }
 
 // checkSeeds checks the seeds of a Result without layers: they must be

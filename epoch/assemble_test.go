@@ -36,10 +36,119 @@ func bruteBlocks(r *Result, seeds []uint32) *Blocks {
 				ed = append(ed, int32(i))
 			}
 		}
-		b.Hops = append(b.Hops, Hop{Dst: dst, Src: src, EdgeSrc: es, EdgeDst: ed})
+		b.Hops = append(b.Hops, Hop{Dst: dst, Src: src, EdgeSrc: es, EdgeDst: ed, EdgeIDs: bruteEdgeIDs(ly, dst)})
 		dst = slices.Clone(src)
 	}
 	return b
+}
+
+// bruteEdgeIDs lists the edge ids of nodes' valid samples in row and slot
+// order, or nil for a layer without edge ids.
+func bruteEdgeIDs(ly Layer, nodes []uint32) []int64 {
+	if ly.EdgeIDs == nil {
+		return nil
+	}
+	out := []int64{}
+	for _, v := range nodes {
+		row := slices.Index(ly.Frontier, v)
+		for t := 0; t < ly.Fanout; t++ {
+			if ly.Samples[row*ly.Fanout+t] >= 0 {
+				out = append(out, ly.EdgeIDs[row*ly.Fanout+t])
+			}
+		}
+	}
+	return out
+}
+
+// brutePyG is an independent rendering of PyG's NeighborLoader semantics,
+// written from issue 13's statement and nothing else: n_id starts with the
+// seeds in request order; for h = 0 … L−1, for each node first reached at
+// hop h (the seeds for h = 0) in n_id order, for each of its layer-h
+// samples in slot order (skipping −1): if the sampled node is new, append
+// it to n_id; emit the edge (local id of the sampled node → local id of
+// the node being expanded). It returns n_id, each hop's edges as
+// (src, dst) n_id positions, and each hop's edge ids (nil without).
+func brutePyG(r *Result, seeds []uint32) (nid []uint32, src, dst [][]int, eids [][]int64) {
+	local := map[uint32]int{}
+	for i, v := range seeds {
+		local[v] = i
+		nid = append(nid, v)
+	}
+	lo, hi := 0, len(seeds)
+	for h, ly := range r.Layers {
+		var es, ed []int
+		var ei []int64
+		for i := lo; i < hi; i++ {
+			row := slices.Index(ly.Frontier, nid[i])
+			if row < 0 {
+				panic(fmt.Sprintf("brutePyG: node %d not in frontier %d", nid[i], h))
+			}
+			for t := 0; t < ly.Fanout; t++ {
+				s := ly.Samples[row*ly.Fanout+t]
+				if s < 0 {
+					continue
+				}
+				j, ok := local[uint32(s)]
+				if !ok {
+					j = len(nid)
+					local[uint32(s)] = j
+					nid = append(nid, uint32(s))
+				}
+				es, ed = append(es, j), append(ed, i)
+				if ly.EdgeIDs != nil {
+					ei = append(ei, ly.EdgeIDs[row*ly.Fanout+t])
+				}
+			}
+		}
+		src, dst, eids = append(src, es), append(dst, ed), append(eids, ei)
+		lo, hi = hi, len(nid)
+	}
+	return nid, src, dst, eids
+}
+
+// equalPyG compares PyG-semantics Blocks with brutePyG's rendering: the
+// last hop's src is n_id, hop h's dst the nodes first reached at hop h-1,
+// its edges (src into n_id, dst into dst shifted by dst's place in n_id).
+func equalPyG(b *Blocks, r *Result, seeds []uint32) error {
+	nid, src, dst, eids := brutePyG(r, seeds)
+	if b.Semantics != PyG || !slices.Equal(b.Nodes(), nid) || len(b.Hops) != len(r.Layers) {
+		return fmt.Errorf("semantics %v, n_id %v, want %v", b.Semantics, b.Nodes(), nid)
+	}
+	known := len(seeds)
+	for h, hop := range b.Hops {
+		lo := known - len(hop.Dst)
+		if lo < 0 || !slices.Equal(hop.Dst, nid[lo:known]) || !slices.Equal(hop.Src, nid[:len(hop.Src)]) {
+			return fmt.Errorf("hop %d: dst %v / src %v are not n_id[%d:%d] / a prefix of n_id", h+1, hop.Dst, hop.Src, lo, known)
+		}
+		if len(hop.EdgeSrc) != len(src[h]) || len(hop.EdgeDst) != len(src[h]) {
+			return fmt.Errorf("hop %d: %d edges, want %d", h+1, len(hop.EdgeSrc), len(src[h]))
+		}
+		for e := range hop.EdgeSrc {
+			if int(hop.EdgeSrc[e]) != src[h][e] || lo+int(hop.EdgeDst[e]) != dst[h][e] {
+				return fmt.Errorf("hop %d edge %d: (%d, %d+%d), want (%d, %d)", h+1, e, hop.EdgeSrc[e], lo, hop.EdgeDst[e], src[h][e], dst[h][e])
+			}
+		}
+		if !slices.Equal(hop.EdgeIDs, eids[h]) || (hop.EdgeIDs == nil) != (eids[h] == nil && r.Layers[h].EdgeIDs == nil) {
+			return fmt.Errorf("hop %d: edge ids %v, want %v", h+1, hop.EdgeIDs, eids[h])
+		}
+		known = len(hop.Src)
+	}
+	return nil
+}
+
+// withEdgeIDs gives every layer of res made-up edge ids, distinct per
+// slot, so that a test sees each one land on its own edge.
+func withEdgeIDs(res *Result) {
+	for l := range res.Layers {
+		ly := &res.Layers[l]
+		ly.EdgeIDs = make([]int64, len(ly.Samples))
+		for i, s := range ly.Samples {
+			ly.EdgeIDs[i] = -1
+			if s >= 0 {
+				ly.EdgeIDs[i] = int64(l)<<40 | int64(i)*131 + 7
+			}
+		}
+	}
 }
 
 func equalBlocks(a, b *Blocks) error {
@@ -56,6 +165,7 @@ func equalBlocks(a, b *Blocks) error {
 			{"src", slices.Equal(x.Src, y.Src)},
 			{"edge_src", slices.Equal(x.EdgeSrc, y.EdgeSrc)},
 			{"edge_dst", slices.Equal(x.EdgeDst, y.EdgeDst)},
+			{"e_id", slices.Equal(x.EdgeIDs, y.EdgeIDs) && (x.EdgeIDs == nil) == (y.EdgeIDs == nil)},
 		} {
 			if !c.eq {
 				return fmt.Errorf("hop %d: %s differs", h+1, c.name)
@@ -142,6 +252,9 @@ func testSampleMatchesBruteForce(t *testing.T) {
 		if err := res.Validate(); err != nil {
 			t.Fatalf("case %d: %v", ci, err)
 		}
+		if ci%2 == 1 {
+			withEdgeIDs(res)
+		}
 		dense, err := res.Index(uint32(c.n))
 		if err != nil {
 			t.Fatal(err)
@@ -169,12 +282,23 @@ func testSampleMatchesBruteForce(t *testing.T) {
 				}
 				checkInvariants(t, res, got)
 				// NodeSet is the last hop's src, appended.
-				nodes, err := a.NodeSet(seeds, []uint32{7})
+				nodes, err := a.NodeSet(seeds, DGL, []uint32{7})
 				if err != nil {
 					t.Fatalf("case %d %s: NodeSet: %v", ci, name, err)
 				}
 				if last := want.Hops[len(want.Hops)-1].Src; nodes[0] != 7 || !slices.Equal(nodes[1:], last) || !slices.Equal(got.Nodes(), last) {
 					t.Fatalf("case %d %s trial %d: NodeSet differs from the last hop's src", ci, name, trial)
+				}
+				pyg, err := a.Assemble(seeds, PyG)
+				if err != nil {
+					t.Fatalf("case %d %s: PyG: %v", ci, name, err)
+				}
+				if err := equalPyG(pyg, res, seeds); err != nil {
+					t.Fatalf("case %d %s trial %d: PyG: %v", ci, name, trial, err)
+				}
+				nodes, err = a.NodeSet(seeds, PyG, nil)
+				if err != nil || !slices.Equal(nodes, pyg.Nodes()) {
+					t.Fatalf("case %d %s trial %d: PyG NodeSet %v (%v), want %v", ci, name, trial, nodes, err, pyg.Nodes())
 				}
 			}
 		}
@@ -210,10 +334,10 @@ func testSampleErrors(t *testing.T) {
 		if _, err := a.Sample([]uint32{5, 9, 5}); !errors.Is(err, ErrDuplicateSeed) {
 			t.Fatalf("duplicate seed: got %v", err)
 		}
-		if _, err := a.NodeSet([]uint32{5, 9, 5}, nil); !errors.Is(err, ErrDuplicateSeed) {
+		if _, err := a.NodeSet([]uint32{5, 9, 5}, DGL, nil); !errors.Is(err, ErrDuplicateSeed) {
 			t.Fatalf("NodeSet, duplicate seed: got %v", err)
 		}
-		if _, err := a.NodeSet([]uint32{5, 6}, nil); !errors.Is(err, ErrNotInFrontier) {
+		if _, err := a.NodeSet([]uint32{5, 6}, PyG, nil); !errors.Is(err, ErrNotInFrontier) {
 			t.Fatalf("NodeSet, seed 6 not in frontier: got %v", err)
 		}
 		// The assembler must still work after an error.

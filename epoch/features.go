@@ -104,7 +104,7 @@ func (p *Pipeline) planFeatures(ctx context.Context, r *Result, m *meta, e uint3
 					errs[w] = ctx.Err()
 					return
 				}
-				s, err := a.NodeSet(batches[i], nil)
+				s, err := a.NodeSet(batches[i], p.cfg.Semantics, nil)
 				if err != nil {
 					errs[w] = fmt.Errorf("epoch %d, minibatch %d: %w", e, i, err)
 					return

@@ -67,3 +67,18 @@ const (
 // usePrefetch selects prefetch instructions over touching loads; a
 // variable so that tests cover both ways where there are prefetches.
 var usePrefetch = havePrefetch
+
+// gatherEdgeIDs appends the edge ids of the valid samples of the given
+// rows to dst, in gather's order (row, then slot), and returns it. It
+// runs after gather, whose rows are then in cache.
+func gatherEdgeIDs(dst []int64, layerSamples []int32, layerEdgeIDs []int64, rows []int32, fanout int) []int64 {
+	for _, row := range rows {
+		lo := int(row) * fanout
+		for t, s := range layerSamples[lo : lo+fanout] {
+			if s >= 0 {
+				dst = append(dst, layerEdgeIDs[lo+t])
+			}
+		}
+	}
+	return dst
+}

@@ -42,6 +42,14 @@ type SampleFunc func(ctx context.Context, seeds []uint32, fanouts []int, key Key
 type Config struct {
 	Sampling
 	BatchSize int // seeds per minibatch, >= 1
+	// DropLast leaves out a shard's last minibatch when it is short
+	// (PyG's and DGL's drop_last): every minibatch then has BatchSize
+	// seeds.
+	DropLast bool
+	// Semantics is how minibatches are assembled unless a request says
+	// otherwise (Pipeline.AssembleAs), and the node sets the feature plan
+	// is made for.
+	Semantics Semantics
 	// PrepareAt is the fraction of an epoch's minibatches handed out at
 	// which the next epoch's preparation starts, in [0, 1]: 0 prepares it
 	// as soon as the epoch becomes current (the zero value), 1 once the
@@ -71,6 +79,8 @@ func (c Config) Check() error {
 		return fmt.Errorf("%w: prepare-at %v, want a fraction in [0, 1]", ErrConfig, c.PrepareAt)
 	case c.Epochs < 0:
 		return fmt.Errorf("%w: %d epochs, want >= 0 (0: no end)", ErrConfig, c.Epochs)
+	case !c.Semantics.valid():
+		return fmt.Errorf("%w: %v", ErrConfig, c.Semantics)
 	}
 	return c.Features.check()
 }
@@ -84,6 +94,10 @@ type Batch struct {
 	// Features is the epoch's feature plan (Config.Features; nil
 	// without): minibatch Index's rows are Features.NodeSets[Index].
 	Features *FeaturePlan
+	// PlanNodes, set only when Blocks are of other semantics than the
+	// feature plan's (AssembleAs), is the node set the plan read this
+	// minibatch's rows for: the plan's turn must be taken with it.
+	PlanNodes []uint32
 }
 
 // Info describes a Pipeline's current epoch (the JSON object a server's
@@ -183,7 +197,7 @@ func NewPipeline(cfg Config, sample SampleFunc, store *Store) (*Pipeline, error)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Pipeline{
 		cfg: cfg, sample: sample, store: store, end: end,
-		perRank: BatchesPerRank(len(cfg.Train), cfg.World, cfg.BatchSize),
+		perRank: cfg.batchesPerRank(len(cfg.Train)),
 		baseCtx: ctx, cancel: cancel,
 		metas: map[uint32]meta{},
 	}, nil
@@ -203,16 +217,26 @@ func (p *Pipeline) logf(format string, a ...any) {
 
 // Minibatches returns the minibatches a rank hands out in epoch e, given
 // its shard (Sampling.Seeds(e)): the shard in the epoch's seeded order cut
-// into BatchSize pieces, the first BatchesPerRank of them; dropped counts
+// into BatchSize pieces, the first BatchesPerRank of them (with DropLast,
+// only the full ones: ShardSize's floor over BatchSize); dropped counts
 // the shard's nodes left out. Every command that cuts minibatches (run,
 // serve, bench) cuts them here.
 func (c Config) Minibatches(shard []uint32, e uint32) (batches [][]uint32, dropped int) {
 	all := Batches(shard, c.BatchSize, c.Seed, e)
-	keep := min(BatchesPerRank(countDistinct(c.Train), c.world(), c.BatchSize), len(all))
+	keep := min(c.batchesPerRank(countDistinct(c.Train)), len(all))
 	for _, b := range all[keep:] {
 		dropped += len(b)
 	}
 	return all[:keep], dropped
+}
+
+// batchesPerRank is how many minibatches every rank hands out per epoch
+// for n distinct training nodes.
+func (c Config) batchesPerRank(n int) int {
+	if c.DropLast {
+		return (n / c.world()) / c.BatchSize
+	}
+	return BatchesPerRank(n, c.world(), c.BatchSize)
 }
 
 // batchesOf cuts epoch e's shard into the minibatches this rank serves.
@@ -401,16 +425,28 @@ func (p *Pipeline) Claim(ctx context.Context, e uint32) (Claim, error) {
 // holds its epoch current (Advance waits for claims in flight); SampleAt
 // pins the epoch anyway, so a bug there fails loudly instead of mixing
 // epochs.
-func (p *Pipeline) Assemble(c Claim) (*Batch, error) {
+func (p *Pipeline) Assemble(c Claim) (*Batch, error) { return p.AssembleAs(c, p.cfg.Semantics) }
+
+// AssembleAs is Assemble with the given semantics. The epoch's feature
+// plan (Batch.Features) holds the node sets of Config.Semantics: a
+// minibatch assembled otherwise needs its rows read by its own n_id.
+func (p *Pipeline) AssembleAs(c Claim, sem Semantics) (*Batch, error) {
 	if c.End || c.slot == nil {
 		return nil, fmt.Errorf("epoch: assembling a claim of epoch %d that holds no minibatch", c.Epoch)
 	}
 	defer c.slot.inflight.Done()
-	b, err := p.store.SampleAt(c.Epoch, c.slot.batches[c.Index])
+	seeds := c.slot.batches[c.Index]
+	b, err := p.store.SampleAt(c.Epoch, seeds, sem)
 	if err != nil {
 		return nil, fmt.Errorf("epoch: epoch %d minibatch %d: %w", c.Epoch, c.Index, err)
 	}
-	return &Batch{Epoch: c.Epoch, Index: c.Index, Count: c.Count, Blocks: b, Features: c.slot.features}, nil
+	out := &Batch{Epoch: c.Epoch, Index: c.Index, Count: c.Count, Blocks: b, Features: c.slot.features}
+	if out.Features != nil && sem != p.cfg.Semantics {
+		if out.PlanNodes, err = p.store.NodeSetAt(c.Epoch, seeds, p.cfg.Semantics); err != nil {
+			return nil, fmt.Errorf("epoch: epoch %d minibatch %d: %w", c.Epoch, c.Index, err)
+		}
+	}
+	return out, nil
 }
 
 // Next claims and assembles the next minibatch, advancing to the next
@@ -559,9 +595,10 @@ func (p *Pipeline) advance(ctx context.Context, target func() (e uint32, ok bool
 }
 
 // Sample assembles a minibatch of the given seeds from epoch e, which must
-// be the current one (CurrentEpoch: whichever that is). The seeds must be
-// in frontier_0 (ErrNotInFrontier), each once (ErrDuplicateSeed).
-func (p *Pipeline) Sample(ctx context.Context, e uint32, seeds []uint32) (*Blocks, error) {
+// be the current one (CurrentEpoch: whichever that is), with the given
+// semantics. The seeds must be in frontier_0 (ErrNotInFrontier), each once
+// (ErrDuplicateSeed).
+func (p *Pipeline) Sample(ctx context.Context, e uint32, seeds []uint32, sem Semantics) (*Blocks, error) {
 	if err := p.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -574,7 +611,7 @@ func (p *Pipeline) Sample(ctx context.Context, e uint32, seeds []uint32) (*Block
 	cur.inflight.Add(1)
 	p.mu.Unlock()
 	defer cur.inflight.Done()
-	return p.store.SampleAt(cur.epoch, seeds)
+	return p.store.SampleAt(cur.epoch, seeds, sem)
 }
 
 // Info returns the current epoch's Info (its epoch fields are zero before

@@ -27,21 +27,22 @@ type relabeler interface {
 	relabel(src, sampled []uint32, edgeSrc []int32) (_ []uint32, bad int)
 }
 
-// relabelerFor returns the relabelling strategy for a hop of numDst
-// destinations and the given fanout, configured for it: with a dense index
+// relabelerFor returns the relabelling strategy for a hop that starts from
+// numKnown nodes and relabels up to numEdges samples, configured for it:
+// with a dense index
 // the dense table (a node id is known to be below the index's size, and
 // one memory access per sample beats hash probes), otherwise by sorting
 // from sortRelabelMin candidate edges, and through the hash table below.
-func (a *Assembler) relabelerFor(numDst, fanout int) relabeler {
+func (a *Assembler) relabelerFor(numKnown, numEdges int) relabeler {
 	switch {
 	case a.ix != nil && a.ix.dense != nil:
 		a.dense.numNodes = len(a.ix.dense[0])
 		return &a.dense
-	case numDst*fanout >= sortRelabelMin:
+	case numEdges >= sortRelabelMin:
 		a.bySort.dstByID = &a.dstByID
 		return &a.bySort
 	default:
-		a.hash.expect = min(numDst*(1+fanout), len(a.r.Final))
+		a.hash.expect = min(numKnown+numEdges, len(a.r.Final))
 		return &a.hash
 	}
 }

@@ -43,6 +43,9 @@ type Layer struct {
 	Frontier []uint32
 	Fanout   int
 	Samples  []int32
+	// EdgeIDs, when the epoch was sampled with edge ids, holds for each
+	// sample its position in the stored CSR, -1 where Samples has -1.
+	EdgeIDs []int64
 }
 
 // Row returns the samples of Frontier[i].

@@ -18,13 +18,16 @@ import (
 //     (rowOf).
 //
 // A node missing from the frontier is an error naming it.
-func (a *Assembler) rows(h int, dst []uint32) ([]int32, error) {
+//
+// order caches dst sorted by id for mergeRows (a hop's relabelling may
+// share it, when it starts from the same nodes).
+func (a *Assembler) rows(h int, dst []uint32, order *dstOrder) ([]int32, error) {
 	rows, bad := a.rowBuf[:0], -1
 	switch f := a.r.Layers[h].Frontier; {
 	case a.ix != nil && a.ix.dense != nil:
 		rows, bad = denseRows(rows, a.ix.dense[h], dst)
 	case a.ix == nil && len(dst)*mergeRatio >= len(f):
-		rows, bad = mergeRows(rows, f, a.dstByID.sorted(dst))
+		rows, bad = mergeRows(rows, f, order.sorted(dst))
 	default:
 		for i, v := range dst {
 			row, ok := a.rowOf(h, v)

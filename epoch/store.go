@@ -139,14 +139,23 @@ func (s *Store) Sample(seeds []uint32) (*Blocks, error) {
 	if c == nil {
 		return nil, ErrNoCurrent
 	}
-	return s.sampleFrom(c, seeds)
+	return s.sampleFrom(c, seeds, DGL)
 }
 
-// SampleAt is Sample pinned to epoch e: it fails with ErrNotCurrent
+// SampleAt is Sample pinned to epoch e, with the given semantics: it fails with ErrNotCurrent
 // (naming both epochs) when the current epoch is another, so that a
 // minibatch cut from epoch e's order is never assembled from the next
 // epoch's samples after an Advance.
-func (s *Store) SampleAt(e uint32, seeds []uint32) (*Blocks, error) {
+func (s *Store) SampleAt(e uint32, seeds []uint32, sem Semantics) (*Blocks, error) {
+	c, err := s.at(e)
+	if err != nil {
+		return nil, err
+	}
+	return s.sampleFrom(c, seeds, sem)
+}
+
+// at returns the current epoch, which must be e.
+func (s *Store) at(e uint32) (*resident, error) {
 	c := s.cur.Load()
 	if c == nil {
 		return nil, ErrNoCurrent
@@ -154,19 +163,35 @@ func (s *Store) SampleAt(e uint32, seeds []uint32) (*Blocks, error) {
 	if c.r.Key.Epoch != e {
 		return nil, fmt.Errorf("%w: asked for epoch %d, current is %d", ErrNotCurrent, e, c.r.Key.Epoch)
 	}
-	return s.sampleFrom(c, seeds)
+	return c, nil
 }
 
-func (s *Store) sampleFrom(c *resident, seeds []uint32) (*Blocks, error) {
+func (s *Store) sampleFrom(c *resident, seeds []uint32, sem Semantics) (b *Blocks, err error) {
+	s.withAssembler(c, func(a *Assembler) { b, err = a.Assemble(seeds, sem) })
+	return b, err
+}
+
+// NodeSetAt returns the node set of seeds' minibatch under sem from epoch
+// e (Assembler.NodeSet), which must be current as for SampleAt.
+func (s *Store) NodeSetAt(e uint32, seeds []uint32, sem Semantics) (nodes []uint32, err error) {
+	c, err := s.at(e)
+	if err != nil {
+		return nil, err
+	}
+	s.withAssembler(c, func(a *Assembler) { nodes, err = a.NodeSet(seeds, sem, nil) })
+	return nodes, err
+}
+
+// withAssembler runs fn with a pooled Assembler over c.
+func (s *Store) withAssembler(c *resident, fn func(a *Assembler)) {
 	a, _ := s.asm.Get().(*Assembler)
 	if a == nil {
 		a = &Assembler{}
 	}
 	a.Reset(c.r, c.ix)
-	b, err := a.Sample(seeds)
+	fn(a)
 	a.Reset(nil, nil) // do not keep an old epoch alive from the pool
 	s.asm.Put(a)
-	return b, err
 }
 
 // Prepare starts fn in a goroutine to build the epoch named by key, which

@@ -100,10 +100,10 @@ func TestStoreBasics(t *testing.T) {
 	if err != nil || got != r1 {
 		t.Fatalf("Advance = %v, %v", got, err)
 	}
-	if _, err := s.SampleAt(0, f.train[:3]); !errors.Is(err, ErrNotCurrent) {
+	if _, err := s.SampleAt(0, f.train[:3], DGL); !errors.Is(err, ErrNotCurrent) {
 		t.Fatalf("SampleAt the old epoch: %v", err)
 	}
-	if b, err := s.SampleAt(1, f.train[:3]); err != nil || b.Epoch != 1 {
+	if b, err := s.SampleAt(1, f.train[:3], DGL); err != nil || b.Epoch != 1 {
 		t.Fatalf("SampleAt the current epoch: %v", err)
 	}
 	if cur, _ := s.Current(); cur != r1 || s.Ready() {

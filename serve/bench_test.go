@@ -57,7 +57,7 @@ func BenchmarkSocketVsInProcess(b *testing.B) {
 		}
 		t0 := time.Now()
 		for j := 0; j < perRound; j++ {
-			if _, err := s.Sample(context.Background(), CurrentEpoch, batches[j]); err != nil {
+			if _, err := s.Sample(context.Background(), CurrentEpoch, batches[j], DefaultSemantics); err != nil {
 				b.Fatal(err)
 			}
 		}

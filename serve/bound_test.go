@@ -22,16 +22,21 @@ import (
 // TestReplyBound: the bound is exact for a minibatch whose nodes have
 // fanout distinct new neighbors each, and never below a real reply's size.
 func TestReplyBound(t *testing.T) {
-	// Seed 5 with neighbors 8 and 9: the 105-byte reply of the frame
-	// layout (10 header + 9 + seeds 14 + dst 14 + src 22 + 2 × 18 edges).
+	// Seed 5 with neighbors 8 and 9: the 106-byte reply of the frame
+	// layout (10 header + 10 + seeds 14 + dst 14 + src 22 + 2 × 18 edges),
+	// and 106 + 26 with edge ids (an i64 array of 2).
 	b := &epoch.Blocks{Seeds: []uint32{5}, Hops: []epoch.Hop{{Dst: []uint32{5}, Src: []uint32{5, 8, 9}, EdgeSrc: []int32{1, 2}, EdgeDst: []int32{0, 0}}}}
-	if got, want := replyBound(1, []int{2}, 0), int64(len(MarshalBlocks(OpSample, 1, b, NoBatch))); got != want || want != 105 {
-		t.Fatalf("replyBound(1, [2]) = %d, exact reply %d (want 105)", got, want)
+	if got, want := replyBound(1, []int{2}, 0, false), int64(len(MarshalBlocks(OpSample, 1, b, NoBatch))); got != want || want != 106 {
+		t.Fatalf("replyBound(1, [2]) = %d, exact reply %d (want 106)", got, want)
 	}
-	if got := replyBound(1, []int{2}, 2); got != 105-4 {
-		t.Fatalf("replyBound capped at 2 nodes = %d, want %d", got, 105-4)
+	b.Hops[0].EdgeIDs = []int64{40, 41}
+	if got, want := replyBound(1, []int{2}, 0, true), int64(len(MarshalBlocks(OpSample, 1, b, NoBatch))); got != want || want != 106+26 {
+		t.Fatalf("replyBound(1, [2]) with edge ids = %d, exact reply %d (want 132)", got, want)
 	}
-	if got := replyBound(1<<40, []int{1 << 20, 1 << 20, 1 << 20}, 0); got != 1<<62 {
+	if got := replyBound(1, []int{2}, 2, false); got != 106-4 {
+		t.Fatalf("replyBound capped at 2 nodes = %d, want %d", got, 106-4)
+	}
+	if got := replyBound(1<<40, []int{1 << 20, 1 << 20, 1 << 20}, 0, true); got != 1<<62 {
 		t.Fatalf("huge bound = %d, want saturation at 1<<62", got)
 	}
 
@@ -46,14 +51,16 @@ func TestReplyBound(t *testing.T) {
 		for _, n := range []int{1, 7, 64, 1000} {
 			seeds := append([]uint32(nil), ref.Frontier(0)...)
 			r.Shuffle(len(seeds), func(i, j int) { seeds[i], seeds[j] = seeds[j], seeds[i] })
-			blocks, err := ref.Sample(seeds[:n])
-			if err != nil {
-				t.Fatal(err)
-			}
-			size := int64(len(MarshalBlocks(OpNextBatch, 1, blocks, 0)))
-			for _, nodes := range []int64{0, 2000} {
-				if bound := replyBound(int64(n), fanouts, nodes); bound < size {
-					t.Errorf("fanouts %v, %d seeds, %d nodes: bound %d below the reply's %d bytes", fanouts, n, nodes, bound, size)
+			for _, sem := range []epoch.Semantics{epoch.DGL, epoch.PyG} {
+				blocks, err := epoch.NewAssembler(ref, nil).Assemble(seeds[:n], sem)
+				if err != nil {
+					t.Fatal(err)
+				}
+				size := int64(len(MarshalBlocks(OpNextBatch, 1, blocks, 0)))
+				for _, nodes := range []int64{0, 2000} {
+					if bound := replyBound(int64(n), fanouts, nodes, false); bound < size {
+						t.Errorf("%v fanouts %v, %d seeds, %d nodes: bound %d below the reply's %d bytes", sem, fanouts, n, nodes, bound, size)
+					}
 				}
 			}
 		}
@@ -168,7 +175,7 @@ func TestManyMaximumRequestsBounded(t *testing.T) {
 	for i := range seeds {
 		seeds[i] = 1
 	}
-	frame := AppendFrame(nil, OpSample, 0, 7, AppendSampleRequest(nil, CurrentEpoch, seeds))
+	frame := AppendFrame(nil, OpSample, 0, 7, AppendSampleRequest(nil, CurrentEpoch, seeds, DefaultSemantics))
 	if len(frame) != maxRequest {
 		t.Fatalf("frame of %d bytes, want the cap %d", len(frame), maxRequest)
 	}
@@ -260,7 +267,7 @@ func TestReplyHeldUntilWritten(t *testing.T) {
 		Sampler: &refSampler{g: g}, MaxRequest: 1 << 10,
 		Config: epoch.Config{Sampling: epoch.Sampling{Train: train, Fanouts: []int{8}}, BatchSize: 20000},
 	}
-	bound := replyBound(20000, []int{8}, 0)
+	bound := replyBound(20000, []int{8}, 0, false)
 	// One next_batch's bound at a time, on any connection.
 	cfg.MaxInflight = bound + bound/2
 	cfg.MaxConnInflight = cfg.MaxInflight

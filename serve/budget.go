@@ -129,8 +129,8 @@ const smallReply = 64 << 10
 // (the seeds, then the previous hop's sources), at most d·fanout edges,
 // and at most d + edges sources; numNodes (when > 0) caps the distinct
 // nodes of a hop. Sums saturate at 1<<62.
-func replyBound(n int64, fanouts []int, numNodes int64) int64 {
-	size, _ := minibatchBound(n, fanouts, numNodes)
+func replyBound(n int64, fanouts []int, numNodes int64, edgeIDs bool) int64 {
+	size, _ := minibatchBound(n, fanouts, numNodes, edgeIDs)
 	return size
 }
 
@@ -149,9 +149,14 @@ func satMul(a, b int64) int64 {
 }
 
 // minibatchBound is replyBound and a bound on the minibatch's nodes (its
-// last hop's sources).
-func minibatchBound(n int64, fanouts []int, numNodes int64) (size, nodes int64) {
-	size = satAdd(HeaderSize+9+arrayHeaderSize, satMul(4, n))
+// last hop's sources). It holds for both semantics: a PyG hop expands a
+// part of what the DGL hop does.
+func minibatchBound(n int64, fanouts []int, numNodes int64, edgeIDs bool) (size, nodes int64) {
+	size = satAdd(HeaderSize+10+arrayHeaderSize, satMul(4, n))
+	arrays, perEdge := int64(4), int64(8)
+	if edgeIDs {
+		arrays, perEdge = 5, 16
+	}
 	d := n
 	for _, f := range fanouts {
 		edges := satMul(d, int64(f))
@@ -159,7 +164,7 @@ func minibatchBound(n int64, fanouts []int, numNodes int64) (size, nodes int64) 
 		if numNodes > 0 {
 			src = min(src, numNodes)
 		}
-		hop := satAdd(satAdd(4*arrayHeaderSize, satMul(4, d)), satAdd(satMul(4, src), satMul(8, edges)))
+		hop := satAdd(satAdd(arrays*arrayHeaderSize, satMul(4, d)), satAdd(satMul(4, src), satMul(perEdge, edges)))
 		size = satAdd(size, hop)
 		d = src
 	}
@@ -169,7 +174,7 @@ func minibatchBound(n int64, fanouts []int, numNodes int64) (size, nodes int64) 
 // replyBound is the package replyBound for this server, with the bytes of
 // the feature rows (one per node) and labels a reply carries besides.
 func (s *Server) replyBound(n int64) int64 {
-	size, nodes := minibatchBound(n, s.cfg.Fanouts, s.cfg.NumNodes)
+	size, nodes := minibatchBound(n, s.cfg.Fanouts, s.cfg.NumNodes, s.cfg.EdgeIDs)
 	if s.features == nil {
 		return size
 	}
@@ -194,6 +199,6 @@ func (s *Server) claimBound(cl epoch.Claim) int64 {
 		return s.replyBound(int64(s.cfg.BatchSize))
 	}
 	n := int64(s.cfg.BatchSize)
-	size, _ := minibatchBound(n, s.cfg.Fanouts, s.cfg.NumNodes)
+	size, _ := minibatchBound(n, s.cfg.Fanouts, s.cfg.NumNodes, s.cfg.EdgeIDs)
 	return s.withFeatures(size, int64(fp.Plan.Batch(cl.Index).Len()), n)
 }

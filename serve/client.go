@@ -102,10 +102,37 @@ func (c *Client) Advance(e uint32) (EpochInfo, error) {
 }
 
 // NextBatch asks for the next minibatch of epoch e.
-func (c *Client) NextBatch(e uint32) (Batch, error) {
+func (c *Client) NextBatch(e uint32) (Batch, error) { return c.NextBatchAs(e, DefaultSemantics) }
+
+// NextBatchAs asks for the next minibatch of epoch e with the given
+// semantics (DefaultSemantics: the server's).
+func (c *Client) NextBatchAs(e uint32, sem epoch.Semantics) (Batch, error) {
+	return c.batch(OpNextBatch, AppendBatchRequest(nil, e, sem))
+}
+
+// Split registers a node list with the server (Server.Split).
+func (c *Client) Split(nodes []uint32, batchSize int) (SplitInfo, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	f, err := c.roundTrip(OpNextBatch, AppendEpochRequest(nil, e))
+	var info SplitInfo
+	f, err := c.roundTrip(OpSplit, AppendSplitRequest(nil, uint32(batchSize), nodes))
+	if err != nil {
+		return info, err
+	}
+	return info, json.Unmarshal(f.Payload, &info)
+}
+
+// SplitBatch asks for minibatch index of a split (Server.SplitBatch); past
+// the last it answers End.
+func (c *Client) SplitBatch(split, index uint32, sem epoch.Semantics) (Batch, error) {
+	return c.batch(OpSplitBatch, AppendSplitBatchRequest(nil, split, index, sem))
+}
+
+// batch sends a request answered by a minibatch or an end marker.
+func (c *Client) batch(op uint8, payload []byte) (Batch, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, err := c.roundTrip(op, payload)
 	if err != nil {
 		return Batch{}, err
 	}
@@ -137,7 +164,7 @@ func (c *Client) SampleFeatures(e uint32, seeds []uint32) (*epoch.Blocks, *Featu
 }
 
 func (c *Client) sample(e uint32, seeds []uint32) (*epoch.Blocks, *Features, error) {
-	f, err := c.roundTrip(OpSample, AppendSampleRequest(nil, e, seeds))
+	f, err := c.roundTrip(OpSample, AppendSampleRequest(nil, e, seeds, DefaultSemantics))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -98,8 +98,10 @@ func (c *conn) serve() {
 		// a client pipelining requests on one connection gets its
 		// minibatches in epoch order; assembly runs concurrently.
 		var cl *epoch.Claim
+		var sem epoch.Semantics
 		if f.Op == OpNextBatch {
-			e, err := DecodeEpochRequest(f.Payload)
+			var e uint32
+			e, sem, err = DecodeBatchRequest(f.Payload)
 			if err != nil {
 				c.send(ctx, held, errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
 				continue
@@ -118,7 +120,7 @@ func (c *conn) serve() {
 						// Shutting down; the minibatch's rows still take
 						// their turn, or the ones claimed after it would
 						// wait for it forever.
-						s.features.rows(got.Epoch, got.Index, got.Features(), nil, nil)
+						s.features.rows(got.Epoch, got.Index, got.Features(), nil, nil, nil)
 						return
 					}
 					held += more
@@ -135,7 +137,7 @@ func (c *conn) serve() {
 		go func() {
 			defer func() { <-slots; c.inflight.Done() }()
 			if cl != nil {
-				c.sendReply(ctx, held, c.replyBatch(f, *cl))
+				c.sendReply(ctx, held, c.replyBatch(f, *cl, sem))
 				return
 			}
 			c.sendReply(ctx, held, c.handle(ctx, f))
@@ -206,6 +208,8 @@ func (c *conn) estimate(f Frame, plen int) int64 {
 			return frame + smallReply
 		}
 		return frame + s.replyBound(int64(s.cfg.BatchSize))
+	case OpSplitBatch:
+		return frame + s.replyBound(s.maxSplitBatch.Load())
 	default:
 		return frame + smallReply
 	}
@@ -359,11 +363,11 @@ func (c *conn) mapRows(f Frame) net.Buffers {
 }
 
 // replyBatch assembles a claimed minibatch and returns its reply.
-func (c *conn) replyBatch(f Frame, cl epoch.Claim) reply {
+func (c *conn) replyBatch(f Frame, cl epoch.Claim, sem epoch.Semantics) reply {
 	if cl.End {
 		return plain(net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, cl.Epoch))})
 	}
-	b, err := c.s.assemble(cl, c.rows)
+	b, err := c.s.assemble(cl, c.rows, sem)
 	if err != nil {
 		return plain(requestErrorFrame(f.Op, f.ID, err))
 	}
@@ -381,11 +385,11 @@ func (c *conn) handle(ctx context.Context, f Frame) reply {
 		}
 		return plain(jsonFrame(f.Op, f.ID, s.Info()))
 	case OpSample:
-		e, seeds, err := DecodeSampleRequest(f.Payload)
+		e, seeds, sem, err := DecodeSampleRequest(f.Payload)
 		if err != nil {
 			return plain(errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
 		}
-		b, err := s.Sample(ctx, e, seeds)
+		b, err := s.Sample(ctx, e, seeds, sem)
 		if err != nil {
 			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}
@@ -404,6 +408,29 @@ func (c *conn) handle(ctx context.Context, f Frame) reply {
 			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}
 		return plain(jsonFrame(f.Op, f.ID, info))
+	case OpSplit:
+		bs, nodes, err := DecodeSplitRequest(f.Payload)
+		if err != nil {
+			return plain(errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
+		}
+		info, err := s.Split(nodes, int(bs))
+		if err != nil {
+			return plain(requestErrorFrame(f.Op, f.ID, err))
+		}
+		return plain(jsonFrame(f.Op, f.ID, info))
+	case OpSplitBatch:
+		id, index, sem, err := DecodeSplitBatchRequest(f.Payload)
+		if err != nil {
+			return plain(errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
+		}
+		b, err := s.splitBatch(ctx, id, index, sem, c.rows)
+		switch {
+		case err != nil:
+			return plain(requestErrorFrame(f.Op, f.ID, err))
+		case b.End:
+			return plain(net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, id))})
+		}
+		return c.batchReply(f, b.Blocks, b.Index, b.Features)
 	default:
 		return plain(errorFrame(f.Op, f.ID, CodeUnknownOp, fmt.Sprintf("unknown op %d", f.Op)))
 	}

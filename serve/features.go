@@ -112,13 +112,15 @@ func rowBuffer(n int64, pool *rowPool) ([]byte, *rowLease, error) {
 	return l.bytes(int(n)), l, nil
 }
 
-// rows reads minibatch index of epoch e (whose blocks are b) in its turn
-// and returns its features (with a pool, in one of its buffers). With b
-// nil (its assembly failed) it takes the turn all the same, so that the
-// minibatches after it get theirs: it reads and drops the rows where the
-// plan still holds their n_id, and fails the epoch's later feature reads
-// where it forgot them.
-func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, b *epoch.Blocks, pool *rowPool) (*Features, error) {
+// rows reads minibatch index of epoch e, whose node set is nodes, in its
+// turn and returns its features (with a pool, in one of its buffers) with
+// the labels of seeds. With seeds nil the rows are read for the plan's
+// sake and dropped (the minibatch's reply reads its own, of other
+// semantics). With nodes nil (its assembly failed) it takes the turn all
+// the same, so that the minibatches after it get theirs: it reads and
+// drops the rows where the plan still holds their n_id, and fails the
+// epoch's later feature reads where it forgot them.
+func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, nodes, seeds []uint32, pool *rowPool) (*Features, error) {
 	st.mu.Lock()
 	er, err := st.readsLocked(e, plan)
 	if err != nil {
@@ -139,9 +141,12 @@ func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, b *ep
 	var mem *rowLease
 	var rerr error
 	switch {
-	case b != nil:
+	case nodes != nil:
+		if seeds == nil {
+			pool = nil
+		}
 		if x, mem, rerr = rowBuffer(n, pool); rerr == nil {
-			_, rerr = er.r.NextNodes(b.Nodes(), x)
+			_, rerr = er.r.NextNodes(nodes, x)
 		}
 	case plan.Plan.Forgotten():
 		// Reading its rows needs its n_id, and the plan's cache needs the
@@ -157,11 +162,11 @@ func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, b *ep
 	er.next++
 	st.cond.Broadcast()
 	st.mu.Unlock()
-	if rerr != nil || b == nil {
+	if rerr != nil || nodes == nil || seeds == nil {
 		mem.abandon()
 		return nil, er.err
 	}
-	return st.features(x, mem, b.Seeds)
+	return st.features(x, mem, seeds)
 }
 
 // direct reads the features of blocks b outside any plan (a sample

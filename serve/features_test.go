@@ -158,7 +158,7 @@ func TestServeFeatures(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkFeatures(t, fs, b, f)
-		if bound, plain := s.replyBound(37), replyBound(37, cfg.Fanouts, cfg.NumNodes); bound < plain+fs.RowBytes()*37 {
+		if bound, plain := s.replyBound(37), replyBound(37, cfg.Fanouts, cfg.NumNodes, false); bound < plain+fs.RowBytes()*37 {
 			t.Fatalf("reply bound %d does not cover the feature rows (plain %d)", bound, plain)
 		}
 	}
@@ -315,7 +315,7 @@ func TestServeSharedRows(t *testing.T) {
 	if err != nil || !bytes.Equal(again, heldX) {
 		t.Fatalf("the held buffer changed (%v)", err)
 	}
-	f, fd := roundTrip(OpSample, AppendSampleRequest(nil, epoch.CurrentEpoch, []uint32{0, 4, 8}))
+	f, fd := roundTrip(OpSample, AppendSampleRequest(nil, epoch.CurrentEpoch, []uint32{0, 4, 8}, DefaultSemantics))
 	b, _, feat, err := decodeBatch(f.Payload, readShared(fd))
 	if err != nil {
 		t.Fatal(err)

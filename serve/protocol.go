@@ -21,8 +21,10 @@ import (
 //
 // all integers little-endian.
 
-// Protocol is the protocol version reported by epoch_info.
-const Protocol = 1
+// Protocol is the protocol version reported by epoch_info. Version 2 added
+// the minibatch flags byte (semantics, edge ids), the semantics byte of
+// next_batch and sample requests, and splits.
+const Protocol = 2
 
 // HeaderSize is the size of a frame's header, the length field included.
 const HeaderSize = 10
@@ -42,13 +44,19 @@ const MaxReply = 1 << 30
 
 // Opcodes.
 const (
-	OpEpochInfo uint8 = 1 // → JSON object (see EpochInfo)
-	OpNextBatch uint8 = 2 // u32 epoch → Blocks, or StatusEnd with u32 epoch
-	OpSample    uint8 = 3 // u32 epoch, array seeds (u32) → Blocks
-	OpAdvance   uint8 = 4 // u32 epoch to leave → JSON object of the new epoch
-	OpHello     uint8 = 5 // the token (raw bytes) → empty; the first request where a token is required
-	OpMapRows   uint8 = 6 // empty → empty; from then on feature rows travel in shared memory (Unix sockets)
+	OpEpochInfo  uint8 = 1 // → JSON object (see EpochInfo)
+	OpNextBatch  uint8 = 2 // u32 epoch → Blocks, or StatusEnd with u32 epoch
+	OpSample     uint8 = 3 // u32 epoch, array seeds (u32) → Blocks
+	OpAdvance    uint8 = 4 // u32 epoch to leave → JSON object of the new epoch
+	OpHello      uint8 = 5 // the token (raw bytes) → empty; the first request where a token is required
+	OpMapRows    uint8 = 6 // empty → empty; from then on feature rows travel in shared memory (Unix sockets)
+	OpSplit      uint8 = 7 // u32 batch size, array nodes (u32) → JSON object (see SplitInfo)
+	OpSplitBatch uint8 = 8 // u32 split, u32 index[, u8 semantics] → Blocks, or StatusEnd with u32 split
 )
+
+// DefaultSemantics in a request means the server's semantics: the
+// request's semantics byte is left out.
+const DefaultSemantics epoch.Semantics = 0xFF
 
 // Statuses.
 const (
@@ -76,6 +84,13 @@ const (
 	CodeDuplicateSeed uint16 = 9
 	CodeUnauthorized  uint16 = 10 // the first request is not a hello with the server's token; the connection is closed
 	CodeOverBudget    uint16 = 11 // the request's reply could exceed the connection's share of the in-flight budget
+	CodeUnknownSplit  uint16 = 12 // split_batch names a split the server does not have
+)
+
+// Minibatch flags, the byte after a minibatch's hop count.
+const (
+	batchPyG     uint8 = 1 << 0 // the hops have PyG semantics (otherwise DGL's)
+	batchEdgeIDs uint8 = 1 << 1 // each hop's arrays end with e_id (i64)
 )
 
 // Array dtypes.
@@ -264,6 +279,21 @@ func (w *blocksWriter) u32s(a []uint32) {
 	}
 }
 
+func (w *blocksWriter) i64s(a []int64) {
+	w.hdr = appendArrayHeader(w.hdr, DtypeI64, len(a))
+	w.size += arrayHeaderSize + 8*len(a)
+	if !hostorder.LittleEndian {
+		for _, v := range a {
+			w.hdr = binary.LittleEndian.AppendUint64(w.hdr, uint64(v))
+		}
+		return
+	}
+	if len(a) > 0 {
+		w.flushHeader()
+		w.bufs = append(w.bufs, hostorder.Bytes(a))
+	}
+}
+
 func (w *blocksWriter) i32s(a []int32) {
 	w.hdr = appendArrayHeader(w.hdr, DtypeI32, len(a))
 	w.size += arrayHeaderSize + 4*len(a)
@@ -293,13 +323,21 @@ func EncodeBlocks(op uint8, id uint32, b *epoch.Blocks, batch int) net.Buffers {
 func EncodeBatch(op uint8, id uint32, b *epoch.Blocks, batch int, f *Features) net.Buffers {
 	// The headers never reallocate hdr (sized up front), so the buffers
 	// taken from it stay valid.
-	w := &blocksWriter{hdr: make([]byte, HeaderSize, HeaderSize+9+arrayHeaderSize*(1+4*len(b.Hops))+featuresHeaderSize)}
+	w := &blocksWriter{hdr: make([]byte, HeaderSize, HeaderSize+10+arrayHeaderSize*(1+5*len(b.Hops))+featuresHeaderSize)}
 	w.mark = HeaderSize
 	w.bufs = append(w.bufs, w.hdr[:HeaderSize])
 	w.hdr = binary.LittleEndian.AppendUint32(w.hdr, b.Epoch)
 	w.hdr = binary.LittleEndian.AppendUint32(w.hdr, uint32(int32(batch)))
-	w.hdr = append(w.hdr, uint8(len(b.Hops)))
-	w.size = 9
+	var flags uint8
+	if b.Semantics == epoch.PyG {
+		flags |= batchPyG
+	}
+	eids := b.HasEdgeIDs()
+	if eids {
+		flags |= batchEdgeIDs
+	}
+	w.hdr = append(w.hdr, uint8(len(b.Hops)), flags)
+	w.size = 10
 	w.u32s(b.Seeds)
 	for i := range b.Hops {
 		h := &b.Hops[i]
@@ -307,6 +345,9 @@ func EncodeBatch(op uint8, id uint32, b *epoch.Blocks, batch int, f *Features) n
 		w.u32s(h.Src)
 		w.i32s(h.EdgeSrc)
 		w.i32s(h.EdgeDst)
+		if eids {
+			w.i64s(h.EdgeIDs)
+		}
 	}
 	if f != nil {
 		flags := featureX
@@ -396,7 +437,7 @@ func (d *decoder) u32(what string) (uint32, error) {
 	return v, nil
 }
 
-// array reads a 1-D array of a 4-byte dtype, copying it out.
+// array reads a 1-D array of dtype, returning its bytes (a view).
 func (d *decoder) array(what string, dtype uint8) ([]byte, error) {
 	if len(d.p)-d.off < arrayHeaderSize {
 		return nil, d.fail("truncated header of array " + what)
@@ -410,11 +451,12 @@ func (d *decoder) array(what string, dtype uint8) ([]byte, error) {
 	}
 	n := binary.LittleEndian.Uint64(d.p[d.off+2:])
 	d.off += arrayHeaderSize
-	if n > uint64(len(d.p)-d.off)/4 {
+	size := dtypeSize(dtype)
+	if n > uint64(len(d.p)-d.off)/uint64(size) {
 		return nil, d.fail(fmt.Sprintf("array %s of %d elements overruns the payload", what, n))
 	}
-	b := d.p[d.off : d.off+int(n)*4]
-	d.off += int(n) * 4
+	b := d.p[d.off : d.off+int(n)*size]
+	d.off += int(n) * size
 	return b, nil
 }
 
@@ -446,6 +488,22 @@ func (d *decoder) i32s(what string) ([]int32, error) {
 	}
 	for i := range out {
 		out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out, nil
+}
+
+func (d *decoder) i64s(what string) ([]int64, error) {
+	b, err := d.array(what, DtypeI64)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(b)/8)
+	if hostorder.LittleEndian {
+		copy(hostorder.Bytes(out), b)
+		return out, nil
+	}
+	for i := range out {
+		out[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
 	}
 	return out, nil
 }
@@ -488,7 +546,17 @@ func decodeBatch(p []byte, shared func(s SharedRows, n int) ([]byte, error)) (*e
 	if err != nil {
 		return nil, 0, nil, err
 	}
+	flags, err := d.u8("minibatch flags")
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if flags&^(batchPyG|batchEdgeIDs) != 0 {
+		return nil, 0, nil, d.fail(fmt.Sprintf("minibatch flags %#x", flags))
+	}
 	b := &epoch.Blocks{Epoch: e, Hops: make([]epoch.Hop, nh)}
+	if flags&batchPyG != 0 {
+		b.Semantics = epoch.PyG
+	}
 	if b.Seeds, err = d.u32s("seeds"); err != nil {
 		return nil, 0, nil, err
 	}
@@ -506,6 +574,15 @@ func decodeBatch(p []byte, shared func(s SharedRows, n int) ([]byte, error)) (*e
 		}
 		if h.EdgeDst, err = d.i32s(name + "edge_dst"); err != nil {
 			return nil, 0, nil, err
+		}
+		if flags&batchEdgeIDs == 0 {
+			continue
+		}
+		if h.EdgeIDs, err = d.i64s(name + "e_id"); err != nil {
+			return nil, 0, nil, err
+		}
+		if len(h.EdgeIDs) != len(h.EdgeSrc) {
+			return nil, 0, nil, d.fail(fmt.Sprintf("%se_id has %d elements for %d edges", name, len(h.EdgeIDs), len(h.EdgeSrc)))
 		}
 	}
 	if d.off == len(p) {
@@ -583,9 +660,55 @@ func (d *decoder) features(b *epoch.Blocks) (*Features, error) {
 	return f, nil
 }
 
-// AppendEpochRequest appends the payload of next_batch or advance.
+// AppendEpochRequest appends the payload of next_batch (with the server's
+// semantics) or advance.
 func AppendEpochRequest(dst []byte, e uint32) []byte {
 	return binary.LittleEndian.AppendUint32(dst, e)
+}
+
+// AppendBatchRequest appends the payload of next_batch with the given
+// semantics (DefaultSemantics: the server's).
+func AppendBatchRequest(dst []byte, e uint32, sem epoch.Semantics) []byte {
+	return appendSemantics(binary.LittleEndian.AppendUint32(dst, e), sem)
+}
+
+// DecodeBatchRequest decodes a next_batch payload: the epoch and the
+// semantics asked for (DefaultSemantics when the byte is left out).
+func DecodeBatchRequest(p []byte) (uint32, epoch.Semantics, error) {
+	d := &decoder{p: p}
+	e, err := d.u32("epoch")
+	if err != nil {
+		return 0, 0, err
+	}
+	sem, err := d.semantics()
+	if err != nil {
+		return 0, 0, err
+	}
+	return e, sem, d.end()
+}
+
+func appendSemantics(dst []byte, sem epoch.Semantics) []byte {
+	if sem == DefaultSemantics {
+		return dst
+	}
+	return append(dst, uint8(sem))
+}
+
+// semantics reads a request's optional last byte: 0 DGL, 1 PyG; none:
+// DefaultSemantics.
+func (d *decoder) semantics() (epoch.Semantics, error) {
+	if d.off == len(d.p) {
+		return DefaultSemantics, nil
+	}
+	v, err := d.u8("semantics")
+	if err != nil {
+		return 0, err
+	}
+	if sem := epoch.Semantics(v); sem == epoch.DGL || sem == epoch.PyG {
+		return sem, nil
+	}
+	d.off--
+	return 0, d.fail(fmt.Sprintf("semantics %d, want 0 (dgl) or 1 (pyg)", v))
 }
 
 // DecodeEpochRequest decodes a next_batch or advance payload.
@@ -598,28 +721,77 @@ func DecodeEpochRequest(p []byte) (uint32, error) {
 	return e, d.end()
 }
 
-// AppendSampleRequest appends the payload of a sample request.
-func AppendSampleRequest(dst []byte, e uint32, seeds []uint32) []byte {
+// AppendSampleRequest appends the payload of a sample request with the
+// given semantics (DefaultSemantics: the server's).
+func AppendSampleRequest(dst []byte, e uint32, seeds []uint32, sem epoch.Semantics) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, e)
-	dst = appendArrayHeader(dst, DtypeU32, len(seeds))
-	for _, s := range seeds {
-		dst = binary.LittleEndian.AppendUint32(dst, s)
+	dst = appendU32s(dst, seeds)
+	return appendSemantics(dst, sem)
+}
+
+func appendU32s(dst []byte, a []uint32) []byte {
+	dst = appendArrayHeader(dst, DtypeU32, len(a))
+	for _, v := range a {
+		dst = binary.LittleEndian.AppendUint32(dst, v)
 	}
 	return dst
 }
 
 // DecodeSampleRequest decodes a sample request payload.
-func DecodeSampleRequest(p []byte) (uint32, []uint32, error) {
+func DecodeSampleRequest(p []byte) (uint32, []uint32, epoch.Semantics, error) {
 	d := &decoder{p: p}
 	e, err := d.u32("epoch")
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	seeds, err := d.u32s("seeds")
 	if err != nil {
+		return 0, nil, 0, err
+	}
+	sem, err := d.semantics()
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	return e, seeds, sem, d.end()
+}
+
+// AppendSplitRequest appends the payload of a split request.
+func AppendSplitRequest(dst []byte, batchSize uint32, nodes []uint32) []byte {
+	return appendU32s(binary.LittleEndian.AppendUint32(dst, batchSize), nodes)
+}
+
+// DecodeSplitRequest decodes a split request payload.
+func DecodeSplitRequest(p []byte) (batchSize uint32, nodes []uint32, err error) {
+	d := &decoder{p: p}
+	if batchSize, err = d.u32("batch size"); err != nil {
 		return 0, nil, err
 	}
-	return e, seeds, d.end()
+	if nodes, err = d.u32s("nodes"); err != nil {
+		return 0, nil, err
+	}
+	return batchSize, nodes, d.end()
+}
+
+// AppendSplitBatchRequest appends the payload of a split_batch request.
+func AppendSplitBatchRequest(dst []byte, split, index uint32, sem epoch.Semantics) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, split)
+	dst = binary.LittleEndian.AppendUint32(dst, index)
+	return appendSemantics(dst, sem)
+}
+
+// DecodeSplitBatchRequest decodes a split_batch request payload.
+func DecodeSplitBatchRequest(p []byte) (split, index uint32, sem epoch.Semantics, err error) {
+	d := &decoder{p: p}
+	if split, err = d.u32("split"); err != nil {
+		return 0, 0, 0, err
+	}
+	if index, err = d.u32("index"); err != nil {
+		return 0, 0, 0, err
+	}
+	if sem, err = d.semantics(); err != nil {
+		return 0, 0, 0, err
+	}
+	return split, index, sem, d.end()
 }
 
 // AppendError appends an error payload.

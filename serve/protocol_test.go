@@ -62,12 +62,13 @@ func TestBlocksByteLayout(t *testing.T) {
 	}}
 	got := MarshalBlocks(OpNextBatch, 1, b, 0)
 	want := []byte{
-		0x59, 0, 0, 0, // length 89 = 6 + 83 payload bytes
+		0x5a, 0, 0, 0, // length 90 = 6 + 84 payload bytes
 		2, 0, // op next_batch, status ok
 		1, 0, 0, 0, // id 1
 		2, 0, 0, 0, // epoch 2
 		0, 0, 0, 0, // batch 0
 		1,                                        // one hop
+		0,                                        // flags: DGL semantics, no edge ids
 		1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, // seeds u32[1] = 5
 		1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, // dst u32[1] = 5
 		1, 1, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 8, 0, 0, 0, // src u32[2] = 5 8
@@ -85,9 +86,26 @@ func TestBlocksByteLayout(t *testing.T) {
 }
 
 func TestRequestRoundTrip(t *testing.T) {
-	e, seeds, err := DecodeSampleRequest(AppendSampleRequest(nil, 4, []uint32{9, 0, 1 << 31}))
-	if err != nil || e != 4 || !reflect.DeepEqual(seeds, []uint32{9, 0, 1 << 31}) {
-		t.Fatalf("sample request: %d %v %v", e, seeds, err)
+	for _, sem := range []epoch.Semantics{DefaultSemantics, epoch.DGL, epoch.PyG} {
+		e, seeds, got, err := DecodeSampleRequest(AppendSampleRequest(nil, 4, []uint32{9, 0, 1 << 31}, sem))
+		if err != nil || e != 4 || !reflect.DeepEqual(seeds, []uint32{9, 0, 1 << 31}) || got != sem {
+			t.Fatalf("sample request: %d %v %v %v", e, seeds, got, err)
+		}
+		e, got, err = DecodeBatchRequest(AppendBatchRequest(nil, 7, sem))
+		if err != nil || e != 7 || got != sem {
+			t.Fatalf("next_batch request: %d %v %v", e, got, err)
+		}
+		id, index, got, err := DecodeSplitBatchRequest(AppendSplitBatchRequest(nil, 3, 11, sem))
+		if err != nil || id != 3 || index != 11 || got != sem {
+			t.Fatalf("split_batch request: %d %d %v %v", id, index, got, err)
+		}
+	}
+	bs, nodes, err := DecodeSplitRequest(AppendSplitRequest(nil, 64, []uint32{5, 1, 9}))
+	if err != nil || bs != 64 || !reflect.DeepEqual(nodes, []uint32{5, 1, 9}) {
+		t.Fatalf("split request: %d %v %v", bs, nodes, err)
+	}
+	if _, _, err := DecodeBatchRequest([]byte{1, 0, 0, 0, 2}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("semantics 2: %v, want ErrMalformed", err)
 	}
 	if e, err := DecodeEpochRequest(AppendEpochRequest(nil, 12)); err != nil || e != 12 {
 		t.Fatalf("epoch request: %d %v", e, err)
@@ -99,7 +117,7 @@ func TestRequestRoundTrip(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	good := AppendSampleRequest(nil, 1, []uint32{1, 2})
+	good := AppendSampleRequest(nil, 1, []uint32{1, 2}, DefaultSemantics)
 	i32 := append(binary.LittleEndian.AppendUint32(nil, 1), DtypeI32, 1)
 	i32 = binary.LittleEndian.AppendUint64(i32, 0)
 	twoD := append(binary.LittleEndian.AppendUint32(nil, 1), DtypeU32, 2)
@@ -109,12 +127,13 @@ func TestDecodeErrors(t *testing.T) {
 		"empty":     {},
 		"short":     good[:3],
 		"truncated": good[:len(good)-1],
-		"trailing":  append(append([]byte{}, good...), 0),
+		"semantics": append(append([]byte{}, good...), 9),
+		"two bytes": append(append([]byte{}, good...), 1, 0),
 		"dtype":     i32,
 		"ndim":      twoD,
 		"overrun":   overrun,
 	} {
-		if _, _, err := DecodeSampleRequest(p); !errors.Is(err, ErrMalformed) {
+		if _, _, _, err := DecodeSampleRequest(p); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: err %v, want ErrMalformed", name, err)
 		}
 	}
@@ -160,7 +179,8 @@ func TestReadFrameErrors(t *testing.T) {
 // same bytes.
 func FuzzReadFrame(f *testing.F) {
 	f.Add(MarshalBlocks(OpNextBatch, 1, sampleBlocks(), 0))
-	f.Add(AppendFrame(nil, OpSample, 0, 2, AppendSampleRequest(nil, 0, []uint32{1, 2, 3})))
+	f.Add(AppendFrame(nil, OpSample, 0, 2, AppendSampleRequest(nil, 0, []uint32{1, 2, 3}, DefaultSemantics)))
+	f.Add(AppendFrame(nil, OpSample, 0, 2, AppendSampleRequest(nil, 0, []uint32{1, 2, 3}, epoch.PyG)))
 	f.Add(AppendFrame(nil, OpAdvance, 0, 3, AppendEpochRequest(nil, 1)))
 	f.Add(AppendFrame(nil, OpEpochInfo, 0, 4, nil))
 	f.Add([]byte{0xff, 0xff, 0xff, 0x7f, 1})
@@ -177,8 +197,8 @@ func FuzzReadFrame(f *testing.F) {
 				t.Fatalf("blocks re-encode differently")
 			}
 		}
-		if e, seeds, err := DecodeSampleRequest(fr.Payload); err == nil {
-			if !bytes.Equal(AppendSampleRequest(nil, e, seeds), fr.Payload) {
+		if e, seeds, sem, err := DecodeSampleRequest(fr.Payload); err == nil {
+			if !bytes.Equal(AppendSampleRequest(nil, e, seeds, sem), fr.Payload) {
 				t.Fatalf("sample request re-encodes differently")
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
@@ -53,6 +54,9 @@ type Config struct {
 	// NumNodes is the graph's node count; it tightens the reply bound
 	// (a minibatch has no more distinct nodes per hop). 0: unknown.
 	NumNodes int64
+	// EdgeIDs says the Sampler's epochs carry edge ids, which every
+	// minibatch reply then carries too (the reply bound counts them).
+	EdgeIDs bool
 
 	// Token, when not empty, is required on every connection: its first
 	// request must be a hello carrying it (docs/PROTOCOL.md). Serving a
@@ -92,6 +96,15 @@ type Server struct {
 	// stopReading is closed when Shutdown begins: readers waiting for
 	// budget stop waiting and take no new request.
 	stopReading chan struct{}
+
+	// splits are the node lists served beside the training stream
+	// (OpSplit), by id; splitIDs finds one by its content.
+	splitMu  sync.Mutex
+	splits   []*epoch.Split
+	splitIDs map[splitKey]uint32
+	// maxSplitBatch is the largest batch size of a split (the reply
+	// bound of a split_batch request).
+	maxSplitBatch atomic.Int64
 
 	mu      sync.Mutex
 	closing bool
@@ -150,8 +163,9 @@ func New(cfg Config) (*Server, error) {
 		cfg: cfg, pipe: pipe, maxReq: cfg.MaxRequest, features: stage,
 		budget: newBudget(cfg.MaxInflight), connSize: cfg.MaxConnInflight,
 		baseCtx: ctx, cancel: cancel, stopReading: make(chan struct{}),
-		lns:   map[net.Listener]struct{}{},
-		conns: map[*conn]struct{}{},
+		lns:      map[net.Listener]struct{}{},
+		conns:    map[*conn]struct{}{},
+		splitIDs: map[splitKey]uint32{},
 	}
 	if len(cfg.Token) > 0 {
 		s.token = tokenDigest(cfg.Token)
@@ -240,7 +254,7 @@ func (s *Server) NextBatch(ctx context.Context, e uint32) (Batch, error) {
 	if err != nil || c.End {
 		return Batch{Epoch: c.Epoch, End: c.End}, err
 	}
-	return s.assemble(c, nil)
+	return s.assemble(c, nil, DefaultSemantics)
 }
 
 // claim takes the next minibatch of epoch e off the shared cursor.
@@ -255,23 +269,44 @@ func (s *Server) claim(ctx context.Context, e uint32) (epoch.Claim, error) {
 	return c, nil
 }
 
-// assemble builds a claimed minibatch; with a pool (a shared-rows
-// connection's), its rows are read into one of the pool's buffers.
-func (s *Server) assemble(c epoch.Claim, pool *rowPool) (Batch, error) {
-	b, err := s.pipe.Assemble(c)
+// semantics resolves a request's semantics: DefaultSemantics is the
+// server's.
+func (s *Server) semantics(sem epoch.Semantics) epoch.Semantics {
+	if sem == DefaultSemantics {
+		return s.cfg.Semantics
+	}
+	return sem
+}
+
+// assemble builds a claimed minibatch with the given semantics; with a
+// pool (a shared-rows connection's), its rows are read into one of the
+// pool's buffers.
+//
+// Its rows are read in the epoch plan's turn. The plan was made for the
+// server's semantics; a minibatch of the other semantics still takes
+// that turn with the plan's node set (the cache later minibatches read
+// from is filled by it), then reads its own rows directly.
+func (s *Server) assemble(c epoch.Claim, pool *rowPool, sem epoch.Semantics) (Batch, error) {
+	b, err := s.pipe.AssembleAs(c, s.semantics(sem))
 	if err != nil {
 		if s.features != nil {
 			// Its feature rows still take their turn, or the epoch's
 			// later minibatches would wait for it forever.
-			s.features.rows(c.Epoch, c.Index, c.Features(), nil, nil)
+			s.features.rows(c.Epoch, c.Index, c.Features(), nil, nil, nil)
 		}
 		return Batch{}, newRequestError(CodeInternal, "assembling batch %d of epoch %d: %v", c.Index, c.Epoch, err)
 	}
 	out := Batch{Epoch: b.Epoch, Index: b.Index, Blocks: b.Blocks}
-	if s.features != nil {
-		if out.Features, err = s.features.rows(b.Epoch, b.Index, b.Features, b.Blocks, pool); err != nil {
-			return Batch{}, newRequestError(CodeInternal, "reading the features of batch %d of epoch %d: %v", b.Index, b.Epoch, err)
-		}
+	if s.features == nil {
+		return out, nil
+	}
+	if b.PlanNodes == nil {
+		out.Features, err = s.features.rows(b.Epoch, b.Index, b.Features, b.Blocks.Nodes(), b.Blocks.Seeds, pool)
+	} else if _, err = s.features.rows(b.Epoch, b.Index, b.Features, b.PlanNodes, nil, nil); err == nil {
+		out.Features, err = s.features.direct(b.Blocks, pool)
+	}
+	if err != nil {
+		return Batch{}, newRequestError(CodeInternal, "reading the features of batch %d of epoch %d: %v", b.Index, b.Epoch, err)
 	}
 	return out, nil
 }
@@ -293,9 +328,10 @@ func (s *Server) Advance(ctx context.Context, from uint32) (EpochInfo, error) {
 }
 
 // Sample assembles a minibatch of the given seeds from epoch e, which
-// must be the current one (CurrentEpoch: whichever that is).
-func (s *Server) Sample(ctx context.Context, e uint32, seeds []uint32) (*epoch.Blocks, error) {
-	b, err := s.pipe.Sample(ctx, e, seeds)
+// must be the current one (CurrentEpoch: whichever that is), with the
+// given semantics (DefaultSemantics: the server's).
+func (s *Server) Sample(ctx context.Context, e uint32, seeds []uint32, sem epoch.Semantics) (*epoch.Blocks, error) {
+	b, err := s.pipe.Sample(ctx, e, seeds, s.semantics(sem))
 	if err != nil {
 		return nil, asRequestError(err)
 	}

@@ -390,7 +390,7 @@ func TestMalformedAndOversized(t *testing.T) {
 	}
 	// Oversized: an error reply, then the connection is closed.
 	big := rawConn(t, path)
-	big.Write(AppendFrame(nil, OpSample, 0, 6, AppendSampleRequest(nil, 0, make([]uint32, 300))))
+	big.Write(AppendFrame(nil, OpSample, 0, 6, AppendSampleRequest(nil, 0, make([]uint32, 300), DefaultSemantics)))
 	if f := readReply(big); f.Status != StatusError || DecodeError(f.Payload).Code != CodeTooLarge {
 		t.Fatalf("oversized: %+v", f)
 	}

@@ -189,7 +189,7 @@ func run() error {
 					if j >= len(idx) {
 						return
 					}
-					if _, err := srv.Sample(context.Background(), serve.CurrentEpoch, idx[j]); err != nil {
+					if _, err := srv.Sample(context.Background(), serve.CurrentEpoch, idx[j], serve.DefaultSemantics); err != nil {
 						mu.Lock()
 						firstErr = err
 						mu.Unlock()

@@ -11,14 +11,14 @@ package hostorder
 
 import "unsafe"
 
-// Bytes views a's memory as bytes, 4 per word, without copying: the
+// Bytes views a's memory as bytes, 4 or 8 per word, without copying: the
 // little-endian encoding of a when LittleEndian, host order otherwise.
 // The view aliases a. It is nil for an empty a.
-func Bytes[W ~uint32 | ~int32](a []W) []byte {
+func Bytes[W ~uint32 | ~int32 | ~uint64 | ~int64](a []W) []byte {
 	if len(a) == 0 {
 		return nil
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*4)
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*int(unsafe.Sizeof(a[0])))
 }
 
 // Words views b as the little-endian uint32 words it holds, without

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import array
+import itertools
 import json
 import os
 import socket
 import threading
-from typing import Any, Dict, Iterator, Optional, Tuple, Union
+from typing import Any, Dict, Generator, Iterator, Optional, Tuple, Union
 
 import numpy as np
 
@@ -203,22 +204,49 @@ class Client:
             fd = self._fds.pop(rid, None)
         return P.decode_blocks(body, fd, self._bufs)
 
-    def next_batch(self, epoch: Optional[int] = None) -> Optional[P.Batch]:
+    def next_batch(self, epoch: Optional[int] = None, semantics: Optional[str] = None) -> Optional[P.Batch]:
         """The next minibatch of ``epoch`` (None: the current one), or None
         once that epoch's minibatches are all handed out. Asking for the
-        epoch after an exhausted one advances the server."""
-        rid = self._send(P.OP_NEXT_BATCH, P.epoch_payload(epoch))
+        epoch after an exhausted one advances the server. ``semantics``:
+        "pyg", "dgl" or None (the server's ``--semantics``)."""
+        rid = self._send(P.OP_NEXT_BATCH, P.epoch_payload(epoch, semantics))
         status, body = self._wait(P.OP_NEXT_BATCH, rid)
         if status == P.STATUS_END:
             return None
         return self._decode(rid, body)
 
-    def sample(self, seeds: P.NodeIds, epoch: Optional[int] = None) -> P.Batch:
+    def sample(self, seeds: P.NodeIds, epoch: Optional[int] = None, semantics: Optional[str] = None) -> P.Batch:
         """Blocks of the given seeds (training nodes of this rank's shard)
         from ``epoch`` (None: the current one)."""
-        rid = self._send(P.OP_SAMPLE, P.sample_payload(epoch, seeds))
+        rid = self._send(P.OP_SAMPLE, P.sample_payload(epoch, seeds, semantics))
         _, body = self._wait(P.OP_SAMPLE, rid)
         return self._decode(rid, body)
+
+    def split(self, nodes: P.NodeIds, batch_size: int) -> Dict[str, int]:
+        """Register a node list served beside the training stream (the
+        validation or test nodes, any list of distinct nodes): its
+        minibatches are the nodes in this order cut into ``batch_size``
+        pieces, every node once, nothing dropped, sampled from the current
+        epoch's random stream. Returns ``{"split", "num_nodes",
+        "batch_size", "num_batches"}``; the same nodes and batch size give
+        the same split."""
+        _, body = self._call(P.OP_SPLIT, P.split_payload(nodes, batch_size))
+        return json.loads(bytes(body))
+
+    def split_batch(self, split: int, index: int, semantics: Optional[str] = None) -> Optional[P.Batch]:
+        """Minibatch ``index`` of a split, or None past its last."""
+        rid = self._send(P.OP_SPLIT_BATCH, P.split_batch_payload(split, index, semantics))
+        status, body = self._wait(P.OP_SPLIT_BATCH, rid)
+        if status == P.STATUS_END:
+            return None
+        return self._decode(rid, body)
+
+    def split_batches(self, split: int, depth: int = 4, semantics: Optional[str] = None,
+                      start: int = 0) -> Iterator[P.Batch]:
+        """Iterate over a split's minibatches from ``start``, in order,
+        keeping ``depth`` requests in flight."""
+        payloads = (P.split_batch_payload(split, i, semantics) for i in itertools.count(start))
+        yield from self._stream(P.OP_SPLIT_BATCH, payloads, depth)
 
     def advance(self, epoch: Optional[int] = None) -> EpochInfo:
         """Leave ``epoch`` (None: the current one) and return the new
@@ -227,30 +255,40 @@ class Client:
         return json.loads(bytes(body))
 
     def batches(self, epoch: Optional[int] = None, depth: int = 4, advance: bool = True,
-                max_batches: Optional[int] = None) -> Iterator[P.Batch]:
+                max_batches: Optional[int] = None, semantics: Optional[str] = None) -> Iterator[P.Batch]:
         """Iterate over the minibatches of ``epoch`` (None: the current
         one) that the server hands this client, in epoch order, keeping
         ``depth`` requests in flight; then (``advance``) leave the epoch.
         With ``max_batches`` it stops after that many (and does not
-        advance unless the epoch ended).
+        advance unless the epoch ended). ``semantics`` as for next_batch.
         """
         if epoch is None:
             epoch = self.epoch_info()["epoch"]
+        payload = P.epoch_payload(epoch, semantics)
+        n = itertools.count() if max_batches is None else range(int(max_batches))
+        stream = self._stream(P.OP_NEXT_BATCH, (payload for _ in n), depth)
+        ended = yield from stream
+        if advance and ended:
+            self.advance(epoch)
+
+    def _stream(self, op: int, payloads: Iterator[bytes], depth: int) -> Generator[P.Batch, None, bool]:
+        """Send the requests of ``payloads`` keeping ``depth`` in flight and
+        yield their minibatches in order until one answers the end; return
+        whether one did."""
         depth = max(1, int(depth))
-        payload = P.epoch_payload(epoch)
         inflight: list[int] = []
         ended = False
-        sent = 0
-        limit: float = float("inf") if max_batches is None else int(max_batches)
         try:
             while True:
-                while not ended and len(inflight) < depth and sent < limit:
-                    inflight.append(self._send(P.OP_NEXT_BATCH, payload))
-                    sent += 1
+                while not ended and len(inflight) < depth:
+                    p = next(payloads, None)
+                    if p is None:
+                        break
+                    inflight.append(self._send(op, p))
                 if not inflight:
                     break
                 rid = inflight.pop(0)
-                status, body = self._wait(P.OP_NEXT_BATCH, rid)
+                status, body = self._wait(op, rid)
                 if status == P.STATUS_END:
                     ended = True
                     continue
@@ -260,7 +298,7 @@ class Client:
             # connection stays in step (those minibatches are lost).
             for rid in inflight:
                 try:
-                    status, body = self._wait(P.OP_NEXT_BATCH, rid)
+                    status, body = self._wait(op, rid)
                     if status == P.STATUS_OK and self._bufs is not None:
                         # Decoded and dropped: a shared buffer it brings is
                         # kept, and its lease given back.
@@ -271,8 +309,7 @@ class Client:
                     fd = self._fds.pop(rid, None)
                 if fd is not None:
                     os.close(fd)
-        if advance and ended:
-            self.advance(epoch)
+        return ended
 
     def close(self) -> None:
         """Close the connection."""

@@ -35,6 +35,17 @@ OP_SAMPLE = 3
 OP_ADVANCE = 4
 OP_HELLO = 5  # payload: the token; the first request where the server requires one
 OP_MAP_ROWS = 6  # empty: from then on feature rows come in memory files (Unix sockets)
+OP_SPLIT = 7  # u32 batch size, array nodes: register a node list served beside training
+OP_SPLIT_BATCH = 8  # u32 split, u32 index[, u8 semantics]: one of its minibatches
+
+#: The protocol version this client speaks (epoch_info's "protocol").
+PROTOCOL = 2
+
+#: A request's semantics byte (docs/PROTOCOL.md): left out, the server's.
+SEMANTICS = {"dgl": 0, "pyg": 1}
+#: Minibatch flags, the byte after a minibatch's hop count.
+BATCH_PYG = 1
+BATCH_EDGE_IDS = 2
 
 STATUS_OK = 0
 STATUS_ERROR = 1
@@ -57,6 +68,7 @@ CODE_TOO_LARGE = 8        # the request exceeds the server's cap; the connection
 CODE_DUPLICATE_SEED = 9   # a sample request names a seed twice
 CODE_UNAUTHORIZED = 10    # no hello with the server's token first; the connection is closed
 CODE_OVER_BUDGET = 11     # the reply could exceed the connection's share of the in-flight budget
+CODE_UNKNOWN_SPLIT = 12   # split_batch names a split the server does not have
 
 #: The environment variable that holds the token, for the server and clients.
 TOKEN_ENV = "STREAMSAMPLER_TOKEN"
@@ -169,42 +181,54 @@ def decode_array(buf: Buffer, off: int) -> tuple[np.ndarray, int]:
 
 
 class Hop:
-    """One message-passing block: edges run from ``src`` to ``dst``.
+    """One hop of a minibatch: edges run from ``src`` to ``dst``.
 
-    ``dst`` and ``src`` are global node ids (uint32); ``src[:len(dst)] ==
-    dst``, then the new neighbors in order of first appearance.
+    ``dst`` (the nodes this hop expands) and ``src`` (every node known
+    after it: the previous hop's src, the seeds at hop 1, then the new
+    neighbors in order of first appearance) are global node ids (uint32).
     ``edge_src``/``edge_dst`` (int32) are local indices into ``src`` and
-    ``dst``, ordered by destination, then sample slot.
+    ``dst``, ordered by destination, then sample slot. With DGL semantics
+    ``dst`` is the previous hop's src (``src[:len(dst)] == dst``); with
+    PyG semantics it is the nodes first reached at the previous hop,
+    ``src[lo:lo + len(dst)]`` for ``lo = len(previous src) - len(dst)``.
+    ``e_id`` (int64), where the server sends edge ids, is each edge's
+    position in the stored CSR.
     """
 
-    __slots__ = ("dst", "src", "edge_src", "edge_dst")
+    __slots__ = ("dst", "src", "edge_src", "edge_dst", "e_id")
 
     def __init__(self, dst: npt.NDArray[np.uint32], src: npt.NDArray[np.uint32],
-                 edge_src: npt.NDArray[np.int32], edge_dst: npt.NDArray[np.int32]) -> None:
+                 edge_src: npt.NDArray[np.int32], edge_dst: npt.NDArray[np.int32],
+                 e_id: Optional[npt.NDArray[np.int64]] = None) -> None:
         self.dst = dst
         self.src = src
         self.edge_src = edge_src
         self.edge_dst = edge_dst
+        self.e_id = e_id
 
     def __repr__(self) -> str:
         return "Hop(dst=%d, src=%d, edges=%d)" % (len(self.dst), len(self.src), len(self.edge_src))
 
 
 class Batch:
-    """One minibatch: ``hops[0]`` is hop 1 (its dst are the seeds) and
-    ``hops[h+1].dst`` equals ``hops[h].src``; arrays exactly as
-    ``streamsampler sample --format json`` gives them. ``index`` is the
-    minibatch's position in its epoch (-1 for a sample request)."""
+    """One minibatch: ``hops[0]`` is hop 1 (its dst are the seeds); with
+    ``semantics == "dgl"`` ``hops[h+1].dst`` equals ``hops[h].src``, with
+    ``"pyg"`` it is the nodes hop h reached first (see Hop); arrays exactly
+    as ``streamsampler sample --format json`` gives them. ``index`` is the
+    minibatch's position in its epoch or split (-1 for a sample
+    request)."""
 
-    __slots__ = ("epoch", "index", "seeds", "hops", "x", "y")
+    __slots__ = ("epoch", "index", "seeds", "hops", "x", "y", "semantics")
 
     def __init__(self, epoch: int, seeds: npt.NDArray[np.uint32], hops: List[Hop],
                  index: int = NO_BATCH, x: Optional[np.ndarray] = None,
-                 y: Optional[npt.NDArray[np.int32]] = None) -> None:
+                 y: Optional[npt.NDArray[np.int32]] = None, semantics: str = "dgl") -> None:
         self.epoch = epoch
         self.index = index
         self.seeds = seeds
         self.hops = hops
+        #: "dgl" or "pyg": which nodes each hop expands.
+        self.semantics = semantics
         #: The feature rows of ``n_id``, in order (``[len(n_id), dim]``, the
         #: store's dtype), from a server started with ``--features``; None
         #: otherwise.
@@ -218,6 +242,11 @@ class Batch:
         """Every node of the minibatch: seeds first, then each hop's new
         nodes (the last hop's src)."""
         return self.hops[-1].src if self.hops else self.seeds
+
+    @property
+    def has_edge_ids(self) -> bool:
+        """Whether the hops carry ``e_id``."""
+        return bool(self.hops) and self.hops[0].e_id is not None
 
     @property
     def num_edges(self) -> int:
@@ -237,6 +266,7 @@ class Batch:
                 np.asarray(h["src"], dtype=np.uint32),
                 np.asarray(h["edge_src"], dtype=np.int32),
                 np.asarray(h["edge_dst"], dtype=np.int32),
+                np.asarray(h["e_id"], dtype=np.int64) if "e_id" in h else None,
             )
             for h in obj["hops"]
         ]
@@ -246,7 +276,7 @@ class Batch:
             seeds = hops[0].dst  # hop 1's destinations are the seeds
         else:
             seeds = np.empty(0, np.uint32)
-        return cls(int(obj["epoch"]), seeds, hops, index)
+        return cls(int(obj["epoch"]), seeds, hops, index, semantics=obj.get("semantics", "dgl"))
 
     def __repr__(self) -> str:
         return "Batch(epoch=%d, index=%d, seeds=%d, hops=%r)" % (
@@ -258,22 +288,29 @@ def decode_blocks(payload: Buffer, fd: Optional[int] = None, bufs: Optional["Sha
     of ``payload``. On a connection with shared rows, ``bufs`` are its
     shared buffers and ``fd`` the memory file passed with the reply, if
     any: ``batch.x`` is then a view of a shared buffer (SharedBuffers)."""
-    if len(payload) < 9:
+    if len(payload) < 10:
         raise ProtocolError("truncated minibatch reply (%d bytes)" % len(payload))
-    epoch, index, nhops = struct.unpack_from("<IiB", payload, 0)
-    off = 9
+    epoch, index, nhops, flags = struct.unpack_from("<IiBB", payload, 0)
+    if flags & ~(BATCH_PYG | BATCH_EDGE_IDS):
+        raise ProtocolError("minibatch flags %#x" % flags)
+    per = 5 if flags & BATCH_EDGE_IDS else 4
+    off = 10
     arrays = []
-    for _ in range(1 + 4 * nhops):
+    for _ in range(1 + per * nhops):
         a, off = decode_array(payload, off)
         if a.ndim != 1:
             raise ProtocolError("minibatch array with %d dimensions" % a.ndim)
         arrays.append(a)
-    want = [np.dtype("<u4")] + [np.dtype("<u4"), np.dtype("<u4"), np.dtype("<i4"), np.dtype("<i4")] * nhops
+    hop_dtypes = [np.dtype("<u4"), np.dtype("<u4"), np.dtype("<i4"), np.dtype("<i4"), np.dtype("<i8")][:per]
+    want = [np.dtype("<u4")] + hop_dtypes * nhops
     for i, (a, dt) in enumerate(zip(arrays, want)):
         if a.dtype != dt:
             raise ProtocolError("minibatch array %d has dtype %s, want %s" % (i, a.dtype, dt))
-    hops = [Hop(*arrays[1 + 4 * h: 5 + 4 * h]) for h in range(nhops)]
-    batch = Batch(epoch, arrays[0], hops, index)
+    hops = [Hop(*arrays[1 + per * h: 1 + per * (h + 1)]) for h in range(nhops)]
+    for h, hop in enumerate(hops):
+        if hop.e_id is not None and len(hop.e_id) != len(hop.edge_src):
+            raise ProtocolError("hop %d has %d edge ids for %d edges" % (h + 1, len(hop.e_id), len(hop.edge_src)))
+    batch = Batch(epoch, arrays[0], hops, index, semantics="pyg" if flags & BATCH_PYG else "dgl")
     if off != len(payload):
         off = _decode_features(payload, off, batch, fd, bufs)
     elif fd is not None:
@@ -424,11 +461,14 @@ def _map_rows(payload: Buffer, off: int, fd: Optional[int], bufs: Optional[Share
 
 def encode_blocks(batch: Batch, op: int, rid: int) -> bytes:
     """The server's reply frame for a Batch (for tests and fakes)."""
-    parts = [struct.pack("<IiB", batch.epoch, batch.index, len(batch.hops)),
+    flags = (BATCH_PYG if batch.semantics == "pyg" else 0) | (BATCH_EDGE_IDS if batch.has_edge_ids else 0)
+    parts = [struct.pack("<IiBB", batch.epoch, batch.index, len(batch.hops), flags),
              encode_array(batch.seeds, "<u4")]
     for h in batch.hops:
         parts += [encode_array(h.dst, "<u4"), encode_array(h.src, "<u4"),
                   encode_array(h.edge_src, "<i4"), encode_array(h.edge_dst, "<i4")]
+        if flags & BATCH_EDGE_IDS:
+            parts.append(encode_array(h.e_id, "<i8"))
     if batch.x is not None:
         x = np.ascontiguousarray(batch.x)
         dt = x.dtype.newbyteorder("<") if x.dtype.byteorder not in "|" else x.dtype
@@ -449,14 +489,34 @@ def decode_error(payload: Buffer) -> ServerError:
     return _ERROR_CLASSES.get(code, ServerError)(code, msg)
 
 
-def epoch_payload(epoch: Optional[int]) -> bytes:
-    """The payload of next_batch or advance."""
-    return _U32.pack(CURRENT_EPOCH if epoch is None else int(epoch))
+def semantics_byte(semantics: Optional[str]) -> bytes:
+    """A request's optional semantics byte: none for the server's."""
+    if semantics is None:
+        return b""
+    if semantics not in SEMANTICS:
+        raise ValueError("semantics %r, want 'pyg' or 'dgl'" % (semantics,))
+    return bytes([SEMANTICS[semantics]])
 
 
-def sample_payload(epoch: Optional[int], seeds: NodeIds) -> bytes:
+def epoch_payload(epoch: Optional[int], semantics: Optional[str] = None) -> bytes:
+    """The payload of next_batch (with ``semantics``: "pyg", "dgl" or
+    None, the server's) or advance."""
+    return _U32.pack(CURRENT_EPOCH if epoch is None else int(epoch)) + semantics_byte(semantics)
+
+
+def sample_payload(epoch: Optional[int], seeds: NodeIds, semantics: Optional[str] = None) -> bytes:
     """The payload of a sample request."""
-    return epoch_payload(epoch) + encode_array(seeds, "<u4")
+    return epoch_payload(epoch) + encode_array(seeds, "<u4") + semantics_byte(semantics)
+
+
+def split_payload(nodes: NodeIds, batch_size: int) -> bytes:
+    """The payload of a split request."""
+    return _U32.pack(int(batch_size)) + encode_array(nodes, "<u4")
+
+
+def split_batch_payload(split: int, index: int, semantics: Optional[str] = None) -> bytes:
+    """The payload of a split_batch request."""
+    return struct.pack("<II", int(split), int(index)) + semantics_byte(semantics)
 
 
 def token_payload(token: Union[str, bytes]) -> bytes:

@@ -9,11 +9,12 @@ import numpy as np
 
 from streamsampler import protocol as P
 
-# A next_batch reply: epoch 2, batch 0, one hop, seeds [5], src [5 8],
-# one edge 8 -> 5 (local 1 -> 0). Identical bytes in serve/protocol_test.go.
+# A next_batch reply: epoch 2, batch 0, one hop, flags 0 (DGL semantics, no
+# edge ids), seeds [5], src [5 8], one edge 8 -> 5 (local 1 -> 0). Identical
+# bytes in serve/protocol_test.go.
 EXAMPLE_REPLY = bytes([
-    0x59, 0, 0, 0, 2, 0, 1, 0, 0, 0,
-    2, 0, 0, 0, 0, 0, 0, 0, 1,
+    0x5a, 0, 0, 0, 2, 0, 1, 0, 0, 0,
+    2, 0, 0, 0, 0, 0, 0, 0, 1, 0,
     1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0,
     1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0,
     1, 1, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 8, 0, 0, 0,
@@ -76,6 +77,25 @@ class WireFormat(unittest.TestCase):
         self.assertTrue(got.hops[0].src.flags.writeable)
         np.testing.assert_array_equal(got.n_id, [7, 2, 9, 4, 11])
         self.assertEqual(got.num_edges, 4)
+        self.assertEqual((got.semantics, got.has_edge_ids), ("dgl", False))
+
+    def test_round_trip_pyg_edge_ids(self):
+        b = make_batch()
+        b.semantics = "pyg"
+        b.hops[1].dst = b.hops[0].src[2:]  # hop 2 expands what hop 1 reached first
+        b.hops[1].edge_dst = np.array([1], np.int32)
+        for h, n in zip(b.hops, (3, 1)):
+            h.e_id = np.arange(100, 100 + n, dtype=np.int64) * 2**33
+        got = P.decode_blocks(bytearray(P.encode_blocks(b, P.OP_NEXT_BATCH, 2)[P.HEADER_SIZE:]))
+        self.assertEqual((got.semantics, got.has_edge_ids), ("pyg", True))
+        for g, w in zip(got.hops, b.hops):
+            for name in ("dst", "src", "edge_src", "edge_dst", "e_id"):
+                np.testing.assert_array_equal(getattr(g, name), getattr(w, name))
+        self.assertEqual(got.hops[0].e_id.dtype, np.dtype("<i8"))
+        payload = bytearray(P.encode_blocks(b, P.OP_NEXT_BATCH, 2)[P.HEADER_SIZE:])
+        payload[9] = 4  # an unknown flag
+        with self.assertRaises(P.ProtocolError):
+            P.decode_blocks(payload)
 
     def test_from_json(self):
         b = P.Batch.from_json('{"epoch":1,"seeds":[3],"hops":[{"dst":[3],"src":[3,4],"edge_src":[1],"edge_dst":[0]}]}')
@@ -95,16 +115,22 @@ class WireFormat(unittest.TestCase):
 
     def test_bad_dtype(self):
         payload = bytearray(P.encode_blocks(make_batch(), P.OP_SAMPLE, 1)[P.HEADER_SIZE:])
-        payload[9] = 2  # seeds as int32
+        payload[10] = 2  # seeds as int32
         with self.assertRaises(P.ProtocolError):
             P.decode_blocks(payload)
-        payload[9] = 77
+        payload[10] = 77
         with self.assertRaises(P.ProtocolError):
             P.decode_blocks(payload)
 
     def test_sample_payload(self):
         p = P.sample_payload(4, [9, 0, 2**31])
         self.assertEqual(p, struct.pack("<IBBQ3I", 4, 1, 1, 3, 9, 0, 2**31))
+        self.assertEqual(P.sample_payload(4, [9, 0, 2**31], "pyg"), p + b"\x01")
+        self.assertEqual(P.epoch_payload(3, "dgl"), struct.pack("<IB", 3, 0))
+        self.assertEqual(P.split_payload([5, 1], 64), struct.pack("<IBBQ2I", 64, 1, 1, 2, 5, 1))
+        self.assertEqual(P.split_batch_payload(2, 7, "pyg"), struct.pack("<IIB", 2, 7, 1))
+        with self.assertRaises(ValueError):
+            P.epoch_payload(3, "PyG")
         with self.assertRaises(ValueError):
             P.sample_payload(None, [-1])
         with self.assertRaises(ValueError):

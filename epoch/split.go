@@ -1,0 +1,115 @@
+package epoch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// ErrSplit is wrapped by the errors about a split's nodes or batches.
+var ErrSplit = errors.New("epoch: bad split")
+
+// Split is a fixed list of nodes served beside the training stream: the
+// validation or test nodes, or any node list. Its minibatches are the
+// nodes in the given order cut into BatchSize pieces (the last may be
+// short): unshuffled, every node exactly once, nothing dropped, the same
+// minibatches every epoch. Their samples come from the pipeline's current
+// epoch (the same random stream as its training minibatches; a node both
+// reach has the same neighbors in both), sampled for the split's nodes
+// when a minibatch of the split is first asked for in that epoch.
+//
+// A Split may be used from many goroutines.
+type Split struct {
+	p         *Pipeline
+	nodes     []uint32 // in the caller's order
+	frontier  []uint32 // sorted
+	batchSize int
+
+	mu    sync.Mutex
+	epoch uint32
+	res   *Result // the split's sample under epoch's key, or nil
+}
+
+// NewSplit returns a split of the given nodes (distinct, each below the
+// graph's node count, which sampling checks) cut into minibatches of
+// batchSize. It samples nothing yet.
+func (p *Pipeline) NewSplit(nodes []uint32, batchSize int) (*Split, error) {
+	if batchSize < 1 {
+		return nil, fmt.Errorf("%w: batch size %d, want >= 1", ErrSplit, batchSize)
+	}
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("%w: no nodes", ErrSplit)
+	}
+	f := slices.Sorted(slices.Values(nodes))
+	for i := 1; i < len(f); i++ {
+		if f[i] == f[i-1] {
+			return nil, fmt.Errorf("%w: node %d appears twice (position %d and %d)", ErrSplit, f[i], slices.Index(nodes, f[i]), lastIndex(nodes, f[i]))
+		}
+	}
+	return &Split{p: p, nodes: slices.Clone(nodes), frontier: f, batchSize: batchSize}, nil
+}
+
+func lastIndex(a []uint32, v uint32) int {
+	for i := len(a) - 1; i >= 0; i-- {
+		if a[i] == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// NumNodes returns the split's node count.
+func (s *Split) NumNodes() int { return len(s.nodes) }
+
+// BatchSize returns the split's minibatch size.
+func (s *Split) BatchSize() int { return s.batchSize }
+
+// NumBatches returns the split's minibatch count.
+func (s *Split) NumBatches() int { return NumBatches(len(s.nodes), s.batchSize) }
+
+// Seeds returns minibatch i's nodes (a view; do not modify).
+func (s *Split) Seeds(i int) []uint32 {
+	lo := i * s.batchSize
+	return s.nodes[lo:min(lo+s.batchSize, len(s.nodes))]
+}
+
+// Batch assembles minibatch i of the split from the pipeline's current
+// epoch, with the given semantics; the blocks' Epoch says which epoch.
+// i beyond the last minibatch is an error wrapping ErrSplit.
+func (s *Split) Batch(ctx context.Context, i int, sem Semantics) (*Blocks, error) {
+	if i < 0 || i >= s.NumBatches() {
+		return nil, fmt.Errorf("%w: minibatch %d of a split of %d", ErrSplit, i, s.NumBatches())
+	}
+	res, err := s.result(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return NewAssembler(res, nil).Assemble(s.Seeds(i), sem)
+}
+
+// result returns the split's sample under the current epoch's key,
+// sampling it when the epoch has changed since the last one.
+func (s *Split) result(ctx context.Context) (*Result, error) {
+	if err := s.p.Start(ctx); err != nil {
+		return nil, err
+	}
+	e := s.p.Info().Epoch
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.res != nil && s.epoch == e {
+		return s.res, nil
+	}
+	s.res = nil // a failed sampling keeps nothing of the old epoch
+	key := s.p.cfg.Key(e)
+	res, err := s.p.sample(ctx, s.frontier, s.p.cfg.Fanouts, key)
+	if err != nil {
+		return nil, fmt.Errorf("epoch: sampling a split of %d nodes for epoch %d: %w", len(s.nodes), e, err)
+	}
+	if res.Key != key {
+		return nil, fmt.Errorf("epoch: split sampled with key %+v, want %+v", res.Key, key)
+	}
+	s.res, s.epoch = res, e
+	return res, nil
+}
