@@ -322,8 +322,7 @@ def _write_json_atomic(path: str, obj: Any) -> None:
 def from_arrays(edge_index: Any, num_nodes: int, out: PathArg, x: Any = None, y: Any = None,
                 masks: Optional[Mapping[str, Any]] = None, *, chunk_size: Union[str, int] = "64MiB",
                 force: bool = False, chunkify: Optional[PathArg] = None,
-                edge_perm: Union[str, bool] = "auto", piece_bytes: int = PIECE_BYTES,
-                _source: str = "from_arrays") -> GraphInfo:
+                edge_perm: Union[str, bool] = "auto", piece_bytes: int = PIECE_BYTES) -> GraphInfo:
     """Write graph directory ``out`` from ``edge_index`` [2, E] (column
     (u, v): u is stored in v's adjacency, as PyG and DGL sample in-edges),
     ``num_nodes``, optional features ``x`` [N, F], labels ``y`` [N] and
@@ -332,6 +331,14 @@ def from_arrays(edge_index: Any, num_nodes: int, out: PathArg, x: Any = None, y:
     in-edges must fit one chunk), ``chunkify`` its executable
     (:func:`streamsampler.datasets.find_chunkify`), ``piece_bytes`` the
     bound of each slice read from an input. See the module's docstring."""
+    return _write(edge_index, num_nodes, out, x, y, masks, chunk_size, force, chunkify, edge_perm, piece_bytes,
+                  "from_arrays")
+
+
+def _write(edge_index: Any, num_nodes: int, out: PathArg, x: Any, y: Any, masks: Optional[Mapping[str, Any]],
+           chunk_size: Union[str, int], force: bool, chunkify: Optional[PathArg], edge_perm: Union[str, bool],
+           piece_bytes: int, source: str) -> GraphInfo:
+    """from_arrays, recording ``source`` in pyg.json."""
     if isinstance(edge_perm, str) and edge_perm != "auto":
         raise ValueError("edge_perm=%r: want 'auto', True or False" % edge_perm)
     try:
@@ -393,7 +400,7 @@ def from_arrays(edge_index: Any, num_nodes: int, out: PathArg, x: Any = None, y:
         if (m["num_nodes"], m["num_edges"]) != (n, num_edges):
             raise RuntimeError("chunkify built %d nodes and %d edges, want %d and %d"
                                % (m["num_nodes"], m["num_edges"], n, num_edges))
-        info: Dict[str, Any] = {"version": 1, "source": _source, "num_nodes": n, "num_edges": num_edges,
+        info: Dict[str, Any] = {"version": 1, "source": source, "num_nodes": n, "num_edges": num_edges,
                                 "edges": "in-edges: column (u, v) of edge_index is stored in v's adjacency",
                                 "features": None, "labels": None, "splits": {}, "edge_perm": None}
         labels_npy = None
@@ -479,9 +486,8 @@ def from_pyg(data: Any, out: PathArg, *, chunk_size: Union[str, int] = "64MiB", 
         if masks is None and str(getattr(m, "dtype", "")).replace("torch.", "") != "bool":
             continue  # not a boolean mask: not a split
         found[k[:-len("_mask")] if k.endswith("_mask") else k] = m
-    return from_arrays(ei, n, out, x=x, y=getattr(data, "y", None), masks=found, chunk_size=chunk_size,
-                       force=force, chunkify=chunkify, edge_perm=edge_perm, piece_bytes=piece_bytes,
-                       _source="from_pyg")
+    return _write(ei, n, out, x, getattr(data, "y", None), found, chunk_size, force, chunkify, edge_perm,
+                  piece_bytes, "from_pyg")
 
 
 def read_info(graph: PathArg) -> GraphInfo:
