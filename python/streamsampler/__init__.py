@@ -12,7 +12,9 @@ inside ``to_pyg`` and ``to_dgl``. See docs/PYTHON.md and docs/PROTOCOL.md.
 
 from .adapters import dgl_arrays, pyg_arrays, to_dgl, to_pyg
 from .client import Client
+from .convert import GraphInfo, OutputExistsError, from_arrays, from_pyg, load_edge_perm, read_info
 from .delta import DeltaPlan, DeltaPlanner, DeltaStats, DeltaTransfer
+from .graph import GraphFormatError, read_csr
 from .loader import Loader
 from .local import LocalServer, find_binary, serve_local
 from .protocol import (Batch, Hop, NotInFrontierError, ProtocolError,
@@ -22,5 +24,7 @@ __all__ = [
     "Batch", "Client", "DeltaPlan", "DeltaPlanner", "DeltaStats", "DeltaTransfer", "Hop", "Loader", "LocalServer", "NotInFrontierError",
     "ProtocolError", "ServerError", "UnauthorizedError", "UnknownEpochError", "dgl_arrays",
     "find_binary", "pyg_arrays", "serve_local", "to_dgl", "to_pyg",
+    "GraphInfo", "GraphFormatError", "OutputExistsError", "from_arrays", "from_pyg", "load_edge_perm",
+    "read_csr", "read_info",
 ]
 __version__ = "0.1.0"
