@@ -362,3 +362,49 @@ func TestPipelineRunOrdered(t *testing.T) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }
+
+// TestPipelineDropLastAndSemantics: with DropLast every rank hands out
+// only full minibatches (the shard's floor over the batch size), the
+// seeded order's prefix; with PyG semantics each minibatch is brutePyG's
+// and the feature plan's node sets are the PyG n_id.
+func TestPipelineDropLastAndSemantics(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(8)
+	train := f.train[:119]
+	for _, world := range []int{1, 3} {
+		for rank := 0; rank < world; rank++ {
+			var calls atomic.Int64
+			cfg := Config{Sampling: Sampling{Train: train, Fanouts: f.fanouts, Seed: 4, Rank: rank, World: world},
+				BatchSize: 13, Epochs: 1, DropLast: true, Semantics: PyG, Features: &FeaturePlanning{CacheRows: 50}}
+			l, err := NewPipeline(cfg, f.sampler(&calls), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := (119 / world) / 13; l.NumBatches() != want {
+				t.Fatalf("world %d: %d minibatches with drop_last, want %d", world, l.NumBatches(), want)
+			}
+			shard, _ := Shard(train, rank, world, 4, 0)
+			want := Batches(shard, 13, 4, 0)
+			res := sampleEpoch(f.g, shard, f.fanouts, Key{Seed: 4})
+			for i := 0; i < l.NumBatches(); i++ {
+				b, err := l.Next(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(b.Blocks.Seeds, want[i]) || len(b.Blocks.Seeds) != 13 {
+					t.Fatalf("minibatch %d: seeds %v, want %v", i, b.Blocks.Seeds, want[i])
+				}
+				if err := equalPyG(b.Blocks, res, want[i]); err != nil {
+					t.Fatalf("minibatch %d: %v", i, err)
+				}
+				if !slices.Equal(b.Features.NodeSets[i], b.Blocks.Nodes()) {
+					t.Fatalf("minibatch %d: the plan's node set is not the PyG n_id", i)
+				}
+			}
+			if info := l.Info(); info.Dropped != len(shard)-13*l.NumBatches() {
+				t.Fatalf("dropped %d of a shard of %d", info.Dropped, len(shard))
+			}
+			l.Close()
+		}
+	}
+}

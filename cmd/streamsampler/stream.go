@@ -13,6 +13,8 @@ import (
 type streamFlags struct {
 	graph, train, fanouts string
 	batchSize             int
+	dropLast              bool
+	semantics             string
 	seed                  uint64
 	replace               bool
 	rank, world           int // -1: from $RANK / $WORLD_SIZE (torchrun), else 0 / 1
@@ -27,6 +29,8 @@ func (f *streamFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.train, "train", "", "training node ids: text (one per line, OGB csv/csv.gz) or .npy")
 	addFanoutsFlag(fl, &f.fanouts)
 	fl.IntVar(&f.batchSize, "batch-size", 1024, "seeds per minibatch")
+	fl.BoolVar(&f.dropLast, "drop-last", false, "leave out each epoch's last minibatch when it is short (PyG's and DGL's drop_last)")
+	fl.StringVar(&f.semantics, "semantics", "dgl", "how a minibatch's hops are assembled from the epoch: dgl (every hop expands all nodes so far, DGL's to_block) or pyg (a hop expands only the nodes the previous hop reached first, PyG's NeighborLoader); serve requests may ask for either")
 	addSeedFlag(fl, &f.seed)
 	fl.BoolVar(&f.replace, "replace", false, "sample with replacement")
 	fl.IntVar(&f.rank, "rank", -1, "data-parallel rank (default $RANK, else 0)")
@@ -47,6 +51,8 @@ func (f *streamFlags) sampling() (epoch.Sampling, error) {
 	switch {
 	case f.batchSize < 1:
 		return epoch.Sampling{}, usagef("--batch-size %d: want >= 1", f.batchSize)
+	case f.semantics != "dgl" && f.semantics != "pyg":
+		return epoch.Sampling{}, usagef("--semantics %q: want dgl or pyg", f.semantics)
 	case !(f.prepareAt >= 0 && f.prepareAt <= 1):
 		return epoch.Sampling{}, usagef("--prepare-at %g: want a fraction in [0, 1]", f.prepareAt)
 	}
@@ -80,7 +86,11 @@ func (f *streamFlags) config(s epoch.Sampling, m *chunkfmt.Manifest, epochs int)
 	if err != nil {
 		return epoch.Config{}, err
 	}
-	cfg := epoch.Config{Sampling: s, BatchSize: f.batchSize, PrepareAt: f.prepareAt, FirstEpoch: f.firstEpoch, Epochs: epochs}
+	sem, err := epoch.ParseSemantics(f.semantics)
+	if err != nil {
+		return epoch.Config{}, usageError{err}
+	}
+	cfg := epoch.Config{Sampling: s, BatchSize: f.batchSize, DropLast: f.dropLast, Semantics: sem, PrepareAt: f.prepareAt, FirstEpoch: f.firstEpoch, Epochs: epochs}
 	if err := cfg.Check(); err != nil {
 		return cfg, usageError{err}
 	}
