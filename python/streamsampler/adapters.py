@@ -48,18 +48,26 @@ def pyg_arrays(batch: Batch) -> Dict[str, Any]:
     * ``edge_index`` (int64, [2, E]): all hops' edges, hop 1 first; row 0
       the source (the sampled neighbor), row 1 the destination, local
       indices into ``n_id`` -- PyG's ``source_to_target`` flow.
-    * ``edge_index_per_hop``: hop order (hop 1 first), each [2, E_h];
-      layer ``l`` of an L-layer model uses hop ``L - l``'s edges
-      (``size=(num_src, num_dst)`` from ``sizes_per_hop``).
+    * ``e_id`` (int64, [E]): each edge's position in the stored CSR, in
+      ``edge_index``'s order; None when the server sends no edge ids.
+    * ``edge_index_per_hop``: hop order (hop 1 first), each [2, E_h] in
+      ``n_id`` indices; with DGL semantics layer ``l`` of an L-layer
+      block-wise model uses hop ``L - l``'s edges (``size=(num_src,
+      num_dst)`` from ``sizes_per_hop``).
     * ``sizes_per_hop``: (num_src, num_dst) of each hop.
     * ``num_sampled_nodes``: [batch_size, new nodes of hop 1, …],
       ``num_sampled_edges``: [edges of hop 1, …], as NeighborLoader sets
-      them (for ``trim_to_layer``).
+      them.
     * ``batch_size``: the number of seeds, the first rows of ``n_id``.
 
-    Hop h's src is a prefix of ``n_id`` (each hop's src starts with its
-    dst, the previous hop's src), so a hop's local source indices are
-    already indices into ``n_id``.
+    Each hop's src is a prefix of ``n_id``, so local source indices are
+    already indices into ``n_id``; a hop's dst is ``n_id[lo:lo+len(dst)]``
+    with ``lo = len(previous src) - len(dst)`` (0 with DGL semantics,
+    where dst is the previous src; the nodes the previous hop reached
+    first with PyG semantics), so the destination index is ``lo +
+    edge_dst``. With a batch of PyG semantics (``semantics="pyg"``),
+    ``model(x, edge_index)[:batch_size]`` computes what it computes on
+    PyG's NeighborLoader output.
     """
     seeds = batch.seeds
     hops = batch.hops
@@ -70,18 +78,23 @@ def pyg_arrays(batch: Batch) -> Dict[str, Any]:
     num_edges: List[int] = []
     prev = len(seeds)
     for h in hops:
+        lo = prev - len(h.dst)
         ei = np.empty((2, len(h.edge_src)), dtype=np.int64)
         ei[0] = h.edge_src
-        ei[1] = h.edge_dst
+        np.add(h.edge_dst, lo, out=ei[1], casting="unsafe")
         per_hop.append(ei)
         sizes.append((len(h.src), len(h.dst)))
         num_nodes.append(len(h.src) - prev)
         num_edges.append(len(h.edge_src))
         prev = len(h.src)
     edge_index = np.concatenate(per_hop, axis=1) if per_hop else np.empty((2, 0), np.int64)
+    e_id = None
+    if batch.has_edge_ids:
+        e_id = np.concatenate([h.e_id for h in hops]).astype(np.int64, copy=False)
     return {
         "n_id": n_id,
         "edge_index": edge_index,
+        "e_id": e_id,
         "edge_index_per_hop": per_hop,
         "sizes_per_hop": sizes,
         "num_sampled_nodes": num_nodes,
@@ -116,6 +129,8 @@ def to_pyg(batch: Batch, x: Any = None, y: Any = None, device: Any = None,
     data.batch_size = a["batch_size"]
     data.num_sampled_nodes = a["num_sampled_nodes"]
     data.num_sampled_edges = a["num_sampled_edges"]
+    if a["e_id"] is not None:
+        data.e_id = torch.from_numpy(a["e_id"])
     data.edge_index_per_hop = [torch.from_numpy(e) for e in a["edge_index_per_hop"]]
     data.sizes_per_hop = a["sizes_per_hop"]
     if delta is not None:
@@ -159,7 +174,14 @@ def dgl_arrays(batch: Batch) -> List[Dict[str, Any]]:
     """The blocks of ``batch`` in DGL's order, outermost hop first (the
     input layer's block first, the seeds' block last), each a dict with
     ``src_ids``/``dst_ids`` (int64 global ids), ``edge_src``/``edge_dst``
-    (int64 local ids), ``num_src_nodes``, ``num_dst_nodes``."""
+    (int64 local ids), ``edge_ids`` (int64 positions in the stored CSR,
+    DGL's ``dgl.EID``; None without), ``num_src_nodes``,
+    ``num_dst_nodes``. Blocks need DGL semantics (each block's dst nodes
+    are the first of its src nodes): a batch of PyG semantics is refused
+    with ValueError."""
+    if batch.semantics != "dgl":
+        raise ValueError("dgl_arrays: a batch of %s semantics has no DGL blocks (each block's dst nodes "
+                         "must be its first src nodes); ask the server for semantics='dgl'" % batch.semantics)
     out = []
     for h in reversed(batch.hops):
         out.append({
@@ -167,6 +189,7 @@ def dgl_arrays(batch: Batch) -> List[Dict[str, Any]]:
             "dst_ids": h.dst.astype(np.int64),
             "edge_src": h.edge_src.astype(np.int64),
             "edge_dst": h.edge_dst.astype(np.int64),
+            "edge_ids": None if h.e_id is None else h.e_id.astype(np.int64, copy=False),
             "num_src_nodes": len(h.src),
             "num_dst_nodes": len(h.dst),
         })
@@ -196,6 +219,8 @@ def to_dgl(batch: Batch, device: Any = None,
             num_src_nodes=b["num_src_nodes"], num_dst_nodes=b["num_dst_nodes"])
         blk.srcdata[dgl.NID] = torch.from_numpy(b["src_ids"])
         blk.dstdata[dgl.NID] = torch.from_numpy(b["dst_ids"])
+        if b["edge_ids"] is not None:
+            blk.edata[dgl.EID] = torch.from_numpy(b["edge_ids"])
         if device is not None:
             blk = blk.to(device)
         blocks.append(blk)

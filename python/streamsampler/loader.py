@@ -17,6 +17,55 @@ class _Failure:
         self.exc = exc
 
 
+def prefetched(source: Callable[[], Iterator[Any]], transform: Optional[Callable[[Any], Any]],
+               prefetch: int) -> Iterator[Any]:
+    """Iterate over ``source()``'s items, each ``transform``-ed, produced
+    in a background thread up to ``prefetch`` ahead of the consumer. An
+    exception there is raised here; a consumer that stops early stops the
+    thread (which closes ``source()``'s iterator, ending its requests)."""
+    q: queue.Queue[Any] = queue.Queue(max(1, int(prefetch)))
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            it = source()
+            try:
+                for b in it:
+                    item = transform(b) if transform else b
+                    while not stop.is_set():
+                        try:
+                            q.put(item, timeout=0.1)
+                            break
+                        except queue.Full:
+                            continue
+                    if stop.is_set():
+                        return
+            finally:
+                close = getattr(it, "close", None)
+                if close is not None:
+                    close()
+            q.put(_END)
+        except BaseException as e:  # handed to the consumer
+            q.put(_Failure(e))
+
+    def consume() -> Iterator[Any]:
+        t = threading.Thread(target=work, name="streamsampler-loader", daemon=True)
+        t.start()
+        try:
+            while True:
+                item = q.get()
+                if item is _END:
+                    break
+                if isinstance(item, _Failure):
+                    raise item.exc
+                yield item
+        finally:
+            stop.set()
+            t.join()
+
+    return consume()
+
+
 class Loader:
     """Iterate one epoch per ``iter()``, with minibatches fetched (and
     ``transform``-ed, e.g. by ``to_pyg``) in a background thread while the
@@ -47,39 +96,8 @@ class Loader:
         return info["num_batches"] - info["served"]
 
     def __iter__(self) -> Iterator[Any]:
-        q: queue.Queue[Any] = queue.Queue(self.prefetch)
-        stop = threading.Event()
         epoch = self.client.epoch_info()["epoch"]
-
-        def work() -> None:
-            try:
-                for b in self.client.batches(epoch, depth=self.depth):
-                    item = self.transform(b) if self.transform else b
-                    while not stop.is_set():
-                        try:
-                            q.put(item, timeout=0.1)
-                            break
-                        except queue.Full:
-                            continue
-                    if stop.is_set():
-                        return
-                q.put(_END)
-            except BaseException as e:  # handed to the consumer
-                q.put(_Failure(e))
-
-        t = threading.Thread(target=work, name="streamsampler-loader", daemon=True)
-        t.start()
-        try:
-            while True:
-                item = q.get()
-                if item is _END:
-                    break
-                if isinstance(item, _Failure):
-                    raise item.exc
-                yield item
-        finally:
-            stop.set()
-            t.join()
+        return prefetched(lambda: self.client.batches(epoch, depth=self.depth), self.transform, self.prefetch)
 
     def close(self) -> None:
         """Close the connection if the loader opened it."""

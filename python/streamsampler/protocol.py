@@ -218,7 +218,7 @@ class Batch:
     minibatch's position in its epoch or split (-1 for a sample
     request)."""
 
-    __slots__ = ("epoch", "index", "seeds", "hops", "x", "y", "semantics")
+    __slots__ = ("epoch", "index", "seeds", "hops", "x", "y", "semantics", "input_id")
 
     def __init__(self, epoch: int, seeds: npt.NDArray[np.uint32], hops: List[Hop],
                  index: int = NO_BATCH, x: Optional[np.ndarray] = None,
@@ -229,6 +229,9 @@ class Batch:
         self.hops = hops
         #: "dgl" or "pyg": which nodes each hop expands.
         self.semantics = semantics
+        #: The seeds' positions in the node list a loader iterates (int64),
+        #: set by the framework loaders; None otherwise.
+        self.input_id: Optional[np.ndarray] = None
         #: The feature rows of ``n_id``, in order (``[len(n_id), dim]``, the
         #: store's dtype), from a server started with ``--features``; None
         #: otherwise.

@@ -1,0 +1,270 @@
+"""The framework loaders (streamsampler.pyg, streamsampler.dgl and the
+NodeLoader they share) against a live server built from this checkout,
+numpy only: PyG's hop semantics against an independent rendering of the
+algorithm, edge ids against the stored CSR and edge_index, epochs per
+iter(), splits from the same server, input_id, drop_last and len; the DGL
+blocks' arrays against dgl.create_block's conventions by hand."""
+
+import os
+import shutil
+import tempfile
+import unittest
+
+import numpy as np
+
+import streamsampler
+from streamsampler import servers as S
+from streamsampler.dgl import DataLoader, NeighborSampler, dgl_blocks
+from streamsampler.graph import read_csr
+from streamsampler.protocol import Batch, Hop
+from streamsampler.pyg import NeighborLoader
+from tests.test_live import build_tools
+
+N = 600
+FANOUTS = [5, 3]
+
+
+def pyg_reference(seeds, samples):
+    """PyG's NeighborLoader semantics from issue 13's statement, on the
+    given per-hop samples (node -> its sampled neighbors in slot order):
+    n_id starts with the seeds; for each hop, each node first reached at
+    the previous hop (the seeds at hop 1) in n_id order, each of its
+    samples: a new node is appended to n_id; the edge (sample -> node) is
+    emitted in local ids. Returns n_id, edge_index [2, E], the new nodes
+    and edges per hop, and each edge's (node, slot)."""
+    n_id = [int(s) for s in seeds]
+    local = {v: i for i, v in enumerate(n_id)}
+    src, dst, slots = [], [], []
+    nodes, edges = [len(n_id)], []
+    lo, hi = 0, len(n_id)
+    for h, hop in enumerate(samples):
+        e0 = len(src)
+        for i in range(lo, hi):
+            for t, u in enumerate(hop[n_id[i]]):
+                if u not in local:
+                    local[u] = len(n_id)
+                    n_id.append(u)
+                src.append(local[u])
+                dst.append(i)
+                slots.append((h, n_id[i], t))
+        nodes.append(len(n_id) - hi)
+        edges.append(len(src) - e0)
+        lo, hi = hi, len(n_id)
+    return n_id, np.array([src, dst], dtype=np.int64).reshape(2, -1), nodes, edges, slots
+
+
+def hop_samples(dgl_batch):
+    """Each hop's samples (node -> sampled neighbors in slot order) as a
+    DGL-semantics minibatch shows them: every node a hop expands, with
+    its edges in slot order."""
+    out = []
+    for h in dgl_batch.hops:
+        s = {int(v): [] for v in h.dst}
+        for es, ed in zip(h.edge_src.tolist(), h.edge_dst.tolist()):
+            s[int(h.dst[ed])].append(int(h.src[es]))
+        out.append(s)
+    return out
+
+
+class Loaders(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ss-loaders-")
+        cls.ss, cls.chunkify = build_tools(cls.tmp)
+        rng = np.random.default_rng(5)
+        # A directed multigraph: repeated edges (so a neighbor id does not
+        # tell which stored edge was sampled) and self-loops.
+        u = rng.integers(0, N, 5000)
+        v = rng.integers(0, N, 5000)
+        u[:300], v[:300] = u[300:600], v[300:600]  # 300 repeated columns
+        cls.edge_index = np.stack([u, v])
+        cls.x = rng.standard_normal((N, 6)).astype(np.float32)
+        cls.y = rng.integers(0, 4, N)
+        perm = rng.permutation(N)
+        cls.train, cls.val, cls.test = np.sort(perm[:200]), perm[200:330], np.sort(perm[330:400])
+        cls.graph = os.path.join(cls.tmp, "g")
+        streamsampler.from_arrays(cls.edge_index, N, cls.graph, x=cls.x, y=cls.y,
+                                  masks={"train": cls.train, "val": cls.val, "test": cls.test},
+                                  chunkify=cls.chunkify, chunk_size="16KiB")
+        cls.indptr, cls.indices = read_csr(cls.graph)
+        cls.edge_perm = streamsampler.load_edge_perm(cls.graph)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def loader(self, nodes, shuffle, semantics="pyg", batch_size=32, drop_last=False, fanouts=FANOUTS, seed=3):
+        lo = S.NodeLoader(self.graph, fanouts, batch_size, nodes, shuffle, drop_last, semantics, None, seed=seed,
+                          binary=self.ss)
+        self.addCleanup(lo.close)
+        return lo
+
+    def check_edge_ids(self, batch):
+        """Every edge's id is a stored edge from the edge's source to its
+        destination (in-edges: the source is in the destination's
+        adjacency), and edge_perm maps it to such a column of edge_index."""
+        if not batch.has_edge_ids:
+            self.skipTest("the server sends no edge ids")
+        a = streamsampler.pyg_arrays(batch)
+        n_id, ei, e_id = a["n_id"], a["edge_index"], a["e_id"]
+        s, d = n_id[ei[0]], n_id[ei[1]]
+        row = np.searchsorted(self.indptr, e_id, side="right") - 1
+        np.testing.assert_array_equal(row, d)
+        np.testing.assert_array_equal(self.indices[e_id], s)
+        cols = self.edge_perm[e_id]
+        np.testing.assert_array_equal(self.edge_index[0, cols], s)
+        np.testing.assert_array_equal(self.edge_index[1, cols], d)
+
+    def test_pyg_semantics_against_reference(self):
+        lo = self.loader(self.train, shuffle=True)
+        c = lo.client()
+        n = 0
+        for b in lo.batches():
+            self.assertEqual(b.semantics, "pyg")
+            # The same seeds with DGL semantics from the same epoch show
+            # every node's samples; the reference runs on them.
+            d = c.sample(b.seeds, epoch=b.epoch, semantics="dgl")
+            n_id, ei, nodes, edges, slots = pyg_reference(b.seeds, hop_samples(d))
+            a = streamsampler.pyg_arrays(b)
+            self.assertEqual(a["n_id"].tolist(), n_id)
+            np.testing.assert_array_equal(a["edge_index"], ei)
+            self.assertEqual((a["num_sampled_nodes"], a["num_sampled_edges"]), (nodes, edges))
+            self.assertEqual(a["batch_size"], len(b.seeds))
+            np.testing.assert_array_equal(lo.nodes[b.input_id], b.seeds)
+            # The feature rows are n_id's.
+            np.testing.assert_array_equal(b.x, self.x[a["n_id"]])
+            np.testing.assert_array_equal(b.y, self.y[b.seeds])
+            if b.has_edge_ids:
+                self.check_edge_ids(b)
+                # The same (node, slot) has the same edge id in both.
+                dgl_ids = {}
+                for h, hop in enumerate(d.hops):
+                    seen = {}
+                    for es, ed, e in zip(hop.edge_src.tolist(), hop.edge_dst.tolist(), hop.e_id.tolist()):
+                        v = int(hop.dst[ed])
+                        t = seen.get(v, 0)
+                        seen[v] = t + 1
+                        dgl_ids[(h, v, t)] = e
+                self.assertEqual(a["e_id"].tolist(), [dgl_ids[s] for s in slots])
+            n += 1
+        self.assertEqual(n, len(lo))
+
+    def test_epochs_len_and_break(self):
+        lo = self.loader(self.train, shuffle=True, batch_size=30)
+        self.assertEqual(len(lo), 7)
+        epochs = []
+        seeds = []
+        for b in lo:
+            seeds += b.seeds.tolist()
+            epochs.append(b.epoch)
+        self.assertEqual(sorted(seeds), self.train.tolist())
+        self.assertEqual(set(epochs), {epochs[0]})
+        for i, b in enumerate(lo):  # left part-way ...
+            if i == 2:
+                break
+        again = [b.epoch for b in lo]  # ... the next iter() is a whole new epoch
+        self.assertEqual(len(again), 7)
+        self.assertEqual(set(again), {epochs[0] + 2})
+        dl = self.loader(self.train, shuffle=True, batch_size=30, drop_last=True, seed=4)
+        got = [len(b.seeds) for b in dl]
+        self.assertEqual((len(dl), got), (6, [30] * 6))
+
+    def test_splits_from_the_same_server(self):
+        tr = self.loader(self.train, shuffle=True)
+        va = self.loader(self.val, shuffle=False, batch_size=50)
+        mask = np.zeros(N, np.bool_)
+        mask[self.test] = True
+        te = self.loader(mask, shuffle=False, batch_size=16)
+        self.assertIs(tr._server, va._server)
+        self.assertIs(tr._server, te._server)
+        next(iter(tr))
+        self.assertEqual((len(va), len(te)), (3, 5))
+        for lo, nodes in ((va, self.val), (te, self.test)):
+            for _ in range(2):  # unshuffled, the same every epoch
+                got, ids = [], []
+                for b in lo:
+                    got += b.seeds.tolist()
+                    ids += b.input_id.tolist()
+                    np.testing.assert_array_equal(b.x, self.x[b.n_id])
+                self.assertEqual(got, nodes.tolist())
+                self.assertEqual(ids, list(range(len(nodes))))
+        self.assertIs(tr._server.local, va._server.local)
+        dl = self.loader(self.val, shuffle=False, batch_size=50, drop_last=True)
+        self.assertEqual([len(b.seeds) for b in dl], [50, 50])
+
+    def test_dgl_loader_blocks(self):
+        sampler = NeighborSampler(FANOUTS[::-1])
+        self.assertEqual(sampler.hop_fanouts, FANOUTS)
+        dl = DataLoader(self.graph, self.train, sampler, batch_size=40, shuffle=True, seed=8, binary=self.ss)
+        self.addCleanup(dl.close)
+        for b in dl.batches():
+            self.assertEqual(b.semantics, "dgl")
+            blocks = dgl_blocks(b, self.edge_perm)
+            self.assertEqual(len(blocks), 2)
+            for blk in blocks:
+                np.testing.assert_array_equal(blk["src_ids"][:blk["num_dst_nodes"]], blk["dst_ids"])
+                if blk["edge_ids"] is not None:
+                    cols = blk["edge_ids"]
+                    np.testing.assert_array_equal(self.edge_index[0, cols], blk["src_ids"][blk["edge_src"]])
+                    np.testing.assert_array_equal(self.edge_index[1, cols], blk["dst_ids"][blk["edge_dst"]])
+            np.testing.assert_array_equal(blocks[0]["feat"], self.x[blocks[0]["src_ids"]])
+            np.testing.assert_array_equal(blocks[-1]["label"], self.y[blocks[-1]["dst_ids"]])
+            self.check_edge_ids(b)
+
+    def test_servers_stop_with_their_loaders(self):
+        a = S.NodeLoader(self.graph, [2], 10, self.val, False, False, "pyg", None, seed=99, binary=self.ss)
+        b = S.NodeLoader(self.graph, [2], 10, self.test, False, False, "dgl", None, seed=99, binary=self.ss)
+        self.assertIs(a._server, b._server)
+        next(iter(a))
+        proc = a._server.local.proc
+        a.close()
+        self.assertIsNone(proc.poll())
+        b.close()
+        self.assertIsNotNone(proc.poll())
+
+    def test_argument_errors(self):
+        with self.assertRaises(ValueError):
+            self.loader([3, 3], shuffle=False)
+        with self.assertRaises(ValueError):
+            self.loader([N], shuffle=False)
+        with self.assertRaises(ValueError):
+            self.loader(np.zeros(N - 1, np.bool_), shuffle=False)
+        with self.assertRaises(ValueError):
+            self.loader(self.val, shuffle=False, fanouts=[-1])
+        with self.assertRaises(ValueError):
+            NeighborSampler([10, -1])
+        with self.assertRaises(NotImplementedError):
+            NeighborLoader(self.graph, [2], input_nodes=("paper", self.val), binary=self.ss)
+        with self.assertRaises(NotImplementedError):
+            NeighborLoader(self.graph, [2], disjoint=True, binary=self.ss)
+        with self.assertRaises(TypeError):
+            NeighborLoader(self.graph, [2], bogus=1, binary=self.ss)
+
+
+class DGLConventions(unittest.TestCase):
+    """dgl_blocks by hand: dgl.create_block takes (src, dst) local ids with
+    num_src_nodes/num_dst_nodes; DGL's sampler returns the input layer's
+    block first; NID and EID are global node and edge ids."""
+
+    def test_hand_made(self):
+        h1 = Hop(np.array([10, 20], np.uint32), np.array([10, 20, 30, 40], np.uint32),
+                 np.array([2, 3, 2], np.int32), np.array([0, 0, 1], np.int32), np.array([7, 8, 9], np.int64))
+        h2 = Hop(np.array([10, 20, 30, 40], np.uint32), np.array([10, 20, 30, 40, 50], np.uint32),
+                 np.array([0, 4], np.int32), np.array([2, 3], np.int32), np.array([1, 0], np.int64))
+        b = Batch(0, np.array([10, 20], np.uint32), [h1, h2], index=0,
+                  x=np.arange(10, dtype=np.float32).reshape(5, 2), y=np.array([1, 2], np.int32))
+        perm = np.array([100, 101, 102, 103, 104, 105, 106, 107, 108, 109], np.int64)[::-1]
+        b0, b1 = dgl_blocks(b, perm)
+        self.assertEqual((b0["num_src_nodes"], b0["num_dst_nodes"], b1["num_src_nodes"], b1["num_dst_nodes"]),
+                         (5, 4, 4, 2))
+        self.assertEqual(b0["edge_ids"].tolist(), [108, 109])
+        self.assertEqual(b1["edge_ids"].tolist(), [102, 101, 100])
+        self.assertEqual(b0["feat"].tolist(), b.x.tolist())
+        self.assertEqual((b1["label"].tolist(), b1["label"].dtype), ([1, 2], np.int64))
+        b.semantics = "pyg"
+        with self.assertRaises(ValueError):
+            dgl_blocks(b)
+
+
+if __name__ == "__main__":
+    unittest.main()
