@@ -58,6 +58,17 @@ def node_ids(nodes: Nodes, num_nodes: int, what: str = "input_nodes") -> np.ndar
     return a
 
 
+def default_seed() -> int:
+    """A sampling seed drawn from torch's random generator when torch is
+    installed (so that ``torch.manual_seed`` fixes the minibatches, as it
+    fixes PyG's and DGL's), else 0."""
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return int(torch.randint(0, 2**62, (1,)).item())
+
+
 def graph_num_nodes(graph: str) -> int:
     """The node count of a graph directory (its manifest)."""
     from .graph import read_manifest
@@ -128,15 +139,16 @@ class SharedServer:
 
 
 _registry_lock = threading.Lock()
-_registry: Dict[Tuple[str, Tuple[int, ...], bool, int, Tuple[str, ...]], List[SharedServer]] = {}
+_registry: Dict[Tuple[str, Tuple[int, ...], bool, Tuple[str, ...]], List[SharedServer]] = {}
 
 
 def acquire(graph: str, fanouts: Sequence[int], replace: bool, seed: int, training: Optional[_Training],
             server_args: Sequence[str] = (), binary: Optional[PathArg] = None) -> SharedServer:
     """The shared server for a loader: with ``training`` (a shuffling
-    loader) one whose training stream is the same, or one not started and
-    without a stream yet, which takes it; without, any of the graph's."""
-    key = (os.path.realpath(graph), tuple(fanouts), bool(replace), int(seed), tuple(server_args))
+    loader) one whose training stream and seed are the same, or one not
+    started and without a stream yet, which takes them; without, any of
+    the graph's (a split's minibatches come from its server's seed)."""
+    key = (os.path.realpath(graph), tuple(fanouts), bool(replace), tuple(server_args))
     with _registry_lock:
         servers = _registry.setdefault(key, [])
         chosen = None
@@ -144,11 +156,11 @@ def acquire(graph: str, fanouts: Sequence[int], replace: bool, seed: int, traini
             if training is None:
                 chosen = s
                 break
-            if s.training is not None and s.training.same(training):
+            if s.training is not None and s.training.same(training) and s.seed == seed:
                 chosen = s
                 break
             if s.training is None and s.local is None:
-                s.training = training
+                s.training, s.seed = training, seed
                 chosen = s
                 break
         if chosen is None:
@@ -225,6 +237,8 @@ class NodeLoader:
     """Minibatches of seed nodes from a shared server (see the module's
     doc), one epoch per ``iter()``.
 
+    ``seed`` (default: drawn from torch's generator, see
+    :func:`default_seed`) fixes the shuffles and the samples.
     ``shuffle=True``: the nodes are the server's training stream, a fresh
     seeded shuffle every epoch, cut into ``batch_size`` pieces (the last
     short unless ``drop_last``); prepared ahead by the server. A stream
@@ -266,7 +280,7 @@ class NodeLoader:
         self.transform = transform
         self.prefetch = prefetch
         self.depth = depth
-        self.seed = int(seed) if seed is not None else 0
+        self.seed = int(seed) if seed is not None else default_seed()
         self._order = np.argsort(self.nodes, kind="stable")
         self._sorted = self.nodes[self._order]
         training = _Training(self.nodes, self.batch_size, self.drop_last, semantics) if self.shuffle else None
