@@ -95,12 +95,12 @@ func TrainSetOf(ids []uint32) TrainSet {
 // canonical encoding with Checksum zero (metaChecksum), so that an edited
 // field is caught even where the arrays still match.
 type manifest struct {
-	Format   string      `json:"format"`
-	Version  int         `json:"version"`
-	Seed     uint64      `json:"seed"`
-	Epoch    uint32      `json:"epoch"`
-	Replace  bool        `json:"replace"`
-	Fanouts  []int       `json:"fanouts"`
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+	Seed    uint64 `json:"seed"`
+	Epoch   uint32 `json:"epoch"`
+	Replace bool   `json:"replace"`
+	Fanouts []int  `json:"fanouts"`
 	// EdgeIDs says the epoch has edge ids: after the other arrays, one
 	// edges-<l> array (int64) per layer. Omitted when false, so epochs
 	// without edge ids keep the manifest (and checksum) they always had.
