@@ -29,7 +29,7 @@ SSG_OK = 0
 
 class Opts(C.Structure):
     _fields_ = [(n, C.c_int32) for n in
-                ("uva", "block_size", "fetch_size", "group_size", "blocks_per_sm", "timeout_ms")]
+                ("uva", "block_size", "fetch_size", "group_size", "blocks_per_sm", "timeout_ms", "edge_ids")]
 
 
 class Lib:
@@ -40,10 +40,11 @@ class Lib:
                                  C.POINTER(C.c_void_p), C.c_char_p, C.c_size_t]
         l.ssg_destroy.argtypes = [C.c_void_p]
         # ABI 2: every output array is passed with its capacity (elements);
-        # ABI 3 adds loading piece by piece (this script uses ssg_create).
+        # ABI 3 adds loading piece by piece (this script uses ssg_create);
+        # ABI 4 adds ssg_options.edge_ids (left 0 here) and ssg_fetch_edges.
         l.ssg_abi_version.argtypes = []
-        if l.ssg_abi_version() != 3:
-            raise RuntimeError(f"{path}: ABI version {l.ssg_abi_version()}, this script needs 3: rebuild it")
+        if l.ssg_abi_version() != 4:
+            raise RuntimeError(f"{path}: ABI version {l.ssg_abi_version()}, this script needs 4: rebuild it")
         l.ssg_sample.argtypes = [C.c_void_p, C.c_int32, C.c_void_p, C.c_uint64, C.c_void_p, C.c_int32, C.c_uint64,
                                  C.c_uint32, C.c_int32, C.c_void_p, C.c_uint64, C.c_char_p, C.c_size_t]
         l.ssg_fetch.argtypes = [C.c_void_p, C.c_void_p, C.c_uint64, C.c_void_p, C.c_uint64, C.c_void_p, C.c_uint64,

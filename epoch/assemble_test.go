@@ -136,21 +136,6 @@ func equalPyG(b *Blocks, r *Result, seeds []uint32) error {
 	return nil
 }
 
-// withEdgeIDs gives every layer of res made-up edge ids, distinct per
-// slot, so that a test sees each one land on its own edge.
-func withEdgeIDs(res *Result) {
-	for l := range res.Layers {
-		ly := &res.Layers[l]
-		ly.EdgeIDs = make([]int64, len(ly.Samples))
-		for i, s := range ly.Samples {
-			ly.EdgeIDs[i] = -1
-			if s >= 0 {
-				ly.EdgeIDs[i] = int64(l)<<40 | int64(i)*131 + 7
-			}
-		}
-	}
-}
-
 func equalBlocks(a, b *Blocks) error {
 	if a.Epoch != b.Epoch || !slices.Equal(a.Seeds, b.Seeds) || len(a.Hops) != len(b.Hops) {
 		return fmt.Errorf("header differs: epoch %d/%d, %d/%d hops", a.Epoch, b.Epoch, len(a.Hops), len(b.Hops))

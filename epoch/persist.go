@@ -95,12 +95,16 @@ func TrainSetOf(ids []uint32) TrainSet {
 // canonical encoding with Checksum zero (metaChecksum), so that an edited
 // field is caught even where the arrays still match.
 type manifest struct {
-	Format   string      `json:"format"`
-	Version  int         `json:"version"`
-	Seed     uint64      `json:"seed"`
-	Epoch    uint32      `json:"epoch"`
-	Replace  bool        `json:"replace"`
-	Fanouts  []int       `json:"fanouts"`
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+	Seed    uint64 `json:"seed"`
+	Epoch   uint32 `json:"epoch"`
+	Replace bool   `json:"replace"`
+	Fanouts []int  `json:"fanouts"`
+	// EdgeIDs says the epoch has edge ids: after the other arrays, one
+	// edges-<l> array (int64) per layer. Omitted when false, so epochs
+	// without edge ids keep the manifest (and checksum) they always had.
+	EdgeIDs  bool        `json:"edge_ids,omitempty"`
 	Identity *Identity   `json:"identity,omitempty"`
 	Arrays   []arrayInfo `json:"arrays"`
 	Checksum uint32      `json:"checksum"`
@@ -157,21 +161,74 @@ func swapInPlace(b []byte) {
 	}
 }
 
-// arrayNames lists the arrays of an L-layer epoch in manifest order.
-func arrayNames(L int) (names, dtypes []string) {
+// leBytes64 is leBytes for 64-bit words.
+func leBytes64(b []byte) []byte {
+	if hostorder.LittleEndian {
+		return b
+	}
+	out := make([]byte, len(b))
+	for i := 0; i+8 <= len(b); i += 8 {
+		for j := range 8 {
+			out[i+j] = b[i+7-j]
+		}
+	}
+	return out
+}
+
+// swapInPlace64 is swapInPlace for 64-bit words.
+func swapInPlace64(b []byte) {
+	if hostorder.LittleEndian {
+		return
+	}
+	for i := 0; i+8 <= len(b); i += 8 {
+		for j := range 4 {
+			b[i+j], b[i+7-j] = b[i+7-j], b[i+j]
+		}
+	}
+}
+
+// int64Bytes views a as its bytes in native order.
+func int64Bytes(a []int64) []byte {
+	if len(a) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*8)
+}
+
+// arrayNames lists the arrays of an L-layer epoch in manifest order; with
+// edge ids, edges-<l> of every layer follow the others (so the positions
+// of the frontier and sample arrays do not depend on them).
+func arrayNames(L int, edgeIDs bool) (names, dtypes []string) {
 	for l := 0; l < L; l++ {
 		names = append(names, fmt.Sprintf("frontier-%d", l), fmt.Sprintf("samples-%d", l))
 		dtypes = append(dtypes, "uint32", "int32")
 	}
 	names = append(names, fmt.Sprintf("frontier-%d", L))
 	dtypes = append(dtypes, "uint32")
+	if edgeIDs {
+		for l := 0; l < L; l++ {
+			names = append(names, fmt.Sprintf("edges-%d", l))
+			dtypes = append(dtypes, "int64")
+		}
+	}
 	return names, dtypes
+}
+
+// wordsPer is the 32-bit words per element of dtype.
+func wordsPer(dtype string) int64 {
+	if dtype == "int64" {
+		return 2
+	}
+	return 1
 }
 
 func fileName(name, dtype, compression string) string {
 	ext := ".u32"
-	if dtype == "int32" {
+	switch dtype {
+	case "int32":
 		ext = ".i32"
+	case "int64":
+		ext = ".i64"
 	}
 	if compression == "zstd" {
 		ext += ".zst"
@@ -181,7 +238,8 @@ func fileName(name, dtype, compression string) string {
 
 // Write stores r as the epoch directory dir: raw little-endian arrays
 // frontier-<l>.u32 and samples-<l>.i32 for each layer l, frontier-<L>.u32
-// (Final), each with a .zst suffix when compressed, and manifest.json. It
+// (Final), edges-<l>.i64 for each layer when r has edge ids, each with a
+// .zst suffix when compressed, and manifest.json. It
 // builds the directory under a hidden temporary name beside dir, syncs
 // every file, renames it into place and syncs the parent, so dir is never
 // seen half-written. The rename is the commit point: on any error before
@@ -226,23 +284,27 @@ func Write(dir string, r *Result, opts WriteOptions) (err error) {
 	if opts.Compress == "zstd" {
 		comp = "zstd"
 	}
+	edgeIDs := r.hasEdgeIDs()
 	m := manifest{Format: formatName, Version: FormatVersion, Seed: r.Key.Seed, Epoch: r.Key.Epoch,
-		Replace: r.Key.Replace, Fanouts: r.Fanouts(), Identity: opts.Identity}
-	names, dtypes := arrayNames(len(r.Layers))
+		Replace: r.Key.Replace, Fanouts: r.Fanouts(), EdgeIDs: edgeIDs, Identity: opts.Identity}
+	names, dtypes := arrayNames(len(r.Layers), edgeIDs)
+	L := len(r.Layers)
 	for i, name := range names {
 		var raw []byte
 		var n int
 		switch {
-		case i == len(names)-1:
-			raw, n = hostorder.Bytes(r.Final), len(r.Final)
+		case i > 2*L:
+			e := r.Layers[i-2*L-1].EdgeIDs
+			raw, n = leBytes64(int64Bytes(e)), len(e)
+		case i == 2*L:
+			raw, n = leBytes(hostorder.Bytes(r.Final)), len(r.Final)
 		case i%2 == 0:
 			f := r.Layers[i/2].Frontier
-			raw, n = hostorder.Bytes(f), len(f)
+			raw, n = leBytes(hostorder.Bytes(f)), len(f)
 		default:
 			s := r.Layers[i/2].Samples
-			raw, n = hostorder.Bytes(s), len(s)
+			raw, n = leBytes(hostorder.Bytes(s)), len(s)
 		}
-		raw = leBytes(raw)
 		file := fileName(name, dtypes[i], comp)
 		if err := step(StepWrite + file); err != nil {
 			return fmt.Errorf("epoch: write %s: %s: %w", dir, file, err)
@@ -337,14 +399,22 @@ func (r *Result) checkShape() error {
 	if len(r.Layers) > MaxLayers {
 		return fmt.Errorf("%d layers, at most %d", len(r.Layers), MaxLayers)
 	}
+	edgeIDs := r.hasEdgeIDs()
 	for l := range r.Layers {
 		ly := &r.Layers[l]
 		if ly.Fanout < 1 || int64(len(ly.Samples)) != int64(len(ly.Frontier))*int64(ly.Fanout) {
 			return fmt.Errorf("layer %d: %d samples for %d frontier nodes and fanout %d", l, len(ly.Samples), len(ly.Frontier), ly.Fanout)
 		}
+		if (ly.EdgeIDs != nil) != edgeIDs || (edgeIDs && len(ly.EdgeIDs) != len(ly.Samples)) {
+			return fmt.Errorf("layer %d: %d edge ids for %d samples (layer 0 has edge ids: %v)", l, len(ly.EdgeIDs), len(ly.Samples), edgeIDs)
+		}
 	}
 	return nil
 }
+
+// hasEdgeIDs reports whether the epoch has edge ids (layer 0 decides;
+// Validate requires every layer to agree).
+func (r *Result) hasEdgeIDs() bool { return len(r.Layers) > 0 && r.Layers[0].EdgeIDs != nil }
 
 // maxManifest bounds manifest.json: 255 layers of array entries fit in far
 // less.
@@ -366,13 +436,16 @@ func Read(dir string) (*Result, error) {
 		return nil, err
 	}
 	r := &Result{Key: Key{Seed: m.Seed, Epoch: m.Epoch, Replace: m.Replace}, Layers: make([]Layer, len(m.Fanouts))}
+	L := len(m.Fanouts)
 	for i, a := range m.Arrays {
 		words, err := readArray(filepath.Join(dir, a.File), a)
 		if err != nil {
 			return nil, err
 		}
 		switch {
-		case i == len(m.Arrays)-1:
+		case i > 2*L:
+			r.Layers[i-2*L-1].EdgeIDs = asInt64s(words)
+		case i == 2*L:
 			r.Final = words
 		case i%2 == 0:
 			r.Layers[i/2].Frontier = words
@@ -389,6 +462,9 @@ func Read(dir string) (*Result, error) {
 		}
 		if r.Layers[l].Samples == nil {
 			r.Layers[l].Samples = []int32{}
+		}
+		if m.EdgeIDs && r.Layers[l].EdgeIDs == nil {
+			r.Layers[l].EdgeIDs = []int64{}
 		}
 	}
 	if r.Final == nil {
@@ -454,7 +530,7 @@ func parseManifest(path string, data []byte) (*manifest, error) {
 	if id := m.Identity; id != nil && (id.WorldSize < 1 || id.Rank < 0 || id.Rank >= id.WorldSize || id.Train.Count < 0) {
 		return nil, bad("identity: rank %d of world size %d, %d training nodes: out of range", id.Rank, id.WorldSize, id.Train.Count)
 	}
-	names, dtypes := arrayNames(len(m.Fanouts))
+	names, dtypes := arrayNames(len(m.Fanouts), m.EdgeIDs)
 	if len(m.Arrays) != len(names) {
 		return nil, bad("%d arrays for %d layers, want %d", len(m.Arrays), len(m.Fanouts), len(names))
 	}
@@ -474,10 +550,16 @@ func parseManifest(path string, data []byte) (*manifest, error) {
 		if a.Length < 0 || a.Length > 1<<40 {
 			return nil, bad("array %s: length %d out of range", a.Name, a.Length)
 		}
-		if i%2 == 1 && i < len(names)-1 {
+		L := len(m.Fanouts)
+		if i%2 == 1 && i < 2*L {
 			k := int64(m.Fanouts[i/2])
 			if fl := m.Arrays[i-1].Length; a.Length != fl*k {
 				return nil, bad("array %s: length %d, want %d (frontier %d × fanout %d)", a.Name, a.Length, fl*k, fl, k)
+			}
+		}
+		if i > 2*L {
+			if sl := m.Arrays[2*(i-2*L-1)+1].Length; a.Length != sl {
+				return nil, bad("array %s: length %d, want %d (one per sample)", a.Name, a.Length, sl)
 			}
 		}
 	}
@@ -503,15 +585,33 @@ func (m *manifest) checkDirName(path string) error {
 	return nil
 }
 
+// asInt64s views the 32-bit words of an int64 array (native order
+// already) as int64s: without a copy where the buffer is 8-byte aligned,
+// as Go's allocations of this size are.
+func asInt64s(words []uint32) []int64 {
+	n := len(words) / 2
+	if n == 0 {
+		return []int64{}
+	}
+	if uintptr(unsafe.Pointer(unsafe.SliceData(words)))%8 == 0 {
+		return unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(words))), n)
+	}
+	out := make([]int64, n)
+	copy(int64Bytes(out), hostorder.Bytes(words))
+	return out
+}
+
 // readArray reads one array file into a new word-aligned buffer and checks
-// its length and CRC-32C.
+// its length and CRC-32C. An int64 array comes back as twice as many
+// 32-bit words, in native order (asInt64s views them).
 func readArray(path string, a arrayInfo) ([]uint32, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	defer f.Close()
-	want := a.Length * 4
+	per := wordsPer(a.DType)
+	want := a.Length * 4 * per
 	var words []uint32
 	if a.Compression == "none" {
 		st, err := f.Stat()
@@ -519,9 +619,14 @@ func readArray(path string, a arrayInfo) ([]uint32, error) {
 			return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
 		if st.Size() != want {
-			return nil, fmt.Errorf("%w: %s: %d bytes, want %d (%d × 4)", ErrCorrupt, path, st.Size(), want, a.Length)
+			return nil, fmt.Errorf("%w: %s: %d bytes, want %d (%d × %d)", ErrCorrupt, path, st.Size(), want, a.Length, 4*per)
 		}
-		words = make([]uint32, a.Length)
+		if per == 2 {
+			// Allocated as int64s, so that the view is aligned.
+			words = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(make([]int64, max(a.Length, 1))))), 2*a.Length)
+		} else {
+			words = make([]uint32, a.Length)
+		}
 		if _, err := io.ReadFull(f, hostorder.Bytes(words)); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
 		}
@@ -531,7 +636,7 @@ func readArray(path string, a arrayInfo) ([]uint32, error) {
 			return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
 		}
 		defer dec.Close()
-		words, err = readWords(dec, a.Length)
+		words, err = readWords(dec, a.Length*per)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
 		}
@@ -540,7 +645,11 @@ func readArray(path string, a arrayInfo) ([]uint32, error) {
 	if got := crc32c.Checksum(b); got != a.CRC32C {
 		return nil, fmt.Errorf("%w: %s: CRC-32C %#08x, manifest says %#08x", ErrCorrupt, path, got, a.CRC32C)
 	}
-	swapInPlace(b)
+	if per == 2 {
+		swapInPlace64(b)
+	} else {
+		swapInPlace(b)
+	}
 	return words, nil
 }
 

@@ -30,6 +30,9 @@ func equalResult(a, b *Result) bool {
 		if x.Fanout != y.Fanout || !slices.Equal(x.Frontier, y.Frontier) || !slices.Equal(x.Samples, y.Samples) {
 			return false
 		}
+		if (x.EdgeIDs == nil) != (y.EdgeIDs == nil) || !slices.Equal(x.EdgeIDs, y.EdgeIDs) {
+			return false
+		}
 	}
 	return true
 }
@@ -165,6 +168,124 @@ func TestReadCorruption(t *testing.T) {
 	}
 	if _, err := Read(filepath.Join(t.TempDir(), "nothing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing dir: %v", err)
+	}
+}
+
+// Edge ids round-trip (raw and zstd), one edges-<l>.i64 per layer named in
+// the manifest; an epoch without them writes the manifest it always did.
+func TestWriteReadEdgeIDs(t *testing.T) {
+	for _, comp := range []string{"", "zstd"} {
+		for _, fanouts := range [][]int{{3}, {5, 4, 2}} {
+			res := withEdgeIDs(testResult(t, uint64(len(fanouts)), 500, fanouts))
+			for l := range res.Layers { // ids above 2^32: all 8 bytes matter
+				for i, e := range res.Layers[l].EdgeIDs {
+					if e >= 0 {
+						res.Layers[l].EdgeIDs[i] = e + 5<<40
+					}
+				}
+			}
+			dir := filepath.Join(t.TempDir(), "ep")
+			if err := Write(dir, res, WriteOptions{Compress: comp}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Read(dir)
+			if err != nil {
+				t.Fatalf("%q %v: %v", comp, fanouts, err)
+			}
+			if !equalResult(got, res) {
+				t.Fatalf("%q %v: round trip differs", comp, fanouts)
+			}
+			suffix := map[string]string{"": "", "zstd": ".zst"}[comp]
+			for l := range fanouts {
+				if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("edges-%d.i64%s", l, suffix))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			data, _ := os.ReadFile(filepath.Join(dir, ManifestName))
+			if !strings.Contains(string(data), `"edge_ids": true`) {
+				t.Fatalf("manifest does not say edge_ids: %s", data)
+			}
+		}
+	}
+	// Without edge ids the manifest has no edge_ids field and no edges files.
+	dir := filepath.Join(t.TempDir(), "plain")
+	if err := Write(dir, testResult(t, 1, 100, []int{2}), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, ManifestName))
+	if strings.Contains(string(data), "edge_ids") {
+		t.Fatalf("manifest of an epoch without edge ids mentions them: %s", data)
+	}
+	if got, err := Read(dir); err != nil || got.Layers[0].EdgeIDs != nil {
+		t.Fatalf("epoch without edge ids read back with %v, %v", got.Layers[0].EdgeIDs, err)
+	}
+	// A result whose layers disagree is not written.
+	bad := withEdgeIDs(testResult(t, 2, 100, []int{2, 2}))
+	bad.Layers[1].EdgeIDs = nil
+	if err := Write(filepath.Join(t.TempDir(), "bad"), bad, WriteOptions{}); err == nil || !strings.Contains(err.Error(), "layer 1") {
+		t.Fatalf("write of edge ids in one layer of two: %v", err)
+	}
+}
+
+func TestReadEdgeIDsCorruption(t *testing.T) {
+	res := withEdgeIDs(testResult(t, 3, 400, []int{4, 3}))
+	edit := func(f func(m map[string]any)) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			p := filepath.Join(dir, ManifestName)
+			data, _ := os.ReadFile(p)
+			var m map[string]any
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatal(err)
+			}
+			f(m)
+			data, _ = json.Marshal(m)
+			os.WriteFile(p, data, 0o644)
+		}
+	}
+	array := func(m map[string]any, i int) map[string]any { return m["arrays"].([]any)[i].(map[string]any) }
+	for _, c := range []struct {
+		name, compress string
+		mut            func(t *testing.T, dir string)
+		mention        string
+	}{
+		{"missing", "", func(t *testing.T, d string) { os.Remove(filepath.Join(d, "edges-1.i64")) }, "edges-1.i64"},
+		{"bit flip", "", func(t *testing.T, d string) { flipByte(t, filepath.Join(d, "edges-0.i64"), 13) }, "edges-0.i64"},
+		{"bit flip zstd", "zstd", func(t *testing.T, d string) { flipByte(t, filepath.Join(d, "edges-1.i64.zst"), 20) }, "edges-1.i64.zst"},
+		{"truncated", "", func(t *testing.T, d string) {
+			p := filepath.Join(d, "edges-1.i64")
+			st, _ := os.Stat(p)
+			os.Truncate(p, st.Size()-8)
+		}, "edges-1.i64"},
+		{"flag dropped", "", edit(func(m map[string]any) { delete(m, "edge_ids") }), "arrays"},
+		{"length", "", edit(func(m map[string]any) { array(m, 5)["length"] = 3 }), "edges-0"},
+		{"dtype", "", edit(func(m map[string]any) { array(m, 6)["dtype"] = "int32" }), "dtype"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "epoch-4")
+			if err := Write(dir, res, WriteOptions{Compress: c.compress}); err != nil {
+				t.Fatal(err)
+			}
+			c.mut(t, dir)
+			_, err := Read(dir)
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.mention) {
+				t.Fatalf("got %v, want ErrCorrupt mentioning %q", err, c.mention)
+			}
+		})
+	}
+	// Edge ids with valid checksums that break the invariants: an id at an
+	// empty slot.
+	bad := withEdgeIDs(testResult(t, 3, 400, []int{4, 3}))
+	i := slices.Index(bad.Layers[1].Samples, -1)
+	if i < 0 {
+		t.Fatal("no empty slot in layer 1")
+	}
+	bad.Layers[1].EdgeIDs[i] = 9
+	dir := filepath.Join(t.TempDir(), "epoch-4")
+	if err := Write(dir, bad, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(dir); !errors.Is(err, ErrCorrupt) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "layer 1 row") {
+		t.Fatalf("edge id at an empty slot: %v", err)
 	}
 }
 

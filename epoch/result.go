@@ -39,13 +39,20 @@ func (k Key) Layer(l int) uint64 { return rng.Key(k.Seed, k.Epoch, l) }
 // Layer is one sampling layer of an epoch: the sorted unique frontier, the
 // fanout used, and len(Frontier)*Fanout samples, row i holding the
 // neighbors drawn for Frontier[i] with -1 in empty slots.
+//
+// EdgeIDs is nil when the epoch was sampled without edge ids (the
+// default). Otherwise len(EdgeIDs) == len(Samples) and EdgeIDs[i] is the
+// id of the edge Samples[i] came from: its position in the graph's stored
+// CSR (indptr[node] + the position the sampler chose in node's adjacency,
+// rng.Positions; the global edge index in edges.chunks order), so edge
+// features can be looked up, and adjacencies that repeat a neighbor give
+// each copy its own id. EdgeIDs[i] is -1 exactly where Samples[i] is -1.
+// An epoch has edge ids in every layer or in none.
 type Layer struct {
 	Frontier []uint32
 	Fanout   int
 	Samples  []int32
-	// EdgeIDs, when the epoch was sampled with edge ids, holds for each
-	// sample its position in the stored CSR, -1 where Samples has -1.
-	EdgeIDs []int64
+	EdgeIDs  []int64
 }
 
 // Row returns the samples of Frontier[i].
@@ -99,16 +106,43 @@ func (r *Result) NumSampledEdges() int64 {
 func (r *Result) Bytes() int64 {
 	n := int64(len(r.Final)) * 4
 	for i := range r.Layers {
-		n += int64(len(r.Layers[i].Frontier))*4 + int64(len(r.Layers[i].Samples))*4
+		n += int64(len(r.Layers[i].Frontier))*4 + int64(len(r.Layers[i].Samples))*4 + int64(len(r.Layers[i].EdgeIDs))*8
 	}
 	return n
+}
+
+// checkEdgeIDs checks layer l's edge ids against its samples; want says
+// whether the epoch has edge ids (layer 0 decides).
+func (ly *Layer) checkEdgeIDs(l int, want bool) error {
+	if (ly.EdgeIDs != nil) != want {
+		if want {
+			return fmt.Errorf("%w: layer %d has no edge ids, layer 0 has", ErrInvalid, l)
+		}
+		return fmt.Errorf("%w: layer %d has edge ids, layer 0 has none", ErrInvalid, l)
+	}
+	if !want {
+		return nil
+	}
+	if len(ly.EdgeIDs) != len(ly.Samples) {
+		return fmt.Errorf("%w: layer %d: %d edge ids for %d samples", ErrInvalid, l, len(ly.EdgeIDs), len(ly.Samples))
+	}
+	for i, e := range ly.EdgeIDs {
+		if (e == -1) != (ly.Samples[i] == -1) || e < -1 {
+			row := i / ly.Fanout
+			return fmt.Errorf("%w: layer %d row %d (node %d) slot %d: edge id %d for sample %d, want -1 exactly at an empty slot and an edge id >= 0 elsewhere",
+				ErrInvalid, l, row, ly.Frontier[row], i%ly.Fanout, e, ly.Samples[i])
+		}
+	}
+	return nil
 }
 
 // Validate checks every invariant of DESIGN §4: frontiers sorted and
 // unique, sample rows of the right length with only -1 or node ids, and
 // each next frontier (and Final) equal to the sorted unique union of the
-// previous frontier and its valid samples. The error wraps ErrInvalid and
-// names the layer and row.
+// previous frontier and its valid samples; edge ids, where present, in
+// every layer, one per sample, -1 exactly at the empty slots and
+// non-negative elsewhere. The error wraps ErrInvalid and names the layer
+// and row.
 func (r *Result) Validate() error {
 	if r == nil {
 		return fmt.Errorf("%w: nil result", ErrInvalid)
@@ -134,6 +168,9 @@ func (r *Result) Validate() error {
 				return fmt.Errorf("%w: layer %d row %d (node %d) slot %d: sample %d, want -1 or a node id",
 					ErrInvalid, l, row, ly.Frontier[row], i%ly.Fanout, s)
 			}
+		}
+		if err := ly.checkEdgeIDs(l, r.Layers[0].EdgeIDs != nil); err != nil {
+			return err
 		}
 	}
 	if err := checkSortedUnique(r.Final); err != nil {

@@ -2,6 +2,7 @@ package epoch
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -118,6 +119,62 @@ func TestValidate(t *testing.T) {
 	}
 	for name, c := range cases {
 		r := clone()
+		c.mut(r)
+		err := r.Validate()
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want mention of %q", name, err, c.want)
+		}
+	}
+}
+
+// withEdgeIDs gives every layer of r edge ids: a distinct id per filled
+// slot (its layer and position), -1 at the empty ones.
+func withEdgeIDs(r *Result) *Result {
+	for l := range r.Layers {
+		ly := &r.Layers[l]
+		ly.EdgeIDs = make([]int64, len(ly.Samples))
+		for i, s := range ly.Samples {
+			ly.EdgeIDs[i] = -1
+			if s >= 0 {
+				ly.EdgeIDs[i] = int64(l)<<32 | int64(i)
+			}
+		}
+	}
+	return r
+}
+
+func TestValidateEdgeIDs(t *testing.T) {
+	fresh := func() *Result { return withEdgeIDs(testResult(t, 4, 300, []int{3, 2})) }
+	res := fresh()
+	if err := res.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	filled, empty := -1, -1 // a filled and an empty slot of layer 1
+	for i, s := range res.Layers[1].Samples {
+		if s >= 0 && filled < 0 {
+			filled = i
+		}
+		if s == -1 && empty < 0 {
+			empty = i
+		}
+	}
+	if filled < 0 || empty < 0 {
+		t.Fatal("test result lacks a filled or an empty slot in layer 1")
+	}
+	row := func(i int) string { return fmt.Sprintf("layer 1 row %d", i/2) }
+	cases := map[string]struct {
+		mut  func(r *Result)
+		want string
+	}{
+		"short":          {func(r *Result) { r.Layers[1].EdgeIDs = r.Layers[1].EdgeIDs[1:] }, "layer 1: "},
+		"missing layer":  {func(r *Result) { r.Layers[1].EdgeIDs = nil }, "layer 1 has no edge ids"},
+		"extra layer":    {func(r *Result) { r.Layers[0].EdgeIDs = nil }, "layer 1 has edge ids, layer 0 has none"},
+		"-1 at a sample": {func(r *Result) { r.Layers[1].EdgeIDs[filled] = -1 }, row(filled)},
+		"id at -1":       {func(r *Result) { r.Layers[1].EdgeIDs[empty] = 5 }, row(empty)},
+		"negative":       {func(r *Result) { r.Layers[1].EdgeIDs[filled] = -7 }, row(filled)},
+	}
+	for name, c := range cases {
+		r := fresh()
 		c.mut(r)
 		err := r.Validate()
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {

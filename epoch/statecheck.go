@@ -190,6 +190,7 @@ func checkAgainstConfig(m *manifest, mpath string, cfg StateConfig, cpath string
 		{"fanouts", slices.Equal(m.Fanouts, cfg.Fanouts), m.Fanouts, cfg.Fanouts},
 		{"seed", m.Seed == cfg.Seed, m.Seed, cfg.Seed},
 		{"replace", m.Replace == cfg.Replace, m.Replace, cfg.Replace},
+		{"edge_ids", m.EdgeIDs == cfg.EdgeIDs, m.EdgeIDs, cfg.EdgeIDs},
 		{"graph fingerprint", id.Graph == want.Graph, id.Graph, want.Graph},
 		{"train_set", id.Train == want.Train, id.Train, want.Train},
 		{"rank", id.Rank == want.Rank, id.Rank, want.Rank},

@@ -36,6 +36,9 @@ type StateConfig struct {
 	Rank        int                  `json:"rank"`
 	WorldSize   int                  `json:"world_size"`
 	Compress    string               `json:"compress,omitempty"` // "" or "zstd"
+	// EdgeIDs: every epoch is sampled with edge ids (Layer.EdgeIDs).
+	// Omitted when false, so older directories keep their checksum.
+	EdgeIDs bool `json:"edge_ids,omitempty"`
 	// Checksum is a CRC-32C over the other fields' canonical encoding
 	// (WriteConfig fills it), so that an edit is refused.
 	Checksum uint32 `json:"checksum"`
@@ -63,6 +66,7 @@ const (
 	FieldRank      = "rank"
 	FieldWorldSize = "world_size"
 	FieldCompress  = "compress"
+	FieldEdgeIDs   = "edge_ids"
 )
 
 // Sampling returns the Sampling the configuration records, with train as
@@ -136,6 +140,7 @@ func MergeStateConfig(recorded *StateConfig, given StateConfig, set func(field s
 		{FieldRank, given.Rank == cfg.Rank, given.Rank, cfg.Rank, func() { cfg.Rank = given.Rank }},
 		{FieldWorldSize, given.WorldSize == cfg.WorldSize, given.WorldSize, cfg.WorldSize, func() { cfg.WorldSize = given.WorldSize }},
 		{FieldCompress, given.Compress == cfg.Compress, given.Compress, cfg.Compress, func() { cfg.Compress = given.Compress }},
+		{FieldEdgeIDs, given.EdgeIDs == cfg.EdgeIDs, given.EdgeIDs, cfg.EdgeIDs, func() { cfg.EdgeIDs = given.EdgeIDs }},
 	} {
 		if !set(f.name) {
 			continue

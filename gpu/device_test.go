@@ -192,3 +192,54 @@ func writeGraphDir(edges, dir string, chunkSize int64) error {
 	}
 	return w.Close()
 }
+
+// TestGPUEdgeIDs: with Options.EdgeIDs both engines' edge ids equal
+// host.ReferenceEdgeIDs on an R-MAT multigraph (every neighbor one to
+// three times, so an id cannot be recovered from the neighbor), with and
+// without replacement, device and UVA memory; the samples are those of a
+// backend without edge ids.
+func TestGPUEdgeIDs(t *testing.T) {
+	needGPU(t)
+	const n = 1 << 16
+	indptr, indices := rmat(n, 400_000, 13)
+	mi := []uint64{0}
+	var mx []uint32
+	for v := range len(indptr) - 1 {
+		for i := indptr[v]; i < indptr[v+1]; i++ {
+			for range 1 + (uint64(v)+i)%3 {
+				mx = append(mx, indices[i])
+			}
+		}
+		mi = append(mi, uint64(len(mx)))
+	}
+	csr := &host.CSR{Indptr: mi, Indices: mx}
+	seeds := pickSeeds(n, 0.08, 5)
+	for _, uva := range []bool{false, true} {
+		b, err := gpu.OpenCSR("", 0, mi, mx, gpu.Options{UVA: uva, EdgeIDs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			fan []int
+			key epoch.Key
+		}{
+			{[]int{15, 10, 5}, epoch.Key{Seed: 3, Epoch: 1}},
+			{[]int{40, 2}, epoch.Key{Seed: 4, Epoch: 2, Replace: true}},
+		} {
+			want, err := host.ReferenceEdgeIDs(csr, seeds, tc.fan, tc.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mode := range []gpu.Mode{gpu.Fused, gpu.BSP} {
+				got, err := b.SampleEpochMode(context.Background(), mode, seeds, tc.fan, tc.key)
+				if err != nil {
+					t.Fatalf("%s: %v", mode, err)
+				}
+				if err := diffResults(got, want); err != nil {
+					t.Errorf("uva=%v %s fanouts %v key %+v: %v", uva, mode, tc.fan, tc.key, err)
+				}
+			}
+		}
+		b.Close()
+	}
+}

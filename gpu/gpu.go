@@ -91,6 +91,11 @@ type Options struct {
 	GroupSize   int           // lanes per task, a power of two ≤ 32 (default: ≥ fanout)
 	BlocksPerSM int           // cap on resident fused blocks per SM (default: occupancy)
 	Timeout     time.Duration // watchdog on every GPU wait (default 60 s)
+	// EdgeIDs: every Result's layers carry epoch.Layer.EdgeIDs, each
+	// sample's position in the stored CSR (indptr[node] + the position
+	// chosen), from a second int64 output of the kernels
+	// (ssg_options.edge_ids, ssg_fetch_edges).
+	EdgeIDs bool
 }
 
 // Backend samples epochs and minibatches on one GPU. It implements
@@ -110,6 +115,7 @@ type Backend struct {
 type engine interface {
 	sample(mode Mode, seeds []uint32, fanouts []int32, seed uint64, ep uint32, replace bool) ([]uint64, error)
 	fetch(frontiers []uint32, samples []int32, final []uint32) error
+	fetchEdges(edgeIDs []int64) error
 	timings() [3]float64
 	close()
 }
@@ -276,6 +282,13 @@ func (b *Backend) SampleEpochMode(ctx context.Context, mode Mode, seeds []uint32
 	if err := b.eng.fetch(fronts, samples, final); err != nil {
 		return nil, fmt.Errorf("gpu: fetching epoch %d: %w", key.Epoch, err)
 	}
+	var edgeIDs []int64
+	if b.opts.EdgeIDs {
+		edgeIDs = make([]int64, ns)
+		if err := b.eng.fetchEdges(edgeIDs); err != nil {
+			return nil, fmt.Errorf("gpu: fetching epoch %d's edge ids: %w", key.Epoch, err)
+		}
+	}
 	res := &epoch.Result{Key: key, Layers: make([]epoch.Layer, L), Final: final}
 	var fo, so uint64
 	for l := 0; l < L; l++ {
@@ -284,6 +297,9 @@ func (b *Backend) SampleEpochMode(ctx context.Context, mode Mode, seeds []uint32
 			Frontier: fronts[fo : fo+n : fo+n],
 			Fanout:   fanouts[l],
 			Samples:  samples[so : so+n*k : so+n*k],
+		}
+		if edgeIDs != nil {
+			res.Layers[l].EdgeIDs = edgeIDs[so : so+n*k : so+n*k]
 		}
 		fo += n
 		so += n * k

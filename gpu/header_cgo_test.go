@@ -66,10 +66,10 @@ func headerStructFields(t *testing.T, name string) []string {
 }
 
 // TestOptionsMatchHeader checks that every field of ssg_options is set
-// from Options, and that the struct is the six int32_t of the header in
+// from Options, and that the struct is the seven int32_t of the header in
 // its order, which bench/gpu_bench.py's ctypes mirror (Opts) assumes.
 func TestOptionsMatchHeader(t *testing.T) {
-	o := cOptions(Options{UVA: true, BlockSize: 2, FetchSize: 3, GroupSize: 4, BlocksPerSM: 5, Timeout: 6 * time.Millisecond})
+	o := cOptions(Options{UVA: true, BlockSize: 2, FetchSize: 3, GroupSize: 4, BlocksPerSM: 5, Timeout: 6 * time.Millisecond, EdgeIDs: true})
 	type field struct {
 		decl   string
 		offset uintptr
@@ -82,6 +82,7 @@ func TestOptionsMatchHeader(t *testing.T) {
 		{"int32_t group_size", unsafe.Offsetof(o.group_size), int32(o.group_size)},
 		{"int32_t blocks_per_sm", unsafe.Offsetof(o.blocks_per_sm), int32(o.blocks_per_sm)},
 		{"int32_t timeout_ms", unsafe.Offsetof(o.timeout_ms), int32(o.timeout_ms)},
+		{"int32_t edge_ids", unsafe.Offsetof(o.edge_ids), int32(o.edge_ids) * 7}, // EdgeIDs sets 1
 	}
 	decls := headerStructFields(t, "ssg_options")
 	var gotDecls []string

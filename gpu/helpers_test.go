@@ -106,6 +106,14 @@ func diffResults(got, want *epoch.Result) error {
 			return fmt.Errorf("layer %d: node %d slot %d: sample %v, want %v", l, w.Frontier[row], i%w.Fanout,
 				at(g.Samples, i), at(w.Samples, i))
 		}
+		if (g.EdgeIDs == nil) != (w.EdgeIDs == nil) {
+			return fmt.Errorf("layer %d: edge ids present %v, want %v", l, g.EdgeIDs != nil, w.EdgeIDs != nil)
+		}
+		if i := firstDiff(g.EdgeIDs, w.EdgeIDs); i >= 0 {
+			row := i / w.Fanout
+			return fmt.Errorf("layer %d: node %d slot %d: edge id %v, want %v", l, w.Frontier[row], i%w.Fanout,
+				at(g.EdgeIDs, i), at(w.EdgeIDs, i))
+		}
 	}
 	if !slices.Equal(got.Final, want.Final) {
 		return fmt.Errorf("final frontier of %d nodes differs from the reference's %d at %d", len(got.Final),

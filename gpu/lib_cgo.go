@@ -24,6 +24,7 @@ typedef struct {
 	int (*info)(ssg_ctx *, char *, size_t, int32_t *, char *, size_t);
 	int (*sample)(ssg_ctx *, int32_t, const uint32_t *, uint64_t, const int32_t *, int32_t, uint64_t, uint32_t, int32_t, uint64_t *, uint64_t, char *, size_t);
 	int (*fetch)(ssg_ctx *, uint32_t *, uint64_t, int32_t *, uint64_t, uint32_t *, uint64_t, char *, size_t);
+	int (*fetch_edges)(ssg_ctx *, int64_t *, uint64_t, char *, size_t);
 	int (*timings)(ssg_ctx *, double *, int);
 } ssg_lib;
 
@@ -55,6 +56,7 @@ static const char *ssg_resolve(void *h, ssg_lib *l) {
 	SSG_SYM(info, "ssg_info")
 	SSG_SYM(sample, "ssg_sample")
 	SSG_SYM(fetch, "ssg_fetch")
+	SSG_SYM(fetch_edges, "ssg_fetch_edges")
 	SSG_SYM(timings, "ssg_last_timings")
 #undef SSG_SYM
 	return NULL;
@@ -88,6 +90,9 @@ static int w_sample(ssg_lib *l, ssg_ctx *c, int32_t mode, const uint32_t *seeds,
 static int w_fetch(ssg_lib *l, ssg_ctx *c, uint32_t *f, uint64_t nf, int32_t *s, uint64_t ns, uint32_t *fin, uint64_t nfin,
                    char *err, size_t len) {
 	return l->fetch(c, f, nf, s, ns, fin, nfin, err, len);
+}
+static int w_fetch_edges(ssg_lib *l, ssg_ctx *c, int64_t *e, uint64_t ne, char *err, size_t len) {
+	return l->fetch_edges(c, e, ne, err, len);
 }
 static int w_timings(ssg_lib *l, ssg_ctx *c, double *out, int n) { return l->timings(c, out, n); }
 */
@@ -326,6 +331,9 @@ func cOptions(o Options) C.ssg_options {
 	copt.group_size = C.int32_t(o.GroupSize)
 	copt.blocks_per_sm = C.int32_t(o.BlocksPerSM)
 	copt.timeout_ms = C.int32_t(o.Timeout.Milliseconds())
+	if o.EdgeIDs {
+		copt.edge_ids = 1
+	}
 	return copt
 }
 
@@ -374,6 +382,21 @@ func (e *cEngine) fetch(frontiers []uint32, samples []int32, final []uint32) err
 	// than overruns) a result that does not fit.
 	if rc := C.w_fetch(e.l, e.ctx, fp, C.uint64_t(len(frontiers)), sp, C.uint64_t(len(samples)), finp,
 		C.uint64_t(len(final)), errBuf, errLen); rc != C.SSG_OK {
+		return statusError(int(rc), C.GoString(errBuf))
+	}
+	return nil
+}
+
+// fetchEdges copies the last result's edge ids (ssg_fetch_edges) into
+// edgeIDs, whose length is the capacity the library checks.
+func (e *cEngine) fetchEdges(edgeIDs []int64) error {
+	errBuf := (*C.char)(C.calloc(errLen, 1))
+	defer C.free(unsafe.Pointer(errBuf))
+	var p *C.int64_t
+	if len(edgeIDs) > 0 {
+		p = (*C.int64_t)(unsafe.Pointer(&edgeIDs[0]))
+	}
+	if rc := C.w_fetch_edges(e.l, e.ctx, p, C.uint64_t(len(edgeIDs)), errBuf, errLen); rc != C.SSG_OK {
 		return statusError(int(rc), C.GoString(errBuf))
 	}
 	return nil

@@ -176,6 +176,65 @@ func TestMarshallingWithCPUStandIn(t *testing.T) {
 	}
 }
 
+// TestEdgeIDsWithCPUStandIn: with Options.EdgeIDs the Go side fetches the
+// library's edge ids (ssg_fetch_edges) into every layer, equal to
+// host.ReferenceEdgeIDs on a multigraph (repeated neighbors), in both
+// modes of replacement; without it the result has none, and the
+// samples are the same.
+func TestEdgeIDsWithCPUStandIn(t *testing.T) {
+	needCgo(t)
+	path := buildFake(t, "libfake.so")
+	indptr, indices := rmat(2000, 12000, 8)
+	// Every neighbor one to three times.
+	mi := []uint64{0}
+	var mx []uint32
+	for v := range len(indptr) - 1 {
+		for i := indptr[v]; i < indptr[v+1]; i++ {
+			for range 1 + (uint64(v)+i)%3 {
+				mx = append(mx, indices[i])
+			}
+		}
+		mi = append(mi, uint64(len(mx)))
+	}
+	withIDs, err := gpu.OpenCSR(path, 0, mi, mx, gpu.Options{EdgeIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer withIDs.Close()
+	plain, err := gpu.OpenCSR(path, 0, mi, mx, gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	csr := &host.CSR{Indptr: mi, Indices: mx}
+	seeds := pickSeeds(2000, 0.1, 3)
+	for _, key := range []epoch.Key{{Seed: 4, Epoch: 1}, {Seed: 5, Epoch: 2, Replace: true}} {
+		fan := []int{12, 5, 30}
+		want, err := host.ReferenceEdgeIDs(csr, seeds, fan, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := withIDs.SampleEpoch(context.Background(), seeds, fan, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := diffResults(got, want); err != nil {
+			t.Errorf("key %+v: %v", key, err)
+		}
+		off, err := plain.SampleEpoch(context.Background(), seeds, fan, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := host.Reference(csr, seeds, fan, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := diffResults(off, ref); err != nil {
+			t.Errorf("key %+v without edge ids: %v", key, err)
+		}
+	}
+}
+
 func TestParseMode(t *testing.T) {
 	for s, want := range map[string]gpu.Mode{"": gpu.Fused, "fused": gpu.Fused, "BSP": gpu.BSP} {
 		if m, err := gpu.ParseMode(s); err != nil || m != want {

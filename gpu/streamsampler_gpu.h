@@ -33,8 +33,9 @@ extern "C" {
 /* Bumped on any incompatible change of the functions or structs below. */
 /* 2: capacities on ssg_sample's counts and ssg_fetch's arrays;
  * 3: a graph loaded piece by piece (ssg_create_empty, ssg_load_indices,
- *    ssg_load_indptr) */
-#define SSG_ABI_VERSION 3
+ *    ssg_load_indptr);
+ * 4: edge ids (ssg_options.edge_ids, ssg_fetch_edges) */
+#define SSG_ABI_VERSION 4
 
 /* Status codes, defined here only: the Go package reads them through cgo
  * (lib_cgo.go's statusCodes maps each to its error; header_cgo_test.go
@@ -63,6 +64,7 @@ typedef struct ssg_options {
     int32_t group_size;    /* lanes per task: 0 = next power of two >= fanout (max 32) */
     int32_t blocks_per_sm; /* cap on resident fused blocks per SM (0 = occupancy maximum) */
     int32_t timeout_ms;    /* watchdog on every stream wait (default 60000) */
+    int32_t edge_ids;      /* 1: ssg_sample also keeps each sample's edge id (ssg_fetch_edges) */
 } ssg_options;
 
 typedef struct ssg_ctx ssg_ctx;
@@ -137,6 +139,15 @@ int ssg_sample(ssg_ctx *ctx, int32_t mode, const uint32_t *seeds, uint64_t n_see
 int ssg_fetch(ssg_ctx *ctx, uint32_t *frontiers, uint64_t frontiers_cap,
               int32_t *samples, uint64_t samples_cap,
               uint32_t *final_, uint64_t final_cap, char *err, size_t err_len);
+
+/* Copies the edge ids of the last ssg_sample of a context created with
+ * opts->edge_ids: one int64 per sample, in ssg_fetch's samples order, the
+ * sample's position in the stored CSR (indptr[node] + the position chosen
+ * in node's adjacency, rng.Positions), -1 exactly at an empty slot.
+ * edge_ids_cap is the array's capacity in elements; the call fails with
+ * SSG_ERR_INVALID (copying nothing) if it is smaller than the result, if
+ * there is no result, or if the context keeps no edge ids. */
+int ssg_fetch_edges(ssg_ctx *ctx, int64_t *edge_ids, uint64_t edge_ids_cap, char *err, size_t err_len);
 
 /* Counts the valid (non-negative) samples of the last ssg_sample, on the
  * GPU (the sampled edges of the epoch). */

@@ -24,7 +24,9 @@ func bytesToWords(b []byte) []uint32 {
 
 // FuzzRun feeds arbitrary chunks and targets to Run and Reference: Run
 // must never crash (validation keeps the C++ kernel inside the slices) and
-// must agree with Reference, error for error and slot for slot.
+// must agree with Reference, error for error and slot for slot; so must
+// RunEdges and ReferenceEdges, whose samples are Run's and whose edge
+// indices point at the neighbor words sampled.
 func FuzzRun(f *testing.F) {
 	nb := make([]uint32, 100)
 	for i := range nb {
@@ -48,6 +50,28 @@ func FuzzRun(f *testing.F) {
 		}
 		if errGot == nil && !slices.Equal(got, want) {
 			t.Fatalf("Run %v, Reference %v", got, want)
+		}
+		gotE, wantE := make([]int32, n), make([]int32, n)
+		gotS, wantS := make([]int32, n), make([]int32, n)
+		errGot = RunEdges(chunk, targets, gotS, gotE, k, key, replace)
+		errWant = ReferenceEdges(chunk, targets, wantS, wantE, k, key, replace)
+		if (errGot == nil) != (errWant == nil) || (errGot != nil && errGot.Error() != errWant.Error()) {
+			t.Fatalf("RunEdges error %v, ReferenceEdges error %v", errGot, errWant)
+		}
+		if errGot != nil {
+			return
+		}
+		if !slices.Equal(gotS, want) || !slices.Equal(wantS, want) || !slices.Equal(gotE, wantE) {
+			t.Fatalf("RunEdges %v %v, ReferenceEdges %v %v, Run %v", gotS, gotE, wantS, wantE, want)
+		}
+		if len(targets) == 0 {
+			return
+		}
+		first := 3 + int(chunk[0])
+		for i, e := range gotE {
+			if (e < 0 && (e != -1 || want[i] != -1)) || (e >= 0 && int32(chunk[first+int(e)]) != want[i]) {
+				t.Fatalf("slot %d: sample %d, edge index %d", i, want[i], e)
+			}
 		}
 	})
 }

@@ -21,19 +21,21 @@ var update = flag.Bool("update", false, "rewrite testdata/golden_kernel.bin from
 // goldenPath is the committed golden file that the C++ testbench checks
 // the kernel against. Its format, all little-endian:
 //
-//	"SKGOLD1\n"  u32 n_cases
-//	per case: u32 fanout, u32 replace, u64 key, u32 chunk_words, u32 n_targets,
-//	          chunk words, targets, n_targets×fanout expected int32
+//	"SKGOLD2\n"  u32 n_cases
+//	per case: u32 fanout, u32 replace, u32 edges, u64 key, u32 chunk_words,
+//	          u32 n_targets, chunk words, targets, n_targets×fanout expected
+//	          int32, and with edges another n_targets×fanout: the expected
+//	          chunk-local edge indices (the kernel's result buffer)
 const goldenPath = "testdata/golden_kernel.bin"
 
-const goldenMagic = "SKGOLD1\n"
+const goldenMagic = "SKGOLD2\n"
 
 type goldenCase struct {
 	chunk, targets []uint32
 	fanout         int
 	key            uint64
-	replace        bool
-	want           []int32
+	replace, edges bool
+	want           []int32 // samples, then edge indices when edges
 }
 
 // goldenCases are the inputs of the golden file: degrees on and around
@@ -77,6 +79,16 @@ func goldenCases() []goldenCase {
 	add(design, []uint32{7}, 5, rng.Key(42, 0, 0), false)
 	add(design, []uint32{7}, 5, rng.Key(42, 0, 0), true)
 	add(design, []uint32{8, 9, 5, 6}, 4, rng.Key(42, 0, 0), false)
+	// Edge indices: the same inputs again with edges = 1, for fanouts on
+	// and off the lane boundaries, the hub and the design vectors (no new
+	// draws from g, so the cases above stay as they were).
+	for i, n := 0, len(cases); i < n; i++ {
+		if k := cases[i].fanout; k == 1 || k == 5 || k == 15 || k == 32 || k == 33 || k == 64 || k == 12 || k == 4 {
+			c := cases[i]
+			c.edges = true
+			cases = append(cases, c)
+		}
+	}
 	return cases
 }
 
@@ -86,17 +98,20 @@ func encodeGolden(cases []goldenCase) ([]byte, error) {
 	le := binary.LittleEndian
 	b.Write(le.AppendUint32(nil, uint32(len(cases))))
 	for i, c := range cases {
-		want := make([]int32, len(c.targets)*c.fanout)
-		if err := Reference(c.chunk, c.targets, want, c.fanout, c.key, c.replace); err != nil {
+		n := len(c.targets) * c.fanout
+		want := make([]int32, n, 2*n)
+		var edges []int32
+		if c.edges {
+			edges = make([]int32, n)
+		}
+		if err := ReferenceEdges(c.chunk, c.targets, want, edges, c.fanout, c.key, c.replace); err != nil {
 			return nil, fmt.Errorf("golden case %d: %w", i, err)
 		}
-		rep := uint32(0)
-		if c.replace {
-			rep = 1
-		}
+		want = append(want, edges...)
 		var h []byte
 		h = le.AppendUint32(h, uint32(c.fanout))
-		h = le.AppendUint32(h, rep)
+		h = le.AppendUint32(h, b2u(c.replace))
+		h = le.AppendUint32(h, b2u(c.edges))
 		h = le.AppendUint64(h, c.key)
 		h = le.AppendUint32(h, uint32(len(c.chunk)))
 		h = le.AppendUint32(h, uint32(len(c.targets)))
@@ -106,6 +121,13 @@ func encodeGolden(cases []goldenCase) ([]byte, error) {
 		binary.Write(&b, le, want)
 	}
 	return b.Bytes(), nil
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func decodeGolden(data []byte) ([]goldenCase, error) {
@@ -122,17 +144,17 @@ func decodeGolden(data []byte) ([]goldenCase, error) {
 	cases := make([]goldenCase, n)
 	for i := range cases {
 		var h struct {
-			Fanout, Replace uint32
-			Key             uint64
-			Words, Targets  uint32
+			Fanout, Replace, Edges uint32
+			Key                    uint64
+			Words, Targets         uint32
 		}
 		if err := binary.Read(r, le, &h); err != nil {
 			return nil, fmt.Errorf("golden case %d header: %w", i, err)
 		}
 		c := goldenCase{
 			chunk: make([]uint32, h.Words), targets: make([]uint32, h.Targets),
-			fanout: int(h.Fanout), key: h.Key, replace: h.Replace != 0,
-			want: make([]int32, int(h.Targets)*int(h.Fanout)),
+			fanout: int(h.Fanout), key: h.Key, replace: h.Replace != 0, edges: h.Edges != 0,
+			want: make([]int32, int(h.Targets)*int(h.Fanout)*(1+int(h.Edges&1))),
 		}
 		for _, v := range []any{c.chunk, c.targets, c.want} {
 			if err := binary.Read(r, le, v); err != nil {
@@ -177,8 +199,12 @@ func TestGoldenThroughEngines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	edgeCases := 0
 	for _, e := range engines {
 		for i, c := range cases {
+			if c.edges {
+				continue
+			}
 			out := make([]int32, len(c.want))
 			if err := e.fn(c.chunk, c.targets, out, c.fanout, c.key, c.replace); err != nil {
 				t.Fatalf("%s case %d: %v", e.name, i, err)
@@ -187,6 +213,25 @@ func TestGoldenThroughEngines(t *testing.T) {
 				t.Fatalf("%s case %d: output differs from golden", e.name, i)
 			}
 		}
+	}
+	for _, e := range edgeEngines {
+		for i, c := range cases {
+			if !c.edges {
+				continue
+			}
+			edgeCases++
+			n := len(c.want) / 2
+			out, edges := make([]int32, n), make([]int32, n)
+			if err := e.fn(c.chunk, c.targets, out, edges, c.fanout, c.key, c.replace); err != nil {
+				t.Fatalf("%s case %d: %v", e.name, i, err)
+			}
+			if !slices.Equal(out, c.want[:n]) || !slices.Equal(edges, c.want[n:]) {
+				t.Fatalf("%s case %d: output differs from golden", e.name, i)
+			}
+		}
+	}
+	if edgeCases == 0 {
+		t.Fatal("the golden file has no case with edge indices")
 	}
 }
 

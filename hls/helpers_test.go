@@ -76,3 +76,24 @@ func directSample(start uint32, adj [][]uint32, targets []uint32, fanout int, ke
 	}
 	return out
 }
+
+// directEdges computes the expected chunk-local edge indices with
+// rng.Positions row by row: the node's first edge (the degrees of the
+// nodes before it) plus the position, independent of the chunk's layout.
+func directEdges(start uint32, adj [][]uint32, targets []uint32, fanout int, key uint64, replace bool) []int32 {
+	first := make([]int32, len(adj)+1)
+	for i, a := range adj {
+		first[i+1] = first[i] + int32(len(a))
+	}
+	out := make([]int32, len(targets)*fanout)
+	for r, t := range targets {
+		row := out[r*fanout : (r+1)*fanout]
+		rng.Positions(row, len(adj[t-start]), t, key, replace)
+		for s, p := range row {
+			if p >= 0 {
+				row[s] = first[t-start] + p
+			}
+		}
+	}
+	return out
+}

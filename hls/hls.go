@@ -5,7 +5,8 @@
 // (docs/KERNEL.md), and with cgo this package compiles the same file and
 // calls it on the CPU, which is what the emulated device runs. Reference is
 // the same kernel in Go on top of rng.Sample, the definition that both are
-// tested against bit for bit; without cgo, Run is Reference.
+// tested against bit for bit; without cgo, Run is Reference. RunEdges and
+// ReferenceEdges also give each sampled slot's chunk-local edge index.
 //
 // A chunk is the in-memory image of one chunk of edges.chunks as uint32
 // words, read here through chunkfmt.ChunkView (the layout is chunkfmt's;
@@ -30,7 +31,8 @@ const MaxFanout = 64
 var (
 	// ErrBadFanout: the fanout is not in 1..MaxFanout.
 	ErrBadFanout = errors.New("hls: fanout out of range")
-	// ErrBadOutput: the output slice is not len(targets)×fanout long.
+	// ErrBadOutput: the output slice (or the edge slice) is not
+	// len(targets)×fanout long.
 	ErrBadOutput = errors.New("hls: output length does not match targets × fanout")
 	// ErrTargetOutsideChunk: a target node is not among the chunk's nodes.
 	ErrTargetOutsideChunk = errors.New("hls: target outside chunk")
@@ -41,7 +43,8 @@ var (
 // validate checks everything the C++ kernel trusts, so that it never reads
 // or writes outside the slices it is given. It costs O(len(targets)): only
 // the targets' own offsets are checked, not the whole chunk's.
-func validate(chunk, targets []uint32, out []int32, fanout int) error {
+// edges is the edge-index output, nil when none is asked for.
+func validate(chunk, targets []uint32, out, edges []int32, fanout int) error {
 	if fanout < 1 || fanout > MaxFanout {
 		return fmt.Errorf("%w: fanout %d, want 1..%d", ErrBadFanout, fanout, MaxFanout)
 	}
@@ -51,6 +54,10 @@ func validate(chunk, targets []uint32, out []int32, fanout int) error {
 	if len(out) != len(targets)*fanout {
 		return fmt.Errorf("%w: len(out) = %d, want %d targets × fanout %d = %d",
 			ErrBadOutput, len(out), len(targets), fanout, len(targets)*fanout)
+	}
+	if edges != nil && len(edges) != len(out) {
+		return fmt.Errorf("%w: len(edges) = %d, want %d targets × fanout %d = %d",
+			ErrBadOutput, len(edges), len(targets), fanout, len(out))
 	}
 	if len(targets) == 0 {
 		return nil
@@ -67,6 +74,9 @@ func validate(chunk, targets []uint32, out []int32, fanout int) error {
 	if first > uint64(len(chunk)) {
 		return fmt.Errorf("%w: n_nodes %d needs a %d-word header, chunk has %d words",
 			ErrBadChunk, nNodes, first, len(chunk))
+	}
+	if edges != nil && uint64(len(chunk))-first > math.MaxInt32+1 {
+		return fmt.Errorf("%w: %d neighbor words, chunk-local edge indices are int32", ErrBadChunk, uint64(len(chunk))-first)
 	}
 	if uint64(start)+uint64(nNodes) > math.MaxUint32+1 {
 		return fmt.Errorf("%w: nodes [%d, %d) overflow 32-bit ids", ErrBadChunk, start, uint64(start)+uint64(nNodes))
@@ -90,16 +100,42 @@ func validate(chunk, targets []uint32, out []int32, fanout int) error {
 // neighbors into out[r*fanout : (r+1)*fanout]. It validates its inputs
 // exactly as Run does and allocates nothing.
 func Reference(chunk []uint32, targets []uint32, out []int32, fanout int, key uint64, replace bool) error {
-	if err := validate(chunk, targets, out, fanout); err != nil {
+	return ReferenceEdges(chunk, targets, out, nil, fanout, key, replace)
+}
+
+// ReferenceEdges is Reference that also writes, when edges is not nil
+// (then len(edges) == len(out)), each slot's chunk-local edge index: the
+// index of the neighbor word it took, counted from the chunk's first
+// neighbor word (chunkfmt.ChunkView.HeaderWords), -1 where the slot is
+// empty. The position inside the adjacency is rng.Positions', so repeated
+// neighbors get their own edges.
+func ReferenceEdges(chunk []uint32, targets []uint32, out, edges []int32, fanout int, key uint64, replace bool) error {
+	if err := validate(chunk, targets, out, edges, fanout); err != nil {
 		return err
 	}
-	c := chunkfmt.ChunkView(chunk)
-	start := uint32(0)
-	if len(targets) > 0 {
-		start = c.StartNode()
+	if len(targets) == 0 {
+		return nil
 	}
+	c := chunkfmt.ChunkView(chunk)
+	start := c.StartNode()
+	first := uint32(c.HeaderWords())
 	for r, t := range targets {
-		rng.Sample(out[r*fanout:(r+1)*fanout], c.Neighbors(t-start), t, key, replace)
+		row := out[r*fanout : (r+1)*fanout]
+		if edges == nil {
+			rng.Sample(row, c.Neighbors(t-start), t, key, replace)
+			continue
+		}
+		b, e := c.Span(t - start)
+		erow := edges[r*fanout : (r+1)*fanout]
+		rng.Positions(erow, int(e-b), t, key, replace)
+		for s, p := range erow {
+			if p < 0 {
+				row[s] = -1
+				continue
+			}
+			row[s] = int32(chunk[b+uint32(p)])
+			erow[s] = int32(b + uint32(p) - first)
+		}
 	}
 	return nil
 }

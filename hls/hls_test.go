@@ -24,6 +24,20 @@ var engines = []struct {
 	{"Reference", Reference},
 }
 
+// edgeEngine is an implementation of the kernel with edge indices.
+type edgeEngine struct {
+	name string
+	fn   func(chunk, targets []uint32, out, edges []int32, fanout int, key uint64, replace bool) error
+}
+
+// edgeEngines must agree with engines on the samples and with
+// directEdges on the edge indices; the cgo build adds the kernel's
+// contiguous form (edges after the samples in one buffer).
+var edgeEngines = []edgeEngine{
+	{"RunEdges/" + Engine, RunEdges},
+	{"ReferenceEdges", ReferenceEdges},
+}
+
 func TestMaxFanoutMatchesHeader(t *testing.T) {
 	src, err := os.ReadFile("sample_kernel.h")
 	if err != nil {
@@ -53,12 +67,14 @@ func TestDesignVectors(t *testing.T) {
 		k       int
 		replace bool
 		want    []int32
+		edges   []int32 // chunk-local: node 7's first edge is 1, node 8's 101
 	}{
-		{"floyd", []uint32{7}, 5, false, []int32{170, 193, 151, 156, 181}},
-		{"replace", []uint32{7}, 5, true, []int32{173, 196, 152, 157, 181}},
-		{"short", []uint32{8}, 4, false, []int32{3, 9, -1, -1}},
-		{"rows", []uint32{8, 7, 5}, 5, false, []int32{3, 9, -1, -1, -1, 170, 193, 151, 156, 181, -1, -1, -1, -1, -1}},
-		{"empty-replace", []uint32{9}, 3, true, []int32{-1, -1, -1}},
+		{"floyd", []uint32{7}, 5, false, []int32{170, 193, 151, 156, 181}, []int32{71, 94, 52, 57, 82}},
+		{"replace", []uint32{7}, 5, true, []int32{173, 196, 152, 157, 181}, []int32{74, 97, 53, 58, 82}},
+		{"short", []uint32{8}, 4, false, []int32{3, 9, -1, -1}, []int32{101, 102, -1, -1}},
+		{"rows", []uint32{8, 7, 5}, 5, false, []int32{3, 9, -1, -1, -1, 170, 193, 151, 156, 181, -1, -1, -1, -1, -1},
+			[]int32{101, 102, -1, -1, -1, 71, 94, 52, 57, 82, -1, -1, -1, -1, -1}},
+		{"empty-replace", []uint32{9}, 3, true, []int32{-1, -1, -1}, []int32{-1, -1, -1}},
 	}
 	for _, e := range engines {
 		for _, tc := range tests {
@@ -69,6 +85,19 @@ func TestDesignVectors(t *testing.T) {
 				}
 				if !slices.Equal(out, tc.want) {
 					t.Fatalf("got %v, want %v", out, tc.want)
+				}
+			})
+		}
+	}
+	for _, e := range edgeEngines {
+		for _, tc := range tests {
+			t.Run(e.name+"/"+tc.name, func(t *testing.T) {
+				out, edges := make([]int32, len(tc.want)), make([]int32, len(tc.want))
+				if err := e.fn(chunk, tc.targets, out, edges, tc.k, key, tc.replace); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(out, tc.want) || !slices.Equal(edges, tc.edges) {
+					t.Fatalf("got %v edges %v, want %v edges %v", out, edges, tc.want, tc.edges)
 				}
 			})
 		}
@@ -93,6 +122,25 @@ func checkAll(t *testing.T, start uint32, adj [][]uint32, chunk, targets []uint3
 			t.Fatalf("%s fanout %d replace %v: row %d (node %d, degree %d) slot %d: got %v, want %v",
 				e.name, fanout, replace, r, targets[r], len(adj[targets[r]-start]), i%fanout,
 				out[r*fanout:(r+1)*fanout], want[r*fanout:(r+1)*fanout])
+		}
+	}
+	wantEdges := directEdges(start, adj, targets, fanout, key, replace)
+	edges := make([]int32, len(want))
+	for _, e := range edgeEngines {
+		for i := range out {
+			out[i], edges[i] = math.MinInt32, math.MinInt32
+		}
+		if err := e.fn(chunk, targets, out, edges, fanout, key, replace); err != nil {
+			t.Fatalf("%s fanout %d replace %v: %v", e.name, fanout, replace, err)
+		}
+		if i := firstDiff(out, want); i >= 0 {
+			t.Fatalf("%s fanout %d replace %v: sample %d: got %d, want %d", e.name, fanout, replace, i, out[i], want[i])
+		}
+		if i := firstDiff(edges, wantEdges); i >= 0 {
+			r := i / fanout
+			t.Fatalf("%s fanout %d replace %v: row %d (node %d, degree %d) slot %d: edges %v, want %v",
+				e.name, fanout, replace, r, targets[r], len(adj[targets[r]-start]), i%fanout,
+				edges[r*fanout:(r+1)*fanout], wantEdges[r*fanout:(r+1)*fanout])
 		}
 	}
 }
@@ -303,6 +351,14 @@ func TestErrors(t *testing.T) {
 			})
 		}
 	}
+	for _, e := range edgeEngines {
+		for _, n := range []int{0, 3, 5} {
+			err := e.fn(good, []uint32{10, 11}, make([]int32, 4), make([]int32, n), 2, 1, false)
+			if !errors.Is(err, ErrBadOutput) {
+				t.Fatalf("%s with %d edge slots for 4 samples: got %v, want ErrBadOutput", e.name, n, err)
+			}
+		}
+	}
 	// The detail names the node.
 	err := Run(good, []uint32{10, 42}, make([]int32, 4), 2, 1, false)
 	if err == nil || !regexp.MustCompile(`target 42 \(row 1\).*\[10, 13\)`).MatchString(err.Error()) {
@@ -329,6 +385,17 @@ func TestRunDoesNotAllocate(t *testing.T) {
 	for _, e := range engines {
 		allocs := testing.AllocsPerRun(20, func() {
 			if err := e.fn(chunk, targets, out, 15, 77, false); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %.1f allocations per call", e.name, allocs)
+		}
+	}
+	edges := make([]int32, len(out))
+	for _, e := range edgeEngines[:2] { // the contiguous form copies
+		allocs := testing.AllocsPerRun(20, func() {
+			if err := e.fn(chunk, targets, out, edges, 15, 77, false); err != nil {
 				t.Fatal(err)
 			}
 		})

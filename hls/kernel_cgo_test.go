@@ -7,6 +7,26 @@ import (
 	"testing"
 )
 
+func init() {
+	edgeEngines = append(edgeEngines, edgeEngine{"sample_kernel(edges=1)", runContiguous})
+}
+
+// runContiguous runs the kernel as the FPGA does with edges = 1: one result
+// buffer holding the samples and then the edge indices.
+func runContiguous(chunk, targets []uint32, out, edges []int32, fanout int, key uint64, replace bool) error {
+	if err := validate(chunk, targets, out, edges, fanout); err != nil {
+		return err
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	buf := make([]int32, 2*len(out))
+	runUnchecked(chunk, targets, buf, fanout, key, replace, true)
+	copy(out, buf)
+	copy(edges, buf[len(out):])
+	return nil
+}
+
 func TestCConstants(t *testing.T) {
 	if cMaxFanout != MaxFanout {
 		t.Fatalf("C MAX_FANOUT = %d, hls.MaxFanout = %d", cMaxFanout, MaxFanout)
@@ -39,7 +59,7 @@ func TestKernelGuards(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out := slices.Repeat([]int32{canary}, len(tc.want)+5)
-			runUnchecked(tc.chunk, tc.targets, out, tc.fanout, 1, false)
+			runUnchecked(tc.chunk, tc.targets, out, tc.fanout, 1, false, false)
 			if !slices.Equal(out[:len(tc.want)], tc.want) {
 				t.Fatalf("got %v, want %v", out[:len(tc.want)], tc.want)
 			}
@@ -50,8 +70,30 @@ func TestKernelGuards(t *testing.T) {
 			}
 		})
 	}
+	// With edges the rows are followed by as many edge indices, -1 where
+	// the guards leave a slot empty, and nothing after them.
+	for _, tc := range tests {
+		t.Run(tc.name+"/edges", func(t *testing.T) {
+			out := slices.Repeat([]int32{canary}, 2*len(tc.want)+5)
+			runUnchecked(tc.chunk, tc.targets, out, tc.fanout, 1, false, true)
+			if !slices.Equal(out[:len(tc.want)], tc.want) {
+				t.Fatalf("got %v, want %v", out[:len(tc.want)], tc.want)
+			}
+			for i, v := range tc.want {
+				e := out[len(tc.want)+i]
+				if (v == -1) != (e == -1) || (v != -1 && tc.chunk[int(e)+3+int(tc.chunk[0])] != uint32(v)) {
+					t.Fatalf("slot %d: sample %d, edge index %d", i, v, e)
+				}
+			}
+			for i, v := range out[2*len(tc.want):] {
+				if v != canary {
+					t.Fatalf("wrote %d past the edge indices, at +%d", v, i)
+				}
+			}
+		})
+	}
 	out := []int32{canary}
-	runUnchecked(chunk, []uint32{10}, out, 0, 1, false)
+	runUnchecked(chunk, []uint32{10}, out, 0, 1, false, false)
 	if out[0] != canary {
 		t.Fatalf("fanout 0 wrote %d", out[0])
 	}

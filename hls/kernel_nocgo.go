@@ -11,3 +11,9 @@ const Engine = "go-reference"
 func Run(chunk []uint32, targets []uint32, out []int32, fanout int, key uint64, replace bool) error {
 	return Reference(chunk, targets, out, fanout, key, replace)
 }
+
+// RunEdges is Run that also writes each slot's chunk-local edge index
+// into edges when it is not nil. Built without cgo it is ReferenceEdges.
+func RunEdges(chunk []uint32, targets []uint32, out, edges []int32, fanout int, key uint64, replace bool) error {
+	return ReferenceEdges(chunk, targets, out, edges, fanout, key, replace)
+}

@@ -65,24 +65,15 @@ inline uint32_t below(uint64_t r, uint32_t m) {
 
 }  // namespace
 
-extern "C" void sample_kernel(const uint32_t* chunk, int32_t* result, const uint32_t* targets,
-                              uint32_t n_targets, uint32_t fanout, uint64_t key, uint32_t replace) {
-// Three AXI masters on separate bundles so that the random chunk reads, the
-// result bursts and the target bursts never queue behind one another. The
-// depths only size C/RTL co-simulation buffers (512 MiB chunk, 1 Mi targets
-// of fanout 64).
-#pragma HLS INTERFACE m_axi port = chunk offset = slave bundle = gmem0 depth = 134217728 num_read_outstanding = 64 max_read_burst_length = 2
-#pragma HLS INTERFACE m_axi port = result offset = slave bundle = gmem1 depth = 67108864 max_write_burst_length = 64
-#pragma HLS INTERFACE m_axi port = targets offset = slave bundle = gmem2 depth = 1048576 max_read_burst_length = 32
-#pragma HLS INTERFACE s_axilite port = chunk bundle = control
-#pragma HLS INTERFACE s_axilite port = result bundle = control
-#pragma HLS INTERFACE s_axilite port = targets bundle = control
-#pragma HLS INTERFACE s_axilite port = n_targets bundle = control
-#pragma HLS INTERFACE s_axilite port = fanout bundle = control
-#pragma HLS INTERFACE s_axilite port = key bundle = control
-#pragma HLS INTERFACE s_axilite port = replace bundle = control
-#pragma HLS INTERFACE s_axilite port = return bundle = control
-
+// sample_rows is the kernel's body: samples into result and, when
+// want_edges, each slot's chunk-local edge index into eresult (same rows
+// and slots). sample_kernel places eresult right after the samples;
+// sample_kernel_split (host builds) anywhere.
+static inline void sample_rows(const uint32_t* chunk, int32_t* result, int32_t* eresult,
+                               bool want_edges,
+                               const uint32_t* targets, uint32_t n_targets, uint32_t fanout,
+                               uint64_t key, uint32_t replace) {
+#pragma HLS INLINE
   if (n_targets == 0 || fanout == 0) return;
 
   if (fanout > MAX_FANOUT) {
@@ -94,12 +85,16 @@ extern "C" void sample_kernel(const uint32_t* chunk, int32_t* result, const uint
     for (uint64_t i = 0; i < total; i++) {
 #pragma HLS PIPELINE II = 1
       result[i] = -1;
+      if (want_edges) eresult[i] = -1;
     }
     return;
   }
 
   const uint32_t n_nodes = chunk[0];
   const uint32_t start = chunk[1];
+  // The chunk's first neighbor word (chunkfmt's HeaderWords): a chosen
+  // word's index minus this is its chunk-local edge index.
+  const uint32_t first = 3 + n_nodes;
   const bool rep = replace != 0;
 
   // Per-lane state, all in registers. Lanes whose sample needs random
@@ -218,6 +213,7 @@ groups:
     for (uint32_t l = 0; l < n; l++) {
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 32
       int32_t* row = result + (g + l) * fanout;
+      int32_t* erow = want_edges ? eresult + (g + l) * fanout : row;
       const uint32_t sl = slot[l];
       const uint32_t d = deg[l];
       const bool copy = live[l] && !rep;
@@ -232,7 +228,44 @@ groups:
           p = t;
         }
         row[t] = p == kNone ? -1 : (int32_t)chunk[(uint64_t)base[l] + p];
+        // The edge index is the word index just read, less the header:
+        // no extra read, one more sequential write on gmem1.
+        if (want_edges) erow[t] = p == kNone ? -1 : (int32_t)(base[l] + p - first);
       }
     }
   }
 }
+
+extern "C" void sample_kernel(const uint32_t* chunk, int32_t* result, const uint32_t* targets,
+                              uint32_t n_targets, uint32_t fanout, uint64_t key, uint32_t replace,
+                              uint32_t edges) {
+// Three AXI masters on separate bundles so that the random chunk reads, the
+// result bursts and the target bursts never queue behind one another. The
+// depths only size C/RTL co-simulation buffers (512 MiB chunk, 1 Mi targets
+// of fanout 64).
+#pragma HLS INTERFACE m_axi port = chunk offset = slave bundle = gmem0 depth = 134217728 num_read_outstanding = 64 max_read_burst_length = 2
+#pragma HLS INTERFACE m_axi port = result offset = slave bundle = gmem1 depth = 67108864 max_write_burst_length = 64
+#pragma HLS INTERFACE m_axi port = targets offset = slave bundle = gmem2 depth = 1048576 max_read_burst_length = 32
+#pragma HLS INTERFACE s_axilite port = chunk bundle = control
+#pragma HLS INTERFACE s_axilite port = result bundle = control
+#pragma HLS INTERFACE s_axilite port = targets bundle = control
+#pragma HLS INTERFACE s_axilite port = n_targets bundle = control
+#pragma HLS INTERFACE s_axilite port = fanout bundle = control
+#pragma HLS INTERFACE s_axilite port = key bundle = control
+#pragma HLS INTERFACE s_axilite port = replace bundle = control
+#pragma HLS INTERFACE s_axilite port = edges bundle = control
+#pragma HLS INTERFACE s_axilite port = return bundle = control
+
+  // With edges, the edge indices follow the n_targets × fanout samples in
+  // the same buffer (one AXI master, one BO on the host).
+  sample_rows(chunk, result, result + (uint64_t)n_targets * fanout, edges != 0, targets, n_targets,
+              fanout, key, replace);
+}
+
+#ifndef __SYNTHESIS__
+extern "C" void sample_kernel_split(const uint32_t* chunk, int32_t* result, int32_t* eresult,
+                                    const uint32_t* targets, uint32_t n_targets, uint32_t fanout,
+                                    uint64_t key, uint32_t replace) {
+  sample_rows(chunk, result, eresult, eresult != nullptr, targets, n_targets, fanout, key, replace);
+}
+#endif

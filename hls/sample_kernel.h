@@ -25,10 +25,13 @@ extern "C" {
 // sample_kernel samples fanout neighbors for each of n_targets nodes of one
 // chunk, as defined in docs/DESIGN.md §3. The argument order is the XRT
 // contract (0 chunk, 1 result, 2 targets, 3 n_targets, 4 fanout, 5 key,
-// 6 replace).
+// 6 replace, 7 edges).
 //
 //   chunk   [n_nodes][start_node][off_0 … off_n_nodes][neighbors…], uint32 LE
-//   result  n_targets × fanout int32, row r for targets[r], -1 = empty slot
+//   result  n_targets × fanout int32, row r for targets[r], -1 = empty slot;
+//           with edges != 0 followed by another n_targets × fanout int32:
+//           each slot's chunk-local edge index (the chosen neighbor word's
+//           index less the 3 + n_nodes header words), -1 = empty slot
 //   targets node ids, each in [start_node, start_node+n_nodes)
 //
 // A target outside the chunk, a node with off_{i+1} < off_i, or a fanout
@@ -36,7 +39,17 @@ extern "C" {
 // host validates first). Offsets are trusted to lie inside the chunk: the
 // kernel is not told the chunk's length.
 void sample_kernel(const uint32_t* chunk, int32_t* result, const uint32_t* targets,
-                   uint32_t n_targets, uint32_t fanout, uint64_t key, uint32_t replace);
+                   uint32_t n_targets, uint32_t fanout, uint64_t key, uint32_t replace,
+                   uint32_t edges);
+
+// sample_kernel_split is the same kernel with the edge indices written to
+// eresult (n_targets × fanout int32) instead of after the samples, or not
+// at all when eresult is NULL. Host builds only (cgo, the testbench): it
+// lets the emulator give each compute unit a share of separate sample and
+// edge arrays. Not a synthesis top.
+void sample_kernel_split(const uint32_t* chunk, int32_t* result, int32_t* eresult,
+                         const uint32_t* targets, uint32_t n_targets, uint32_t fanout,
+                         uint64_t key, uint32_t replace);
 
 #ifdef __cplusplus
 }

@@ -75,3 +75,26 @@ func BenchmarkChunkCheck(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEdgeIDs measures what Options.EdgeIDs costs the streamed epoch
+// of BenchmarkSampleEpoch (one emulated device): "off" is the default,
+// "on" has the kernel write chunk-local edge indices after the samples and
+// the host turn them into Layer.EdgeIDs. Run interleaved and compare
+// medians of ns/op (and B/op: 8 bytes per sample slot more).
+func BenchmarkEdgeIDs(b *testing.B) {
+	g := randomCSR(200000, 10, 1)
+	dir := writeGraph(b, g, 1<<20)
+	seeds := randomSeeds(200000, 20000, 1)
+	fan := []int{15, 10, 5}
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
+			s := openSampler(b, dir, Options{EdgeIDs: on})
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := s.SampleEpoch(context.Background(), seeds, fan, epoch.Key{Seed: 1, Epoch: uint32(i)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

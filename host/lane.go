@@ -87,7 +87,9 @@ func openLane(i int, opts Options, s *Sampler, chunkBytes, mt int) (_ *deviceLan
 	if l.targets, err = alloc(xrt.ArgTargets, 4*mt, xrt.BONormal); err != nil {
 		return nil, err
 	}
-	if l.result, err = alloc(xrt.ArgResult, 4*mt*opts.MaxFanout, xrt.BONormal); err != nil {
+	// With edge ids the kernel writes as many edge indices after the
+	// samples (argument 7): the result buffer is twice as large.
+	if l.result, err = alloc(xrt.ArgResult, 4*mt*opts.MaxFanout*resultWords(opts.EdgeIDs), xrt.BONormal); err != nil {
 		return nil, err
 	}
 	if l.tmap, err = l.targets.Map(); err != nil {
@@ -237,8 +239,19 @@ func (l *deviceLane) takeOpenRead(slot int) int64 {
 	return n
 }
 
-// run launches the kernel once over targets, all inside the chunk in slot.
-func (l *deviceLane) run(slot int, targets []uint32, out []int32, fanout int, key uint64, replace bool) (kernel, syncT time.Duration, err error) {
+// resultWords is the result buffer's words per sample slot: 1, or 2 with
+// edge ids.
+func resultWords(edgeIDs bool) int {
+	if edgeIDs {
+		return 2
+	}
+	return 1
+}
+
+// run launches the kernel once over targets, all inside the chunk in slot;
+// with edges (as long as out) it asks for and reads back the chunk-local
+// edge indices too.
+func (l *deviceLane) run(slot int, targets []uint32, out, edges []int32, fanout int, key uint64, replace bool) (kernel, syncT time.Duration, err error) {
 	t0 := time.Now()
 	nt := len(targets)
 	putWords(l.tmap[:4*nt], targets)
@@ -246,9 +259,12 @@ func (l *deviceLane) run(slot int, targets []uint32, out []int32, fanout int, ke
 		return 0, 0, fmt.Errorf("sync targets: %w", err)
 	}
 	r := l.run_
-	rep := uint32(0)
+	rep, ed := uint32(0), uint32(0)
 	if replace {
 		rep = 1
+	}
+	if edges != nil {
+		ed = 1
 	}
 	for _, e := range []error{
 		r.SetBO(xrt.ArgChunk, l.chunk[slot]),
@@ -256,6 +272,7 @@ func (l *deviceLane) run(slot int, targets []uint32, out []int32, fanout int, ke
 		r.SetUint32(xrt.ArgFanout, uint32(fanout)),
 		r.SetUint64(xrt.ArgKey, key),
 		r.SetUint32(xrt.ArgReplace, rep),
+		r.SetUint32(xrt.ArgEdges, ed),
 	} {
 		if e != nil {
 			return 0, 0, fmt.Errorf("set kernel arguments: %w", e)
@@ -275,10 +292,13 @@ func (l *deviceLane) run(slot int, targets []uint32, out []int32, fanout int, ke
 	}
 	t2 := time.Now()
 	nr := 4 * len(out)
-	if err := l.result.Sync(xrt.FromDevice, nr, 0); err != nil {
+	if err := l.result.Sync(xrt.FromDevice, nr*int(1+ed), 0); err != nil {
 		return t2.Sub(t1), t1.Sub(t0), fmt.Errorf("sync results: %w", err)
 	}
 	getInt32s(out, l.rmap[:nr])
+	if edges != nil {
+		getInt32s(edges, l.rmap[nr:2*nr])
+	}
 	return t2.Sub(t1), t1.Sub(t0) + time.Since(t2), nil
 }
 

@@ -33,8 +33,9 @@ type lane interface {
 	// layer has counted yet; 0 otherwise.
 	takeOpenRead(slot int) int64
 	// run samples fanout neighbors of each target (all inside the chunk in
-	// slot) into out (len(targets)*fanout entries).
-	run(slot int, targets []uint32, out []int32, fanout int, key uint64, replace bool) (kernel, sync time.Duration, err error)
+	// slot) into out (len(targets)*fanout entries) and, when edges is not
+	// nil (as long as out), each slot's chunk-local edge index (hls.RunEdges).
+	run(slot int, targets []uint32, out, edges []int32, fanout int, key uint64, replace bool) (kernel, sync time.Duration, err error)
 }
 
 // splitter partitions a sorted frontier by chunk (chunkfmt.Index).
@@ -56,8 +57,10 @@ type loadedJob struct {
 	slot int
 }
 
-// sampleEpoch runs the layers of DESIGN §4 over lanes.
-func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32, fanouts []int, key epoch.Key, st *Stats, onChunk func(layer, chunk int, bytes int64)) (*epoch.Result, error) {
+// sampleEpoch runs the layers of DESIGN §4 over lanes. With edgeBase
+// (chunk c's first global edge, and its end at c+1: prefix sums of the
+// manifest's NEdges; nil for no edge ids) every layer gets EdgeIDs.
+func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32, fanouts []int, key epoch.Key, st *Stats, onChunk func(layer, chunk int, bytes int64), edgeBase []int64) (*epoch.Result, error) {
 	start := time.Now()
 	frontier := sortedUnique(seeds)
 	res := &epoch.Result{Key: key, Layers: make([]epoch.Layer, 0, len(fanouts))}
@@ -69,6 +72,10 @@ func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32,
 		t0 := time.Now()
 		ls := LayerStats{Layer: l, Fanout: k, Targets: len(frontier)}
 		samples := make([]int32, len(frontier)*k)
+		var edgeIDs []int64
+		if edgeBase != nil {
+			edgeIDs = make([]int64, len(samples))
+		}
 		parts := ix.Split(frontier)
 		jobs := make([]chunkJob, 0, len(parts))
 		lo := 0
@@ -90,7 +97,7 @@ func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32,
 		if onChunk != nil {
 			hook = func(c int, n int64) { onChunk(l, c, n) }
 		}
-		if err := runLayer(ctx, lanes, jobs, samples, k, key.Layer(l), key.Replace, &ls, hook); err != nil {
+		if err := runLayer(ctx, lanes, jobs, samples, edgeIDs, edgeBase, k, key.Layer(l), key.Replace, &ls, hook); err != nil {
 			return nil, fmt.Errorf("layer %d: %w", l, err)
 		}
 		n, err := checkSamples(samples, frontier, k, jobs, ix.NumNodes())
@@ -98,7 +105,7 @@ func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32,
 			return nil, fmt.Errorf("layer %d (hop %d): %w", l, l+1, err)
 		}
 		ls.SampledSlots = n
-		res.Layers = append(res.Layers, epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples})
+		res.Layers = append(res.Layers, epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples, EdgeIDs: edgeIDs})
 		frontier = epoch.NextFrontier(frontier, samples)
 		ls.Wall = time.Since(t0)
 		st.Layers = append(st.Layers, ls)
@@ -141,6 +148,30 @@ func checkSamples(samples []int32, frontier []uint32, k int, jobs []chunkJob, nu
 	return n, nil
 }
 
+// ErrBadEdge is wrapped by the error for an edge index a device returned
+// that is not an edge of the chunk sampled, or that disagrees with its
+// sample about the slot being empty (as ErrBadSample, only a corrupt
+// chunk or a faulty device gives one).
+var ErrBadEdge = errors.New("host: edge index is not an edge of the chunk")
+
+// globalEdges turns a launch's chunk-local edge indices into global edge
+// ids (base + index) in dst, checking each against the chunk's nEdges and
+// its sample; the error names the target and slot.
+func globalEdges(dst []int64, local, samples []int32, targets []uint32, fanout int, chunk int, base, nEdges int64) error {
+	for i, e := range local {
+		switch {
+		case e >= 0 && int64(e) < nEdges && samples[i] != -1:
+			dst[i] = base + int64(e)
+		case e == -1 && samples[i] == -1:
+			dst[i] = -1
+		default:
+			return fmt.Errorf("%w: chunk %d, node %d, slot %d: edge index %d for sample %d, want -1 exactly at an empty slot and below the chunk's %d edges elsewhere",
+				ErrBadEdge, chunk, targets[i/fanout], i%fanout, e, samples[i], nEdges)
+		}
+	}
+	return nil
+}
+
 // runLayer streams jobs through every lane concurrently: a shared work
 // queue (which hands a lane the chunk already in its free buffer first, so
 // the chunks left in the buffers by the previous layer are not read again)
@@ -148,9 +179,11 @@ func checkSamples(samples []int32, frontier []uint32, k int, jobs []chunkJob, nu
 // kernel goroutine (launches over the loaded slot, then frees it), so a
 // lane's next read overlaps its current kernel and readback. Each job
 // writes its own contiguous range of samples, so results land in frontier
-// order without a merge step. The first error cancels the layer; all
+// order without a merge step; with edgeIDs (and edgeBase, see
+// sampleEpoch) each launch's chunk-local edge indices land in the same
+// range of edgeIDs as global ids. The first error cancels the layer; all
 // goroutines have exited when runLayer returns.
-func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int32, fanout int, key uint64, replace bool, ls *LayerStats, onChunk func(chunk int, bytes int64)) error {
+func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int32, edgeIDs, edgeBase []int64, fanout int, key uint64, replace bool, ls *LayerStats, onChunk func(chunk int, bytes int64)) error {
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	queue := newDispatcher(jobs)
@@ -236,15 +269,27 @@ func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int3
 				merge(func() { ls.Launches += launches; ls.KernelTime += kernel; ls.SyncTime += syncT })
 			}()
 			mt := ln.maxTargets()
+			var local []int32 // one launch's chunk-local edge indices
+			if edgeIDs != nil {
+				local = make([]int32, mt*fanout)
+			}
 			for lj := range loaded {
 				for off := 0; off < len(lj.targets) && lctx.Err() == nil; off += mt {
 					end := min(off+mt, len(lj.targets))
 					pos := lj.lo + off
 					out := samples[pos*fanout : (lj.lo+end)*fanout]
-					kt, stt, err := ln.run(lj.slot, lj.targets[off:end], out, fanout, key, replace)
+					var el []int32
+					if local != nil {
+						el = local[:len(out)]
+					}
+					kt, stt, err := ln.run(lj.slot, lj.targets[off:end], out, el, fanout, key, replace)
 					kernel += kt
 					syncT += stt
 					launches++
+					if err == nil && el != nil {
+						err = globalEdges(edgeIDs[pos*fanout:(lj.lo+end)*fanout], el, out, lj.targets[off:end], fanout,
+							lj.chunk, edgeBase[lj.chunk], edgeBase[lj.chunk+1]-edgeBase[lj.chunk])
+					}
 					if err != nil {
 						cancel(fmt.Errorf("%s: chunk %d (targets %d..%d): %w", ln.name(), lj.chunk, off, end, err))
 						break

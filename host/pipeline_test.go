@@ -66,7 +66,7 @@ func (f *fakeLane) load(slot, c int) (int64, error) {
 	f.loads.Add(1)
 	return 4096, nil
 }
-func (f *fakeLane) run(slot int, targets []uint32, out []int32, k int, key uint64, replace bool) (time.Duration, time.Duration, error) {
+func (f *fakeLane) run(slot int, targets []uint32, out, edges []int32, k int, key uint64, replace bool) (time.Duration, time.Duration, error) {
 	c := f.slots[slot]
 	if f.onRun != nil {
 		f.onRun(c)
@@ -84,6 +84,17 @@ func (f *fakeLane) run(slot int, targets []uint32, out []int32, k int, key uint6
 		}
 		nb, _ := f.g.Neighbors(v)
 		rng.Sample(out[i*k:(i+1)*k], nb, v, key, replace)
+		if edges != nil {
+			// Chunk-local: v's first edge less the chunk's first.
+			row := edges[i*k : (i+1)*k]
+			rng.Positions(row, len(nb), v, key, replace)
+			local := int32(f.g.Indptr[v] - f.g.Indptr[f.split.starts[c]])
+			for s, p := range row {
+				if p >= 0 {
+					row[s] = local + p
+				}
+			}
+		}
 	}
 	return time.Microsecond, time.Microsecond, nil
 }
@@ -119,11 +130,28 @@ func TestPipelineMatchesReference(t *testing.T) {
 				t.Fatal(err)
 			}
 			var st Stats
-			got, err := sampleEpoch(context.Background(), fakeLanes(g, evenSplit(5000, tc.chunks), tc.lanes, tc.mt), evenSplit(5000, tc.chunks), seeds, []int{9, 5, 3}, key, &st, nil)
+			got, err := sampleEpoch(context.Background(), fakeLanes(g, evenSplit(5000, tc.chunks), tc.lanes, tc.mt), evenSplit(5000, tc.chunks), seeds, []int{9, 5, 3}, key, &st, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			requireEqualResults(t, got, want)
+			// With edge ids: the same samples, and the oracle's ids from
+			// chunk-local indices plus each chunk's first edge.
+			wantE, err := ReferenceEdgeIDs(g, seeds, []int{9, 5, 3}, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp := evenSplit(5000, tc.chunks)
+			base := make([]int64, tc.chunks+1)
+			for c := range sp.starts {
+				base[c] = int64(g.Indptr[sp.starts[c]])
+			}
+			base[tc.chunks] = int64(len(g.Indices))
+			gotE, err := sampleEpoch(context.Background(), fakeLanes(g, sp, tc.lanes, tc.mt), sp, seeds, []int{9, 5, 3}, key, &Stats{}, nil, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			requireEqualResults(t, gotE, wantE)
 			for _, ls := range st.Layers {
 				if ls.ChunksRead+ls.ChunksReused+ls.ChunksSkipped != tc.chunks {
 					t.Fatalf("layer %d: read %d + reused %d + skipped %d != %d chunks", ls.Layer, ls.ChunksRead, ls.ChunksReused, ls.ChunksSkipped, tc.chunks)
@@ -154,6 +182,17 @@ func requireEqualResults(t *testing.T, got, want *epoch.Result) {
 			t.Fatalf("layer %d: samples differ at row %d (node %d): %v vs %v", l, i/w.Fanout, w.Frontier[i/w.Fanout],
 				g.Samples[i/w.Fanout*w.Fanout:][:w.Fanout], w.Samples[i/w.Fanout*w.Fanout:][:w.Fanout])
 		}
+		if (g.EdgeIDs == nil) != (w.EdgeIDs == nil) {
+			t.Fatalf("layer %d: edge ids present %v, want %v", l, g.EdgeIDs != nil, w.EdgeIDs != nil)
+		}
+		if !slices.Equal(g.EdgeIDs, w.EdgeIDs) {
+			for i := range min(len(g.EdgeIDs), len(w.EdgeIDs)) {
+				if g.EdgeIDs[i] != w.EdgeIDs[i] {
+					t.Fatalf("layer %d: edge ids differ at row %d (node %d) slot %d: %d vs %d", l, i/w.Fanout, w.Frontier[i/w.Fanout], i%w.Fanout, g.EdgeIDs[i], w.EdgeIDs[i])
+				}
+			}
+			t.Fatalf("layer %d: %d edge ids, want %d", l, len(g.EdgeIDs), len(w.EdgeIDs))
+		}
 	}
 	if !slices.Equal(got.Final, want.Final) {
 		t.Fatal("final frontier differs")
@@ -180,7 +219,7 @@ func TestPipelineDeviceErrorNamesDeviceAndChunk(t *testing.T) {
 		l.(*fakeLane).failAt = 13
 	}
 	before := runtime.NumGoroutine()
-	_, err := sampleEpoch(context.Background(), lanes, sp, randomSeeds(2000, 1500, 1), []int{4}, epoch.Key{}, &Stats{}, nil)
+	_, err := sampleEpoch(context.Background(), lanes, sp, randomSeeds(2000, 1500, 1), []int{4}, epoch.Key{}, &Stats{}, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "chunk 13") || !strings.Contains(err.Error(), "fake device") || !strings.Contains(err.Error(), "injected") {
 		t.Fatalf("err = %v", err)
 	}
@@ -204,7 +243,7 @@ func TestPipelineCancel(t *testing.T) {
 		}
 	}
 	before := runtime.NumGoroutine()
-	_, err := sampleEpoch(ctx, lanes, sp, randomSeeds(4000, 3000, 2), []int{5, 5}, epoch.Key{}, &Stats{}, nil)
+	_, err := sampleEpoch(ctx, lanes, sp, randomSeeds(4000, 3000, 2), []int{5, 5}, epoch.Key{}, &Stats{}, nil, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -225,5 +264,34 @@ func requireNoLeak(t *testing.T, before int) {
 			t.Fatalf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// globalEdges adds the chunk's first edge and refuses an index outside the
+// chunk's edges or one that disagrees with its sample about the slot being
+// empty, naming node and slot.
+func TestGlobalEdges(t *testing.T) {
+	targets := []uint32{40, 41}
+	samples := []int32{7, -1, 8, 9}
+	dst := make([]int64, 4)
+	if err := globalEdges(dst, []int32{0, -1, 4, 5}, samples, targets, 2, 3, 100, 6); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{100, -1, 104, 105}; !slices.Equal(dst, want) {
+		t.Fatalf("got %v, want %v", dst, want)
+	}
+	for _, tc := range []struct {
+		local []int32
+		want  string
+	}{
+		{[]int32{0, -1, 4, 6}, "node 41, slot 1: edge index 6"},
+		{[]int32{0, 2, 4, 5}, "node 40, slot 1: edge index 2 for sample -1"},
+		{[]int32{-1, -1, 4, 5}, "node 40, slot 0: edge index -1 for sample 7"},
+		{[]int32{0, -1, -2, 5}, "node 41, slot 0: edge index -2"},
+	} {
+		err := globalEdges(dst, tc.local, samples, targets, 2, 3, 100, 6)
+		if !errors.Is(err, ErrBadEdge) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want ErrBadEdge naming %q", tc.local, err, tc.want)
+		}
 	}
 }

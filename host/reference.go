@@ -67,6 +67,29 @@ func validateRequest(numNodes uint32, seeds []uint32, fanouts []int) error {
 	return nil
 }
 
+// EdgeAdjacency is an Adjacency that also knows where each node's
+// adjacency starts in the graph's stored CSR: FirstEdge(v) is the global
+// edge index of v's first neighbor (CSR.Indptr[v]).
+type EdgeAdjacency interface {
+	Adjacency
+	FirstEdge(node uint32) (uint64, error)
+}
+
+// FirstEdge returns Indptr[node].
+func (c *CSR) FirstEdge(node uint32) (uint64, error) {
+	if uint64(node)+1 >= uint64(len(c.Indptr)) {
+		return 0, fmt.Errorf("node %d: %w: graph has %d nodes", node, ErrInvalid, c.NumNodes())
+	}
+	return c.Indptr[node], nil
+}
+
+// ReferenceEdgeIDs is Reference with edge ids: every layer also carries
+// EdgeIDs, FirstEdge(v) plus the position rng.Positions chose in v's
+// adjacency, -1 at empty slots. It is the oracle of the backends' edge ids.
+func ReferenceEdgeIDs(g EdgeAdjacency, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error) {
+	return reference(g, g, seeds, fanouts, key)
+}
+
 // Reference samples an epoch entirely in memory, as plainly as possible:
 // it is the oracle the streaming and GPU backends are tested against.
 //
@@ -75,6 +98,11 @@ func validateRequest(numNodes uint32, seeds []uint32, fanouts []int) error {
 // frontier_{l+1} is the sorted unique union of frontier_l and the valid
 // samples (computed here with a set, independently of epoch.NextFrontier).
 func Reference(g Adjacency, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error) {
+	return reference(g, nil, seeds, fanouts, key)
+}
+
+// reference is Reference, with edge ids when edges is not nil.
+func reference(g Adjacency, edges EdgeAdjacency, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error) {
 	if err := validateRequest(g.NumNodes(), seeds, fanouts); err != nil {
 		return nil, err
 	}
@@ -83,14 +111,34 @@ func Reference(g Adjacency, seeds []uint32, fanouts []int, key epoch.Key) (*epoc
 	for l, k := range fanouts {
 		lkey := key.Layer(l)
 		samples := make([]int32, len(frontier)*k)
+		var edgeIDs []int64
+		var pos []int32
+		if edges != nil {
+			edgeIDs = make([]int64, len(samples))
+			pos = make([]int32, k)
+		}
 		for i, v := range frontier {
 			nb, err := g.Neighbors(v)
 			if err != nil {
 				return nil, fmt.Errorf("reference: layer %d node %d: %w", l, v, err)
 			}
 			rng.Sample(samples[i*k:(i+1)*k], nb, v, lkey, key.Replace)
+			if edges == nil {
+				continue
+			}
+			first, err := edges.FirstEdge(v)
+			if err != nil {
+				return nil, fmt.Errorf("reference: layer %d node %d: %w", l, v, err)
+			}
+			rng.Positions(pos, len(nb), v, lkey, key.Replace)
+			for s, p := range pos {
+				edgeIDs[i*k+s] = -1
+				if p >= 0 {
+					edgeIDs[i*k+s] = int64(first) + int64(p)
+				}
+			}
 		}
-		res.Layers[l] = epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples}
+		res.Layers[l] = epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples, EdgeIDs: edgeIDs}
 
 		set := make(map[uint32]struct{}, len(frontier)*2)
 		for _, v := range frontier {

@@ -67,6 +67,12 @@ type Options struct {
 	// is host memory), so for it the option only changes how. It costs a
 	// second read of every chunk, in the reader goroutine (docs/KERNEL.md).
 	VerifyReads bool
+	// EdgeIDs asks for edge ids: every Result's layers carry
+	// epoch.Layer.EdgeIDs (each sample's position in the stored CSR). The
+	// kernel writes a chunk-local index per slot after the samples, so the
+	// result buffers are twice as large (and, with MaxTargets 0, a launch
+	// takes fewer targets within BufferBudget).
+	EdgeIDs bool
 
 	// skipChecksum turns the CRC check of chunk reads off: only the
 	// benchmarks that measure its cost set it.
@@ -88,6 +94,9 @@ type Sampler struct {
 	lanes    []*deviceLane
 	onChunk  func(layer, chunk int, bytes int64)
 	check    readCheck
+	// edgeBase is chunk c's first global edge at c and the edge count at
+	// len(Chunks) (prefix sums of NEdges); nil without Options.EdgeIDs.
+	edgeBase []int64
 
 	mu   sync.Mutex // serialises SampleEpoch; guards last
 	last *Stats
@@ -135,6 +144,12 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 		return nil, err
 	}
 	sm := &Sampler{dir: graphDir, manifest: m, index: ix, backend: opts.Backend, maxK: opts.MaxFanout, onChunk: opts.OnChunk}
+	if opts.EdgeIDs {
+		sm.edgeBase = make([]int64, len(m.Chunks)+1)
+		for c, ci := range m.Chunks {
+			sm.edgeBase[c+1] = sm.edgeBase[c] + int64(ci.NEdges)
+		}
+	}
 	switch {
 	case opts.skipChecksum:
 		sm.check = checkNone
@@ -163,7 +178,7 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 	chunkBytes = max(chunkBytes, ioAlign)
 	mt := int64(opts.MaxTargets)
 	if mt <= 0 {
-		mt = min(max(opts.BufferBudget/int64(4*(1+opts.MaxFanout)), 1), max(maxNodes, 1))
+		mt = min(max(opts.BufferBudget/int64(4*(1+opts.MaxFanout*resultWords(opts.EdgeIDs))), 1), max(maxNodes, 1))
 	}
 
 	if err := sm.openFile(path, !opts.Buffered); err != nil {
@@ -289,7 +304,7 @@ func (s *Sampler) SampleEpochStats(ctx context.Context, seeds []uint32, fanouts 
 	for i, l := range s.lanes {
 		lanes[i] = l
 	}
-	res, err := sampleEpoch(ctx, lanes, s.index, seeds, fanouts, key, st, s.onChunk)
+	res, err := sampleEpoch(ctx, lanes, s.index, seeds, fanouts, key, st, s.onChunk, s.edgeBase)
 	if err != nil {
 		return nil, nil, fmt.Errorf("host: epoch %d: %w", key.Epoch, err)
 	}

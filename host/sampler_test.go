@@ -287,3 +287,113 @@ func TestSamplerBufferedFallback(t *testing.T) {
 	}
 	requireEqualResults(t, got, want)
 }
+
+// repeatedCSR is randomCSR with every adjacency's neighbors repeated
+// (each id up to three times, still sorted): a multigraph, where an edge
+// id cannot be recovered from the neighbor id.
+func repeatedCSR(n uint32, avgDeg int, seed uint64) *CSR {
+	g := randomCSR(n, avgDeg, seed)
+	c := &CSR{Indptr: make([]uint64, n+1)}
+	for v := uint32(0); v < n; v++ {
+		nb, _ := g.Neighbors(v)
+		for i, u := range nb {
+			for range 1 + (int(v)+i)%3 {
+				c.Indices = append(c.Indices, u)
+			}
+		}
+		c.Indptr[v+1] = uint64(len(c.Indices))
+	}
+	return c
+}
+
+// writeMultigraph packs g without deduplication (repeated neighbors kept).
+func writeMultigraph(t testing.TB, g *CSR, chunkSize int64) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "graph")
+	w, err := chunkfmt.NewWriter(dir, g.NumNodes(), chunkSize, chunkfmt.Options{Dedup: false, SelfLoops: chunkfmt.SelfLoopsKeep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := uint32(0); v < g.NumNodes(); v++ {
+		nb, _ := g.Neighbors(v)
+		if err := w.Append(nb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// With Options.EdgeIDs the streamed epoch carries the reference's edge
+// ids (indptr[node] + the position chosen, from the graph's own CSR, not
+// from the kernel's chunk-local index): on a multigraph, with and without
+// replacement, over chunk sizes that put nodes in later chunks, several
+// devices and launches. Its samples are those of the sampler without edge
+// ids, which carries none.
+func TestSamplerEdgeIDs(t *testing.T) {
+	g := repeatedCSR(3000, 8, 5)
+	seeds := randomSeeds(g.NumNodes(), 400, 3)
+	fan := []int{12, 6, 3}
+	for _, tc := range []struct {
+		chunkSize           int64
+		devices, maxTargets int
+	}{
+		{1024, 1, 0}, {4 << 10, 2, 7}, {64 << 20, 1, 0},
+	} {
+		dir := writeMultigraph(t, g, tc.chunkSize)
+		plain := openSampler(t, dir, Options{Devices: tc.devices, MaxTargets: tc.maxTargets})
+		withIDs := openSampler(t, dir, Options{Devices: tc.devices, MaxTargets: tc.maxTargets, EdgeIDs: true})
+		if n := len(plain.Manifest().Chunks); tc.chunkSize == 1024 && n < 10 {
+			t.Fatalf("chunk size %d: %d chunks, want many", tc.chunkSize, n)
+		}
+		for _, replace := range []bool{false, true} {
+			t.Run(fmt.Sprintf("chunk%d-dev%d-mt%d-replace%v", tc.chunkSize, tc.devices, tc.maxTargets, replace), func(t *testing.T) {
+				key := epoch.Key{Seed: 11, Epoch: 2, Replace: replace}
+				want, err := ReferenceEdgeIDs(g, seeds, fan, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := want.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				got, err := withIDs.SampleEpoch(context.Background(), seeds, fan, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				requireEqualResults(t, got, want)
+				off, err := plain.SampleEpoch(context.Background(), seeds, fan, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for l := range off.Layers {
+					if off.Layers[l].EdgeIDs != nil {
+						t.Fatalf("layer %d: edge ids without Options.EdgeIDs", l)
+					}
+					off.Layers[l].EdgeIDs = got.Layers[l].EdgeIDs // compare the rest
+				}
+				requireEqualResults(t, off, got)
+				// A repeated neighbor sampled twice in a row keeps two ids.
+				if !hasRepeatedPick(got) {
+					t.Fatal("no row took two copies of one neighbor: the test does not exercise multigraph edge ids")
+				}
+			})
+		}
+	}
+}
+
+// hasRepeatedPick reports whether some row sampled one neighbor at two
+// different edge ids.
+func hasRepeatedPick(r *epoch.Result) bool {
+	for _, ly := range r.Layers {
+		for i := 0; i+1 < len(ly.Samples); i++ {
+			for j := i + 1; j < (i/ly.Fanout+1)*ly.Fanout; j++ {
+				if ly.Samples[i] >= 0 && ly.Samples[i] == ly.Samples[j] && ly.EdgeIDs[i] != ly.EdgeIDs[j] {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

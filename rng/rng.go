@@ -41,18 +41,16 @@ func Below(r uint64, m uint32) uint32 {
 	return uint32((uint64(uint32(r>>32)) * uint64(m)) >> 32)
 }
 
-// Sample writes the sample of node's neighbors nb into out, whose length
-// is the fanout k. It is the reference definition of DESIGN §3:
-//
-//   - len(nb) <= k: nb in order, then -1 in the remaining slots;
-//   - without replacement: Floyd's algorithm, in the order chosen;
-//   - with replacement: slot t is nb[Below(Draw(key,node,t), d)].
-//
-// Neighbor ids are node ids below 2^31 when stored in out; callers keep
-// num_nodes below 2^31 so that -1 stays unambiguous.
-func Sample(out []int32, nb []uint32, node uint32, key uint64, replace bool) {
+// Positions writes into out, whose length is the fanout k, the positions
+// in node's adjacency (0..degree-1, in CSR order) that the sample of
+// DESIGN §3 takes, slot by slot, and -1 in empty slots. It is the part of
+// the definition that does not look at the neighbors: Sample's slot t is
+// nb[p] for p = out[t]. Positions are what an edge id is made of (the
+// adjacency's first edge + p), and unlike the neighbor they tell apart
+// repeated neighbors. degree must be below 2^31.
+func Positions(out []int32, degree int, node uint32, key uint64, replace bool) {
 	k := len(out)
-	d := len(nb)
+	d := degree
 	if replace {
 		if d == 0 {
 			for t := range out {
@@ -61,22 +59,21 @@ func Sample(out []int32, nb []uint32, node uint32, key uint64, replace bool) {
 			return
 		}
 		for t := range out {
-			out[t] = int32(nb[Below(Draw(key, node, uint32(t)), uint32(d))])
+			out[t] = int32(Below(Draw(key, node, uint32(t)), uint32(d)))
 		}
 		return
 	}
 	if d <= k {
 		for t := 0; t < d; t++ {
-			out[t] = int32(nb[t])
+			out[t] = int32(t)
 		}
 		for t := d; t < k; t++ {
 			out[t] = -1
 		}
 		return
 	}
-	// Floyd's algorithm over positions. The chosen positions are kept in
-	// out itself (as positions) until the end, so no allocation is needed;
-	// k is small (a fanout), so the linear membership test is cheapest.
+	// Floyd's algorithm over positions; k is small (a fanout), so the
+	// linear membership test is cheapest.
 	for t := 0; t < k; t++ {
 		j := uint32(d - k + t)
 		p := Below(Draw(key, node, uint32(t)), j+1)
@@ -88,7 +85,24 @@ func Sample(out []int32, nb []uint32, node uint32, key uint64, replace bool) {
 		}
 		out[t] = int32(p)
 	}
-	for t := range out {
-		out[t] = int32(nb[out[t]])
+}
+
+// Sample writes the sample of node's neighbors nb into out, whose length
+// is the fanout k. It is the reference definition of DESIGN §3:
+//
+//   - len(nb) <= k: nb in order, then -1 in the remaining slots;
+//   - without replacement: Floyd's algorithm, in the order chosen;
+//   - with replacement: slot t is nb[Below(Draw(key,node,t), d)].
+//
+// Slot t is nb[p] for the position p that Positions gives (computed here
+// in out itself, so nothing is allocated). Neighbor ids are node ids below
+// 2^31 when stored in out; callers keep num_nodes below 2^31 so that -1
+// stays unambiguous.
+func Sample(out []int32, nb []uint32, node uint32, key uint64, replace bool) {
+	Positions(out, len(nb), node, key, replace)
+	for t, p := range out {
+		if p >= 0 {
+			out[t] = int32(nb[p])
+		}
 	}
 }

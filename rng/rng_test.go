@@ -30,20 +30,75 @@ func TestDesignVectors(t *testing.T) {
 		k       int
 		replace bool
 		want    []int32
+		pos     []int32 // Positions: the positions in nb that want takes
 	}{
-		{"floyd", nb, 5, false, []int32{170, 193, 151, 156, 181}},
-		{"replace", nb, 5, true, []int32{173, 196, 152, 157, 181}},
-		{"short", []uint32{3, 9}, 4, false, []int32{3, 9, -1, -1}},
-		{"empty-replace", nil, 3, true, []int32{-1, -1, -1}},
+		{"floyd", nb, 5, false, []int32{170, 193, 151, 156, 181}, []int32{70, 93, 51, 56, 81}},
+		{"replace", nb, 5, true, []int32{173, 196, 152, 157, 181}, []int32{73, 96, 52, 57, 81}},
+		{"short", []uint32{3, 9}, 4, false, []int32{3, 9, -1, -1}, []int32{0, 1, -1, -1}},
+		{"empty-replace", nil, 3, true, []int32{-1, -1, -1}, []int32{-1, -1, -1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out := make([]int32, tc.k)
 			Sample(out, tc.nb, 7, key, tc.replace)
 			if !slices.Equal(out, tc.want) {
-				t.Fatalf("got %v, want %v", out, tc.want)
+				t.Fatalf("Sample: got %v, want %v", out, tc.want)
+			}
+			pos := make([]int32, tc.k)
+			Positions(pos, len(tc.nb), 7, key, tc.replace)
+			if !slices.Equal(pos, tc.pos) {
+				t.Fatalf("Positions: got %v, want %v", pos, tc.pos)
 			}
 		})
+	}
+}
+
+// Sample's slot t is nb[Positions' slot t] (-1 where Positions has -1),
+// on adjacencies with repeated neighbors too, where the neighbor does not
+// tell which position was taken; without replacement the positions are
+// distinct.
+func TestSampleIsNeighborsAtPositions(t *testing.T) {
+	for _, replace := range []bool{false, true} {
+		for d := 0; d <= 70; d += 3 {
+			nb := make([]uint32, d)
+			for i := range nb {
+				nb[i] = uint32(i / 3) // every neighbor three times
+			}
+			for _, k := range []int{1, 2, 5, 16, 64} {
+				for node := uint32(0); node < 50; node++ {
+					key := Key(9, node%4, int(node%3))
+					got, pos := make([]int32, k), make([]int32, k)
+					Sample(got, nb, node, key, replace)
+					Positions(pos, d, node, key, replace)
+					seen := map[int32]bool{}
+					for s, p := range pos {
+						want := int32(-1)
+						if p >= 0 {
+							if int(p) >= d || (!replace && seen[p]) {
+								t.Fatalf("replace %v d %d k %d node %d: bad position %d in %v", replace, d, k, node, p, pos)
+							}
+							seen[p] = true
+							want = int32(nb[p])
+						}
+						if got[s] != want {
+							t.Fatalf("replace %v d %d k %d node %d slot %d: Sample %d, nb[%d] = %d", replace, d, k, node, s, got[s], p, want)
+						}
+					}
+					filled, wantFilled := 0, min(d, k)
+					for _, p := range pos {
+						if p >= 0 {
+							filled++
+						}
+					}
+					if replace && d > 0 {
+						wantFilled = k
+					}
+					if filled != wantFilled || (!replace && len(seen) != filled) {
+						t.Fatalf("replace %v d %d k %d node %d: %d filled slots (%d distinct), want %d: %v", replace, d, k, node, filled, len(seen), wantFilled, pos)
+					}
+				}
+			}
+		}
 	}
 }
 

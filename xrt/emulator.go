@@ -58,8 +58,9 @@ const emuDDRBase = 0x4000000000
 var builtinUUID = UUID{'s', 't', 'r', 'e', 'a', 'm', 's', 'a', 'm', 'p', 'l', 'e', 'r', 'e', 'm', 'u'}
 
 // kernelFunc is the signature of the sampling kernel that emulated runs
-// of SampleKernel execute (package hls's Run).
-type kernelFunc func(chunk, targets []uint32, out []int32, fanout int, key uint64, replace bool) error
+// of SampleKernel execute (package hls's RunEdges): edges is nil when the
+// run does not ask for edge indices.
+type kernelFunc func(chunk, targets []uint32, out, edges []int32, fanout int, key uint64, replace bool) error
 
 // emuDevice is a software SmartSSD.
 type emuDevice struct {

@@ -32,7 +32,7 @@ func BenchmarkEmulatorRun(b *testing.B) {
 			run := must[Run](b)(k.NewRun())
 			key := rng.Key(1, 2, 3)
 			for _, err := range []error{run.SetBO(0, chunk), run.SetBO(1, rb), run.SetBO(2, tb), run.SetUint32(3, uint32(len(ts))),
-				run.SetUint32(4, fanout), run.SetUint64(5, key), run.SetUint32(6, 0)} {
+				run.SetUint32(4, fanout), run.SetUint64(5, key), run.SetUint32(6, 0), run.SetUint32(7, 0)} {
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -313,20 +313,29 @@ func runSampleKernel(fn kernelFunc, v []argVal, units int) error {
 	if replace > 1 {
 		return fmt.Errorf("replace = %d, want 0 or 1", replace)
 	}
+	edges := uint32(v[ArgEdges].scalar)
+	if edges > 1 {
+		return fmt.Errorf("edges = %d, want 0 or 1", edges)
+	}
 	if fanout <= 0 {
 		return fmt.Errorf("fanout = %d, want at least 1", fanout)
 	}
 	if int64(n)*4 > int64(targets.size) {
 		return fmt.Errorf("targets buffer of %d bytes too small for n_targets = %d (%d bytes)", targets.size, n, int64(n)*4)
 	}
-	if need := int64(n) * int64(fanout) * 4; need > int64(result.size) {
-		return fmt.Errorf("result buffer of %d bytes too small for n_targets*fanout = %d*%d int32 (%d bytes)", result.size, n, fanout, need)
+	words32 := int64(n) * int64(fanout) * int64(1+edges) // samples, then edge indices
+	if need := words32 * 4; need > int64(result.size) {
+		return fmt.Errorf("result buffer of %d bytes too small for n_targets*fanout*(1+edges) = %d*%d*%d int32 (%d bytes)", result.size, n, fanout, 1+edges, need)
 	}
-	out := unsafe.Slice((*int32)(unsafe.Pointer(&result.mem[0])), n*fanout)
-	if n == 0 {
-		out = nil
+	var out, eout []int32
+	if n > 0 {
+		all := unsafe.Slice((*int32)(unsafe.Pointer(&result.mem[0])), words32)
+		out = all[:n*fanout]
+		if edges == 1 {
+			eout = all[n*fanout:]
+		}
 	}
-	return runUnits(fn, units, words(chunk, chunk.size/4), words(targets, n), out, fanout, key, replace == 1)
+	return runUnits(fn, units, words(chunk, chunk.size/4), words(targets, n), out, eout, fanout, key, replace == 1)
 }
 
 // unitTargets is the least share of a launch's targets worth a compute
@@ -336,15 +345,16 @@ const unitTargets = 4096
 
 // runUnits runs fn as a device with units compute units would: the
 // targets are cut into contiguous shares (multiples of unitTargets), and
-// each unit samples its share into its own range of out, concurrently.
+// each unit samples its share into its own range of out (and of edges,
+// when not nil), concurrently.
 // Each target's samples depend only on the chunk, the target, the key and
 // the slot (DESIGN §3), so the result is the one launch's, bit for bit.
 // A panic in a unit becomes that unit's error.
-func runUnits(fn kernelFunc, units int, chunk, targets []uint32, out []int32, fanout int, key uint64, replace bool) error {
+func runUnits(fn kernelFunc, units int, chunk, targets []uint32, out, edges []int32, fanout int, key uint64, replace bool) error {
 	n := len(targets)
 	units = min(units, n/unitTargets)
 	if units <= 1 {
-		return fn(chunk, targets, out, fanout, key, replace)
+		return fn(chunk, targets, out, edges, fanout, key, replace)
 	}
 	share := (n/units + unitTargets - 1) / unitTargets * unitTargets
 	errs := make([]error, units)
@@ -362,7 +372,11 @@ func runUnits(fn kernelFunc, units int, chunk, targets []uint32, out []int32, fa
 					errs[u] = fmt.Errorf("compute unit %d panicked: %v", u, p)
 				}
 			}()
-			errs[u] = fn(chunk, targets[lo:hi], out[lo*fanout:hi*fanout], fanout, key, replace)
+			var e []int32
+			if edges != nil {
+				e = edges[lo*fanout : hi*fanout]
+			}
+			errs[u] = fn(chunk, targets[lo:hi], out[lo*fanout:hi*fanout], e, fanout, key, replace)
 		}()
 	}
 	wg.Wait()

@@ -50,8 +50,22 @@ func TestEmulatorEndToEnd(t *testing.T) {
 				if err != nil {
 					t.Fatalf("fanout %d replace %v chunk %d: %v", fanout, replace, c, err)
 				}
-				if want := g.want(ts, fanout, key, replace); !slices.Equal(got, want) {
+				want := g.want(ts, fanout, key, replace)
+				if !slices.Equal(got, want) {
 					t.Fatalf("fanout %d replace %v chunk %d: kernel output differs from rng.Sample", fanout, replace, c)
+				}
+				// edges = 1: the same samples, then the edge indices.
+				gotS, gotE, err := sampleOnDeviceEdges(t, dev, uuid, f, g, c, ts, fanout, key, replace, true)
+				if err != nil {
+					t.Fatalf("fanout %d replace %v chunk %d with edges: %v", fanout, replace, c, err)
+				}
+				b := g.chunk(t, c)
+				wantE := make([]int32, len(want))
+				if err := hls.ReferenceEdges(unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4), ts, make([]int32, len(want)), wantE, fanout, key, replace); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(gotS, want) || !slices.Equal(gotE, wantE) {
+					t.Fatalf("fanout %d replace %v chunk %d: kernel output with edges differs from hls.ReferenceEdges", fanout, replace, c)
 				}
 			}
 		}
@@ -74,7 +88,7 @@ func TestEmulatorMissingSyncIsVisible(t *testing.T) {
 	run := must[Run](t)(k.NewRun())
 	setAll := func() {
 		for _, err := range []error{run.SetBO(0, chunk), run.SetBO(1, rb), run.SetBO(2, tb), run.SetUint32(3, uint32(len(ts))),
-			run.SetUint32(4, fanout), run.SetUint64(5, 7), run.SetUint32(6, 0)} {
+			run.SetUint32(4, fanout), run.SetUint64(5, 7), run.SetUint32(6, 0), run.SetUint32(7, 0)} {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +256,7 @@ func setupSample(t *testing.T, dev Device, uuid UUID, g *testGraph, ts []uint32,
 	rb := must[BO](t)(dev.AllocBO(max(4*len(ts)*fanout, 4), BONormal, 0))
 	run := must[Run](t)(k.NewRun())
 	for _, err := range []error{run.SetBO(0, chunk), run.SetBO(1, rb), run.SetBO(2, tb), run.SetUint32(3, uint32(len(ts))),
-		run.SetUint32(4, uint32(fanout)), run.SetUint64(5, key), run.SetUint32(6, 0)} {
+		run.SetUint32(4, uint32(fanout)), run.SetUint64(5, key), run.SetUint32(6, 0), run.SetUint32(7, 0)} {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,6 +312,9 @@ func TestEmulatorFailedRun(t *testing.T) {
 		{"fanout too big", []uint32{5}, hls.MaxFanout + 1, nil, hls.ErrBadFanout, ""},
 		{"result too small", []uint32{1, 2, 3}, 8, func(r Run, rb BO) error { return r.SetUint32(ArgNTargets, 100) }, nil, "targets buffer of 12 bytes too small for n_targets = 100"},
 		{"replace not boolean", []uint32{1}, 2, func(r Run, rb BO) error { return r.SetUint32(ArgReplace, 2) }, nil, "replace = 2"},
+		{"edges not boolean", []uint32{1}, 2, func(r Run, rb BO) error { return r.SetUint32(ArgEdges, 2) }, nil, "edges = 2"},
+		{"result too small for edges", []uint32{1, 2}, 3, func(r Run, rb BO) error { return r.SetUint32(ArgEdges, 1) }, nil,
+			"result buffer of 24 bytes too small for n_targets*fanout*(1+edges) = 2*3*2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run, rb := setupSample(t, dev, uuid, g, tc.targets, tc.fanout, 1)
@@ -334,7 +351,7 @@ func TestEmulatorFailedRun(t *testing.T) {
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run.Wait(10 * time.Second); !strings.Contains(fmt.Sprint(err), "result buffer of 20 bytes too small for n_targets*fanout = 2*3") {
+	if _, err := run.Wait(10 * time.Second); !strings.Contains(fmt.Sprint(err), "result buffer of 20 bytes too small for n_targets*fanout*(1+edges) = 2*3*1") {
 		t.Fatalf("small result buffer: %v", err)
 	}
 }
@@ -351,7 +368,7 @@ func TestEmulatorArgErrors(t *testing.T) {
 			t.Errorf("GroupID(%d) = %d, %v", arg, g, err)
 		}
 	}
-	for _, arg := range []int{ArgNTargets, ArgFanout, ArgKey, ArgReplace, 7, -1} {
+	for _, arg := range []int{ArgNTargets, ArgFanout, ArgKey, ArgReplace, ArgEdges, 8, -1} {
 		if _, err := k.GroupID(arg); !errors.Is(err, ErrBadArg) {
 			t.Errorf("GroupID(%d) = %v, want ErrBadArg", arg, err)
 		}
@@ -366,7 +383,7 @@ func TestEmulatorArgErrors(t *testing.T) {
 		"u32 on a u64":         run.SetUint32(ArgKey, 1),
 		"u64 on a u32":         run.SetUint64(ArgFanout, 1),
 		"scalar on a BO":       run.SetUint32(ArgChunk, 1),
-		"index 7":              run.SetUint32(7, 1),
+		"index 8":              run.SetUint32(8, 1),
 		"index -1":             run.SetUint64(-1, 1),
 	} {
 		if !errors.Is(err, ErrBadArg) {
@@ -388,6 +405,12 @@ func TestEmulatorArgErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := run.SetUint32(6, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Start(); !errors.Is(err, ErrBadArg) || !strings.Contains(err.Error(), "argument 7 (edges) not set") {
+		t.Fatalf("start with edges unset: %v", err)
+	}
+	if err := run.SetUint32(ArgEdges, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := run.Start(); !errors.Is(err, ErrClosed) {
@@ -613,24 +636,36 @@ func TestEmulatorComputeUnits(t *testing.T) {
 	for _, fanout := range []int{1, 7, hls.MaxFanout} {
 		key := rng.Key(9, uint32(fanout), 0)
 		want := g.want(ts, fanout, key, false)
+		wantEdges := make([]int32, len(want))
+		if err := hls.ReferenceEdges(chunk, ts, make([]int32, len(want)), wantEdges, fanout, key, false); err != nil {
+			t.Fatal(err)
+		}
 		for _, units := range []int{1, 2, 3, 7, 64} {
 			got := make([]int32, len(ts)*fanout)
-			if err := runUnits(hls.Run, units, chunk, ts, got, fanout, key, false); err != nil {
+			if err := runUnits(hls.RunEdges, units, chunk, ts, got, nil, fanout, key, false); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("fanout %d, %d units: samples differ from rng.Sample", fanout, units)
 			}
+			// With edge indices: each unit fills its share of both arrays.
+			edges := make([]int32, len(got))
+			if err := runUnits(hls.RunEdges, units, chunk, ts, got, edges, fanout, key, false); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) || !slices.Equal(edges, wantEdges) {
+				t.Fatalf("fanout %d, %d units: samples or edge indices differ from hls.ReferenceEdges", fanout, units)
+			}
 		}
 	}
 	// A unit that panics fails the launch with an error naming it.
-	boom := func(chunk, targets []uint32, out []int32, fanout int, key uint64, replace bool) error {
+	boom := func(chunk, targets []uint32, out, edges []int32, fanout int, key uint64, replace bool) error {
 		if &targets[0] != &ts[0] {
 			panic("boom")
 		}
 		return nil
 	}
-	if err := runUnits(boom, 2, chunk, ts, make([]int32, len(ts)), 1, 0, false); err == nil || !strings.Contains(err.Error(), "compute unit 1 panicked") {
+	if err := runUnits(boom, 2, chunk, ts, make([]int32, len(ts)), nil, 1, 0, false); err == nil || !strings.Contains(err.Error(), "compute unit 1 panicked") {
 		t.Fatalf("panicking unit: %v", err)
 	}
 }

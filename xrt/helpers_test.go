@@ -162,9 +162,25 @@ func must[T any](t testing.TB) func(T, error) T {
 func sampleOnDevice(t testing.TB, dev Device, uuid UUID, f *os.File, g *testGraph, chunkIdx int,
 	targets []uint32, fanout int, key uint64, replace bool) ([]int32, error) {
 	t.Helper()
+	samples, _, err := sampleOnDeviceEdges(t, dev, uuid, f, g, chunkIdx, targets, fanout, key, replace, false)
+	return samples, err
+}
+
+// sampleOnDeviceEdges is sampleOnDevice that sets argument 7 (edges) and,
+// when it is set, sizes the result buffer twice and returns the
+// chunk-local edge indices that follow the samples.
+func sampleOnDeviceEdges(t testing.TB, dev Device, uuid UUID, f *os.File, g *testGraph, chunkIdx int,
+	targets []uint32, fanout int, key uint64, replace, edges bool) ([]int32, []int32, error) {
+	t.Helper()
+	fail := func(err error) ([]int32, []int32, error) { return nil, nil, err }
+	words := len(targets) * fanout
+	edgeArg := uint32(0)
+	if edges {
+		edgeArg = 1
+	}
 	k, err := dev.OpenKernel(uuid, SampleKernel)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	defer k.Close()
 	group := func(arg int) int {
@@ -176,33 +192,33 @@ func sampleOnDevice(t testing.TB, dev Device, uuid UUID, f *os.File, g *testGrap
 	}
 	chunkBO, err := dev.AllocBO(g.chunkSize, BOP2P, group(ArgChunk))
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	defer chunkBO.Free()
 	if err := ReadP2P(f, chunkBO, 0, int64(chunkIdx)*int64(g.chunkSize), g.chunkSize); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	tb, err := dev.AllocBO(max(4*len(targets), 4), BONormal, group(ArgTargets))
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	defer tb.Free()
 	tm, err := tb.Map()
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	putU32s(tm, targets)
 	if err := tb.Sync(ToDevice, tb.Size(), 0); err != nil {
-		return nil, err
+		return fail(err)
 	}
-	rb, err := dev.AllocBO(max(4*len(targets)*fanout, 4), BONormal, group(ArgResult))
+	rb, err := dev.AllocBO(max(4*words*int(1+edgeArg), 4), BONormal, group(ArgResult))
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	defer rb.Free()
 	run, err := k.NewRun()
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	defer run.Close()
 	rep := uint32(0)
@@ -212,28 +228,32 @@ func sampleOnDevice(t testing.TB, dev Device, uuid UUID, f *os.File, g *testGrap
 	for _, err := range []error{
 		run.SetBO(ArgChunk, chunkBO), run.SetBO(ArgResult, rb), run.SetBO(ArgTargets, tb),
 		run.SetUint32(ArgNTargets, uint32(len(targets))), run.SetUint32(ArgFanout, uint32(fanout)),
-		run.SetUint64(ArgKey, key), run.SetUint32(ArgReplace, rep),
+		run.SetUint64(ArgKey, key), run.SetUint32(ArgReplace, rep), run.SetUint32(ArgEdges, edgeArg),
 	} {
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 	}
 	if err := run.Start(); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	st, err := run.Wait(30 * time.Second)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if st != StateCompleted {
 		t.Fatalf("Wait returned state %v and no error", st)
 	}
 	if err := rb.Sync(FromDevice, rb.Size(), 0); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	rm, err := rb.Map()
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	return getI32s(rm, len(targets)*fanout), nil
+	all := getI32s(rm, words*int(1+edgeArg))
+	if !edges {
+		return all, nil, nil
+	}
+	return all[:words], all[words:], nil
 }

@@ -5,7 +5,7 @@ import "github.com/streamsampler/streamsampler/hls"
 // sampleKernelImpl is what emulated runs of SampleKernel execute: the HLS
 // kernel's C++ compiled for the CPU (or hls's Go reference without cgo).
 // It is a variable only so that tests can wrap it.
-var sampleKernelImpl kernelFunc = hls.Run
+var sampleKernelImpl kernelFunc = hls.RunEdges
 
 // KernelEngine names the implementation emulated runs execute
 // (hls.Engine: "hls-cpp" with cgo, "go-reference" without).

@@ -86,15 +86,18 @@ const SampleKernel = "sample_kernel"
 // Argument indices of SampleKernel. The kernel reads n_targets target node
 // ids from the targets buffer, samples fanout neighbors of each from the
 // chunk buffer under key, and writes n_targets*fanout int32 to the result
-// buffer (-1 for empty slots).
+// buffer (-1 for empty slots); with edges = 1 another n_targets*fanout
+// int32 after them, each slot's chunk-local edge index (hls.RunEdges), so
+// the result buffer is twice as large.
 const (
 	ArgChunk    = 0 // BO: the chunk, uint32 words (chunk layout of docs/FORMAT.md)
-	ArgResult   = 1 // BO: int32 samples, n_targets*fanout
+	ArgResult   = 1 // BO: int32 samples, n_targets*fanout (then as many edge indices with edges = 1)
 	ArgTargets  = 2 // BO: uint32 target node ids, all inside the chunk
 	ArgNTargets = 3 // uint32
 	ArgFanout   = 4 // uint32, 1..hls.MaxFanout
 	ArgKey      = 5 // uint64, rng.Key(seed, epoch, layer)
 	ArgReplace  = 6 // uint32, 0 or 1
+	ArgEdges    = 7 // uint32, 0 or 1: also write chunk-local edge indices
 )
 
 // UUID identifies an xclbin (the uuid field of its axlf header).

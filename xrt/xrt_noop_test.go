@@ -168,6 +168,12 @@ func TestNoopHostSequence(t *testing.T) {
 	if err := run.SetUint32(ArgReplace, 0); err != nil {
 		t.Fatal(err)
 	}
+	if err := run.Start(); !errors.Is(err, ErrBadArg) {
+		t.Errorf("start with edges unset: %v", err)
+	}
+	if err := run.SetUint32(ArgEdges, 0); err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 3; i++ { // a run handle is reusable
 		if err := run.Start(); err != nil {
 			t.Fatal(err)

@@ -20,6 +20,10 @@ type backendFlags struct {
 	// VerifyReads re-reads every chunk a device reads and checks its
 	// CRC-32C on the host (host.Options.VerifyReads).
 	VerifyReads bool
+	// EdgeIDs asks the engine for edge ids (--edge-ids; host.Options and
+	// gpu.Options EdgeIDs). Commands with a state directory record it
+	// there (epoch.FieldEdgeIDs) and take the recorded value.
+	EdgeIDs bool
 	// GPU holds the --gpu-* flags (backend_gpu.go).
 	GPU gpuOptions
 	// OnChunk, if set, receives each chunk read (progress reporting).
@@ -31,6 +35,7 @@ func (b *backendFlags) add(cmd *cobra.Command) {
 	b.Devices = 1
 	cmd.Flags().Var(intInRange{&b.Devices, 1, maxDevices}, "devices", "number of devices to stream over")
 	cmd.Flags().StringVar(&b.Xclbin, "xclbin", "", "kernel binary for --backend xrt")
+	cmd.Flags().BoolVar(&b.EdgeIDs, "edge-ids", false, "also sample edge ids: each sampled edge's position in the graph's stored CSR (indptr[node] + the position chosen), for edge features")
 	cmd.Flags().BoolVar(&b.VerifyReads, "verify-reads", false, "--backend xrt: read every chunk a device reads again on the host and check its CRC-32C (emu and gpu always check)")
 	addGPUFlags(cmd.Flags(), &b.GPU)
 }
@@ -85,7 +90,7 @@ type gpuOptions struct {
 func openBackend(graphDir string, b backendFlags) (host.Backend, error) {
 	switch b.Backend {
 	case "emu", "xrt":
-		return host.Open(graphDir, host.Options{Backend: b.Backend, Devices: b.Devices, Xclbin: b.Xclbin, VerifyReads: b.VerifyReads, OnChunk: b.OnChunk})
+		return host.Open(graphDir, host.Options{Backend: b.Backend, Devices: b.Devices, Xclbin: b.Xclbin, VerifyReads: b.VerifyReads, EdgeIDs: b.EdgeIDs, OnChunk: b.OnChunk})
 	case "gpu":
 		return openGPU(graphDir, b)
 	default:

@@ -35,7 +35,7 @@ func openGPU(graphDir string, b backendFlags) (host.Backend, error) {
 		return nil, err
 	}
 	defer g.Close()
-	be, err := gpu.Open(b.GPU.Lib, b.GPU.Device, g, gpu.Options{Mode: mode, UVA: b.GPU.UVA, Timeout: b.GPU.Timeout})
+	be, err := gpu.Open(b.GPU.Lib, b.GPU.Device, g, gpu.Options{Mode: mode, UVA: b.GPU.UVA, Timeout: b.GPU.Timeout, EdgeIDs: b.EdgeIDs})
 	if err != nil {
 		return nil, fmt.Errorf("--backend gpu: %w", err)
 	}

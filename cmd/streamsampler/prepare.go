@@ -68,7 +68,7 @@ newest prepared one.`,
 // the command line gave (the others come from config.json).
 func (o prepareOptions) given(cmd *cobra.Command) (epoch.StateConfig, func(string) bool, error) {
 	cfg := epoch.StateConfig{Graph: o.graph, Train: o.train, Seed: o.seed, Replace: o.replace,
-		Rank: o.rank, WorldSize: o.world, Compress: o.compress}
+		Rank: o.rank, WorldSize: o.world, Compress: o.compress, EdgeIDs: o.backend.EdgeIDs}
 	changed := cmd.Flags().Changed
 	if changed("fanouts") {
 		fan, err := parseFanouts(o.fanouts)
@@ -139,6 +139,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 			onChunk(layer, chunk, bytes)
 		}
 	}
+	o.backend.EdgeIDs = cfg.EdgeIDs // as recorded, when --edge-ids is not given
 	be, err := openBackend(cfg.Graph, o.backend)
 	if err != nil {
 		return err

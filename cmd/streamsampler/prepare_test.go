@@ -225,3 +225,54 @@ func TestPrepareShards(t *testing.T) {
 		}
 	}
 }
+
+// --edge-ids is recorded in the state directory: every epoch prepared there
+// carries the reference's edge ids, also when a later prepare leaves the
+// flag out; a prepare asking otherwise is refused, as for any recorded
+// field, and a directory prepared without them refuses --edge-ids.
+func TestPrepareEdgeIDs(t *testing.T) {
+	graph, g := testGraph(t, 3000, 5, 4096)
+	var train []uint32
+	for v := uint32(0); v < 3000; v += 5 {
+		train = append(train, v)
+	}
+	tf := writeTrain(t, train)
+	state := filepath.Join(t.TempDir(), "s")
+	if _, e, code := cli(t, "prepare", "--state", state, "--graph", graph, "--train", tf, "--fanouts", "4,2",
+		"--seed", "5", "--edge-ids"); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := cli(t, "prepare", "--state", state); code != 0 {
+		t.Fatal(e)
+	}
+	for ep := uint32(0); ep < 2; ep++ {
+		res, err := epoch.Read(epoch.State{Dir: state}.EpochDir(ep))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := host.ReferenceEdgeIDs(g, res.Layers[0].Frontier, []int{4, 2}, epoch.Key{Seed: 5, Epoch: ep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range want.Layers {
+			if res.Layers[l].EdgeIDs == nil || !slices.Equal(res.Layers[l].EdgeIDs, want.Layers[l].EdgeIDs) ||
+				!slices.Equal(res.Layers[l].Samples, want.Layers[l].Samples) {
+				t.Fatalf("epoch %d layer %d: edge ids or samples differ from the reference", ep, l)
+			}
+		}
+	}
+	if _, e, code := cli(t, "prepare", "--state", state, "--edge-ids=false"); code == 0 || !strings.Contains(e, "--edge-ids false conflicts with true") {
+		t.Fatalf("--edge-ids=false on a directory with edge ids: %d %s", code, e)
+	}
+	plain := filepath.Join(t.TempDir(), "p")
+	if _, e, code := cli(t, "prepare", "--state", plain, "--graph", graph, "--train", tf, "--fanouts", "4,2"); code != 0 {
+		t.Fatal(e)
+	}
+	res, err := epoch.Read(epoch.State{Dir: plain}.EpochDir(0))
+	if err != nil || res.Layers[0].EdgeIDs != nil {
+		t.Fatalf("epoch prepared without --edge-ids: edge ids %v, %v", res.Layers[0].EdgeIDs != nil, err)
+	}
+	if _, e, code := cli(t, "prepare", "--state", plain, "--edge-ids"); code == 0 || !strings.Contains(e, "--edge-ids true conflicts with false") {
+		t.Fatalf("--edge-ids on a directory without: %d %s", code, e)
+	}
+}

@@ -124,7 +124,7 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 			return err
 		}
 		given := epoch.StateConfig{Graph: o.stream.graph, Train: o.stream.train, Fanouts: cfg.Fanouts, Seed: cfg.Seed,
-			Replace: cfg.Replace, Rank: cfg.Rank, WorldSize: cfg.World, Compress: o.compress}
+			Replace: cfg.Replace, Rank: cfg.Rank, WorldSize: cfg.World, Compress: o.compress, EdgeIDs: o.backend.EdgeIDs}
 		if stCfg, fresh, _, err = stateConfigFor(*st, c, given, func(string) bool { return true }); err != nil {
 			return err
 		}

@@ -186,7 +186,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	defer be.Close()
 	srv, err := serve.New(serve.Config{
 		Config: cfg, Sampler: be, MaxRequest: f.maxRequest, MaxInflight: maxInflight,
-		NumNodes: int64(m.NumNodes), Token: token, Features: fs,
+		NumNodes: int64(m.NumNodes), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs,
 	})
 	if err != nil {
 		return usageError{err}

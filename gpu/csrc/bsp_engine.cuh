@@ -21,11 +21,12 @@ namespace {
 
 // bsp_kernel samples the n nodes of a sorted frontier with fanout k,
 // writing rows in frontier order, and fills cand with frontier ∪ samples
-// (empty slots become `none`, which sorts after every node id).
+// (empty slots become `none`, which sorts after every node id). With
+// edge_ids (nullptr: not kept) each sample's edge id goes there too.
 template <int G, int R>
 __global__ void bsp_kernel(DevGraph g, const uint32_t *front, unsigned long long n, int k,
-                           uint64_t key, int replace, int32_t *samples, uint32_t *cand,
-                           uint32_t none) {
+                           uint64_t key, int replace, int32_t *samples, int64_t *edge_ids,
+                           uint32_t *cand, uint32_t none) {
     const int lane = threadIdx.x & 31;
     constexpr int TPW = 32 / G;
     const int gl = lane & (G - 1);
@@ -37,7 +38,8 @@ __global__ void bsp_kernel(DevGraph g, const uint32_t *front, unsigned long long
         const bool has = i < n;
         const uint32_t v = has ? front[i] : 0;
         uint32_t nb[R];
-        sample_group<G, R>(g, v, has, k, key, replace != 0, gl, lane, k, nb);
+        int64_t eid[R];
+        sample_group<G, R>(g, v, has, k, key, replace != 0, gl, lane, k, nb, eid);
         if (has) {
             if (gl == 0) cand[i] = v;
 #pragma unroll
@@ -45,6 +47,7 @@ __global__ void bsp_kernel(DevGraph g, const uint32_t *front, unsigned long long
                 const int t = gl + r * G;
                 if (t < k) {
                     samples[i * k + t] = static_cast<int32_t>(nb[r]);
+                    if (edge_ids) edge_ids[i * k + t] = eid[r];
                     cand[n + i * k + t] = (nb[r] == INVALID) ? none : nb[r];
                 }
             }
@@ -72,22 +75,24 @@ int bit_len(unsigned long long x) {
 
 template <int G, int R>
 void launch_bsp_t(Context *c, DevGraph g, const uint32_t *front, unsigned long long n, int k, uint64_t key,
-                  int replace, int32_t *samples, uint32_t *cand, uint32_t none, int block) {
+                  int replace, int32_t *samples, int64_t *edge_ids, uint32_t *cand, uint32_t none,
+                  int block) {
     const unsigned long long warps = (n * G + 31) / 32;
     bsp_kernel<G, R><<<launch_blocks(warps * 32, block), block, 0, c->stream>>>(g, front, n, k, key, replace,
-                                                                                samples, cand, none);
+                                                                                samples, edge_ids, cand, none);
     check_launch("bsp_kernel launch");
 }
 
 void launch_bsp(Context *c, int G, int R, DevGraph g, const uint32_t *front, unsigned long long n, int k,
-                uint64_t key, int replace, int32_t *samples, uint32_t *cand, uint32_t none, int block) {
-    if (R > 1) return launch_bsp_t<32, 2>(c, g, front, n, k, key, replace, samples, cand, none, block);
+                uint64_t key, int replace, int32_t *samples, int64_t *edge_ids, uint32_t *cand, uint32_t none,
+                int block) {
+    if (R > 1) return launch_bsp_t<32, 2>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, block);
     switch (G) {
-    case 2: return launch_bsp_t<2, 1>(c, g, front, n, k, key, replace, samples, cand, none, block);
-    case 4: return launch_bsp_t<4, 1>(c, g, front, n, k, key, replace, samples, cand, none, block);
-    case 8: return launch_bsp_t<8, 1>(c, g, front, n, k, key, replace, samples, cand, none, block);
-    case 16: return launch_bsp_t<16, 1>(c, g, front, n, k, key, replace, samples, cand, none, block);
-    default: return launch_bsp_t<32, 1>(c, g, front, n, k, key, replace, samples, cand, none, block);
+    case 2: return launch_bsp_t<2, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, block);
+    case 4: return launch_bsp_t<4, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, block);
+    case 8: return launch_bsp_t<8, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, block);
+    case 16: return launch_bsp_t<16, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, block);
+    default: return launch_bsp_t<32, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, block);
     }
 }
 
@@ -107,6 +112,7 @@ void sample_bsp(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t se
     const int vbits = std::max(1, bit_len(c->n));
     c->front.need(fcap_all * 4 + 4);
     c->samples.need(scap * 4 + 4);
+    if (c->opt.edge_ids) c->edges.need(scap * 8 + 8);
     c->cand.need(ccap * 4 + 4);
     c->scand.need(ccap * 4 + 4);
     c->fin.need(cap[L] * 4 + 4);
@@ -149,7 +155,9 @@ void sample_bsp(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t se
             const int G = group_for(k, c->opt.group_size);
             launch_bsp(c, G, (k + G - 1) / G, DevGraph{c->d_indptr, c->d_indices, c->n},
                        c->front.as<uint32_t>() + off, nl, k, layer_key(seed, epoch, l), replace,
-                       c->samples.as<int32_t>() + soff, c->cand.as<uint32_t>(), none, block);
+                       c->samples.as<int32_t>() + soff,
+                       c->opt.edge_ids ? c->edges.as<int64_t>() + soff : nullptr, c->cand.as<uint32_t>(), none,
+                       block);
         }
         CK(cudaEventRecord(c->ev[2], s));
         if (nc > 0) {

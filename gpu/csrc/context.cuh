@@ -76,8 +76,10 @@ struct Context {
     // Workspace, grown on demand and kept between calls.
     // fused: q, sampq, bitmaps, counters (+ layer keys, fanouts), keys/vals
     // (popcounts and their scan), cand (seeds), front, samples;
-    // bsp: front, samples, cand, scand, fin, nsel, counters; both: temp.
-    Buf q, fin, sampq, bitmaps, counters, keys, vals, front, samples, cand, scand, nsel, temp;
+    // bsp: front, samples, cand, scand, fin, nsel, counters; both: temp,
+    // and with opt.edge_ids edges (int64 per sample; fused: eidq per task
+    // slot too).
+    Buf q, fin, sampq, bitmaps, counters, keys, vals, front, samples, cand, scand, nsel, temp, eidq, edges;
     Counters *h_counters = nullptr; // pinned
     void *h_stage = nullptr;         // pinned staging for uploads
     size_t h_stage_cap = 0;

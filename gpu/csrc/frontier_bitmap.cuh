@@ -77,11 +77,13 @@ __global__ void seed_tasks(const uint32_t *seeds, unsigned long long n, uint32_t
 }
 
 // place_rows moves the samples of each task from its queue slot to its row
-// in frontier order (the rank of its vertex in its hop's bitmap). One
+// in frontier order (the rank of its vertex in its hop's bitmap), and its
+// edge ids from eidq to edge_ids alike where they are kept (non-null). One
 // thread per sample slot, so reads and writes are contiguous per row.
 __global__ void place_rows(const unsigned long long *q, Counters *c, const int32_t *fanouts, int L, int kmax,
                            const int32_t *sampq, const uint32_t *bm, unsigned long long W,
-                           const unsigned long long *off, int32_t *samples) {
+                           const unsigned long long *off, int32_t *samples, const int64_t *eidq,
+                           int64_t *edge_ids) {
     // |frontier_h| is the popcount of bitmap h: the kernels count no hops.
     const unsigned long long T = c->tail;
     if (blockIdx.x == 0 && threadIdx.x <= static_cast<unsigned>(L)) {
@@ -108,6 +110,7 @@ __global__ void place_rows(const unsigned long long *q, Counters *c, const int32
             soff += (off[static_cast<unsigned long long>(l + 1) * W] - off[static_cast<unsigned long long>(l) * W]) *
                     static_cast<unsigned long long>(fanouts[l]);
         samples[soff + row * k + t] = sampq[x];
+        if (edge_ids) edge_ids[soff + row * k + t] = eidq[x];
     }
 }
 

@@ -47,6 +47,7 @@ struct FusedParams {
     int L, kmax, replace, fetch;
     unsigned long long *q;  // task queue: hop<<32 | vertex, SENTINEL until written
     int32_t *sampq;         // per task slot: kmax samples
+    int64_t *eidq;          // per task slot: kmax edge ids (nullptr: not kept)
     uint32_t *bitmaps;      // L bitmaps (hops 1..L), bm_words words each
     size_t bm_words;
     Counters *c;
@@ -161,12 +162,16 @@ __global__ void fused_kernel(FusedParams P) {
             const int k = has ? P.fanouts[hop] : 0;
             const uint64_t key = has ? P.keys[hop] : 0;
             uint32_t nb[R];
-            sample_group<G, R>(P.g, v, has, k, key, P.replace != 0, gl, lane, P.kmax, nb);
+            int64_t eid[R];
+            sample_group<G, R>(P.g, v, has, k, key, P.replace != 0, gl, lane, P.kmax, nb, eid);
             const unsigned long long slot = start + i;
 #pragma unroll
             for (int r = 0; r < R; ++r) {
                 const int t = gl + r * G;
-                if (has && t < k) P.sampq[slot * P.kmax + t] = static_cast<int32_t>(nb[r]);
+                if (has && t < k) {
+                    P.sampq[slot * P.kmax + t] = static_cast<int32_t>(nb[r]);
+                    if (P.eidq) P.eidq[slot * P.kmax + t] = eid[r];
+                }
             }
             const int nh = hop + 1;
             uint32_t *bm = P.bitmaps + static_cast<size_t>(has ? nh - 1 : 0) * P.bm_words;
@@ -240,6 +245,10 @@ void sample_fused(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t 
     c->vals.need((nw + 1) * 8);
     c->front.need(fcap * 4 + 4); // frontier_0 … frontier_L back to back
     c->samples.need(scap * 4 + 4);
+    if (c->opt.edge_ids) {
+        c->eidq.need(qcap * kmax * 8 + 8);
+        c->edges.need(scap * 8 + 8);
+    }
     // One H2D copy for the parameter block; one for the seeds, staged after it.
     c->counters.need(sizeof(FusedParamBlock));
     c->cand.need(n_seeds * 4 + 4);
@@ -274,6 +283,7 @@ void sample_fused(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t 
     P.fetch = c->opt.fetch_size > 0 ? c->opt.fetch_size : 256;
     P.q = c->q.as<unsigned long long>();
     P.sampq = c->sampq.as<int32_t>();
+    P.eidq = c->opt.edge_ids ? c->eidq.as<int64_t>() : nullptr;
     P.bitmaps = c->bitmaps.as<uint32_t>() + W; // the kernel pushes into bitmaps 1..L
     P.bm_words = W;
     P.c = dc;
@@ -305,7 +315,8 @@ void sample_fused(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t 
     check_launch("compact_bits launch");
     place_rows<<<c->prop.multiProcessorCount * 16, b256, 0, s>>>(P.q, dc, dfan, L, kmax, P.sampq,
                                                                 c->bitmaps.as<uint32_t>(), W, off,
-                                                                c->samples.as<int32_t>());
+                                                                c->samples.as<int32_t>(), P.eidq,
+                                                                c->opt.edge_ids ? c->edges.as<int64_t>() : nullptr);
     check_launch("place_rows launch");
     const size_t cbytes = offsetof(Counters, hop_count) + sizeof(unsigned long long) * (L + 1);
     CK(cudaMemcpyAsync(hc, dc, cbytes, cudaMemcpyDeviceToHost, s));

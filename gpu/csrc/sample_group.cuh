@@ -30,13 +30,15 @@ struct DevGraph {
 
 // sample_group samples one task (vertex v, fanout k) with the G lanes of a
 // group; lane gl of the group owns slots t = gl + r*G, r < R. On return
-// nb[r] is the neighbor id of slot t or INVALID (empty slot, or t >= k).
+// nb[r] is the neighbor id of slot t or INVALID (empty slot, or t >= k),
+// and eid[r] its edge id, indptr[v] + the chosen position (rng.Positions),
+// or -1 where nb[r] is INVALID.
 // Every lane of the warp must call it (shuffles and ballots span the warp);
 // kloop is a warp-uniform bound >= every group's k.
 template <int G, int R>
 __device__ __forceinline__ void sample_group(const DevGraph &g, uint32_t v, bool has, int k,
                                              uint64_t key, bool replace, int gl, int lane,
-                                             int kloop, uint32_t (&nb)[R]) {
+                                             int kloop, uint32_t (&nb)[R], int64_t (&eid)[R]) {
     uint64_t beg = 0;
     uint32_t d = 0;
     if (has) {
@@ -94,6 +96,7 @@ __device__ __forceinline__ void sample_group(const DevGraph &g, uint32_t v, bool
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         nb[r] = (c[r] != INVALID) ? g.indices[beg + c[r]] : INVALID;
+        eid[r] = (c[r] != INVALID) ? static_cast<int64_t>(beg + c[r]) : -1;
     }
 }
 

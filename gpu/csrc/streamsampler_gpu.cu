@@ -85,7 +85,7 @@ void free_ctx(ssg_ctx *c) {
     cudaSetDevice(c->device);
     if (c->stream) cudaStreamSynchronize(c->stream);
     for (Buf *b : {&c->q, &c->fin, &c->sampq, &c->bitmaps, &c->counters, &c->keys, &c->vals, &c->front, &c->samples,
-                   &c->cand, &c->scand, &c->nsel, &c->temp})
+                   &c->cand, &c->scand, &c->nsel, &c->temp, &c->eidq, &c->edges})
         b->release();
     if (c->h_pinned) {
         cudaFreeHost(c->h_pinned);
@@ -361,6 +361,28 @@ int ssg_fetch(ssg_ctx *c, uint32_t *frontiers, uint64_t frontiers_cap, int32_t *
         if (frontiers) copy_out(c, frontiers, c->front.p, nf * 4);
         if (samples) copy_out(c, samples, c->samples.p, ns * 4);
         if (final_) copy_out(c, final_, c->final_dev, c->counts[L] * 4);
+    });
+}
+
+int ssg_fetch_edges(ssg_ctx *c, int64_t *edge_ids, uint64_t edge_ids_cap, char *err, size_t err_len) {
+    if (!c || c->counts.empty()) {
+        set_err(err, err_len, "no result to fetch: call ssg_sample first (a failed ssg_sample leaves none)");
+        return SSG_ERR_INVALID;
+    }
+    if (!c->opt.edge_ids) {
+        set_err(err, err_len, "no edge ids: the context was created without ssg_options.edge_ids");
+        return SSG_ERR_INVALID;
+    }
+    uint64_t ns = 0;
+    for (int l = 0; l < c->L; ++l) ns += c->counts[l] * c->fanouts[l];
+    if (ns > 0 && (!edge_ids || edge_ids_cap < ns)) {
+        set_err(err, err_len,
+                fmt("edge_ids array too small: the last ssg_sample's result needs %llu elements, capacity %llu",
+                    (unsigned long long)ns, (unsigned long long)(edge_ids ? edge_ids_cap : 0)));
+        return SSG_ERR_INVALID;
+    }
+    return guard(c, err, err_len, [&] {
+        if (ns) copy_out(c, edge_ids, c->edges.p, ns * 8);
     });
 }
 

@@ -29,28 +29,32 @@ static uint64_t draw(uint64_t key, uint32_t node, uint32_t t) {
 }
 static uint32_t below(uint64_t r, uint32_t m) { return uint32_t((uint64_t(uint32_t(r >> 32)) * m) >> 32); }
 
-static void ref_sample(int32_t *out, int k, const uint32_t *nb, uint32_t d, uint32_t node, uint64_t key,
-                       bool replace) {
+// ref_sample writes node's k samples into out and their edge ids (first,
+// the node's first edge, plus the position taken: rng.Positions) into eid.
+static void ref_sample(int32_t *out, int64_t *eid, int k, const uint32_t *nb, uint32_t d, uint64_t first,
+                       uint32_t node, uint64_t key, bool replace) {
+    std::vector<int64_t> pos(k, -1);
     if (replace) {
-        for (int t = 0; t < k; ++t) out[t] = d == 0 ? -1 : int32_t(nb[below(draw(key, node, t), d)]);
-        return;
+        for (int t = 0; t < k; ++t)
+            if (d > 0) pos[t] = below(draw(key, node, t), d);
+    } else if (d <= uint32_t(k)) {
+        for (int t = 0; t < int(d); ++t) pos[t] = t;
+    } else {
+        for (int t = 0; t < k; ++t) {
+            uint32_t j = d - k + t;
+            uint32_t p = below(draw(key, node, t), j + 1);
+            for (int s = 0; s < t; ++s)
+                if (pos[s] == int64_t(p)) {
+                    p = j;
+                    break;
+                }
+            pos[t] = p;
+        }
     }
-    if (d <= uint32_t(k)) {
-        for (int t = 0; t < k; ++t) out[t] = t < int(d) ? int32_t(nb[t]) : -1;
-        return;
-    }
-    std::vector<uint32_t> pos(k);
     for (int t = 0; t < k; ++t) {
-        uint32_t j = d - k + t;
-        uint32_t p = below(draw(key, node, t), j + 1);
-        for (int s = 0; s < t; ++s)
-            if (pos[s] == p) {
-                p = j;
-                break;
-            }
-        pos[t] = p;
+        out[t] = pos[t] < 0 ? -1 : int32_t(nb[pos[t]]);
+        eid[t] = pos[t] < 0 ? -1 : int64_t(first) + pos[t];
     }
-    for (int t = 0; t < k; ++t) out[t] = int32_t(nb[pos[t]]);
 }
 
 static int failures = 0;
@@ -103,6 +107,7 @@ static CSR make_graph(uint32_t n, int avg, uint64_t seed) {
 struct Res {
     std::vector<std::vector<uint32_t>> front;
     std::vector<std::vector<int32_t>> samp;
+    std::vector<std::vector<int64_t>> eids; // edge ids; run leaves it empty unless asked
     std::vector<uint32_t> fin;
 };
 
@@ -116,10 +121,11 @@ static Res reference(const CSR &g, std::vector<uint32_t> seeds, const std::vecto
         int k = fan[l];
         uint64_t key = lkey(seed, epoch, int(l));
         std::vector<int32_t> s(f.size() * k);
+        std::vector<int64_t> e(f.size() * k);
         for (size_t i = 0; i < f.size(); ++i) {
             uint32_t v = f[i];
-            ref_sample(&s[i * k], k, &g.indices[g.indptr[v]], uint32_t(g.indptr[v + 1] - g.indptr[v]), v, key,
-                       replace);
+            ref_sample(&s[i * k], &e[i * k], k, g.indices.data() + g.indptr[v],
+                       uint32_t(g.indptr[v + 1] - g.indptr[v]), g.indptr[v], v, key, replace);
         }
         std::vector<uint32_t> nx = f;
         for (int32_t x : s)
@@ -128,6 +134,7 @@ static Res reference(const CSR &g, std::vector<uint32_t> seeds, const std::vecto
         nx.erase(std::unique(nx.begin(), nx.end()), nx.end());
         r.front.push_back(f);
         r.samp.push_back(s);
+        r.eids.push_back(e);
         f = nx;
     }
     r.fin = f;
@@ -137,8 +144,10 @@ static Res reference(const CSR &g, std::vector<uint32_t> seeds, const std::vecto
 constexpr int GUARD = 16;
 constexpr uint32_t CANARY = 0xdeadbeefu;
 
+// run samples and fetches a result; with edges (a context created with
+// opts.edge_ids) its edge ids too, through ssg_fetch_edges.
 static Res run(ssg_ctx *ctx, int mode, const std::vector<uint32_t> &seeds, const std::vector<int> &fan,
-               uint64_t seed, uint32_t epoch, bool replace) {
+               uint64_t seed, uint32_t epoch, bool replace, bool want_edges = false) {
     char err[512];
     int L = int(fan.size());
     std::vector<uint64_t> counts(L + 1);
@@ -174,10 +183,22 @@ static Res run(ssg_ctx *ctx, int mode, const std::vector<uint32_t> &seeds, const
     for (uint64_t i = 0; i < ns; ++i) valid += sa[i] >= 0;
     EXPECT(rc == SSG_OK && edges == valid, "ssg_count_edges: rc %d, %llu edges, want %llu", rc,
            (unsigned long long)edges, (unsigned long long)valid);
+    std::vector<int64_t> ea;
+    if (want_edges) {
+        ea.assign(ns + GUARD, int64_t(CANARY));
+        rc = ssg_fetch_edges(ctx, ea.data(), ns, err, sizeof err);
+        if (rc != SSG_OK) {
+            std::fprintf(stderr, "ssg_fetch_edges: %d %s\n", rc, err);
+            std::exit(1);
+        }
+        for (int i = 0; i < GUARD; ++i)
+            EXPECT(ea[ns + i] == int64_t(CANARY), "ssg_fetch_edges wrote past the capacity (guard word %d)", i);
+    }
     uint64_t o = 0, so = 0;
     for (int l = 0; l < L; ++l) {
         r.front.emplace_back(fr.begin() + o, fr.begin() + o + counts[l]);
         r.samp.emplace_back(sa.begin() + so, sa.begin() + so + counts[l] * fan[l]);
+        if (want_edges) r.eids.emplace_back(ea.begin() + so, ea.begin() + so + counts[l] * fan[l]);
         o += counts[l];
         so += counts[l] * fan[l];
     }
@@ -195,6 +216,13 @@ static void compare(const char *what, const Res &got, const Res &want) {
             while (i < got.samp[l].size() && i < want.samp[l].size() && got.samp[l][i] == want.samp[l][i]) ++i;
             EXPECT(false, "%s: layer %zu samples differ first at %zu (%d vs %d)", what, l, i,
                    i < got.samp[l].size() ? got.samp[l][i] : -9, i < want.samp[l].size() ? want.samp[l][i] : -9);
+        }
+        if (!got.eids.empty() && got.eids[l] != want.eids[l]) {
+            size_t i = 0;
+            while (i < got.eids[l].size() && i < want.eids[l].size() && got.eids[l][i] == want.eids[l][i]) ++i;
+            EXPECT(false, "%s: layer %zu edge ids differ first at %zu (%lld vs %lld)", what, l, i,
+                   (long long)(i < got.eids[l].size() ? got.eids[l][i] : -9),
+                   (long long)(i < want.eids[l].size() ? want.eids[l][i] : -9));
         }
     }
     EXPECT(got.fin == want.fin, "%s: final frontier differs (%zu vs %zu)", what, got.fin.size(), want.fin.size());
@@ -264,9 +292,12 @@ int main(int argc, char **argv) {
         std::vector<uint32_t> nb(100);
         for (int i = 0; i < 100; ++i) nb[i] = 100 + i;
         int32_t o[5];
-        ref_sample(o, 5, nb.data(), 100, 7, lkey(42, 0, 0), false);
+        int64_t e[5];
+        ref_sample(o, e, 5, nb.data(), 100, 1000, 7, lkey(42, 0, 0), false);
         const int32_t w[5] = {170, 193, 151, 156, 181};
+        const int64_t we[5] = {1070, 1093, 1051, 1056, 1081}; // first edge 1000 + positions
         EXPECT(std::memcmp(o, w, sizeof w) == 0, "floyd vector");
+        EXPECT(std::memcmp(e, we, sizeof we) == 0, "floyd positions vector");
     }
 
     char err[512];
@@ -401,6 +432,69 @@ int main(int argc, char **argv) {
             EXPECT(rc == SSG_OK && fr[0] != CANARY, "mode %d exact fetch: rc %d %s", mode, rc, err);
         }
         ssg_destroy(ctx);
+    }
+    // Edge ids (ABI 4) on a multigraph (every neighbor repeated up to three
+    // times, so the id is not recoverable from the neighbor): both
+    // engines, both modes of replacement, device and UVA memory; a
+    // context without edge ids refuses ssg_fetch_edges, and an undersized
+    // array is refused with nothing written.
+    {
+        CSR mg;
+        mg.n = n;
+        mg.indptr.assign(n + 1, 0);
+        for (uint32_t v = 0; v < n; ++v) {
+            for (uint64_t i = g.indptr[v]; i < g.indptr[v + 1]; ++i)
+                for (uint64_t c = 0; c <= (v + i) % 3; ++c) mg.indices.push_back(g.indices[i]);
+            mg.indptr[v + 1] = mg.indices.size();
+        }
+        for (int uva = 0; uva <= 1; ++uva) {
+            ssg_options opt{};
+            opt.uva = uva;
+            opt.edge_ids = 1;
+            ssg_ctx *ctx = nullptr;
+            int rc = ssg_create(0, n, mg.indptr.data(), mg.indices.size(), mg.indices.data(), &opt, &ctx, err,
+                                sizeof err);
+            EXPECT(rc == SSG_OK, "create with edge ids uva=%d: %s", uva, err);
+            if (rc != SSG_OK) continue;
+            std::vector<uint32_t> seeds;
+            for (uint32_t i = 0; i < 3000; ++i) seeds.push_back(uint32_t(mix64(i + 99) % n));
+            for (int replace = 0; replace <= 1; ++replace) {
+                const std::vector<int> fan = {15, 40, 3};
+                Res want = reference(mg, seeds, fan, 21, 4, replace != 0);
+                for (int mode = 0; mode <= 1; ++mode) {
+                    char what[96];
+                    std::snprintf(what, sizeof what, "edge ids uva=%d mode=%s replace=%d", uva,
+                                  mode ? "bsp" : "fused", replace);
+                    compare(what, run(ctx, mode, seeds, fan, 21, 4, replace != 0, true), want);
+                    std::printf("ok? %s\n", what);
+                }
+            }
+            // Undersized: refused, untouched.
+            const int32_t f4 = 4;
+            uint64_t c2[2];
+            rc = ssg_sample(ctx, 0, seeds.data(), seeds.size(), &f4, 1, 1, 0, 0, c2, 2, err, sizeof err);
+            EXPECT(rc == SSG_OK, "sample: %s", err);
+            std::vector<int64_t> ea(c2[0] * 4, int64_t(CANARY));
+            rc = ssg_fetch_edges(ctx, ea.data(), ea.size() - 1, err, sizeof err);
+            EXPECT(rc == SSG_ERR_INVALID && std::strstr(err, "too small") &&
+                       std::all_of(ea.begin(), ea.end(), [](int64_t x) { return x == int64_t(CANARY); }),
+                   "undersized edge ids: rc %d %s", rc, err);
+            ssg_destroy(ctx);
+        }
+        ssg_options opt{};
+        ssg_ctx *ctx = nullptr;
+        int rc = ssg_create(0, n, g.indptr.data(), g.indices.size(), g.indices.data(), &opt, &ctx, err, sizeof err);
+        EXPECT(rc == SSG_OK, "create: %s", err);
+        if (rc == SSG_OK) {
+            const int32_t f4 = 4;
+            uint64_t c2[2];
+            std::vector<uint32_t> seeds = {0, 1, 2};
+            rc = ssg_sample(ctx, 0, seeds.data(), seeds.size(), &f4, 1, 1, 0, 0, c2, 2, err, sizeof err);
+            std::vector<int64_t> ea(c2[0] * 4 + 1);
+            rc = ssg_fetch_edges(ctx, ea.data(), ea.size(), err, sizeof err);
+            EXPECT(rc == SSG_ERR_INVALID && std::strstr(err, "no edge ids"), "edge ids not kept: rc %d %s", rc, err);
+            ssg_destroy(ctx);
+        }
     }
     // A graph loaded piece by piece (ABI 3): uneven pieces, some larger
     // than a staging half (8 MiB), samples as the one from ssg_create; the

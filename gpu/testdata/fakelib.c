@@ -46,6 +46,8 @@ struct ssg_ctx {
     uint64_t counts[257];
     uint32_t *front, *fin;
     int32_t *samp;
+    int edge_ids; /* ssg_options.edge_ids */
+    int64_t *eids;
 };
 
 int ssg_create_empty(int device, uint32_t n, uint64_t nnz, const ssg_options *o, ssg_ctx **out, char *err,
@@ -60,6 +62,7 @@ int ssg_create_empty(int device, uint32_t n, uint64_t nnz, const ssg_options *o,
     }
     ssg_ctx *c = calloc(1, sizeof *c);
     c->L = -1; /* no result yet */
+    c->edge_ids = o && o->edge_ids;
     c->n = n;
     c->nnz = nnz;
     c->indptr = malloc(((uint64_t)n + 1) * 8);
@@ -132,7 +135,7 @@ int ssg_create(int device, uint32_t n, const uint64_t *indptr, uint64_t nnz, con
 
 void ssg_destroy(ssg_ctx *c) {
     if (!c) return;
-    free(c->indptr), free(c->indices), free(c->front), free(c->fin), free(c->samp);
+    free(c->indptr), free(c->indices), free(c->front), free(c->fin), free(c->samp), free(c->eids);
     free(c);
 }
 
@@ -187,19 +190,21 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, con
             free(f);
             return SSG_ERR_INVALID;
         }
-    free(c->front), free(c->samp), free(c->fin);
+    free(c->front), free(c->samp), free(c->fin), free(c->eids);
     c->L = L;
     memcpy(c->fan, fan, L * 4);
     uint64_t fcap = 0, scap = 0;
     /* frontiers grow at most to n nodes */
-    c->front = NULL, c->samp = NULL;
+    c->front = NULL, c->samp = NULL, c->eids = NULL;
     for (int l = 0; l < L; l++) {
         uint64_t k = fan[l];
         c->counts[l] = n;
         c->front = realloc(c->front, (fcap + n) * 4 + 4);
         memcpy(c->front + fcap, f, n * 4);
         c->samp = realloc(c->samp, (scap + n * k) * 4 + 4);
+        c->eids = realloc(c->eids, (scap + n * k) * 8 + 8);
         int32_t *s = c->samp + scap;
+        int64_t *e = c->eids + scap;
         uint64_t key = mix64(seed) ^ mix64(((uint64_t)epoch << 8) | (uint8_t)l);
         uint32_t *nx = malloc((n + n * k) * 4 + 4);
         uint64_t m = 0;
@@ -207,14 +212,14 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, con
             uint32_t v = f[i];
             const uint32_t *nb = c->indices + c->indptr[v];
             uint32_t d = (uint32_t)(c->indptr[v + 1] - c->indptr[v]);
-            int32_t *o = s + i * k;
+            int32_t *o = s + i * k; /* positions first, then the neighbors at them */
             nx[m++] = v;
             for (uint32_t t = 0; t < k; t++) {
                 uint64_t r = mix64(key ^ (((uint64_t)v << 32) | t));
                 if (replace) {
-                    o[t] = d ? (int32_t)nb[below(r, d)] : -1;
+                    o[t] = d ? (int32_t)below(r, d) : -1;
                 } else if (d <= k) {
-                    o[t] = t < d ? (int32_t)nb[t] : -1;
+                    o[t] = t < d ? (int32_t)t : -1;
                 } else {
                     uint32_t j = d - (uint32_t)k + t, p = below(r, j + 1);
                     for (uint32_t q = 0; q < t; q++)
@@ -225,8 +230,10 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, con
                     o[t] = (int32_t)p;
                 }
             }
-            if (!replace && d > k)
-                for (uint32_t t = 0; t < k; t++) o[t] = (int32_t)nb[o[t]];
+            for (uint32_t t = 0; t < k; t++) {
+                e[i * k + t] = o[t] < 0 ? -1 : (int64_t)(c->indptr[v] + (uint64_t)o[t]);
+                if (o[t] >= 0) o[t] = (int32_t)nb[o[t]];
+            }
             for (uint32_t t = 0; t < k; t++)
                 if (o[t] >= 0) nx[m++] = (uint32_t)o[t];
         }
@@ -266,6 +273,28 @@ int ssg_fetch(ssg_ctx *c, uint32_t *fr, uint64_t fr_cap, int32_t *sa, uint64_t s
     if (fr) memcpy(fr, c->front, nf * 4);
     if (sa) memcpy(sa, c->samp, ns * 4);
     if (fin) memcpy(fin, c->fin, c->counts[c->L] * 4);
+    return SSG_OK;
+}
+
+int ssg_fetch_edges(ssg_ctx *c, int64_t *eids, uint64_t cap, char *err, size_t len) {
+    char m[256];
+    uint64_t ns = 0;
+    if (c->L < 0) {
+        set_err(err, len, "no result to fetch: call ssg_sample first (a failed ssg_sample leaves none)");
+        return SSG_ERR_INVALID;
+    }
+    if (!c->edge_ids) {
+        set_err(err, len, "no edge ids: the context was created without ssg_options.edge_ids");
+        return SSG_ERR_INVALID;
+    }
+    for (int l = 0; l < c->L; l++) ns += c->counts[l] * (uint64_t)c->fan[l];
+    if (ns > 0 && (!eids || cap < ns)) {
+        snprintf(m, sizeof m, "edge_ids array too small: the last ssg_sample's result needs %llu elements, capacity %llu",
+                 (unsigned long long)ns, (unsigned long long)(eids ? cap : 0));
+        set_err(err, len, m);
+        return SSG_ERR_INVALID;
+    }
+    if (ns) memcpy(eids, c->eids, ns * 8);
     return SSG_OK;
 }
 
