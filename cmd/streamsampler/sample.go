@@ -15,8 +15,8 @@ import (
 )
 
 type sampleOptions struct {
-	state, seeds, seedsFile, format, out string
-	features                             bool
+	state, seeds, seedsFile, format, out, semantics string
+	features                                        bool
 }
 
 func newSampleCmd() *cobra.Command {
@@ -25,10 +25,16 @@ func newSampleCmd() *cobra.Command {
 		Use:   "sample --state STATEDIR (--seeds 1,2,3 | --seeds-file F) [--features] [--format json|npz|summary] [-o FILE]",
 		Short: "Assemble one minibatch's blocks from the current epoch",
 		Long: `sample prints the blocks of one minibatch of the current epoch: for each hop,
-dst and src (global ids; src starts with dst) and the edges as local indices
-(edge_src into src, edge_dst into dst). JSON is
-{"epoch":N,"hops":[{"dst":[…],"src":[…],"edge_src":[…],"edge_dst":[…]},…]};
-npz holds epoch, seeds and hopH_{dst,src,edge_src,edge_dst} for H = 1..L;
+dst (the nodes it expands) and src (every node known after it; global ids)
+and the edges as local indices (edge_src into src, edge_dst into dst), with
+each edge's id (e_id, its position in the stored CSR) when the epoch was
+prepared with --edge-ids. --semantics says which nodes a hop expands:
+dgl (every node so far: src starts with dst) or pyg (the nodes the previous
+hop reached first; docs/PROTOCOL.md). JSON is
+{"epoch":N,"hops":[{"dst":[…],"src":[…],"edge_src":[…],"edge_dst":[…]},…]}
+("semantics":"pyg" after the epoch, "e_id":[…] in each hop where they
+apply); npz holds epoch, seeds and hopH_{dst,src,edge_src,edge_dst[,e_id]}
+for H = 1..L;
 summary prints one line per hop with the block's sizes.
 Every seed must be a training node of the current epoch (this rank's shard).
 
@@ -58,6 +64,7 @@ line with the rows, dtype and bytes.`,
 	f.StringVar(&o.seedsFile, "seeds-file", "", "seed node ids, one per line (or .npy)")
 	f.StringVar(&o.format, "format", "json", "output format: json, npz or summary")
 	f.StringVarP(&o.out, "output", "o", "", "write to this file instead of stdout")
+	f.StringVar(&o.semantics, "semantics", "dgl", "how the hops are assembled: dgl (every hop expands all nodes so far, DGL's to_block) or pyg (a hop expands only the nodes the previous hop reached first, PyG's NeighborLoader)")
 	f.BoolVar(&o.features, "features", false, "also output the feature rows of the minibatch's nodes (n_id order) and its seeds' labels, from the graph's feature store (chunkify features)")
 	cmd.MarkFlagRequired("state")
 	return cmd
@@ -69,6 +76,10 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 	}
 	if o.format != "json" && o.format != "npz" && o.format != "summary" {
 		return usagef("--format %q: want json, npz or summary", o.format)
+	}
+	sem, err := epoch.ParseSemantics(o.semantics)
+	if err != nil {
+		return usageError{err}
 	}
 	st := epoch.State{Dir: o.state}
 	// Read-only: the whole directory is checked, nothing is cleaned.
@@ -99,7 +110,7 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 		}
 		return fmt.Errorf("current epoch %d: %w", cur, err)
 	}
-	b, err := res.Sample(seeds)
+	b, err := epoch.NewAssembler(res, nil).Assemble(seeds, sem)
 	if err != nil {
 		if errors.Is(err, epoch.ErrNotInFrontier) {
 			return fmt.Errorf("a seed is not a training node of epoch %d (see %s): %w", cur, cfg.Train, err)
@@ -142,10 +153,16 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 }
 
 // writeBlocksJSON writes exactly {"epoch":N,"hops":[{"dst":…,"src":…,
-// "edge_src":…,"edge_dst":…},…]} and a newline; with features sf (nil:
-// none), "n_id", "dtype", "dim", "x" and "y" follow "hops".
+// "edge_src":…,"edge_dst":…},…]} and a newline, with "semantics":"pyg"
+// after the epoch for PyG semantics and "e_id" in each hop with edge ids;
+// with features sf (nil: none), "n_id", "dtype", "dim", "x" and "y"
+// follow "hops".
 func writeBlocksJSON(w io.Writer, b *epoch.Blocks, sf *sampleFeatures) error {
-	buf := fmt.Appendf(nil, `{"epoch":%d,"hops":[`, b.Epoch)
+	buf := fmt.Appendf(nil, `{"epoch":%d,`, b.Epoch)
+	if b.Semantics != epoch.DGL {
+		buf = fmt.Appendf(buf, `"semantics":%q,`, b.Semantics)
+	}
+	buf = append(buf, `"hops":[`...)
 	for h := range b.Hops {
 		if h > 0 {
 			buf = append(buf, ',')
@@ -201,6 +218,11 @@ func writeBlocksNPZ(w io.Writer, b *epoch.Blocks, sf *sampleFeatures) error {
 			npy.AddArray(z, p+"edge_dst", hop.EdgeDst),
 		} {
 			if err != nil {
+				return err
+			}
+		}
+		if hop.EdgeIDs != nil {
+			if err := npy.AddArray(z, p+"e_id", hop.EdgeIDs); err != nil {
 				return err
 			}
 		}

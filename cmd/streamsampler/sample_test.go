@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/epoch"
 )
 
 // preparedState makes a state directory with epoch 0 current.
@@ -50,6 +52,7 @@ func TestSampleErrors(t *testing.T) {
 		{"both", []string{"--seeds", "7", "--seeds-file", "x"}, 2, "exactly one of"},
 		{"bad-seed", []string{"--seeds", "7,-1"}, 2, "not a node id"},
 		{"bad-format", []string{"--seeds", "7", "--format", "xml"}, 2, "json, npz or summary"},
+		{"bad-semantics", []string{"--seeds", "7", "--semantics", "PyG"}, 2, "want dgl or pyg"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, e, code := cli(t, append([]string{"sample", "--state", state}, tc.args...)...)
@@ -191,5 +194,50 @@ func TestSampleOutputAtomic(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Fatalf("directory holds %d entries, want only the output", len(ents))
+	}
+}
+
+// TestSamplePyGEdgeIDs: sample --semantics pyg from a state prepared with
+// --edge-ids prints the epoch's PyG assembly of the seeds, with each hop's
+// edge ids, and npz carries them too.
+func TestSamplePyGEdgeIDs(t *testing.T) {
+	graph, _ := testGraph(t, 2000, 6, 4096)
+	var train []uint32
+	for v := uint32(0); v < 2000; v += 5 {
+		train = append(train, v)
+	}
+	state := filepath.Join(t.TempDir(), "s")
+	if _, e, code := cli(t, "prepare", "--state", state, "--graph", graph, "--train", writeTrain(t, train), "--fanouts", "4,3", "--edge-ids"); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := cli(t, "advance", "--state", state); code != 0 {
+		t.Fatal(e)
+	}
+	out, e, code := cli(t, "sample", "--state", state, "--seeds", "10,5,300", "--semantics", "pyg")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	res, err := epoch.Read(filepath.Join(state, "epoch-0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := epoch.NewAssembler(res, nil).Assemble([]uint32{10, 5, 300}, epoch.PyG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hops, err := json.Marshal(want.Hops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, exp := strings.TrimSpace(out), `{"epoch":0,"semantics":"pyg","hops":`+string(hops)+"}"; got != exp || !strings.Contains(got, `"e_id":[`) {
+		t.Fatalf("sample --semantics pyg printed\n%s\nwant\n%s", got, exp)
+	}
+	npz := filepath.Join(t.TempDir(), "b.npz")
+	if _, e, code := cli(t, "sample", "--state", state, "--seeds", "10,5,300", "--semantics", "pyg", "--format", "npz", "-o", npz); code != 0 {
+		t.Fatal(e)
+	}
+	raw, err := os.ReadFile(npz)
+	if err != nil || !strings.Contains(string(raw), "hop2_e_id.npy") {
+		t.Fatalf("npz without hop2_e_id (%v)", err)
 	}
 }

@@ -23,6 +23,13 @@ from tests.test_live import build_tools
 N = 600
 FANOUTS = [5, 3]
 
+try:
+    import torch  # noqa: F401
+    import torch_geometric.data  # noqa: F401
+    HAVE_PYG = True
+except ImportError:
+    HAVE_PYG = False
+
 
 def pyg_reference(seeds, samples):
     """PyG's NeighborLoader semantics from issue 13's statement, on the
@@ -210,6 +217,44 @@ class Loaders(unittest.TestCase):
             np.testing.assert_array_equal(blocks[0]["feat"], self.x[blocks[0]["src_ids"]])
             np.testing.assert_array_equal(blocks[-1]["label"], self.y[blocks[-1]["dst_ids"]])
             self.check_edge_ids(b)
+
+    @unittest.skipUnless(HAVE_PYG, "torch_geometric is not importable")
+    def test_pyg_neighbor_loader_data(self):
+        """NeighborLoader yields PyG's Data: x and y of n_id, edge_index in
+        PyG semantics, e_id as columns of the input edge_index, input_id,
+        batch_size, the per-hop counts, the split masks of n_id."""
+        import torch
+
+        torch.manual_seed(1)
+        train = torch.zeros(N, dtype=torch.bool)
+        train[torch.from_numpy(self.train)] = True
+        lo = NeighborLoader(self.graph, num_neighbors=FANOUTS, input_nodes=train, batch_size=64, shuffle=True,
+                            binary=self.ss, num_workers=4)
+        self.addCleanup(lo.close)
+        val = NeighborLoader(self.graph, num_neighbors=FANOUTS, input_nodes=torch.from_numpy(self.val),
+                             batch_size=64, binary=self.ss)
+        self.addCleanup(val.close)
+        self.assertIs(lo._server, val._server)
+        seeds = []
+        for data in lo:
+            n_id = data.n_id.numpy()
+            self.assertEqual(data.n_id.dtype, torch.long)
+            np.testing.assert_array_equal(data.x.numpy(), self.x[n_id])
+            np.testing.assert_array_equal(data.y.numpy(), self.y[n_id])
+            bs = data.batch_size
+            np.testing.assert_array_equal(np.flatnonzero(train.numpy())[data.input_id.numpy()], n_id[:bs])
+            self.assertEqual(sum(data.num_sampled_nodes), len(n_id))
+            self.assertEqual(sum(data.num_sampled_edges), data.edge_index.shape[1])
+            ei = data.edge_index.numpy()
+            cols = data.e_id.numpy()
+            np.testing.assert_array_equal(self.edge_index[0, cols], n_id[ei[0]])
+            np.testing.assert_array_equal(self.edge_index[1, cols], n_id[ei[1]])
+            np.testing.assert_array_equal(data.train_mask.numpy(), np.isin(n_id, self.train))
+            np.testing.assert_array_equal(data.val_mask.numpy(), np.isin(n_id, self.val))
+            seeds += n_id[:bs].tolist()
+        self.assertEqual(sorted(seeds), self.train.tolist())
+        got = [int(v) for d in val for v in d.n_id[:d.batch_size]]
+        self.assertEqual(got, self.val.tolist())
 
     def test_servers_stop_with_their_loaders(self):
         a = S.NodeLoader(self.graph, [2], 10, self.val, False, False, "pyg", None, seed=99, binary=self.ss)
