@@ -146,20 +146,23 @@ func BenchmarkSample(b *testing.B) {
 				name string
 				ix   *Index
 			}{{"search", nil}, {"dense", dense}, {"map", res.MapIndex()}} {
-				b.Run(c.name, func(b *testing.B) { benchAssembler(b, NewAssembler(res, c.ix), batches) })
+				// PyG semantics from the same epoch: fewer rows gathered
+				// per hop (only the nodes the previous hop reached first).
+				b.Run(c.name+"/pyg", func(b *testing.B) { benchAssembler(b, NewAssembler(res, c.ix), batches, PyG) })
+				b.Run(c.name, func(b *testing.B) { benchAssembler(b, NewAssembler(res, c.ix), batches, DGL) })
 			}
 		})
 	}
 }
 
-func benchAssembler(b *testing.B, a *Assembler, batches [][]uint32) {
+func benchAssembler(b *testing.B, a *Assembler, batches [][]uint32, sem Semantics) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	edges := 0
 	b.ResetTimer()
 	c0 := threadCPU()
 	for i := 0; i < b.N; i++ {
-		blk, err := a.Sample(batches[i%len(batches)])
+		blk, err := a.Assemble(batches[i%len(batches)], sem)
 		if err != nil {
 			b.Fatal(err)
 		}
