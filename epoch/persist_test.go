@@ -76,20 +76,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 func TestReadCorruption(t *testing.T) {
 	res := testResult(t, 3, 400, []int{4, 3})
 	type corrupt func(t *testing.T, dir string)
-	editManifest := func(f func(m map[string]any)) corrupt {
-		return func(t *testing.T, dir string) {
-			p := filepath.Join(dir, ManifestName)
-			data, _ := os.ReadFile(p)
-			var m map[string]any
-			if err := json.Unmarshal(data, &m); err != nil {
-				t.Fatal(err)
-			}
-			f(m)
-			data, _ = json.Marshal(m)
-			os.WriteFile(p, data, 0o644)
-		}
-	}
-	array := func(m map[string]any, i int) map[string]any { return m["arrays"].([]any)[i].(map[string]any) }
+	editManifest := editEpochManifest
 	cases := []struct {
 		name     string
 		compress string
@@ -229,20 +216,7 @@ func TestWriteReadEdgeIDs(t *testing.T) {
 
 func TestReadEdgeIDsCorruption(t *testing.T) {
 	res := withEdgeIDs(testResult(t, 3, 400, []int{4, 3}))
-	edit := func(f func(m map[string]any)) func(t *testing.T, dir string) {
-		return func(t *testing.T, dir string) {
-			p := filepath.Join(dir, ManifestName)
-			data, _ := os.ReadFile(p)
-			var m map[string]any
-			if err := json.Unmarshal(data, &m); err != nil {
-				t.Fatal(err)
-			}
-			f(m)
-			data, _ = json.Marshal(m)
-			os.WriteFile(p, data, 0o644)
-		}
-	}
-	array := func(m map[string]any, i int) map[string]any { return m["arrays"].([]any)[i].(map[string]any) }
+	edit := editEpochManifest
 	for _, c := range []struct {
 		name, compress string
 		mut            func(t *testing.T, dir string)
@@ -349,3 +323,22 @@ func FuzzReadManifest(f *testing.F) {
 		}
 	})
 }
+
+// editEpochManifest returns a corruption that rewrites an epoch
+// directory's manifest through f.
+func editEpochManifest(f func(m map[string]any)) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		p := filepath.Join(dir, ManifestName)
+		data, _ := os.ReadFile(p)
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		data, _ = json.Marshal(m)
+		os.WriteFile(p, data, 0o644)
+	}
+}
+
+// array is the manifest's i-th array entry.
+func array(m map[string]any, i int) map[string]any { return m["arrays"].([]any)[i].(map[string]any) }

@@ -202,16 +202,7 @@ func TestGPUEdgeIDs(t *testing.T) {
 	needGPU(t)
 	const n = 1 << 16
 	indptr, indices := rmat(n, 400_000, 13)
-	mi := []uint64{0}
-	var mx []uint32
-	for v := range len(indptr) - 1 {
-		for i := indptr[v]; i < indptr[v+1]; i++ {
-			for range 1 + (uint64(v)+i)%3 {
-				mx = append(mx, indices[i])
-			}
-		}
-		mi = append(mi, uint64(len(mx)))
-	}
+	mi, mx := multigraph(indptr, indices)
 	csr := &host.CSR{Indptr: mi, Indices: mx}
 	seeds := pickSeeds(n, 0.08, 5)
 	for _, uva := range []bool{false, true} {

@@ -160,3 +160,19 @@ func diffBlocks(got, want *epoch.Blocks) error {
 	}
 	return nil
 }
+
+// multigraph repeats every neighbor of the CSR one to three times, so that
+// a neighbor id does not tell which stored edge was sampled.
+func multigraph(indptr []uint64, indices []uint32) ([]uint64, []uint32) {
+	mi := []uint64{0}
+	var mx []uint32
+	for v := range len(indptr) - 1 {
+		for i := indptr[v]; i < indptr[v+1]; i++ {
+			for range 1 + (uint64(v)+i)%3 {
+				mx = append(mx, indices[i])
+			}
+		}
+		mi = append(mi, uint64(len(mx)))
+	}
+	return mi, mx
+}

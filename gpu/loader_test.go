@@ -185,17 +185,7 @@ func TestEdgeIDsWithCPUStandIn(t *testing.T) {
 	needCgo(t)
 	path := buildFake(t, "libfake.so")
 	indptr, indices := rmat(2000, 12000, 8)
-	// Every neighbor one to three times.
-	mi := []uint64{0}
-	var mx []uint32
-	for v := range len(indptr) - 1 {
-		for i := indptr[v]; i < indptr[v+1]; i++ {
-			for range 1 + (uint64(v)+i)%3 {
-				mx = append(mx, indices[i])
-			}
-		}
-		mi = append(mi, uint64(len(mx)))
-	}
+	mi, mx := multigraph(indptr, indices)
 	withIDs, err := gpu.OpenCSR(path, 0, mi, mx, gpu.Options{EdgeIDs: true})
 	if err != nil {
 		t.Fatal(err)

@@ -18,9 +18,18 @@ import (
 
 // writeGraph packs g into a graph directory with the given chunk size.
 func writeGraph(t testing.TB, g *CSR, chunkSize int64) string {
+	return writeGraphDedup(t, g, chunkSize, true)
+}
+
+// writeMultigraph packs g without deduplication (repeated neighbors kept).
+func writeMultigraph(t testing.TB, g *CSR, chunkSize int64) string {
+	return writeGraphDedup(t, g, chunkSize, false)
+}
+
+func writeGraphDedup(t testing.TB, g *CSR, chunkSize int64, dedup bool) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "graph")
-	w, err := chunkfmt.NewWriter(dir, g.NumNodes(), chunkSize, chunkfmt.Options{Dedup: true, SelfLoops: chunkfmt.SelfLoopsKeep})
+	w, err := chunkfmt.NewWriter(dir, g.NumNodes(), chunkSize, chunkfmt.Options{Dedup: dedup, SelfLoops: chunkfmt.SelfLoopsKeep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,26 +313,6 @@ func repeatedCSR(n uint32, avgDeg int, seed uint64) *CSR {
 		c.Indptr[v+1] = uint64(len(c.Indices))
 	}
 	return c
-}
-
-// writeMultigraph packs g without deduplication (repeated neighbors kept).
-func writeMultigraph(t testing.TB, g *CSR, chunkSize int64) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "graph")
-	w, err := chunkfmt.NewWriter(dir, g.NumNodes(), chunkSize, chunkfmt.Options{Dedup: false, SelfLoops: chunkfmt.SelfLoopsKeep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for v := uint32(0); v < g.NumNodes(); v++ {
-		nb, _ := g.Neighbors(v)
-		if err := w.Append(nb); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 // With Options.EdgeIDs the streamed epoch carries the reference's edge
