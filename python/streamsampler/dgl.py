@@ -38,7 +38,7 @@ import numpy as np
 from .adapters import _require, dgl_arrays
 from .executables import PathArg
 from .protocol import Batch
-from .servers import NodeLoader
+from .servers import NodeLoader, check_fanouts
 
 
 class NeighborSampler:
@@ -57,11 +57,7 @@ class NeighborSampler:
                                       "(store out-edges by building the graph without --reverse)" % edge_dir)
         if prob is not None or mask is not None:
             raise NotImplementedError("NeighborSampler(prob=/mask=): weighted sampling is not supported")
-        self.fanouts = [int(f) for f in fanouts]
-        for f in self.fanouts:
-            if not 1 <= f <= 64:
-                raise ValueError("NeighborSampler: fanout %d; streamsampler samples 1 to 64 neighbors per "
-                                 "layer (not -1, every neighbor)" % f)
+        self.fanouts = check_fanouts(fanouts, "NeighborSampler: fanout")
         self.replace = bool(replace)
         self.output_device = output_device
 

@@ -58,6 +58,16 @@ def node_ids(nodes: Nodes, num_nodes: int, what: str = "input_nodes") -> np.ndar
     return a
 
 
+def check_fanouts(fanouts: Sequence[int], what: str) -> List[int]:
+    """``fanouts`` as ints, each 1 to 64 (ValueError naming ``what``)."""
+    out = [int(f) for f in fanouts]
+    for f in out:
+        if not 1 <= f <= 64:
+            raise ValueError("%s %d: streamsampler samples 1 to 64 neighbors per hop (not -1, every neighbor)"
+                             % (what, f))
+    return out
+
+
 def default_seed() -> int:
     """A sampling seed drawn from torch's random generator when torch is
     installed (so that ``torch.manual_seed`` fixes the minibatches, as it
@@ -262,11 +272,7 @@ class NodeLoader:
             raise ValueError("batch_size %r, want >= 1" % (batch_size,))
         self.graph = graph_dir(graph, binary)
         self.num_nodes = graph_num_nodes(self.graph)
-        self.fanouts = [int(f) for f in fanouts]
-        for f in self.fanouts:
-            if not 1 <= f <= 64:
-                raise ValueError("fanout %d: streamsampler samples 1 to 64 neighbors per hop (not -1, every "
-                                 "neighbor)" % f)
+        self.fanouts = check_fanouts(fanouts, "fanout")
         self.batch_size = int(batch_size)
         self.nodes = (np.arange(self.num_nodes, dtype=np.int64) if nodes is None
                       else node_ids(nodes, self.num_nodes))
