@@ -78,8 +78,11 @@ class Loader:
 
     ``client`` is a Client or an address. ``prefetch`` bounds the
     minibatches held ready; ``depth`` is the next_batch requests kept in
-    flight on the connection. At an epoch's end the server is advanced,
-    so the next ``iter()`` serves the next epoch.
+    flight on the connection. Every ``iter()`` is a whole epoch: at an
+    epoch's end the server is advanced, and an iteration left part-way (a
+    ``break``) leaves its epoch for good, so the next ``iter()`` serves the
+    next epoch from its start. ``len(loader)`` is the epoch's minibatch
+    count (this rank's).
     """
 
     def __init__(self, client: Union[Client, Address], transform: Optional[Callable[[Batch], Any]] = None,
@@ -89,14 +92,17 @@ class Loader:
         self.transform = transform
         self.prefetch = max(1, int(prefetch))
         self.depth = depth
+        self._last: Optional[int] = None  # the epoch the last iter() served
 
     def __len__(self) -> int:
-        """The minibatches left in the current epoch."""
-        info = self.client.epoch_info()
-        return info["num_batches"] - info["served"]
+        """The minibatches of an epoch."""
+        return int(self.client.epoch_info()["num_batches"])
 
     def __iter__(self) -> Iterator[Any]:
         epoch = self.client.epoch_info()["epoch"]
+        if self._last is not None and epoch <= self._last:
+            epoch = self.client.advance(self._last)["epoch"]  # the last iter() was left part-way
+        self._last = epoch
         return prefetched(lambda: self.client.batches(epoch, depth=self.depth), self.transform, self.prefetch)
 
     def close(self) -> None:
