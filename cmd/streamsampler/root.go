@@ -25,6 +25,7 @@ func subcommands() []*cobra.Command {
 		newInfoCmd(),
 		newBenchCmd(),
 		newServeCmd(),
+		newWalkCmd(),
 	}
 }
 

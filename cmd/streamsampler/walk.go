@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/internal/atomicfile"
+	"github.com/streamsampler/streamsampler/internal/npy"
+	"github.com/streamsampler/streamsampler/internal/progress"
+)
+
+type walkOptions struct {
+	graph, start, mode, out string
+	all, stop, json, quiet  bool
+	walksPerNode, length    int
+	restart, p, q           float64
+	seed                    uint64
+}
+
+func newWalkCmd() *cobra.Command { return walkCmd(memoryWalker) }
+
+// walkCmd builds the walk command walking with walk.
+func walkCmd(walk walker) *cobra.Command {
+	var o walkOptions
+	cmd := &cobra.Command{
+		Use:   "walk --graph DIR (--start FILE | --all) --length L -o walks.npy",
+		Short: "Random walks (DeepWalk, personalized PageRank, node2vec) from start nodes, to an int32 .npy",
+		Long: `walk takes --walks-per-node R random walks of --length L steps from each start
+node (those of --start, in file order, or with --all every node of the graph)
+and writes them as an int32 .npy of shape [W, L+1], W = R × starts: row
+w = r × starts + i is the r-th walk from start i (PyG's batch.repeat(R) order),
+the start first; a walk that ends early is padded with -1. A node without
+neighbors ends its walk, in every mode.
+
+--mode deepwalk steps to a uniform neighbor (a repeated neighbor counts as
+often as it is stored). --mode ppr (personalized PageRank) restarts at the
+walk's start with probability --restart at each step, or with
+--stop-at-restart ends the walk there. --mode node2vec weighs the next node x
+of a walk that came from u by 1/p (x = u), 1 (x a neighbor of u) or 1/q
+(otherwise), by rejection: after 64 rejected candidates the 64th is taken,
+which leaves node2vec's law unchanged up to (1 - min weight / max weight)^64.
+
+The walks are a pure function of --seed, the start nodes and the walk flags
+(docs/DESIGN.md §3, "Walks"): every backend gives the same ones. The file is
+written atomically. With --json, one JSON line summarises the run: walks,
+steps taken, seconds, walks/s and the bytes the process read from storage.`,
+		Example: `  streamsampler walk --graph g --all --walks-per-node 10 --length 80 --seed 1 -o walks.npy
+  streamsampler walk --graph g --start nodes.txt --length 20 --mode ppr --restart 0.15 -o ppr.npy
+  streamsampler walk --graph g --all --length 80 --mode node2vec --p 0.5 --q 2 -o n2v.npy --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWalk(cmd, o, walk)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.graph, "graph", "", "graph directory (from chunkify)")
+	f.StringVar(&o.start, "start", "", "start node ids, one per line (or .npy); walks go in file order, repeats kept")
+	f.BoolVar(&o.all, "all", false, "start from every node of the graph, in id order")
+	f.IntVar(&o.walksPerNode, "walks-per-node", 1, "walks R from each start node")
+	f.IntVar(&o.length, "length", 0, "steps L of each walk (a row holds L+1 nodes, the start first)")
+	f.StringVar(&o.mode, "mode", "deepwalk", "deepwalk (uniform), ppr (personalized PageRank) or node2vec")
+	f.Float64Var(&o.restart, "restart", 0.15, "ppr: the probability of restarting at the start, each step, in [0, 1)")
+	f.BoolVar(&o.stop, "stop-at-restart", false, "ppr: end the walk at its first restart instead of going back to the start")
+	f.Float64Var(&o.p, "p", 1, "node2vec: return parameter (the walk goes back to the previous node with weight 1/p)")
+	f.Float64Var(&o.q, "q", 1, "node2vec: in-out parameter (the walk moves away from the previous node with weight 1/q); not -q, which is --quiet")
+	f.Uint64Var(&o.seed, "seed", 0, "random seed; the walks are a pure function of it, the start nodes and the walk flags")
+	f.StringVarP(&o.out, "output", "o", "", "the .npy file to write (int32, shape [walks, length+1])")
+	f.BoolVar(&o.json, "json", false, "print a JSON summary line on stdout")
+	addQuietFlag(f, &o.quiet, "progress")
+	cmd.MarkFlagRequired("graph")
+	cmd.MarkFlagRequired("length")
+	cmd.MarkFlagRequired("output")
+	return cmd
+}
+
+// walker walks starts over the graph directory under cfg (checked by the
+// command) and returns host.ReferenceWalks' rows: W = R·len(starts) rows
+// of L+1 int32, -1 padded, row r·len(starts)+i from starts[i]. It shows
+// its progress on bar (walks done as items; nil draws nothing). Every
+// backend is one: a streaming walker plugs in here beside memoryWalker.
+type walker func(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar) ([]int32, error)
+
+// memoryWalker loads the whole graph into memory (host.LoadCSR) and walks
+// it with host.ReferenceWalks.
+func memoryWalker(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar) ([]int32, error) {
+	bar.SetLabel("walk: loading graph")
+	g, err := host.LoadCSR(graph)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	bar.SetLabel("walk: walking")
+	walks, err := host.ReferenceWalks(g, starts, cfg)
+	if err == nil {
+		bar.AddItems(int64(host.NumWalks(len(starts), cfg)))
+	}
+	return walks, err
+}
+
+// walkSummary is what walk --json prints.
+type walkSummary struct {
+	Mode      string  `json:"mode"`
+	Starts    int     `json:"starts"`
+	Walks     int     `json:"walks"`
+	Length    int     `json:"length"`
+	Steps     int64   `json:"steps"` // steps taken: nodes after the starts, -1 padding not counted
+	Ended     int     `json:"ended"` // walks padded with -1 (ended before step L)
+	Seconds   float64 `json:"seconds"`
+	WalksPerS float64 `json:"walks_per_s"`
+	ReadBytes int64   `json:"read_bytes"` // storage reads while walking (/proc/self/io read_bytes; -1: unknown)
+	Output    string  `json:"output"`
+}
+
+// walkConfig checks the flags and turns them into a host.WalkConfig;
+// every error is a usage error naming its flag.
+func walkConfig(cmd *cobra.Command, o walkOptions) (host.WalkConfig, error) {
+	c := host.WalkConfig{Length: o.length, WalksPerNode: o.walksPerNode, Seed: o.seed}
+	var err error
+	if c.Mode, err = host.ParseWalkMode(o.mode); err != nil {
+		return c, usagef("--mode %q: want deepwalk, ppr or node2vec", o.mode)
+	}
+	switch {
+	case (o.start == "") == !o.all:
+		return c, usagef("give exactly one of --start and --all")
+	case o.length < 1 || uint64(o.length) > math.MaxUint32:
+		return c, usagef("--length %d: want 1..%d steps", o.length, uint32(math.MaxUint32))
+	case o.walksPerNode < 1 || uint64(o.walksPerNode) > host.MaxWalks:
+		return c, usagef("--walks-per-node %d: want 1..%d", o.walksPerNode, uint32(host.MaxWalks))
+	}
+	// A parameter of another mode is a mistake: it would change nothing.
+	for _, f := range []struct {
+		name string
+		mode host.WalkMode
+	}{{"restart", host.WalkPPR}, {"stop-at-restart", host.WalkPPR}, {"p", host.WalkNode2Vec}, {"q", host.WalkNode2Vec}} {
+		if cmd.Flags().Changed(f.name) && c.Mode != f.mode {
+			return c, usagef("--%s applies to --mode %s only (this is --mode %s)", f.name, f.mode, c.Mode)
+		}
+	}
+	switch c.Mode {
+	case host.WalkPPR:
+		if !(o.restart >= 0 && o.restart < 1) {
+			return c, usagef("--restart %v: want a probability in [0, 1)", o.restart)
+		}
+		c.Restart, c.StopAtRestart = o.restart, o.stop
+	case host.WalkNode2Vec:
+		for _, x := range []struct {
+			name string
+			v    float64
+		}{{"p", o.p}, {"q", o.q}} {
+			if !(x.v > 0) || math.IsInf(x.v, 0) || math.IsInf(1/x.v, 0) {
+				return c, usagef("--%s %v: want a positive number", x.name, x.v)
+			}
+		}
+		c.P, c.Q = o.p, o.q
+	}
+	if err := c.Check(); err != nil {
+		return c, usageError{err} // unreachable after the checks above, kept as a guard
+	}
+	return c, nil
+}
+
+func runWalk(cmd *cobra.Command, o walkOptions, walk walker) error {
+	cfg, err := walkConfig(cmd, o)
+	if err != nil {
+		return err
+	}
+	g, err := chunkfmt.Open(o.graph)
+	if err != nil {
+		return err
+	}
+	numNodes := g.Manifest.NumNodes
+	g.Close()
+	var starts []uint32
+	if o.all {
+		starts = make([]uint32, numNodes)
+		for v := range starts {
+			starts[v] = uint32(v)
+		}
+	} else if starts, err = ingest.ReadNodeIDs(o.start, numNodes); err != nil {
+		return err
+	}
+	if len(starts) == 0 {
+		return usagef("no start nodes (--start %s, or a graph without nodes)", o.start)
+	}
+	if err := cfg.CheckStarts(starts, numNodes); err != nil {
+		if errors.Is(err, host.ErrInvalid) {
+			return usagef("--walks-per-node %d, --length %d with %d starts: %w", o.walksPerNode, o.length, len(starts), err)
+		}
+		return err
+	}
+
+	stderr := cmd.ErrOrStderr()
+	f, _ := stderr.(*os.File)
+	bar := progress.New(stderr, 0, "walk", progress.Enabled(f, o.quiet))
+	bar.SetUnit("walks")
+	read0 := procReadBytes()
+	t0 := time.Now()
+	walks, err := walk(cmd.Context(), o.graph, starts, cfg, bar)
+	secs := time.Since(t0).Seconds()
+	read1 := procReadBytes()
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	nw := host.NumWalks(len(starts), cfg)
+	if len(walks) != nw*(cfg.Length+1) {
+		return fmt.Errorf("walker returned %d values, want %d walks of %d", len(walks), nw, cfg.Length+1)
+	}
+	if err := writeWalksNPY(o.out, walks, nw, cfg.Length+1); err != nil {
+		return err
+	}
+
+	s := walkSummary{Mode: cfg.Mode.String(), Starts: len(starts), Walks: nw, Length: cfg.Length, Seconds: secs, ReadBytes: -1, Output: o.out}
+	for w := range nw {
+		row := walks[w*(cfg.Length+1) : (w+1)*(cfg.Length+1)]
+		taken := cfg.Length
+		for taken > 0 && row[taken] < 0 {
+			taken--
+		}
+		s.Steps += int64(taken)
+		if taken < cfg.Length {
+			s.Ended++
+		}
+	}
+	if secs > 0 {
+		s.WalksPerS = float64(nw) / secs
+	}
+	if read0 >= 0 && read1 >= read0 {
+		s.ReadBytes = read1 - read0
+	}
+	if o.json {
+		return writeJSONLine(cmd.OutOrStdout(), s)
+	}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %d walks of %d steps from %d starts (%d steps taken, %d ended early) in %.3f s, %.0f walks/s -> %s\n",
+		s.Mode, s.Walks, s.Length, s.Starts, s.Steps, s.Ended, s.Seconds, s.WalksPerS, s.Output)
+	return err
+}
+
+// writeWalksNPY writes walks as an int32 .npy of shape [rows, cols],
+// atomically: a failed or interrupted write leaves any previous file
+// whole and no partial one.
+func writeWalksNPY(path string, walks []int32, rows, cols int) error {
+	af, err := atomicfile.Create(path, 0o644)
+	if err != nil {
+		return err
+	}
+	defer af.Abort()
+	bw := bufio.NewWriterSize(af, 1<<16)
+	if _, err := (npy.Header{Descr: npy.Descr[int32](), Shape: []int{rows, cols}}).WriteTo(bw); err != nil {
+		return err
+	}
+	if err := writeInt32s(bw, walks); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return af.Commit()
+}
+
+// writeInt32s writes a little-endian, a block at a time.
+func writeInt32s(w io.Writer, a []int32) error {
+	buf := make([]byte, 0, 1<<16)
+	for len(a) > 0 {
+		n := min(len(a), cap(buf)/4)
+		buf = buf[:0]
+		for _, v := range a[:n] {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(v))
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+		a = a[n:]
+	}
+	return nil
+}
+
+// procReadBytes is the process's read_bytes so far (/proc/self/io: bytes
+// fetched from storage, page cache hits not counted); -1 where the system
+// does not tell.
+func procReadBytes() int64 {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "read_bytes:"); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
