@@ -616,3 +616,40 @@ func TestNode2VecAttemptCap(t *testing.T) {
 	}
 	t.Logf("P(return) ideal %.3f capped %.3f observed %.3f; bias %.4f, bound %.4f", ideal[0], capped[0], emp[0], tv, bound)
 }
+
+// BenchmarkReferenceWalks: the in-memory walker's rate (steps/s) on a
+// random graph of 100k nodes, one walk of 80 steps per node, per mode.
+func BenchmarkReferenceWalks(b *testing.B) {
+	g := randomCSR(100_000, 10, 1)
+	starts := make([]uint32, g.NumNodes())
+	for v := range starts {
+		starts[v] = uint32(v)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  WalkConfig
+	}{
+		{"deepwalk", WalkConfig{Mode: WalkDeepWalk}},
+		{"ppr", WalkConfig{Mode: WalkPPR, Restart: 0.15}},
+		{"node2vec", WalkConfig{Mode: WalkNode2Vec, P: 0.5, Q: 2}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := tc.cfg
+			c.Length, c.WalksPerNode = 80, 1
+			var steps int
+			for b.Loop() {
+				walks, err := ReferenceWalks(g, starts, c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				steps = 0
+				for i, v := range walks {
+					if i%(c.Length+1) != 0 && v >= 0 {
+						steps++
+					}
+				}
+			}
+			b.ReportMetric(float64(steps)*float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+		})
+	}
+}
