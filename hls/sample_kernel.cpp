@@ -13,7 +13,7 @@
 // in Go is the definition every output is tested against bit for bit. The
 // walk-step mode (walk != 0) computes the candidates of a random-walk step
 // (DESIGN §3 "Walks", rng.Candidate): the same three phases, with the walk
-// ids as the draws' counters' owners and no Floyd test.
+// id where sampling has the node, and no Floyd test.
 //
 // Structure, and why it suits HLS scheduling:
 //
