@@ -1,6 +1,8 @@
 package hls
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -8,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/rng"
 )
 
@@ -161,5 +164,96 @@ func BenchmarkKernel(b *testing.B) {
 				b.ReportMetric(medianF(ratios), "ratio")
 			})
 		}
+	}
+}
+
+// rmatWalkData is an R-MAT graph (Graph500's parameters, scale 20, edge
+// factor 16: 2^20 nodes, 2^24 edges, about 68 MiB of chunk) as one chunk
+// of out-adjacencies, and 2^18 walkers: each at the source of a uniformly
+// drawn edge (so at a node with probability proportional to its degree, a
+// walk's stationary law), in walk order, with walk ids 0.. .
+var rmatWalkData = sync.OnceValues(func() ([]uint32, []uint32) {
+	const scale, edgeFactor = 20, 16
+	var buf bytes.Buffer
+	if err := ingest.GenerateRMAT(context.Background(), &buf, ingest.RMATOptions{Scale: scale, EdgeFactor: edgeFactor, Seed: 1}, ingest.FormatBin32); err != nil {
+		panic(err)
+	}
+	pairs := bytesToWords(buf.Bytes())
+	const n = 1 << scale
+	m := len(pairs) / 2
+	chunk := make([]uint32, 3+n+m)
+	chunk[0], chunk[1] = n, 0
+	for e := range m {
+		chunk[3+pairs[2*e]]++ // count, shifted by one: chunk[2+u+1]
+	}
+	off := uint32(3 + n)
+	for u := range n + 1 {
+		d := chunk[2+u]
+		chunk[2+u] = off
+		off += d
+	}
+	fill := slices.Clone(chunk[2 : 2+n])
+	for e := range m {
+		u := pairs[2*e]
+		chunk[fill[u]] = pairs[2*e+1]
+		fill[u]++
+	}
+	g := &gen{s: 0xa1c}
+	walkers := make([]uint32, 1<<18)
+	for i := range walkers {
+		walkers[i] = pairs[2*g.intn(m)]
+	}
+	return chunk, walkers
+})
+
+// BenchmarkWalkStep reports the kernel's walk-step candidates per second
+// (k = 1, the deepwalk and PPR step) against sampling's slots per second
+// at fanout 1, without and with replacement, for the same nodes of an
+// R-MAT chunk, measured in the same iterations (the order alternating),
+// and their ratios to the walk step's. Medians over the iterations.
+func BenchmarkWalkStep(b *testing.B) {
+	chunk, nodes := rmatWalkData()
+	walks := allNodes(0, len(nodes))
+	b.Logf("chunk: %d MiB, %d nodes, %d edges; %d walkers", len(chunk)*4>>20, chunk[0], len(chunk)-3-int(chunk[0]), len(nodes))
+	for _, k := range []int{1, 4} {
+		b.Run(fmt.Sprintf("engine=%s/k=%d", Engine, k), func(b *testing.B) {
+			out := make([]int32, len(nodes)*k)
+			var wt, st, rt []time.Duration
+			timed := func(f func() error) time.Duration {
+				t0 := time.Now()
+				if err := f(); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(t0)
+			}
+			for i := 0; b.Loop(); i++ {
+				walk := func() error { return RunWalk(chunk, nodes, walks, out, k, rng.WalkKey(1, uint32(i+1)), 0) }
+				sample := func() error { return Run(chunk, nodes, out, k, rng.Key(1, uint32(i), 0), false) }
+				replace := func() error { return Run(chunk, nodes, out, k, rng.Key(1, uint32(i), 1), true) }
+				if i%2 == 0 {
+					wt = append(wt, timed(walk))
+					b.StopTimer()
+					st, rt = append(st, timed(sample)), append(rt, timed(replace))
+				} else {
+					b.StopTimer()
+					st, rt = append(st, timed(sample)), append(rt, timed(replace))
+					b.StartTimer()
+					wt = append(wt, timed(walk))
+					b.StopTimer()
+				}
+				b.StartTimer()
+			}
+			slots := float64(len(nodes) * k)
+			ratioS, ratioR := make([]float64, len(wt)), make([]float64, len(wt))
+			for i := range wt {
+				ratioS[i] = st[i].Seconds() / wt[i].Seconds()
+				ratioR[i] = rt[i].Seconds() / wt[i].Seconds()
+			}
+			b.ReportMetric(slots/median(wt).Seconds(), "walk-cand/s")
+			b.ReportMetric(slots/median(st).Seconds(), "sample-slots/s")
+			b.ReportMetric(slots/median(rt).Seconds(), "replace-slots/s")
+			b.ReportMetric(medianF(ratioS), "walk/sample")
+			b.ReportMetric(medianF(ratioR), "walk/replace")
+		})
 	}
 }

@@ -21,21 +21,25 @@ var update = flag.Bool("update", false, "rewrite testdata/golden_kernel.bin from
 // goldenPath is the committed golden file that the C++ testbench checks
 // the kernel against. Its format, all little-endian:
 //
-//	"SKGOLD2\n"  u32 n_cases
-//	per case: u32 fanout, u32 replace, u32 edges, u64 key, u32 chunk_words,
-//	          u32 n_targets, chunk words, targets, n_targets×fanout expected
-//	          int32, and with edges another n_targets×fanout: the expected
-//	          chunk-local edge indices (the kernel's result buffer)
+//	"SKGOLD3\n"  u32 n_cases
+//	per case: u32 fanout, u32 replace, u32 edges, u32 walk, u64 key,
+//	          u32 chunk_words, u32 n_targets, chunk words, targets (with
+//	          walk != 0: the n_targets nodes, then their n_targets walk ids),
+//	          n_targets×fanout expected int32, and with edges another
+//	          n_targets×fanout: the expected chunk-local edge indices (the
+//	          kernel's result buffer)
 const goldenPath = "testdata/golden_kernel.bin"
 
-const goldenMagic = "SKGOLD2\n"
+const goldenMagic = "SKGOLD3\n"
 
 type goldenCase struct {
 	chunk, targets []uint32
 	fanout         int
 	key            uint64
 	replace, edges bool
-	want           []int32 // samples, then edge indices when edges
+	walk           uint32   // kernel argument 8: 0 sampling, else a walk step with attempt0 = walk-1
+	walks          []uint32 // walk ids, one per target, when walk != 0
+	want           []int32  // samples (or candidates), then edge indices when edges
 }
 
 // goldenCases are the inputs of the golden file: degrees on and around
@@ -89,6 +93,39 @@ func goldenCases() []goldenCase {
 			cases = append(cases, c)
 		}
 	}
+	// Walk steps (argument 8): walkers on the chunks above, counts on and
+	// off the lanes, first attempts 0, 1, 63 and 2^32-2, with and without
+	// edge indices, and the DESIGN §3 walk vectors (walk 7 at node 7 of
+	// degree 1000: candidates 987 and 410 at step 1, 634 at step 2).
+	walkCase := func(chunk, nodes []uint32, k int, key uint64, a0 uint32, edges bool) {
+		walks := make([]uint32, len(nodes))
+		for i := range walks {
+			walks[i] = uint32(g.next())
+		}
+		cases = append(cases, goldenCase{chunk: chunk, targets: nodes, walks: walks, fanout: k, key: key,
+			walk: a0 + 1, edges: edges})
+	}
+	for i, k := range []int{1, 2, 5, 32, 33, 64} {
+		j := slices.IndexFunc(cases, func(c goldenCase) bool { return c.fanout == k }) // the chunk with degrees around k
+		c := cases[j]
+		nodes := slices.Clone(c.targets[:len(c.targets)-g.intn(40)])
+		walkCase(c.chunk, nodes, k, rng.WalkKey(g.next(), uint32(1+i)), []uint32{0, 1, 63, 1<<32 - 2}[i%4], i%2 == 1)
+	}
+	walkCase(hubChunk, []uint32{78, 77, 78, 80, 79, 78}, 8, rng.WalkKey(3, 9), 0, true)
+	walkCase(buildChunk(highStart, high, 9), allNodes(highStart, 40), 1, rng.WalkKey(4, 1), 0, false)
+	walkCase(buildChunk(highStart, high, 9), nil, 3, rng.WalkKey(4, 1), 0, false)
+	nb1000 := make([]uint32, 1000)
+	for i := range nb1000 {
+		nb1000[i] = uint32(1000 + i)
+	}
+	walkDesign := buildChunk(5, [][]uint32{nil, {1}, nb1000, {3, 9}, nil}, 5)
+	for _, tc := range []struct {
+		step, a0 uint32
+		k        int
+	}{{1, 0, 2}, {1, 1, 1}, {2, 0, 1}} {
+		cases = append(cases, goldenCase{chunk: walkDesign, targets: []uint32{7, 9, 8}, walks: []uint32{7, 7, 3},
+			fanout: tc.k, key: rng.WalkKey(42, tc.step), walk: tc.a0 + 1, edges: tc.step == 1})
+	}
 	return cases
 }
 
@@ -104,7 +141,13 @@ func encodeGolden(cases []goldenCase) ([]byte, error) {
 		if c.edges {
 			edges = make([]int32, n)
 		}
-		if err := ReferenceEdges(c.chunk, c.targets, want, edges, c.fanout, c.key, c.replace); err != nil {
+		var err error
+		if c.walk != 0 {
+			err = ReferenceWalkEdges(c.chunk, c.targets, c.walks, want, edges, c.fanout, c.key, c.walk-1)
+		} else {
+			err = ReferenceEdges(c.chunk, c.targets, want, edges, c.fanout, c.key, c.replace)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("golden case %d: %w", i, err)
 		}
 		want = append(want, edges...)
@@ -112,12 +155,14 @@ func encodeGolden(cases []goldenCase) ([]byte, error) {
 		h = le.AppendUint32(h, uint32(c.fanout))
 		h = le.AppendUint32(h, b2u(c.replace))
 		h = le.AppendUint32(h, b2u(c.edges))
+		h = le.AppendUint32(h, c.walk)
 		h = le.AppendUint64(h, c.key)
 		h = le.AppendUint32(h, uint32(len(c.chunk)))
 		h = le.AppendUint32(h, uint32(len(c.targets)))
 		b.Write(h)
 		binary.Write(&b, le, c.chunk)
 		binary.Write(&b, le, c.targets)
+		binary.Write(&b, le, c.walks)
 		binary.Write(&b, le, want)
 	}
 	return b.Bytes(), nil
@@ -144,19 +189,22 @@ func decodeGolden(data []byte) ([]goldenCase, error) {
 	cases := make([]goldenCase, n)
 	for i := range cases {
 		var h struct {
-			Fanout, Replace, Edges uint32
-			Key                    uint64
-			Words, Targets         uint32
+			Fanout, Replace, Edges, Walk uint32
+			Key                          uint64
+			Words, Targets               uint32
 		}
 		if err := binary.Read(r, le, &h); err != nil {
 			return nil, fmt.Errorf("golden case %d header: %w", i, err)
 		}
 		c := goldenCase{
 			chunk: make([]uint32, h.Words), targets: make([]uint32, h.Targets),
-			fanout: int(h.Fanout), key: h.Key, replace: h.Replace != 0, edges: h.Edges != 0,
+			fanout: int(h.Fanout), key: h.Key, replace: h.Replace != 0, edges: h.Edges != 0, walk: h.Walk,
 			want: make([]int32, int(h.Targets)*int(h.Fanout)*(1+int(h.Edges&1))),
 		}
-		for _, v := range []any{c.chunk, c.targets, c.want} {
+		if c.walk != 0 {
+			c.walks = make([]uint32, h.Targets)
+		}
+		for _, v := range []any{c.chunk, c.targets, c.walks, c.want} {
 			if err := binary.Read(r, le, v); err != nil {
 				return nil, fmt.Errorf("golden case %d: %w", i, err)
 			}
@@ -199,10 +247,10 @@ func TestGoldenThroughEngines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	edgeCases := 0
+	edgeCases, walkCases := 0, 0
 	for _, e := range engines {
 		for i, c := range cases {
-			if c.edges {
+			if c.edges || c.walk != 0 {
 				continue
 			}
 			out := make([]int32, len(c.want))
@@ -216,7 +264,7 @@ func TestGoldenThroughEngines(t *testing.T) {
 	}
 	for _, e := range edgeEngines {
 		for i, c := range cases {
-			if !c.edges {
+			if !c.edges || c.walk != 0 {
 				continue
 			}
 			edgeCases++
@@ -230,8 +278,31 @@ func TestGoldenThroughEngines(t *testing.T) {
 			}
 		}
 	}
+	for _, e := range walkEngines {
+		for i, c := range cases {
+			if c.walk == 0 {
+				continue
+			}
+			walkCases++
+			n := len(c.targets) * c.fanout
+			out := make([]int32, n)
+			var edges []int32
+			if c.edges {
+				edges = make([]int32, n)
+			}
+			if err := e.fn(c.chunk, c.targets, c.walks, out, edges, c.fanout, c.key, c.walk-1); err != nil {
+				t.Fatalf("%s case %d: %v", e.name, i, err)
+			}
+			if !slices.Equal(out, c.want[:n]) || (e.edges && !slices.Equal(edges, c.want[n:])) {
+				t.Fatalf("%s case %d: output differs from golden", e.name, i)
+			}
+		}
+	}
 	if edgeCases == 0 {
 		t.Fatal("the golden file has no case with edge indices")
+	}
+	if walkCases == 0 {
+		t.Fatal("the golden file has no walk-step case")
 	}
 }
 

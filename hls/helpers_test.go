@@ -97,3 +97,26 @@ func directEdges(start uint32, adj [][]uint32, targets []uint32, fanout int, key
 	}
 	return out
 }
+
+// directWalk computes a walk step's expected candidates and chunk-local
+// edge indices with rng.Candidate walker by walker, from the adjacency
+// lists rather than the chunk.
+func directWalk(start uint32, adj [][]uint32, nodes, walks []uint32, k int, key uint64, attempt0 uint32) (out, edges []int32) {
+	first := make([]int32, len(adj)+1)
+	for i, a := range adj {
+		first[i+1] = first[i] + int32(len(a))
+	}
+	out, edges = make([]int32, len(nodes)*k), make([]int32, len(nodes)*k)
+	for r, v := range nodes {
+		nb := adj[v-start]
+		for t := range k {
+			if len(nb) == 0 {
+				out[r*k+t], edges[r*k+t] = -1, -1
+				continue
+			}
+			p := rng.Candidate(key, walks[r], attempt0+uint32(t), uint32(len(nb)))
+			out[r*k+t], edges[r*k+t] = int32(nb[p]), first[v-start]+int32(p)
+		}
+	}
+	return out, edges
+}

@@ -8,6 +8,11 @@
 // tested against bit for bit; without cgo, Run is Reference. RunEdges and
 // ReferenceEdges also give each sampled slot's chunk-local edge index.
 //
+// The kernel's walk-step mode (its argument 8) computes the candidates of
+// one step of random walks (DESIGN §3 "Walks"): RunWalk and ReferenceWalk
+// (RunWalkEdges and ReferenceWalkEdges with edge indices), defined by
+// rng.Candidate.
+//
 // A chunk is the in-memory image of one chunk of edges.chunks as uint32
 // words, read here through chunkfmt.ChunkView (the layout is chunkfmt's;
 // docs/FORMAT.md).
@@ -32,7 +37,8 @@ var (
 	// ErrBadFanout: the fanout is not in 1..MaxFanout.
 	ErrBadFanout = errors.New("hls: fanout out of range")
 	// ErrBadOutput: the output slice (or the edge slice) is not
-	// len(targets)×fanout long.
+	// len(targets)×fanout long, or a walk step's walk ids are not one per
+	// node.
 	ErrBadOutput = errors.New("hls: output length does not match targets × fanout")
 	// ErrTargetOutsideChunk: a target node is not among the chunk's nodes.
 	ErrTargetOutsideChunk = errors.New("hls: target outside chunk")
@@ -135,6 +141,66 @@ func ReferenceEdges(chunk []uint32, targets []uint32, out, edges []int32, fanout
 			}
 			row[s] = int32(chunk[b+uint32(p)])
 			erow[s] = int32(b + uint32(p) - first)
+		}
+	}
+	return nil
+}
+
+// validateWalk is validate for a walk step: nodes are the targets, and
+// there is one walk id per node.
+func validateWalk(chunk, nodes, walks []uint32, out, edges []int32, k int) error {
+	if err := validate(chunk, nodes, out, edges, k); err != nil {
+		return err
+	}
+	if len(walks) != len(nodes) {
+		return fmt.Errorf("%w: len(walks) = %d, want one walk id per node (%d)", ErrBadOutput, len(walks), len(nodes))
+	}
+	return nil
+}
+
+// ReferenceWalk is the kernel's walk-step mode in Go: for walker r, at
+// node nodes[r] with degree d on walk walks[r], out[r*k+t] is the
+// neighbor at position rng.Candidate(key, walks[r], attempt0+t, d) for
+// t < k (candidates attempt0 .. attempt0+k-1 of the step whose key is
+// rng.WalkKey(seed, step)), or -1 in all k slots when d == 0. It
+// validates its inputs exactly as RunWalk does (len(out) ==
+// len(nodes)*k, len(walks) == len(nodes), every node in the chunk) and
+// allocates nothing.
+func ReferenceWalk(chunk []uint32, nodes, walks []uint32, out []int32, k int, key uint64, attempt0 uint32) error {
+	return ReferenceWalkEdges(chunk, nodes, walks, out, nil, k, key, attempt0)
+}
+
+// ReferenceWalkEdges is ReferenceWalk that also writes, when edges is not
+// nil (then len(edges) == len(out)), each candidate's chunk-local edge
+// index (as ReferenceEdges: the neighbor word's index less the chunk's
+// header), -1 where the node has no neighbors.
+func ReferenceWalkEdges(chunk []uint32, nodes, walks []uint32, out, edges []int32, k int, key uint64, attempt0 uint32) error {
+	if err := validateWalk(chunk, nodes, walks, out, edges, k); err != nil {
+		return err
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	c := chunkfmt.ChunkView(chunk)
+	start := c.StartNode()
+	first := uint32(c.HeaderWords())
+	for r, v := range nodes {
+		b, e := c.Span(v - start)
+		d := e - b
+		for t := range k {
+			i := r*k + t
+			if d == 0 {
+				out[i] = -1
+				if edges != nil {
+					edges[i] = -1
+				}
+				continue
+			}
+			w := b + rng.Candidate(key, walks[r], attempt0+uint32(t), d)
+			out[i] = int32(chunk[w])
+			if edges != nil {
+				edges[i] = int32(w - first)
+			}
 		}
 	}
 	return nil

@@ -44,7 +44,7 @@ func RunEdges(chunk []uint32, targets []uint32, out, edges []int32, fanout int, 
 		return nil
 	}
 	if edges == nil {
-		runUnchecked(chunk, targets, out, fanout, key, replace, false)
+		runUnchecked(chunk, targets, out, fanout, key, replace, false, 0)
 		return nil
 	}
 	C.sample_kernel_split(
@@ -66,11 +66,46 @@ func cBool(b bool) C.uint32_t {
 // runUnchecked calls the kernel without validation; tests use it to check
 // the kernel's own guards. targets must be non-empty. With edges, out
 // holds the samples and then the edge indices (2 × len(targets) × fanout),
-// as the kernel's result buffer does on the FPGA.
-func runUnchecked(chunk []uint32, targets []uint32, out []int32, fanout int, key uint64, replace, edges bool) {
+// as the kernel's result buffer does on the FPGA. walk is argument 8: with
+// walk != 0 targets holds the nodes and then as many walk ids, as the
+// kernel's targets buffer does on the FPGA, and the kernel reads
+// len(targets)/2 walkers.
+func runUnchecked(chunk []uint32, targets []uint32, out []int32, fanout int, key uint64, replace, edges bool, walk uint32) {
+	n := len(targets)
+	if walk != 0 {
+		n /= 2
+	}
 	C.sample_kernel(
 		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(chunk))),
 		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(out))),
 		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(targets))),
-		C.uint32_t(len(targets)), C.uint32_t(fanout), C.uint64_t(key), cBool(replace), cBool(edges))
+		C.uint32_t(n), C.uint32_t(fanout), C.uint64_t(key), cBool(replace), cBool(edges), C.uint32_t(walk))
+}
+
+// RunWalk computes k candidates of one random-walk step for every walker
+// (node nodes[r] on walk walks[r]) into out, row r, by calling the HLS C++
+// kernel in its walk-step mode, after validating the inputs in Go. Its
+// output equals ReferenceWalk's bit for bit. The C code keeps no pointer.
+func RunWalk(chunk []uint32, nodes, walks []uint32, out []int32, k int, key uint64, attempt0 uint32) error {
+	return RunWalkEdges(chunk, nodes, walks, out, nil, k, key, attempt0)
+}
+
+// RunWalkEdges is RunWalk that also writes, when edges is not nil, each
+// candidate's chunk-local edge index, as ReferenceWalkEdges defines it
+// (walk_kernel_split: the separate-array form of arguments 2, 7 and 8).
+func RunWalkEdges(chunk []uint32, nodes, walks []uint32, out, edges []int32, k int, key uint64, attempt0 uint32) error {
+	if err := validateWalk(chunk, nodes, walks, out, edges, k); err != nil {
+		return err
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	C.walk_kernel_split(
+		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(chunk))),
+		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(out))),
+		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(edges))),
+		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(nodes))),
+		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(walks))),
+		C.uint32_t(len(nodes)), C.uint32_t(k), C.uint64_t(key), C.uint32_t(attempt0))
+	return nil
 }

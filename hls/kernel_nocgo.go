@@ -17,3 +17,17 @@ func Run(chunk []uint32, targets []uint32, out []int32, fanout int, key uint64, 
 func RunEdges(chunk []uint32, targets []uint32, out, edges []int32, fanout int, key uint64, replace bool) error {
 	return ReferenceEdges(chunk, targets, out, edges, fanout, key, replace)
 }
+
+// RunWalk computes k candidates of one random-walk step for every walker
+// (node nodes[r] on walk walks[r]) into out. Built without cgo it is
+// ReferenceWalk.
+func RunWalk(chunk []uint32, nodes, walks []uint32, out []int32, k int, key uint64, attempt0 uint32) error {
+	return ReferenceWalk(chunk, nodes, walks, out, k, key, attempt0)
+}
+
+// RunWalkEdges is RunWalk that also writes each candidate's chunk-local
+// edge index into edges when it is not nil. Built without cgo it is
+// ReferenceWalkEdges.
+func RunWalkEdges(chunk []uint32, nodes, walks []uint32, out, edges []int32, k int, key uint64, attempt0 uint32) error {
+	return ReferenceWalkEdges(chunk, nodes, walks, out, edges, k, key, attempt0)
+}

@@ -10,7 +10,10 @@
 // build` from rejecting a C++ file in a package without cgo.)
 //
 // The sampling rule and the random numbers are docs/DESIGN.md §3; rng.Sample
-// in Go is the definition every output is tested against bit for bit.
+// in Go is the definition every output is tested against bit for bit. The
+// walk-step mode (walk != 0) computes the candidates of a random-walk step
+// (DESIGN §3 "Walks", rng.Candidate): the same three phases, with the walk
+// id where sampling has the node, and no Floyd test.
 //
 // Structure, and why it suits HLS scheduling:
 //
@@ -32,6 +35,13 @@
 //                  list here. Pipelined, II=1, so reads from many lanes are
 //                  in flight together and DDR latency is hidden; this is
 //                  where the kernel spends its cycles, one slot per cycle.
+//
+//   Walk-step mode changes only what is drawn: the fetch phase also reads
+//   the group's 32 walk ids (a second burst on gmem2, from the words after
+//   the n_targets nodes), every non-empty lane draws, and slot t of walk w
+//   is below(draw(key, w, 2*(a0+t)), d): the with-replacement datapath with
+//   the walk id in place of the node and an even counter. No membership
+//   test, so its draw phase is the simpler one.
 //
 //   Every inner loop has a constant bound or a tripcount, there is no
 //   division anywhere (below() is a 32×32→64 multiply and a shift), and
@@ -69,10 +79,15 @@ inline uint32_t below(uint64_t r, uint32_t m) {
 // want_edges, each slot's chunk-local edge index into eresult (same rows
 // and slots). sample_kernel places eresult right after the samples;
 // sample_kernel_split (host builds) anywhere.
+//
+// walking is the walk-step mode with first attempt a0: walks holds one walk
+// id per target (node), and slot t of target r is its candidate a0 + t;
+// replace is ignored. walks is not read when sampling.
 static inline void sample_rows(const uint32_t* chunk, int32_t* result, int32_t* eresult,
                                bool want_edges,
-                               const uint32_t* targets, uint32_t n_targets, uint32_t fanout,
-                               uint64_t key, uint32_t replace) {
+                               const uint32_t* targets, const uint32_t* walks,
+                               uint32_t n_targets, uint32_t fanout,
+                               uint64_t key, uint32_t replace, bool walking, uint32_t a0) {
 #pragma HLS INLINE
   if (n_targets == 0 || fanout == 0) return;
 
@@ -95,7 +110,12 @@ static inline void sample_rows(const uint32_t* chunk, int32_t* result, int32_t* 
   // The chunk's first neighbor word (chunkfmt's HeaderWords): a chosen
   // word's index minus this is its chunk-local edge index.
   const uint32_t first = 3 + n_nodes;
-  const bool rep = replace != 0;
+  // A walk step draws like sampling with replacement: every non-empty lane,
+  // every slot independently uniform.
+  const bool rep = walking || replace != 0;
+  // Draw counter of slot t: t when sampling, 2*(a0 + t) = 2*a0 + 2*t in a
+  // walk step (the candidates' even draws; uint32 arithmetic, as rng's).
+  const uint32_t ctr0 = walking ? 2 * a0 : 0;
 
   // Per-lane state, all in registers. Lanes whose sample needs random
   // draws (Floyd lanes, d > k; or every non-empty lane with replacement)
@@ -106,7 +126,8 @@ static inline void sample_rows(const uint32_t* chunk, int32_t* result, int32_t* 
   uint32_t deg[SAMPLE_LANES];
   bool live[SAMPLE_LANES];
   uint32_t slot[SAMPLE_LANES];  // lane -> draw slot, kNone if it draws nothing
-  uint32_t rnode[SAMPLE_LANES];
+  uint32_t rnode[SAMPLE_LANES];  // the draws' id: the node, or the walk id
+  uint32_t wid[SAMPLE_LANES];    // walk step: the group's walk ids
   uint32_t rbase[SAMPLE_LANES];
   uint32_t rdeg[SAMPLE_LANES];
   uint32_t pos[SAMPLE_LANES][MAX_FANOUT];
@@ -115,6 +136,7 @@ static inline void sample_rows(const uint32_t* chunk, int32_t* result, int32_t* 
 #pragma HLS ARRAY_PARTITION variable = live complete
 #pragma HLS ARRAY_PARTITION variable = slot complete
 #pragma HLS ARRAY_PARTITION variable = rnode complete
+#pragma HLS ARRAY_PARTITION variable = wid complete
 #pragma HLS ARRAY_PARTITION variable = rbase complete
 #pragma HLS ARRAY_PARTITION variable = rdeg complete
 #pragma HLS ARRAY_PARTITION variable = pos complete dim = 0
@@ -127,6 +149,17 @@ groups:
     const uint64_t g = (uint64_t)gi * SAMPLE_LANES;
     const uint32_t left = (uint32_t)(n_targets - g);
     const uint32_t n = left < SAMPLE_LANES ? left : SAMPLE_LANES;
+
+    // 1a. walk step: the group's walk ids, a burst of its own on gmem2
+    // (the fetch loop below reads the nodes; two reads of one bundle in one
+    // II=1 iteration would halve its rate).
+    if (walking) {
+    walkids:
+      for (uint32_t l = 0; l < SAMPLE_LANES; l++) {
+#pragma HLS PIPELINE II = 1
+        wid[l] = l < n ? walks[g + l] : 0;
+      }
+    }
 
     // 1. fetch: target ids and their degrees. idx is computed unsigned, so
     // a target below start wraps to a huge idx and fails the same test as
@@ -153,7 +186,7 @@ groups:
       const bool draws = ok && (rep ? d != 0 : d > fanout);
       slot[l] = draws ? n_rand : kNone;
       if (draws) {
-        rnode[n_rand] = v;
+        rnode[n_rand] = walking ? wid[l] : v;
         rbase[n_rand] = b;
         rdeg[n_rand] = d;
         n_rand++;
@@ -171,10 +204,12 @@ groups:
         // Draw slots past n_rand are idle (constant bound, exit = enable).
         if (i >= n_rand) break;
         const uint32_t d = rdeg[i];
-        const uint64_t r = mix64(key ^ ((uint64_t)rnode[i] << 32 | t));
+        const uint32_t ctr = ctr0 + (walking ? t << 1 : t);
+        const uint64_t r = mix64(key ^ ((uint64_t)rnode[i] << 32 | ctr));
         uint32_t p;
         if (rep) {
-          // With replacement: independent uniform positions.
+          // With replacement, or a walk step's candidates: independent
+          // uniform positions.
           p = below(r, d);
         } else {
           // Floyd's algorithm: p uniform in [0, j]; if p was chosen
@@ -238,11 +273,11 @@ groups:
 
 extern "C" void sample_kernel(const uint32_t* chunk, int32_t* result, const uint32_t* targets,
                               uint32_t n_targets, uint32_t fanout, uint64_t key, uint32_t replace,
-                              uint32_t edges) {
+                              uint32_t edges, uint32_t walk) {
 // Three AXI masters on separate bundles so that the random chunk reads, the
 // result bursts and the target bursts never queue behind one another. The
 // depths only size C/RTL co-simulation buffers (512 MiB chunk, 1 Mi targets
-// of fanout 64).
+// of fanout 64, or 512 Ki walkers' nodes and walk ids).
 #pragma HLS INTERFACE m_axi port = chunk offset = slave bundle = gmem0 depth = 134217728 num_read_outstanding = 64 max_read_burst_length = 2
 #pragma HLS INTERFACE m_axi port = result offset = slave bundle = gmem1 depth = 67108864 max_write_burst_length = 64
 #pragma HLS INTERFACE m_axi port = targets offset = slave bundle = gmem2 depth = 1048576 max_read_burst_length = 32
@@ -254,18 +289,28 @@ extern "C" void sample_kernel(const uint32_t* chunk, int32_t* result, const uint
 #pragma HLS INTERFACE s_axilite port = key bundle = control
 #pragma HLS INTERFACE s_axilite port = replace bundle = control
 #pragma HLS INTERFACE s_axilite port = edges bundle = control
+#pragma HLS INTERFACE s_axilite port = walk bundle = control
 #pragma HLS INTERFACE s_axilite port = return bundle = control
 
   // With edges, the edge indices follow the n_targets × fanout samples in
   // the same buffer (one AXI master, one BO on the host).
-  sample_rows(chunk, result, result + (uint64_t)n_targets * fanout, edges != 0, targets, n_targets,
-              fanout, key, replace);
+  // In a walk step the walk ids follow the n_targets nodes in targets.
+  sample_rows(chunk, result, result + (uint64_t)n_targets * fanout, edges != 0, targets,
+              targets + n_targets, n_targets, fanout, key, replace, walk != 0, walk - 1);
 }
 
 #ifndef __SYNTHESIS__
 extern "C" void sample_kernel_split(const uint32_t* chunk, int32_t* result, int32_t* eresult,
                                     const uint32_t* targets, uint32_t n_targets, uint32_t fanout,
                                     uint64_t key, uint32_t replace) {
-  sample_rows(chunk, result, eresult, eresult != nullptr, targets, n_targets, fanout, key, replace);
+  sample_rows(chunk, result, eresult, eresult != nullptr, targets, nullptr, n_targets, fanout, key,
+              replace, false, 0);
+}
+
+extern "C" void walk_kernel_split(const uint32_t* chunk, int32_t* result, int32_t* eresult,
+                                  const uint32_t* nodes, const uint32_t* walks, uint32_t n_targets,
+                                  uint32_t fanout, uint64_t key, uint32_t attempt0) {
+  sample_rows(chunk, result, eresult, eresult != nullptr, nodes, walks, n_targets, fanout, key, 0,
+              true, attempt0);
 }
 #endif

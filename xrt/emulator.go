@@ -62,6 +62,10 @@ var builtinUUID = UUID{'s', 't', 'r', 'e', 'a', 'm', 's', 'a', 'm', 'p', 'l', 'e
 // run does not ask for edge indices.
 type kernelFunc func(chunk, targets []uint32, out, edges []int32, fanout int, key uint64, replace bool) error
 
+// walkFunc is the signature of the walk-step mode that emulated runs of
+// SampleKernel execute when ArgWalk != 0 (package hls's RunWalkEdges).
+type walkFunc func(chunk, nodes, walks []uint32, out, edges []int32, k int, key uint64, attempt0 uint32) error
+
 // emuDevice is a software SmartSSD.
 type emuDevice struct {
 	index int
@@ -278,7 +282,7 @@ func (d *emuDevice) OpenKernel(uuid UUID, name string) (Kernel, error) {
 	}
 	ek := &emuKernel{dev: d, name: name, x: d.xclbin, args: args}
 	if name == SampleKernel {
-		ek.fn = sampleKernelImpl
+		ek.fn, ek.walk = sampleKernelImpl, walkKernelImpl
 	}
 	return ek, nil
 }

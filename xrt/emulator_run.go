@@ -17,6 +17,7 @@ type emuKernel struct {
 	x    *xclbin.Xclbin
 	args []xclbin.Arg
 	fn   kernelFunc
+	walk walkFunc
 
 	mu     sync.Mutex
 	closed bool
@@ -39,6 +40,11 @@ func (k *emuKernel) NewRun() (Run, error) {
 		return nil, fmt.Errorf("xrt: %s: kernel %s: new run: %w", k.dev.Name(), k.name, ErrClosed)
 	}
 	r := &emuRun{k: k, vals: make([]argVal, len(k.args))}
+	if k.name == SampleKernel && len(r.vals) > ArgWalk {
+		// walk defaults to 0 (sampling), as in XRT's zeroed command
+		// packet, so that callers written before it existed still run.
+		r.vals[ArgWalk] = argVal{set: true}
+	}
 	return r, nil
 }
 
@@ -286,7 +292,7 @@ func (d *emuDevice) execute(cmd *emuCmd) (err error) {
 	if cmd.k.name != SampleKernel {
 		return fmt.Errorf("kernel %s: %w", cmd.k.name, ErrNoSuchKernel)
 	}
-	return runSampleKernel(cmd.k.fn, cmd.vals, d.cfg.units())
+	return runSampleKernel(cmd.k.fn, cmd.k.walk, cmd.vals, d.cfg.units())
 }
 
 // words views a buffer's device copy as little-endian 32-bit words (the
@@ -300,9 +306,10 @@ func words(b *emuBO, n int) []uint32 {
 
 // runSampleKernel checks SampleKernel's arguments against the buffers, as
 // the hardware cannot (it would read or write out of bounds), and runs fn
-// on the device copies.
-func runSampleKernel(fn kernelFunc, v []argVal, units int) error {
-	if fn == nil {
+// (sampling) or walkFn (a walk step, ArgWalk != 0) on the device copies.
+func runSampleKernel(fn kernelFunc, walkFn walkFunc, v []argVal, units int) error {
+	walk := uint32(v[ArgWalk].scalar)
+	if fn == nil || (walk != 0 && walkFn == nil) {
 		return errors.New("no sampling kernel implementation linked into the emulator")
 	}
 	chunk, result, targets := v[ArgChunk].bo, v[ArgResult].bo, v[ArgTargets].bo
@@ -310,7 +317,7 @@ func runSampleKernel(fn kernelFunc, v []argVal, units int) error {
 	fanout := int(uint32(v[ArgFanout].scalar))
 	key := v[ArgKey].scalar
 	replace := uint32(v[ArgReplace].scalar)
-	if replace > 1 {
+	if replace > 1 && walk == 0 { // a walk step ignores replace
 		return fmt.Errorf("replace = %d, want 0 or 1", replace)
 	}
 	edges := uint32(v[ArgEdges].scalar)
@@ -320,7 +327,11 @@ func runSampleKernel(fn kernelFunc, v []argVal, units int) error {
 	if fanout <= 0 {
 		return fmt.Errorf("fanout = %d, want at least 1", fanout)
 	}
-	if int64(n)*4 > int64(targets.size) {
+	if walk != 0 {
+		if need := int64(n) * 8; need > int64(targets.size) {
+			return fmt.Errorf("targets buffer of %d bytes too small for a walk step's n_targets = %d nodes and as many walk ids (%d bytes)", targets.size, n, need)
+		}
+	} else if int64(n)*4 > int64(targets.size) {
 		return fmt.Errorf("targets buffer of %d bytes too small for n_targets = %d (%d bytes)", targets.size, n, int64(n)*4)
 	}
 	words32 := int64(n) * int64(fanout) * int64(1+edges) // samples, then edge indices
@@ -334,6 +345,10 @@ func runSampleKernel(fn kernelFunc, v []argVal, units int) error {
 		if edges == 1 {
 			eout = all[n*fanout:]
 		}
+	}
+	if walk != 0 {
+		tw := words(targets, 2*n)
+		return runWalkUnits(walkFn, units, words(chunk, chunk.size/4), tw[:n], tw[n:], out, eout, fanout, key, walk-1)
 	}
 	return runUnits(fn, units, words(chunk, chunk.size/4), words(targets, n), out, eout, fanout, key, replace == 1)
 }
@@ -351,10 +366,36 @@ const unitTargets = 4096
 // the slot (DESIGN §3), so the result is the one launch's, bit for bit.
 // A panic in a unit becomes that unit's error.
 func runUnits(fn kernelFunc, units int, chunk, targets []uint32, out, edges []int32, fanout int, key uint64, replace bool) error {
-	n := len(targets)
+	return splitUnits(units, len(targets), func(lo, hi int) error {
+		return fn(chunk, targets[lo:hi], out[lo*fanout:hi*fanout], share(edges, lo*fanout, hi*fanout), fanout, key, replace)
+	})
+}
+
+// runWalkUnits is runUnits for a walk step: each unit takes a contiguous
+// share of the walkers (their nodes and their walk ids). A walker's
+// candidates depend only on the chunk, its node, its walk id, the key and
+// the attempt (DESIGN §3 "Walks"), so the result is the one launch's.
+func runWalkUnits(fn walkFunc, units int, chunk, nodes, walks []uint32, out, edges []int32, k int, key uint64, attempt0 uint32) error {
+	return splitUnits(units, len(nodes), func(lo, hi int) error {
+		return fn(chunk, nodes[lo:hi], walks[lo:hi], out[lo*k:hi*k], share(edges, lo*k, hi*k), k, key, attempt0)
+	})
+}
+
+// share is s[lo:hi], or nil for a nil s (no edge output).
+func share(s []int32, lo, hi int) []int32 {
+	if s == nil {
+		return nil
+	}
+	return s[lo:hi]
+}
+
+// splitUnits cuts n targets into contiguous shares (multiples of
+// unitTargets) for at most units compute units and runs each share
+// [lo, hi) on a goroutine of its own; one unit runs on the caller's.
+func splitUnits(units, n int, run func(lo, hi int) error) error {
 	units = min(units, n/unitTargets)
 	if units <= 1 {
-		return fn(chunk, targets, out, edges, fanout, key, replace)
+		return run(0, n)
 	}
 	share := (n/units + unitTargets - 1) / unitTargets * unitTargets
 	errs := make([]error, units)
@@ -372,11 +413,7 @@ func runUnits(fn kernelFunc, units int, chunk, targets []uint32, out, edges []in
 					errs[u] = fmt.Errorf("compute unit %d panicked: %v", u, p)
 				}
 			}()
-			var e []int32
-			if edges != nil {
-				e = edges[lo*fanout : hi*fanout]
-			}
-			errs[u] = fn(chunk, targets[lo:hi], out[lo*fanout:hi*fanout], e, fanout, key, replace)
+			errs[u] = run(lo, hi)
 		}()
 	}
 	wg.Wait()

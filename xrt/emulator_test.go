@@ -368,7 +368,7 @@ func TestEmulatorArgErrors(t *testing.T) {
 			t.Errorf("GroupID(%d) = %d, %v", arg, g, err)
 		}
 	}
-	for _, arg := range []int{ArgNTargets, ArgFanout, ArgKey, ArgReplace, ArgEdges, 8, -1} {
+	for _, arg := range []int{ArgNTargets, ArgFanout, ArgKey, ArgReplace, ArgEdges, ArgWalk, 9, -1} {
 		if _, err := k.GroupID(arg); !errors.Is(err, ErrBadArg) {
 			t.Errorf("GroupID(%d) = %v, want ErrBadArg", arg, err)
 		}
@@ -383,7 +383,7 @@ func TestEmulatorArgErrors(t *testing.T) {
 		"u32 on a u64":         run.SetUint32(ArgKey, 1),
 		"u64 on a u32":         run.SetUint64(ArgFanout, 1),
 		"scalar on a BO":       run.SetUint32(ArgChunk, 1),
-		"index 8":              run.SetUint32(8, 1),
+		"index 9":              run.SetUint32(9, 1),
 		"index -1":             run.SetUint64(-1, 1),
 	} {
 		if !errors.Is(err, ErrBadArg) {

@@ -28,6 +28,7 @@ func SampleKernelXclbin(uuid UUID) *xclbin.Xclbin {
 		{Name: "key", Index: ArgKey, Port: "S_AXI_CONTROL", Size: 8, Type: "ulong"},
 		{Name: "replace", Index: ArgReplace, Port: "S_AXI_CONTROL", Size: 4, Type: "uint"},
 		{Name: "edges", Index: ArgEdges, Port: "S_AXI_CONTROL", Size: 4, Type: "uint"},
+		{Name: "walk", Index: ArgWalk, Port: "S_AXI_CONTROL", Size: 4, Type: "uint"},
 	}
 	off := 0x10
 	for i := range args {

@@ -89,6 +89,14 @@ const SampleKernel = "sample_kernel"
 // buffer (-1 for empty slots); with edges = 1 another n_targets*fanout
 // int32 after them, each slot's chunk-local edge index (hls.RunEdges), so
 // the result buffer is twice as large.
+//
+// With walk != 0 it runs one random-walk step instead (hls.RunWalk,
+// DESIGN §3 "Walks"): the targets buffer holds n_targets current nodes and
+// then n_targets walk ids (2*n_targets uint32), key is the step's
+// rng.WalkKey, replace is ignored, and row r holds the fanout candidates
+// walk-1, walk, … of walker r (-1 throughout for a node without
+// neighbors), with edge indices after them as above. A run that never
+// sets walk samples (0, as XRT's zeroed command packet has it).
 const (
 	ArgChunk    = 0 // BO: the chunk, uint32 words (chunk layout of docs/FORMAT.md)
 	ArgResult   = 1 // BO: int32 samples, n_targets*fanout (then as many edge indices with edges = 1)
@@ -98,6 +106,7 @@ const (
 	ArgKey      = 5 // uint64, rng.Key(seed, epoch, layer)
 	ArgReplace  = 6 // uint32, 0 or 1
 	ArgEdges    = 7 // uint32, 0 or 1: also write chunk-local edge indices
+	ArgWalk     = 8 // uint32, 0 = sampling, else a walk step with first attempt walk-1; 0 when not set
 )
 
 // UUID identifies an xclbin (the uuid field of its axlf header).

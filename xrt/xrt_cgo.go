@@ -391,6 +391,17 @@ func (k *hwKernel) arg(i int, wantBO bool) (*xclbin.Arg, error) {
 	return nil, k.errorf("argument %d: %w: the kernel has %d arguments", i, ErrBadArg, len(k.args))
 }
 
+// hasArg reports whether the parsed xclbin declares scalar argument i
+// (false when the xclbin could not be parsed here).
+func (k *hwKernel) hasArg(i int) bool {
+	for _, a := range k.args {
+		if a.Index == i && a.AddressQualifier == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (k *hwKernel) NewRun() (Run, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -402,6 +413,16 @@ func (k *hwKernel) NewRun() (Run, error) {
 		return nil, k.errorf("%w", cErr("xrtRunOpen", 0, errno))
 	}
 	r := &hwRun{k: k, h: h, set: map[int]bool{}}
+	if k.name == SampleKernel && k.hasArg(ArgWalk) {
+		// walk defaults to 0 (sampling), so that callers written before it
+		// existed still run; set here rather than trusting the packet's
+		// initial value.
+		if rc, errno := C.ss_run_set_u32(h, C.int(ArgWalk), 0); rc != 0 {
+			C.xrtRunClose(h)
+			return nil, k.errorf("%w", cErr("xrtRunSetArg(walk = 0)", rc, errno))
+		}
+		r.set[ArgWalk] = true
+	}
 	k.dev.mu.Lock()
 	k.dev.runs[r] = struct{}{}
 	k.dev.mu.Unlock()

@@ -174,6 +174,17 @@ func TestNoopHostSequence(t *testing.T) {
 	if err := run.SetUint32(ArgEdges, 0); err != nil {
 		t.Fatal(err)
 	}
+	// walk (argument 8) was set to 0 by NewRun: the run above needs no
+	// more. It takes a u32; there is no argument after it.
+	if err := run.SetUint64(ArgWalk, 1); !errors.Is(err, ErrBadArg) {
+		t.Errorf("u64 on the u32 walk: %v", err)
+	}
+	if err := run.SetUint32(ArgWalk+1, 0); !errors.Is(err, ErrBadArg) {
+		t.Errorf("argument %d: %v", ArgWalk+1, err)
+	}
+	if err := run.SetUint32(ArgWalk, 0); err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 3; i++ { // a run handle is reusable
 		if err := run.Start(); err != nil {
 			t.Fatal(err)
