@@ -84,7 +84,8 @@ func openLane(i int, opts Options, s *Sampler, chunkBytes, mt int) (_ *deviceLan
 			return nil, err
 		}
 	}
-	if l.targets, err = alloc(xrt.ArgTargets, 4*mt, xrt.BONormal); err != nil {
+	// Twice the targets: a walk step's walk ids follow its nodes.
+	if l.targets, err = alloc(xrt.ArgTargets, 8*mt, xrt.BONormal); err != nil {
 		return nil, err
 	}
 	// With edge ids the kernel writes as many edge indices after the
@@ -248,19 +249,28 @@ func resultWords(edgeIDs bool) int {
 	return 1
 }
 
-// run launches the kernel once over targets, all inside the chunk in slot;
-// with edges (as long as out) it asks for and reads back the chunk-local
-// edge indices too.
-func (l *deviceLane) run(slot int, targets []uint32, out, edges []int32, fanout int, key uint64, replace bool) (kernel, syncT time.Duration, err error) {
+// run launches the kernel once over la's targets, all inside the chunk in
+// slot; with la.Edges (as long as la.Out) it asks for and reads back the
+// chunk-local edge indices too; with la.Walks, a walk step (argument 8
+// holds the first attempt + 1, the targets buffer the walk ids after the
+// nodes).
+func (l *deviceLane) run(slot int, la launch) (kernel, syncT time.Duration, err error) {
 	t0 := time.Now()
+	targets, out, edges := la.Targets, la.Out, la.Edges
 	nt := len(targets)
+	words := nt
 	putWords(l.tmap[:4*nt], targets)
-	if err := l.targets.Sync(xrt.ToDevice, 4*nt, 0); err != nil {
+	walk := uint32(0)
+	if la.Walks != nil {
+		putWords(l.tmap[4*nt:8*nt], la.Walks)
+		words, walk = 2*nt, la.Attempt0+1
+	}
+	if err := l.targets.Sync(xrt.ToDevice, 4*words, 0); err != nil {
 		return 0, 0, fmt.Errorf("sync targets: %w", err)
 	}
 	r := l.run_
 	rep, ed := uint32(0), uint32(0)
-	if replace {
+	if la.Replace {
 		rep = 1
 	}
 	if edges != nil {
@@ -269,10 +279,11 @@ func (l *deviceLane) run(slot int, targets []uint32, out, edges []int32, fanout 
 	for _, e := range []error{
 		r.SetBO(xrt.ArgChunk, l.chunk[slot]),
 		r.SetUint32(xrt.ArgNTargets, uint32(nt)),
-		r.SetUint32(xrt.ArgFanout, uint32(fanout)),
-		r.SetUint64(xrt.ArgKey, key),
+		r.SetUint32(xrt.ArgFanout, uint32(la.Fanout)),
+		r.SetUint64(xrt.ArgKey, la.Key),
 		r.SetUint32(xrt.ArgReplace, rep),
 		r.SetUint32(xrt.ArgEdges, ed),
+		r.SetUint32(xrt.ArgWalk, walk),
 	} {
 		if e != nil {
 			return 0, 0, fmt.Errorf("set kernel arguments: %w", e)

@@ -32,10 +32,24 @@ type lane interface {
 	// backend was opened (the O_DIRECT probe read of chunk 0), which no
 	// layer has counted yet; 0 otherwise.
 	takeOpenRead(slot int) int64
-	// run samples fanout neighbors of each target (all inside the chunk in
-	// slot) into out (len(targets)*fanout entries) and, when edges is not
-	// nil (as long as out), each slot's chunk-local edge index (hls.RunEdges).
-	run(slot int, targets []uint32, out, edges []int32, fanout int, key uint64, replace bool) (kernel, sync time.Duration, err error)
+	// run launches the kernel once over the chunk in slot (launch).
+	run(slot int, l launch) (kernel, sync time.Duration, err error)
+}
+
+// launch is one kernel launch over the chunk in a slot. In sampling mode
+// (Walks nil) it samples Fanout neighbors of each target into Out
+// (len(Targets)*Fanout entries); in walk mode it draws Fanout candidates
+// for each walker standing on a target (its walk id in Walks, attempts
+// Attempt0 on; rng.Candidate, hls.RunWalk). Either way, when Edges is not
+// nil (as long as Out) each slot's chunk-local edge index goes there too.
+type launch struct {
+	Targets    []uint32
+	Walks      []uint32
+	Out, Edges []int32
+	Fanout     int
+	Key        uint64
+	Replace    bool
+	Attempt0   uint32
 }
 
 // splitter partitions a sorted frontier by chunk (chunkfmt.Index).
@@ -97,7 +111,8 @@ func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32,
 		if onChunk != nil {
 			hook = func(c int, n int64) { onChunk(l, c, n) }
 		}
-		if err := runLayer(ctx, lanes, jobs, samples, edgeIDs, edgeBase, k, key.Layer(l), key.Replace, &ls, hook); err != nil {
+		pass := streamPass{samples: samples, edgeIDs: edgeIDs, edgeBase: edgeBase, fanout: k, key: key.Layer(l), replace: key.Replace}
+		if err := runLayer(ctx, lanes, jobs, pass, &ls, hook); err != nil {
 			return nil, fmt.Errorf("layer %d: %w", l, err)
 		}
 		n, err := checkSamples(samples, frontier, k, jobs, ix.NumNodes())
@@ -172,6 +187,21 @@ func globalEdges(dst []int64, local, samples []int32, targets []uint32, fanout i
 	return nil
 }
 
+// streamPass is what one pass over the chunks computes: the kernel's
+// parameters and where its output lands. samples (and edgeIDs, with
+// edgeBase) are indexed like the pass's sorted target list; walks, in
+// walk mode, is each target's walk id.
+type streamPass struct {
+	samples  []int32
+	edgeIDs  []int64
+	edgeBase []int64
+	fanout   int
+	key      uint64
+	replace  bool
+	walks    []uint32
+	attempt0 uint32
+}
+
 // runLayer streams jobs through every lane concurrently: a shared work
 // queue (which hands a lane the chunk already in its free buffer first, so
 // the chunks left in the buffers by the previous layer are not read again)
@@ -183,7 +213,8 @@ func globalEdges(dst []int64, local, samples []int32, targets []uint32, fanout i
 // sampleEpoch) each launch's chunk-local edge indices land in the same
 // range of edgeIDs as global ids. The first error cancels the layer; all
 // goroutines have exited when runLayer returns.
-func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int32, edgeIDs, edgeBase []int64, fanout int, key uint64, replace bool, ls *LayerStats, onChunk func(chunk int, bytes int64)) error {
+func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, pass streamPass, ls *LayerStats, onChunk func(chunk int, bytes int64)) error {
+	samples, edgeIDs, edgeBase, fanout := pass.samples, pass.edgeIDs, pass.edgeBase, pass.fanout
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	queue := newDispatcher(jobs)
@@ -282,7 +313,11 @@ func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, samples []int3
 					if local != nil {
 						el = local[:len(out)]
 					}
-					kt, stt, err := ln.run(lj.slot, lj.targets[off:end], out, el, fanout, key, replace)
+					la := launch{Targets: lj.targets[off:end], Out: out, Edges: el, Fanout: fanout, Key: pass.key, Replace: pass.replace}
+					if pass.walks != nil {
+						la.Walks, la.Attempt0 = pass.walks[pos:lj.lo+end], pass.attempt0
+					}
+					kt, stt, err := ln.run(lj.slot, la)
 					kernel += kt
 					syncT += stt
 					launches++

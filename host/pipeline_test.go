@@ -66,7 +66,8 @@ func (f *fakeLane) load(slot, c int) (int64, error) {
 	f.loads.Add(1)
 	return 4096, nil
 }
-func (f *fakeLane) run(slot int, targets []uint32, out, edges []int32, k int, key uint64, replace bool) (time.Duration, time.Duration, error) {
+func (f *fakeLane) run(slot int, la launch) (time.Duration, time.Duration, error) {
+	targets, out, edges, k, key, replace := la.Targets, la.Out, la.Edges, la.Fanout, la.Key, la.Replace
 	c := f.slots[slot]
 	if f.onRun != nil {
 		f.onRun(c)
@@ -83,6 +84,15 @@ func (f *fakeLane) run(slot int, targets []uint32, out, edges []int32, k int, ke
 			return 0, 0, fmt.Errorf("target %d not in chunk %d", v, c)
 		}
 		nb, _ := f.g.Neighbors(v)
+		if la.Walks != nil {
+			for t := range k {
+				out[i*k+t] = -1
+				if len(nb) > 0 {
+					out[i*k+t] = int32(nb[rng.Candidate(key, la.Walks[i], la.Attempt0+uint32(t), uint32(len(nb)))])
+				}
+			}
+			continue
+		}
 		rng.Sample(out[i*k:(i+1)*k], nb, v, key, replace)
 		if edges != nil {
 			// Chunk-local: v's first edge less the chunk's first.

@@ -1,12 +1,14 @@
 package serve
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
 	"sync"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/host"
 )
 
 // Client is a minimal Go client of the protocol, one request at a time;
@@ -170,4 +172,30 @@ func (c *Client) sample(e uint32, seeds []uint32) (*epoch.Blocks, *Features, err
 	}
 	b, _, feat, err := DecodeBatch(f.Payload)
 	return b, feat, err
+}
+
+// Walks asks for random walks (Server.Walks): the rows, row-major, and
+// the row length.
+func (c *Client) Walks(starts []uint32, wc host.WalkConfig) ([]int32, int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, err := c.roundTrip(OpWalks, AppendWalksRequest(nil, starts, wc))
+	if err != nil {
+		return nil, 0, err
+	}
+	d := &decoder{p: f.Payload}
+	if len(f.Payload) < arrayHeaderSize+8 || f.Payload[0] != DtypeI32 || f.Payload[1] != 2 {
+		return nil, 0, d.fail("walks reply: want a 2-D int32 array")
+	}
+	rows := binary.LittleEndian.Uint64(f.Payload[2:])
+	cols := binary.LittleEndian.Uint64(f.Payload[10:])
+	body := f.Payload[18:]
+	if cols == 0 || rows > uint64(len(body))/4/cols || uint64(len(body)) != 4*rows*cols {
+		return nil, 0, d.fail(fmt.Sprintf("walks reply: %d × %d int32 in %d bytes", rows, cols, len(body)))
+	}
+	out := make([]int32, rows*cols)
+	for i := range out {
+		out[i] = int32(binary.LittleEndian.Uint32(body[4*i:]))
+	}
+	return out, int(cols), nil
 }

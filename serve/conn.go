@@ -418,6 +418,16 @@ func (c *conn) handle(ctx context.Context, f Frame) reply {
 			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}
 		return plain(jsonFrame(f.Op, f.ID, info))
+	case OpWalks:
+		starts, wc, err := DecodeWalksRequest(f.Payload)
+		if err != nil {
+			return plain(errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
+		}
+		w, err := s.Walks(ctx, starts, wc)
+		if err != nil {
+			return plain(requestErrorFrame(f.Op, f.ID, err))
+		}
+		return plain(walksReply(f.Op, f.ID, w, wc.Length+1))
 	case OpSplitBatch:
 		id, index, sem, err := DecodeSplitBatchRequest(f.Payload)
 		if err != nil {

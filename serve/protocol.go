@@ -52,6 +52,7 @@ const (
 	OpMapRows    uint8 = 6 // empty → empty; from then on feature rows travel in shared memory (Unix sockets)
 	OpSplit      uint8 = 7 // u32 batch size, array nodes (u32) → JSON object (see SplitInfo)
 	OpSplitBatch uint8 = 8 // u32 split, u32 index[, u8 semantics] → Blocks, or StatusEnd with u32 split
+	OpWalks      uint8 = 9 // walk configuration, array starts (u32) → 2-D i32 array [walks, length+1]
 )
 
 // DefaultSemantics in a request means the server's semantics: the

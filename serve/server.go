@@ -63,6 +63,10 @@ type Config struct {
 	// TCP listener without one is refused (ErrNoToken).
 	Token []byte
 
+	// Walk, when not nil, answers walks requests (OpWalks); without it
+	// they are refused.
+	Walk WalkFunc
+
 	// Features, when not nil, is the graph's feature store: every
 	// minibatch reply carries its nodes' feature rows and its seeds'
 	// labels (Features in docs/PROTOCOL.md), read under each epoch's plan,

@@ -126,7 +126,7 @@ func FuzzParseFanouts(f *testing.F) {
 func TestGPUFlagsOnlyWhereABackendOpens(t *testing.T) {
 	gpuFlags := map[string]string{"gpu-lib": "", "gpu-device": "0", "gpu-uva": "false", "gpu-mode": "fused", "gpu-timeout": "1m0s"}
 	root := newRootCmd()
-	with := map[string]bool{"prepare": true, "run": true, "bench": true, "serve": true}
+	with := map[string]bool{"prepare": true, "run": true, "bench": true, "serve": true, "walk": true}
 	seen := 0
 	for _, c := range root.Commands() {
 		for name, def := range gpuFlags {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/serve"
 )
@@ -184,9 +185,16 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		return err
 	}
 	defer be.Close()
+	var walk serve.WalkFunc
+	if ws, ok := be.(*host.Sampler); ok { // the chunk-streaming backends walk (the GPU's does not yet)
+		walk = func(ctx context.Context, starts []uint32, c host.WalkConfig) ([]int32, error) {
+			w, _, err := ws.Walks(ctx, starts, c)
+			return w, err
+		}
+	}
 	srv, err := serve.New(serve.Config{
 		Config: cfg, Sampler: be, MaxRequest: f.maxRequest, MaxInflight: maxInflight,
-		NumNodes: int64(m.NumNodes), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs,
+		NumNodes: int64(m.NumNodes), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs, Walk: walk,
 	})
 	if err != nil {
 		return usageError{err}

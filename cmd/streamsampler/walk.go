@@ -26,14 +26,18 @@ import (
 type walkOptions struct {
 	graph, start, mode, out string
 	all, stop, json, quiet  bool
+	inMemory                bool
+	backend                 backendFlags
 	walksPerNode, length    int
 	restart, p, q           float64
 	seed                    uint64
 }
 
-func newWalkCmd() *cobra.Command { return walkCmd(memoryWalker) }
+func newWalkCmd() *cobra.Command { return walkCmd(nil) }
 
-// walkCmd builds the walk command walking with walk.
+// walkCmd builds the walk command walking with walk; nil chooses by the
+// flags: the streaming walker of --backend, or with --in-memory
+// memoryWalker.
 func walkCmd(walk walker) *cobra.Command {
 	var o walkOptions
 	cmd := &cobra.Command{
@@ -63,7 +67,15 @@ steps taken, seconds, walks/s and the bytes the process read from storage.`,
   streamsampler walk --graph g --all --length 80 --mode node2vec --p 0.5 --q 2 -o n2v.npy --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runWalk(cmd, o, walk)
+			w := walk
+			switch {
+			case w != nil:
+			case o.inMemory:
+				w = memoryWalker
+			default:
+				w = streamingWalker(o.backend)
+			}
+			return runWalk(cmd, o, w)
 		},
 	}
 	f := cmd.Flags()
@@ -80,6 +92,8 @@ steps taken, seconds, walks/s and the bytes the process read from storage.`,
 	f.Uint64Var(&o.seed, "seed", 0, "random seed; the walks are a pure function of it, the start nodes and the walk flags")
 	f.StringVarP(&o.out, "output", "o", "", "the .npy file to write (int32, shape [walks, length+1])")
 	f.BoolVar(&o.json, "json", false, "print a JSON summary line on stdout")
+	f.BoolVar(&o.inMemory, "in-memory", false, "walk the graph loaded into memory (host.ReferenceWalks) instead of streaming its chunks through --backend")
+	o.backend.add(cmd)
 	addQuietFlag(f, &o.quiet, "progress")
 	cmd.MarkFlagRequired("graph")
 	cmd.MarkFlagRequired("length")
@@ -93,6 +107,36 @@ steps taken, seconds, walks/s and the bytes the process read from storage.`,
 // its progress on bar (walks done as items; nil draws nothing). Every
 // backend is one: a streaming walker plugs in here beside memoryWalker.
 type walker func(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar) ([]int32, error)
+
+// streamingWalker walks by streaming the graph's chunks through the
+// devices of b (host.Sampler.Walks; emu or xrt), a pass per step, with
+// the bytes read as progress.
+func streamingWalker(b backendFlags) walker {
+	return func(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar) ([]int32, error) {
+		if b.Backend == "gpu" {
+			return nil, usagef("--backend gpu does not walk yet: use emu, xrt or --in-memory")
+		}
+		if b.EdgeIDs {
+			return nil, usagef("--edge-ids: walks carry no edge ids")
+		}
+		bar.SetLabel("walk: streaming")
+		b.OnChunk = func(_, _ int, n int64) { bar.Add(n) }
+		be, err := openBackend(graph, b)
+		if err != nil {
+			return nil, err
+		}
+		defer be.Close()
+		s, ok := be.(*host.Sampler)
+		if !ok {
+			return nil, fmt.Errorf("backend %s does not walk", b.Backend)
+		}
+		walks, _, err := s.Walks(ctx, starts, cfg)
+		if err == nil {
+			bar.AddItems(int64(host.NumWalks(len(starts), cfg)))
+		}
+		return walks, err
+	}
+}
 
 // memoryWalker loads the whole graph into memory (host.LoadCSR) and walks
 // it with host.ReferenceWalks.

@@ -78,6 +78,10 @@ func TestWalkCommand(t *testing.T) {
 		{"ppr default restart", []string{"--start", startFile, "--mode", "ppr"}, picked, host.WalkConfig{Mode: host.WalkPPR, Restart: 0.15}},
 		{"ppr stop", []string{"--all", "--mode", "ppr", "--stop-at-restart"}, all, host.WalkConfig{Mode: host.WalkPPR, Restart: 0.15, StopAtRestart: true}},
 		{"node2vec", []string{"--all", "--mode", "node2vec", "--p", "0.5", "--q", "2"}, all, host.WalkConfig{Mode: host.WalkNode2Vec, P: 0.5, Q: 2}},
+		// The default streams the chunks through --backend; these walk in
+		// memory, or over three emulated devices.
+		{"node2vec in memory", []string{"--all", "--mode", "node2vec", "--p", "0.5", "--q", "2", "--in-memory"}, all, host.WalkConfig{Mode: host.WalkNode2Vec, P: 0.5, Q: 2}},
+		{"ppr three devices", []string{"--start", startFile, "--mode", "ppr", "--devices", "3"}, picked, host.WalkConfig{Mode: host.WalkPPR, Restart: 0.15}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "walks.npy")

@@ -222,6 +222,22 @@ class Client:
         _, body = self._wait(P.OP_SAMPLE, rid)
         return self._decode(rid, body)
 
+    def walks(self, starts: P.NodeIds, length: int, walks_per_node: int = 1, mode: str = "deepwalk",
+              seed: int = 0, restart: float = 0.0, stop_at_restart: bool = False, p: float = 1.0,
+              q: float = 1.0) -> np.ndarray:
+        """Random walks from ``starts`` (DESIGN §3, "Walks"): int32
+        ``[walks_per_node * len(starts), length + 1]``, walk ``r * n + i``
+        from ``starts[i]``, -1 after a walk ends. ``mode``: "deepwalk",
+        "ppr" (``restart`` probability; ``stop_at_restart``) or
+        "node2vec" (``p``, ``q``). The same arguments give the same walks
+        on every backend."""
+        _, body = self._call(P.OP_WALKS, P.walks_payload(starts, length, walks_per_node, mode, seed, restart,
+                                                         stop_at_restart, p, q))
+        a, off = P.decode_array(body, 0)
+        if off != len(body) or a.ndim != 2 or a.dtype != np.dtype("<i4") or a.shape[1] != length + 1:
+            raise P.ProtocolError("walks reply: %s array %s, want int32 [walks, %d]" % (a.dtype, a.shape, length + 1))
+        return a
+
     def split(self, nodes: P.NodeIds, batch_size: int) -> Dict[str, int]:
         """Register a node list served beside the training stream (the
         validation or test nodes, any list of distinct nodes): its

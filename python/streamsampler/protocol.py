@@ -37,6 +37,10 @@ OP_HELLO = 5  # payload: the token; the first request where the server requires 
 OP_MAP_ROWS = 6  # empty: from then on feature rows come in memory files (Unix sockets)
 OP_SPLIT = 7  # u32 batch size, array nodes: register a node list served beside training
 OP_SPLIT_BATCH = 8  # u32 split, u32 index[, u8 semantics]: one of its minibatches
+OP_WALKS = 9  # a walk configuration and array starts: random walks, i32 [walks, length+1]
+
+#: Walk modes of a walks request (host.WalkMode).
+WALK_MODES = {"deepwalk": 0, "ppr": 1, "node2vec": 2}
 
 #: The protocol version this client speaks (epoch_info's "protocol").
 PROTOCOL = 2
@@ -510,6 +514,16 @@ def epoch_payload(epoch: Optional[int], semantics: Optional[str] = None) -> byte
 def sample_payload(epoch: Optional[int], seeds: NodeIds, semantics: Optional[str] = None) -> bytes:
     """The payload of a sample request."""
     return epoch_payload(epoch) + encode_array(seeds, "<u4") + semantics_byte(semantics)
+
+
+def walks_payload(starts: NodeIds, length: int, walks_per_node: int = 1, mode: str = "deepwalk",
+                  seed: int = 0, restart: float = 0.0, stop_at_restart: bool = False, p: float = 1.0,
+                  q: float = 1.0) -> bytes:
+    """The payload of a walks request (docs/PROTOCOL.md)."""
+    if mode not in WALK_MODES:
+        raise ValueError("walk mode %r, want one of %s" % (mode, ", ".join(WALK_MODES)))
+    return struct.pack("<BBIIQddd", WALK_MODES[mode], 1 if stop_at_restart else 0, int(length), int(walks_per_node),
+                       int(seed) & (2**64 - 1), float(restart), float(p), float(q)) + encode_array(starts, "<u4")
 
 
 def split_payload(nodes: NodeIds, batch_size: int) -> bytes:

@@ -1,0 +1,411 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/internal/hostorder"
+	"github.com/streamsampler/streamsampler/internal/radix"
+	"github.com/streamsampler/streamsampler/rng"
+)
+
+// Walks runs the random walks of c from every start (DESIGN §3, "Walks")
+// by streaming the graph's chunks through the devices, as SampleEpoch
+// does for neighbor sampling: a walk step is a pass whose targets are the
+// walkers' current nodes, grouped by chunk (transit-parallel: a chunk is
+// read once per pass for every walker standing in it), each chunk read in
+// order and double-buffered. The result is W = NumWalks(len(starts), c)
+// rows of Length+1 nodes, row-major, -1 after a walk ends: exactly
+// ReferenceWalks' (the devices compute the candidates, rng.Candidate; the
+// host the decisions, rng.Decide).
+//
+// Passes per step: deepwalk and PPR one (one candidate per walker).
+// node2vec from step 2 draws walk2vecBlock candidates per walker per pass
+// and settles each in order: a candidate whose decision its draw alone
+// settles needs nothing more; the others need "is the candidate in the
+// previous node's adjacency", answered by a pass over the chunks that
+// hold the previous nodes (read on the host, in order). A step takes as
+// many rounds of these as its slowest walker needs (usually one or two).
+// The statistics have one entry per pass (Layer = the step).
+func (s *Sampler) Walks(ctx context.Context, starts []uint32, c WalkConfig) ([]int32, *Stats, error) {
+	if err := c.Check(); err != nil {
+		return nil, nil, err
+	}
+	out := make([]int32, NumWalks(len(starts), c)*(c.Length+1))
+	st, err := s.WalksInto(ctx, starts, c, out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, st, nil
+}
+
+// WalksInto is Walks writing the walks into out (NumWalks(len(starts),
+// c)·(Length+1) entries, e.g. the data of a memory-mapped .npy), step by
+// step: the walker holds per walk only its current and previous node.
+func (s *Sampler) WalksInto(ctx context.Context, starts []uint32, c WalkConfig, out []int32) (*Stats, error) {
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	nw := NumWalks(len(starts), c)
+	if err := c.CheckStarts(starts, s.manifest.NumNodes); err != nil {
+		return nil, err
+	}
+	if len(out) != nw*(c.Length+1) {
+		return nil, fmt.Errorf("%w: output of %d entries for %d walks of %d nodes", ErrInvalid, len(out), nw, c.Length+1)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.file == nil {
+		return nil, fmt.Errorf("host: sampler is closed")
+	}
+	st := &Stats{Devices: len(s.lanes), Backend: s.backend, DirectIO: s.direct, Notes: s.notes}
+	w := &streamWalker{s: s, st: st, c: c, starts: starts}
+	if err := w.walk(ctx, out); err != nil {
+		return nil, fmt.Errorf("host: walks: %w", err)
+	}
+	s.last = st
+	return st, nil
+}
+
+// walk2vecBlock is how many node2vec candidates a pass draws per walker:
+// most walkers accept one of the first few, and a pass costs a read of
+// the chunks whatever its k.
+const walk2vecBlock = 8
+
+// streamWalker is one Walks call.
+type streamWalker struct {
+	s      *Sampler
+	st     *Stats
+	c      WalkConfig
+	starts []uint32
+	lanes  []lane
+	// The step being taken.
+	step uint32
+	key  uint64
+	// Scratch for a pass: (node<<32 | walk) pairs, sorted.
+	pairs, pairsTmp []uint64
+}
+
+func (w *streamWalker) walk(ctx context.Context, out []int32) error {
+	t0 := time.Now()
+	w.lanes = make([]lane, len(w.s.lanes))
+	for i, l := range w.s.lanes {
+		w.lanes[i] = l
+	}
+	n, L := len(w.starts), w.c.Length
+	nw := NumWalks(n, w.c)
+	row := L + 1
+	for i := range out {
+		out[i] = -1
+	}
+	cur := make([]int32, nw)
+	for i := range cur {
+		cur[i] = int32(w.starts[i%n])
+		out[i*row] = cur[i]
+	}
+	var prev []int32
+	if w.c.Mode == WalkNode2Vec {
+		prev = make([]int32, nw)
+		for i := range prev {
+			prev[i] = -1
+		}
+	}
+	thr := w.c.Thresholds()
+	for t := 1; t <= L; t++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("step %d: %w", t, err)
+		}
+		w.step, w.key = uint32(t), rng.WalkKey(w.c.Seed, uint32(t))
+		var active []uint32
+		for i, v := range cur {
+			if v >= 0 {
+				active = append(active, uint32(i))
+			}
+		}
+		if len(active) == 0 {
+			break
+		}
+		next := make([]int32, len(active))
+		var err error
+		if w.c.Mode == WalkNode2Vec && t >= 2 {
+			err = w.node2vecStep(ctx, active, cur, prev, next, thr.Node2Vec)
+		} else {
+			err = w.firstCandidates(ctx, active, cur, next)
+		}
+		if err != nil {
+			return fmt.Errorf("step %d: %w", t, err)
+		}
+		for j, i := range active {
+			v := next[j]
+			if w.c.Mode == WalkPPR && v >= 0 && PPRRestarts(w.key, i, thr.Restart) {
+				// A restart: back to the start, or the walk ends there.
+				v = int32(w.starts[int(i)%n])
+				if w.c.StopAtRestart {
+					v = -1
+				}
+			}
+			if prev != nil {
+				prev[i] = cur[i]
+			}
+			cur[i] = v
+			out[int(i)*row+t] = v
+		}
+	}
+	w.st.Wall = time.Since(t0)
+	return nil
+}
+
+// firstCandidates sets next[j] to candidate 0 of walker active[j] from its
+// current node (-1 where that node has no neighbors).
+func (w *streamWalker) firstCandidates(ctx context.Context, active []uint32, cur, next []int32) error {
+	nodes := make([]uint32, len(active))
+	for j, i := range active {
+		nodes[j] = uint32(cur[i])
+	}
+	cands, order, err := w.candidates(ctx, nodes, active, 0, 1)
+	if err != nil {
+		return err
+	}
+	for p, j := range order {
+		next[j] = cands[p]
+	}
+	return nil
+}
+
+// candidates runs one candidate pass: k candidates (attempts a0..a0+k-1)
+// for each walker walks[j] standing on nodes[j]. It returns them in the
+// pass's order (by node) and order[p] = the j they belong to.
+func (w *streamWalker) candidates(ctx context.Context, nodes, walks []uint32, a0 uint32, k int) (cands []int32, order []int, err error) {
+	m := len(nodes)
+	w.pairs = slices.Grow(w.pairs[:0], m)[:m]
+	w.pairsTmp = slices.Grow(w.pairsTmp[:0], m)[:m]
+	for j, v := range nodes {
+		w.pairs[j] = uint64(v)<<32 | uint64(j)
+	}
+	sorted := radix.ByHigh32(w.pairs, w.pairsTmp)
+	targets := make([]uint32, m)
+	pw := make([]uint32, m)
+	order = make([]int, m)
+	for p, x := range sorted {
+		j := int(uint32(x))
+		targets[p], pw[p], order[p] = nodes[j], walks[j], j
+	}
+	parts := w.s.index.Split(targets)
+	jobs := make([]chunkJob, 0, len(parts))
+	lo := 0
+	ls := LayerStats{Layer: int(w.step), Fanout: k, Targets: m}
+	for c, part := range parts {
+		if len(part) == 0 {
+			ls.ChunksSkipped++
+			continue
+		}
+		jobs = append(jobs, chunkJob{chunk: c, lo: lo, targets: part})
+		lo += len(part)
+	}
+	if lo != m {
+		return nil, nil, fmt.Errorf("walker node %d is not below the graph's %d nodes: no chunk holds it", targets[lo], w.s.manifest.NumNodes)
+	}
+	t0 := time.Now()
+	cands = make([]int32, m*k)
+	var hook func(int, int64)
+	if w.s.onChunk != nil {
+		hook = func(c int, n int64) { w.s.onChunk(int(w.step), c, n) }
+	}
+	pass := streamPass{samples: cands, fanout: k, key: w.key, walks: pw, attempt0: a0}
+	if err := runLayer(ctx, w.lanes, jobs, pass, &ls, hook); err != nil {
+		return nil, nil, err
+	}
+	if ls.SampledSlots, err = checkSamples(cands, targets, k, jobs, w.s.manifest.NumNodes); err != nil {
+		return nil, nil, err
+	}
+	ls.Wall = time.Since(t0)
+	w.st.Layers = append(w.st.Layers, ls)
+	return cands, order, nil
+}
+
+// node2vecWalker is one walker's progress through a node2vec step.
+type node2vecWalker struct {
+	block  uint32  // candidates of attempts block*k .. block*k+k-1 are in cands
+	idx    int     // the next of them to settle
+	cands  []int32 // nil until the block is fetched
+	query  bool    // waiting for "is cands[idx] a neighbor of prev"
+	done   bool
+	result int32
+}
+
+// node2vecStep settles node2vec's step for every active walker (DESIGN
+// §3): in rounds of a candidate pass (for walkers without undecided
+// candidates left) and a membership pass (for walkers whose next
+// candidate's decision needs the previous node's adjacency).
+func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, prev, next []int32, th rng.Node2VecThresholds) error {
+	ws := make([]node2vecWalker, len(active))
+	const k = walk2vecBlock
+	for {
+		// Fetch the blocks walkers need, one pass per block index.
+		need := map[uint32][]int{}
+		for j := range ws {
+			if !ws[j].done && !ws[j].query && ws[j].cands == nil {
+				need[ws[j].block] = append(need[ws[j].block], j)
+			}
+		}
+		for _, b := range sortedKeys(need) {
+			js := need[b]
+			nodes, walks := make([]uint32, len(js)), make([]uint32, len(js))
+			for x, j := range js {
+				nodes[x], walks[x] = uint32(cur[active[j]]), active[j]
+			}
+			cands, order, err := w.candidates(ctx, nodes, walks, b*k, k)
+			if err != nil {
+				return err
+			}
+			for p, x := range order {
+				ws[js[x]].cands = cands[p*k : (p+1)*k]
+			}
+		}
+		// Settle what the draws alone settle; collect membership queries.
+		var queries []int
+		for j := range ws {
+			wk := &ws[j]
+			if wk.done || wk.query {
+				continue
+			}
+			i, u := active[j], uint32(prev[active[j]])
+			for wk.cands != nil && !wk.done && !wk.query {
+				x := wk.cands[wk.idx]
+				if x < 0 { // no neighbors: the walk ends
+					wk.done, wk.result = true, -1
+					break
+				}
+				accept, settled := Node2VecSettle(th, w.key, i, wk.block*k+uint32(wk.idx), uint32(x), u)
+				switch {
+				case !settled:
+					wk.query = true
+					queries = append(queries, j)
+				case accept:
+					wk.done, wk.result = true, x
+				default:
+					wk.advance(k)
+				}
+			}
+		}
+		if len(queries) > 0 {
+			near, err := w.neighborsOf(ctx, queries, func(j int) (uint32, uint32) {
+				return uint32(prev[active[j]]), uint32(ws[j].cands[ws[j].idx])
+			})
+			if err != nil {
+				return err
+			}
+			for q, j := range queries {
+				wk := &ws[j]
+				wk.query = false
+				a, x := wk.block*k+uint32(wk.idx), wk.cands[wk.idx]
+				if Node2VecAccepts(th, w.key, active[j], a, uint32(x), uint32(prev[active[j]]), near[q]) {
+					wk.done, wk.result = true, wk.cands[wk.idx]
+				} else {
+					wk.advance(k)
+				}
+			}
+		}
+		left := false
+		for j := range ws {
+			if !ws[j].done {
+				left = true
+				break
+			}
+		}
+		if !left {
+			break
+		}
+	}
+	for j := range ws {
+		next[j] = ws[j].result
+	}
+	return nil
+}
+
+// advance moves a walker past a rejected candidate, to the next block's
+// (not yet fetched) when its block is used up.
+func (wk *node2vecWalker) advance(k int) {
+	wk.idx++
+	if wk.idx == k {
+		wk.block, wk.idx, wk.cands = wk.block+1, 0, nil
+	}
+}
+
+func sortedKeys(m map[uint32][]int) []uint32 {
+	keys := make([]uint32, 0, len(m))
+	for b := range m {
+		keys = append(keys, b)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// neighborsOf answers, for each query q (pair(queries[q]) = (u, x)),
+// whether x is in u's adjacency: one pass over the chunks that hold the
+// u's, in order, each read into host memory, checked, and searched.
+func (w *streamWalker) neighborsOf(ctx context.Context, queries []int, pair func(j int) (u, x uint32)) ([]bool, error) {
+	t0 := time.Now()
+	type q struct {
+		u, x uint32
+		q    int
+	}
+	qs := make([]q, len(queries))
+	for i, j := range queries {
+		u, x := pair(j)
+		qs[i] = q{u, x, i}
+	}
+	slices.SortFunc(qs, func(a, b q) int { return int(int64(a.u) - int64(b.u)) })
+	us := make([]uint32, len(qs))
+	for i := range qs {
+		us[i] = qs[i].u
+	}
+	ls := LayerStats{Layer: int(w.step), Targets: len(qs)}
+	near := make([]bool, len(queries))
+	var buf []byte // page-aligned: the file may be open with O_DIRECT
+	lo := 0
+	for c, part := range w.s.index.Split(us) {
+		if len(part) == 0 {
+			ls.ChunksSkipped++
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n := w.s.readSize(c)
+		if int64(cap(buf)) < n {
+			buf = alignedBuffer(int(n), ioAlign)
+		}
+		buf = buf[:n]
+		t := time.Now()
+		if _, err := w.s.file.ReadAt(buf, w.s.manifest.ChunkOffset(c)); err != nil {
+			return nil, fmt.Errorf("chunk %d: read for node2vec's neighbor test: %w", c, err)
+		}
+		ls.ReadTime += time.Since(t)
+		if err := w.s.manifest.CheckChunk(w.s.file.Name(), c, buf); err != nil {
+			return nil, err
+		}
+		ls.ChunksRead++
+		ls.BytesRead += n
+		if w.s.onChunk != nil {
+			w.s.onChunk(int(w.step), c, n)
+		}
+		words, ok := hostorder.Words(buf)
+		if !ok {
+			return nil, fmt.Errorf("chunk %d: cannot view it as words on this host", c)
+		}
+		view := chunkfmt.ChunkView(words)
+		start := view.StartNode()
+		for _, e := range qs[lo : lo+len(part)] {
+			nb := view.Neighbors(e.u - start)
+			_, near[e.q] = slices.BinarySearch(nb, e.x)
+		}
+		lo += len(part)
+	}
+	ls.Wall = time.Since(t0)
+	w.st.Layers = append(w.st.Layers, ls)
+	return near, nil
+}

@@ -1,0 +1,84 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// TestStreamedWalksEqualReference is the walk backends' core property: the
+// walks streamed through emulated devices equal ReferenceWalks' exactly,
+// in every mode, whatever the chunking, the number of devices and the
+// launch size, on a multigraph with dangling nodes.
+func TestStreamedWalksEqualReference(t *testing.T) {
+	g := randomRepeatsCSR(1500, 6, 21)
+	var starts []uint32
+	for v := uint32(0); v < 1500; v += 7 {
+		starts = append(starts, v)
+	}
+	slices.Reverse(starts) // any order
+	modes := []WalkConfig{
+		{Mode: WalkDeepWalk, Length: 12, WalksPerNode: 3, Seed: 1},
+		{Mode: WalkPPR, Length: 12, WalksPerNode: 2, Seed: 2, Restart: 0.2},
+		{Mode: WalkPPR, Length: 12, WalksPerNode: 2, Seed: 3, Restart: 0.3, StopAtRestart: true},
+		{Mode: WalkNode2Vec, Length: 10, WalksPerNode: 2, Seed: 4, P: 0.5, Q: 2},
+		{Mode: WalkNode2Vec, Length: 10, WalksPerNode: 2, Seed: 5, P: 4, Q: 0.25},
+	}
+	for _, layout := range []struct {
+		chunk      int64
+		devices    int
+		maxTargets int
+	}{{1 << 20, 1, 0}, {4096, 3, 0}, {2048, 2, 37}} {
+		dir := writeMultigraph(t, g, layout.chunk)
+		s := openSampler(t, dir, Options{Devices: layout.devices, MaxTargets: layout.maxTargets})
+		for _, c := range modes {
+			t.Run(fmt.Sprintf("chunk=%d,devices=%d,mt=%d/%v", layout.chunk, layout.devices, layout.maxTargets, c), func(t *testing.T) {
+				want, err := ReferenceWalks(g, starts, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, st, err := s.Walks(context.Background(), starts, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					row := c.Length + 1
+					for w := 0; w < len(want)/row; w++ {
+						if !slices.Equal(got[w*row:(w+1)*row], want[w*row:(w+1)*row]) {
+							t.Fatalf("walk %d: streamed %v, reference %v", w, got[w*row:(w+1)*row], want[w*row:(w+1)*row])
+						}
+					}
+				}
+				if len(st.Layers) < c.Length {
+					t.Fatalf("stats: %d passes for %d steps", len(st.Layers), c.Length)
+				}
+				for _, ls := range st.Layers {
+					if ls.Targets > 0 && ls.ChunksRead+ls.ChunksReused == 0 {
+						t.Fatalf("step %d: a pass of %d targets read no chunk", ls.Layer, ls.Targets)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestStreamedWalksErrors: bad configurations and starts are refused
+// before any pass.
+func TestStreamedWalksErrors(t *testing.T) {
+	g := randomCSR(100, 4, 3)
+	s := openSampler(t, writeGraph(t, g, 4096), Options{})
+	for name, c := range map[string]struct {
+		starts []uint32
+		cfg    WalkConfig
+		out    int
+	}{
+		"no length":    {[]uint32{1}, WalkConfig{WalksPerNode: 1}, 0},
+		"start beyond": {[]uint32{100}, WalkConfig{Length: 2, WalksPerNode: 1}, 3},
+		"output size":  {[]uint32{1}, WalkConfig{Length: 2, WalksPerNode: 1}, 4},
+	} {
+		if _, err := s.WalksInto(context.Background(), c.starts, c.cfg, make([]int32, c.out)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
