@@ -112,6 +112,7 @@ demo: build
 	$(BIN)/streamsampler advance --state $(DEMO_DIR)/state
 	$(BIN)/streamsampler sample --state $(DEMO_DIR)/state --seeds 0,2,4 --format summary
 	$(BIN)/streamsampler info --state $(DEMO_DIR)/state
+	$(BIN)/streamsampler walk --graph $(DEMO_DIR)/email --all --walks-per-node 2 --length 20 --mode node2vec --p 0.5 --q 2 --devices 2 -o $(DEMO_DIR)/walks.npy
 
 clean:
 	rm -rf $(BIN) out hls/build
