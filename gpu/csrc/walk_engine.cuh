@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 namespace {
 
@@ -51,13 +52,13 @@ __device__ __forceinline__ bool is_neighbor(const uint32_t *__restrict__ adj, ui
     uint64_t lo = 0, hi = d;
     while (lo < hi) {
         const uint64_t mid = lo + (hi - lo) / 2;
-        if (__ldg(adj + mid) < x) {
+        if (adj[mid] < x) {
             lo = mid + 1;
         } else {
             hi = mid;
         }
     }
-    return lo < d && __ldg(adj + lo) == x;
+    return lo < d && adj[lo] == x;
 }
 
 __global__ void __launch_bounds__(1024) walk_kernel(DevGraph g, WalkArgs a) {
@@ -65,14 +66,14 @@ __global__ void __launch_bounds__(1024) walk_kernel(DevGraph g, WalkArgs a) {
     const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
     for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < a.count; i += stride) {
         const uint32_t w = uint32_t(a.first + i);
-        const uint32_t start = __ldg(a.starts + w % a.n_starts);
+        const uint32_t start = a.starts[w % a.n_starts];
         int32_t *row = a.out + i * (L + 1);
         row[0] = int32_t(start);
         uint32_t v = start, u = 0;   // current and previous node
         uint64_t ub = 0, ud = 0;     // the previous node's adjacency: first edge, degree
         uint64_t t = 1;
         for (; t <= L; ++t) {
-            const uint64_t b = __ldg(g.indptr + v), d64 = __ldg(g.indptr + v + 1) - b;
+            const uint64_t b = g.indptr[v], d64 = g.indptr[v + 1] - b;
             if (d64 == 0) break; // a node without neighbors ends the walk, in every mode
             const uint32_t d = uint32_t(d64); // a uint32 degree, as rng.Candidate takes it
             const uint64_t key = a.seed_mix ^ mix64((uint64_t(1) << 63) | t);
@@ -84,7 +85,7 @@ __global__ void __launch_bounds__(1024) walk_kernel(DevGraph g, WalkArgs a) {
                 const uint64_t lo_t = a.t_near < a.t_far ? a.t_near : a.t_far;
                 const uint64_t hi_t = a.t_near < a.t_far ? a.t_far : a.t_near;
                 for (uint32_t at = 0;; ++at) {
-                    const uint32_t x = __ldg(g.indices + b + walk_candidate(key, w, at, d));
+                    const uint32_t x = g.indices[b + walk_candidate(key, w, at, d)];
                     if (at >= WALK_MAX_ATTEMPTS - 1) { // the last candidate is taken anyway
                         next = x;
                         break;
@@ -104,7 +105,7 @@ __global__ void __launch_bounds__(1024) walk_kernel(DevGraph g, WalkArgs a) {
                     }
                 }
             } else {
-                next = __ldg(g.indices + b + walk_candidate(key, w, 0, d));
+                next = g.indices[b + walk_candidate(key, w, 0, d)];
             }
             u = v;
             ub = b;

@@ -334,11 +334,18 @@ int ssg_walk(ssg_ctx *c, int32_t mode, const uint32_t *starts, uint64_t n_starts
         set_err(err, len, "graph not loaded: ssg_load_indptr has not completed it");
         return SSG_ERR_INVALID;
     }
-    if (mode < SSG_WALK_DEEPWALK || mode > SSG_WALK_NODE2VEC || L < 1 || R < 1 || (n_starts && !starts) ||
-        restart > one || t_ret > one || t_near > one || t_far > one || n_starts > 0xffffffffull / R) {
-        snprintf(m, sizeof m, "invalid walk: mode %d, length %u, %u walks per node, %llu starts", mode, L, R,
-                 (unsigned long long)n_starts);
+    if (mode < SSG_WALK_DEEPWALK || mode > SSG_WALK_NODE2VEC) {
+        snprintf(m, sizeof m, "invalid walk: mode %d, want 0 (deepwalk), 1 (ppr) or 2 (node2vec)", mode);
         set_err(err, len, m);
+        return SSG_ERR_INVALID;
+    }
+    if (L < 1 || R < 1 || (n_starts && !starts)) {
+        snprintf(m, sizeof m, "invalid walk: length %u and %u walks per node (want >= 1 each)", L, R);
+        set_err(err, len, m);
+        return SSG_ERR_INVALID;
+    }
+    if (restart > one || t_ret > one || t_near > one || t_far > one || n_starts > 0xffffffffull / R) {
+        set_err(err, len, "invalid walk: thresholds over 2^32, or over 2^32-1 walks");
         return SSG_ERR_INVALID;
     }
     uint64_t W = n_starts * R, row = (uint64_t)L + 1, need = W * row;
