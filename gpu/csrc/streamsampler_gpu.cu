@@ -463,7 +463,7 @@ int ssg_walk(ssg_ctx *c, int32_t mode, const uint32_t *starts, uint64_t n_starts
         WalkArgs a{};
         a.n_starts = uint32_t(n_starts);
         a.length = length;
-        a.seed_mix = mix64(seed);
+        a.seed = seed;
         a.mode = mode;
         a.stop_at_restart = stop_at_restart;
         a.restart = restart_threshold;

@@ -38,7 +38,7 @@ struct WalkArgs {
     uint32_t length; // steps L
     uint64_t first;  // walk id of row 0 of out
     uint64_t count;  // walks in this launch
-    uint64_t seed_mix; // mix64(seed): walk_key(seed, t) = seed_mix ^ mix64(2^63 | t)
+    uint64_t seed;
     int32_t mode;
     int32_t stop_at_restart;
     uint64_t restart; // PPR: threshold of the restart decision
@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(1024) walk_kernel(DevGraph g, WalkArgs a) {
             const uint64_t b = g.indptr[v], d64 = g.indptr[v + 1] - b;
             if (d64 == 0) break; // a node without neighbors ends the walk, in every mode
             const uint32_t d = uint32_t(d64); // a uint32 degree, as rng.Candidate takes it
-            const uint64_t key = a.seed_mix ^ mix64((uint64_t(1) << 63) | t);
+            const uint64_t key = walk_key(a.seed, uint32_t(t)); // two mix64: nothing next to the reads
             uint32_t next;
             if (a.mode == SSG_WALK_PPR && walk_decide(key, w, 0, a.restart)) {
                 if (a.stop_at_restart) break;
@@ -142,10 +142,10 @@ void walk_gpu(Context *c, const WalkArgs &proto, const uint32_t *starts, uint64_
     const uint64_t row = uint64_t(proto.length) + 1;
     double kern_ms = 0;
     if (W > 0) {
+        // From pageable memory: the call returns once starts is staged
+        // (the staging halves stay small however many starts there are).
         c->walk_starts.need(n_starts * 4);
-        uint32_t *hs = static_cast<uint32_t *>(stage(c, n_starts * 4));
-        std::memcpy(hs, starts, n_starts * 4);
-        CK(cudaMemcpyAsync(c->walk_starts.p, hs, n_starts * 4, cudaMemcpyHostToDevice, s));
+        CK(cudaMemcpyAsync(c->walk_starts.p, starts, n_starts * 4, cudaMemcpyHostToDevice, s));
         const uint64_t chunk = std::min(W, walk_chunk(row));
         c->walk_out.need(chunk * row * 4);
         const int block = std::min(block_size(c), 256);
