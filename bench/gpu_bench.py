@@ -41,16 +41,20 @@ class Lib:
         l.ssg_destroy.argtypes = [C.c_void_p]
         # ABI 2: every output array is passed with its capacity (elements);
         # ABI 3 adds loading piece by piece (this script uses ssg_create);
-        # ABI 4 adds ssg_options.edge_ids (left 0 here) and ssg_fetch_edges.
+        # ABI 4 adds ssg_options.edge_ids (left 0 here) and ssg_fetch_edges;
+        # ABI 5 adds ssg_walk (bench/gpu_walks.py).
         l.ssg_abi_version.argtypes = []
-        if l.ssg_abi_version() != 4:
-            raise RuntimeError(f"{path}: ABI version {l.ssg_abi_version()}, this script needs 4: rebuild it")
+        if l.ssg_abi_version() != 5:
+            raise RuntimeError(f"{path}: ABI version {l.ssg_abi_version()}, this script needs 5: rebuild it")
         l.ssg_sample.argtypes = [C.c_void_p, C.c_int32, C.c_void_p, C.c_uint64, C.c_void_p, C.c_int32, C.c_uint64,
                                  C.c_uint32, C.c_int32, C.c_void_p, C.c_uint64, C.c_char_p, C.c_size_t]
         l.ssg_fetch.argtypes = [C.c_void_p, C.c_void_p, C.c_uint64, C.c_void_p, C.c_uint64, C.c_void_p, C.c_uint64,
                                 C.c_char_p, C.c_size_t]
         l.ssg_count_edges.argtypes = [C.c_void_p, C.c_void_p, C.c_char_p, C.c_size_t]
         l.ssg_last_timings.argtypes = [C.c_void_p, C.POINTER(C.c_double), C.c_int]
+        l.ssg_walk.argtypes = [C.c_void_p, C.c_int32, C.c_void_p, C.c_uint64, C.c_uint32, C.c_uint32, C.c_uint64,
+                               C.c_uint64, C.c_int32, C.c_uint64, C.c_uint64, C.c_uint64, C.c_void_p, C.c_uint64,
+                               C.c_char_p, C.c_size_t]
         self.err = C.create_string_buffer(1024)
 
     def check(self, rc, what):
@@ -93,6 +97,18 @@ class Lib:
         e = np.zeros(1, np.uint64)
         self.check(self.l.ssg_count_edges(ctx, e.ctypes.data, self.err, 1024), "ssg_count_edges")
         return int(e[0])
+
+    def walk(self, ctx, mode, starts, walks_per_node, length, seed=1, restart=0, stop=0, n2v=(0, 0, 0), out=None):
+        """ssg_walk: W = walks_per_node*len(starts) rows of length+1 int32 (-1 padded), as host.ReferenceWalks.
+        Thresholds are integers (threshold(), node2vec_thresholds()); out may be a preallocated int32 array."""
+        starts = np.ascontiguousarray(starts, dtype=np.uint32)
+        need = len(starts) * walks_per_node * (length + 1)
+        if out is None:
+            out = np.empty(need, np.int32)
+        self.check(self.l.ssg_walk(ctx, mode, starts.ctypes.data, len(starts), walks_per_node, length, seed, restart,
+                                   stop, n2v[0], n2v[1], n2v[2], out.ctypes.data, out.size, self.err, 1024),
+                   "ssg_walk")
+        return out[:need].reshape(-1, length + 1)
 
     def timings(self, ctx):
         t = (C.c_double * 3)()

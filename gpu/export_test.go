@@ -32,3 +32,11 @@ func OpenStreamForTest(path string, n uint32, nnz uint64, fill func(CSRSink) err
 	}
 	return b.Close()
 }
+
+// RawWalk runs the library's ssg_walk (a DeepWalk of length steps, one
+// walk per start) into out, whose length is passed as the capacity.
+func (b *Backend) RawWalk(starts []uint32, length uint32, out []int32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.eng.walk(walkRequest{starts: starts, walksPerNode: 1, length: length, seed: 1}, out)
+}

@@ -24,6 +24,8 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/rng"
 )
 
 // LibName is the file name of the CUDA library.
@@ -116,6 +118,7 @@ type engine interface {
 	sample(mode Mode, seeds []uint32, fanouts []int32, seed uint64, ep uint32, replace bool) ([]uint64, error)
 	fetch(frontiers []uint32, samples []int32, final []uint32) error
 	fetchEdges(edgeIDs []int64) error
+	walk(req walkRequest, out []int32) error
 	timings() [3]float64
 	close()
 }
@@ -318,6 +321,56 @@ func (b *Backend) SampleBlocks(ctx context.Context, seeds []uint32, fanouts []in
 		return nil, err
 	}
 	return res.Sample(seeds)
+}
+
+// walkRequest is one ssg_walk call: a walk set with its thresholds
+// computed on the host (host.WalkConfig.Thresholds), so that no device
+// floating point decides a walk.
+type walkRequest struct {
+	mode          host.WalkMode // SSG_WALK_*: the same numbers (header_test.go)
+	starts        []uint32
+	walksPerNode  uint32
+	length        uint32
+	seed          uint64
+	restart       uint64
+	stopAtRestart bool
+	node2vec      rng.Node2VecThresholds
+}
+
+// Walks runs a walk set on the GPU: every start c.WalksPerNode times, one
+// kernel for whole walks (docs/GPU.md, "Walks"). It returns W =
+// c.WalksPerNode·len(starts) rows of c.Length+1 int32, row-major, -1
+// after a walk ends: exactly host.ReferenceWalks over the same graph. The
+// config is checked as host.WalkConfig.CheckStarts does; a bad one is an
+// error wrapping both ErrInvalid and host.ErrInvalid.
+func (b *Backend) Walks(ctx context.Context, starts []uint32, c host.WalkConfig) ([]int32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.CheckStarts(starts, b.numNodes); err != nil {
+		return nil, fmt.Errorf("%w: walks: %w", ErrInvalid, err)
+	}
+	thr := c.Thresholds()
+	req := walkRequest{
+		mode:          c.Mode,
+		starts:        starts,
+		walksPerNode:  uint32(c.WalksPerNode),
+		length:        uint32(c.Length),
+		seed:          c.Seed,
+		restart:       thr.Restart,
+		stopAtRestart: c.StopAtRestart,
+		node2vec:      thr.Node2Vec,
+	}
+	out := make([]int32, host.NumWalks(len(starts), c)*(c.Length+1))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.eng == nil {
+		return nil, ErrClosed
+	}
+	if err := b.eng.walk(req, out); err != nil {
+		return nil, fmt.Errorf("gpu: %s walks from %d starts: %w", c.Mode, len(starts), err)
+	}
+	return out, ctx.Err()
 }
 
 // Close frees the GPU context. It is safe to call twice.

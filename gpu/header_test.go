@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/host"
 )
 
 // The C header streamsampler_gpu.h is the one definition of what the Go
@@ -54,6 +56,20 @@ func TestModesMatchHeader(t *testing.T) {
 			t.Errorf("%s does not define %s", headerFile, c.name)
 		} else if int(c.mode) != v {
 			t.Errorf("%s = %d in %s, but gpu.%s = %d", c.name, v, headerFile, c.goName, int(c.mode))
+		}
+	}
+}
+
+// TestWalkModesMatchHeader ties ssg_walk's SSG_WALK_* to host.WalkMode,
+// which Backend.Walks passes as the mode number.
+func TestWalkModesMatchHeader(t *testing.T) {
+	h := headerConstants(t)
+	for _, c := range []struct {
+		name string
+		mode host.WalkMode
+	}{{"SSG_WALK_DEEPWALK", host.WalkDeepWalk}, {"SSG_WALK_PPR", host.WalkPPR}, {"SSG_WALK_NODE2VEC", host.WalkNode2Vec}} {
+		if v, ok := h[c.name]; !ok || v != int(c.mode) {
+			t.Errorf("%s = %d (defined: %v) in %s, but host.WalkMode %s = %d", c.name, v, ok, headerFile, c.mode, int(c.mode))
 		}
 	}
 }

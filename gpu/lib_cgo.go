@@ -26,6 +26,8 @@ typedef struct {
 	int (*fetch)(ssg_ctx *, uint32_t *, uint64_t, int32_t *, uint64_t, uint32_t *, uint64_t, char *, size_t);
 	int (*fetch_edges)(ssg_ctx *, int64_t *, uint64_t, char *, size_t);
 	int (*timings)(ssg_ctx *, double *, int);
+	int (*walk)(ssg_ctx *, int32_t, const uint32_t *, uint64_t, uint32_t, uint32_t, uint64_t, uint64_t, int32_t,
+	            uint64_t, uint64_t, uint64_t, int32_t *, uint64_t, char *, size_t);
 } ssg_lib;
 
 // ssg_dlopen opens path and, on failure, copies dlerror's message into
@@ -58,6 +60,7 @@ static const char *ssg_resolve(void *h, ssg_lib *l) {
 	SSG_SYM(fetch, "ssg_fetch")
 	SSG_SYM(fetch_edges, "ssg_fetch_edges")
 	SSG_SYM(timings, "ssg_last_timings")
+	SSG_SYM(walk, "ssg_walk")
 #undef SSG_SYM
 	return NULL;
 }
@@ -95,6 +98,11 @@ static int w_fetch_edges(ssg_lib *l, ssg_ctx *c, int64_t *e, uint64_t ne, char *
 	return l->fetch_edges(c, e, ne, err, len);
 }
 static int w_timings(ssg_lib *l, ssg_ctx *c, double *out, int n) { return l->timings(c, out, n); }
+static int w_walk(ssg_lib *l, ssg_ctx *c, int32_t mode, const uint32_t *starts, uint64_t ns, uint32_t r, uint32_t len_,
+                  uint64_t seed, uint64_t restart, int32_t stop, uint64_t tr, uint64_t tn, uint64_t tf, int32_t *out,
+                  uint64_t cap, char *err, size_t len) {
+	return l->walk(c, mode, starts, ns, r, len_, seed, restart, stop, tr, tn, tf, out, cap, err, len);
+}
 */
 import "C"
 
@@ -397,6 +405,31 @@ func (e *cEngine) fetchEdges(edgeIDs []int64) error {
 		p = (*C.int64_t)(unsafe.Pointer(&edgeIDs[0]))
 	}
 	if rc := C.w_fetch_edges(e.l, e.ctx, p, C.uint64_t(len(edgeIDs)), errBuf, errLen); rc != C.SSG_OK {
+		return statusError(int(rc), C.GoString(errBuf))
+	}
+	return nil
+}
+
+// walk runs ssg_walk into out, whose length is the capacity the library
+// checks.
+func (e *cEngine) walk(req walkRequest, out []int32) error {
+	errBuf := (*C.char)(C.calloc(errLen, 1))
+	defer C.free(unsafe.Pointer(errBuf))
+	var sp *C.uint32_t
+	if len(req.starts) > 0 {
+		sp = (*C.uint32_t)(unsafe.Pointer(&req.starts[0]))
+	}
+	var op *C.int32_t
+	if len(out) > 0 {
+		op = (*C.int32_t)(unsafe.Pointer(&out[0]))
+	}
+	var stop C.int32_t
+	if req.stopAtRestart {
+		stop = 1
+	}
+	if rc := C.w_walk(e.l, e.ctx, C.int32_t(req.mode), sp, C.uint64_t(len(req.starts)), C.uint32_t(req.walksPerNode),
+		C.uint32_t(req.length), C.uint64_t(req.seed), C.uint64_t(req.restart), stop, C.uint64_t(req.node2vec.Return),
+		C.uint64_t(req.node2vec.Near), C.uint64_t(req.node2vec.Far), op, C.uint64_t(len(out)), errBuf, errLen); rc != C.SSG_OK {
 		return statusError(int(rc), C.GoString(errBuf))
 	}
 	return nil

@@ -34,8 +34,9 @@ extern "C" {
 /* 2: capacities on ssg_sample's counts and ssg_fetch's arrays;
  * 3: a graph loaded piece by piece (ssg_create_empty, ssg_load_indices,
  *    ssg_load_indptr);
- * 4: edge ids (ssg_options.edge_ids, ssg_fetch_edges) */
-#define SSG_ABI_VERSION 4
+ * 4: edge ids (ssg_options.edge_ids, ssg_fetch_edges);
+ * 5: random walks (ssg_walk) */
+#define SSG_ABI_VERSION 5
 
 /* Status codes, defined here only: the Go package reads them through cgo
  * (lib_cgo.go's statusCodes maps each to its error; header_cgo_test.go
@@ -54,6 +55,13 @@ enum {
 enum {
     SSG_MODE_FUSED = 0, /* one persistent multi-hop kernel with a global task queue */
     SSG_MODE_BSP = 1    /* one launch per hop, CUB sort+unique between hops (DGL-style) */
+};
+
+/* Walk modes of ssg_walk (host.WalkMode; header_test.go ties them). */
+enum {
+    SSG_WALK_DEEPWALK = 0, /* uniform over the current node's adjacency */
+    SSG_WALK_PPR = 1,      /* personalized PageRank: restart to the start on decision 0 */
+    SSG_WALK_NODE2VEC = 2  /* node2vec: rejection sampling against the previous node's adjacency */
 };
 
 /* Tuning and placement; zero fields take the defaults. */
@@ -153,9 +161,37 @@ int ssg_fetch_edges(ssg_ctx *ctx, int64_t *edge_ids, uint64_t edge_ids_cap, char
  * GPU (the sampled edges of the epoch). */
 int ssg_count_edges(ssg_ctx *ctx, uint64_t *edges, char *err, size_t err_len);
 
+/* Random walks (DESIGN §3, "Walks"), bit-identical to host.ReferenceWalks:
+ * W = walks_per_node · n_starts walks, walk w = r·n_starts + i starting at
+ * starts[i], each `length` steps. out receives W rows of length + 1 int32,
+ * row-major: row w is [starts[i], v_1, …, v_length], -1 after the walk
+ * ends (a node without neighbors; ppr's first restart with
+ * stop_at_restart). out_cap is out's capacity in elements; a call whose
+ * W·(length+1) does not fit fails with SSG_ERR_INVALID before any work.
+ *
+ * The decisions' thresholds come from the host (rng.Threshold,
+ * rng.Node2Vec: floor(prob·2^32), each in 0..2^32), so no floating point
+ * on the device decides a walk: restart_threshold for SSG_WALK_PPR (a
+ * restart jumps back to the start, or with stop_at_restart ends the walk);
+ * t_return, t_near, t_far for SSG_WALK_NODE2VEC (up to 64 attempts a step,
+ * the last taken anyway). A mode ignores the other modes' thresholds.
+ *
+ * One kernel runs whole walks, a thread per walk, over the graph where it
+ * lives (device memory, or pinned host memory with opts->uva); launches
+ * take at most 512 MiB of rows each, and each launch's rows are copied to
+ * out before the next. walks_per_node >= 1, length >= 1, W < 2^32, every
+ * start a node. A walk leaves the last ssg_sample's result (ssg_fetch)
+ * alone; ssg_last_timings then gives the walk kernels' time, the copies,
+ * and the whole call. */
+int ssg_walk(ssg_ctx *ctx, int32_t mode, const uint32_t *starts, uint64_t n_starts,
+             uint32_t walks_per_node, uint32_t length, uint64_t seed, uint64_t restart_threshold,
+             int32_t stop_at_restart, uint64_t t_return, uint64_t t_near, uint64_t t_far,
+             int32_t *out, uint64_t out_cap, char *err, size_t err_len);
+
 /* Timings of the last ssg_sample in milliseconds, measured with CUDA events:
  * out[0] sampling kernel(s), out[1] sort/gather (fused) or sort/unique
- * (bsp), out[2] whole call. Writes min(n, 3) values (n is out's capacity)
+ * (bsp), out[2] whole call; after ssg_walk: walk kernels, copies to out,
+ * whole call. Writes min(n, 3) values (n is out's capacity)
  * and returns that number. */
 int ssg_last_timings(ssg_ctx *ctx, double *out, int n);
 

@@ -80,6 +80,9 @@ struct Context {
     // and with opt.edge_ids edges (int64 per sample; fused: eidq per task
     // slot too).
     Buf q, fin, sampq, bitmaps, counters, keys, vals, front, samples, cand, scand, nsel, temp, eidq, edges;
+    // ssg_walk: the start nodes and one launch's rows (walk_engine.cuh);
+    // a walk leaves the last ssg_sample result alone.
+    Buf walk_starts, walk_out;
     Counters *h_counters = nullptr; // pinned
     void *h_stage = nullptr;         // pinned staging for uploads
     size_t h_stage_cap = 0;

@@ -10,6 +10,7 @@
 //   frontier_bitmap.cuh  its bitmap dedup and sort-free result layout
 //   task_queue.cuh       its task queue's counters
 //   bsp_engine.cuh       the BSP engine: a launch and a sort+unique per hop
+//   walk_engine.cuh      random walks: one kernel, a thread per walk
 //   context.cuh          what an ssg_ctx holds: graph, workspace, staging,
 //                        the watchdog waits
 //   errors.cuh           CUDA and library errors, turned into SSG_* here
@@ -24,6 +25,7 @@
 #include "errors.cuh"
 #include "fused_engine.cuh"
 #include "sample_group.cuh"
+#include "walk_engine.cuh"
 
 #include <cuda_runtime.h>
 
@@ -85,7 +87,7 @@ void free_ctx(ssg_ctx *c) {
     cudaSetDevice(c->device);
     if (c->stream) cudaStreamSynchronize(c->stream);
     for (Buf *b : {&c->q, &c->fin, &c->sampq, &c->bitmaps, &c->counters, &c->keys, &c->vals, &c->front, &c->samples,
-                   &c->cand, &c->scand, &c->nsel, &c->temp, &c->eidq, &c->edges})
+                   &c->cand, &c->scand, &c->nsel, &c->temp, &c->eidq, &c->edges, &c->walk_starts, &c->walk_out})
         b->release();
     if (c->h_pinned) {
         cudaFreeHost(c->h_pinned);
@@ -404,6 +406,71 @@ int ssg_count_edges(ssg_ctx *c, uint64_t *edges, char *err, size_t err_len) {
         CK(cudaMemcpyAsync(c->h_counters, c->nsel.p, 8, cudaMemcpyDeviceToHost, c->stream));
         wait_stream(c);
         *edges = c->h_counters->head;
+    });
+}
+
+int ssg_walk(ssg_ctx *c, int32_t mode, const uint32_t *starts, uint64_t n_starts, uint32_t walks_per_node,
+             uint32_t length, uint64_t seed, uint64_t restart_threshold, int32_t stop_at_restart, uint64_t t_return,
+             uint64_t t_near, uint64_t t_far, int32_t *out, uint64_t out_cap, char *err, size_t err_len) {
+    if (!c) {
+        set_err(err, err_len, "nil context");
+        return SSG_ERR_INVALID;
+    }
+    if (!c->ready) {
+        set_err(err, err_len, "graph not loaded: ssg_load_indptr has not completed it");
+        return SSG_ERR_INVALID;
+    }
+    if (mode != SSG_WALK_DEEPWALK && mode != SSG_WALK_PPR && mode != SSG_WALK_NODE2VEC) {
+        set_err(err, err_len, fmt("invalid walk: mode %d, want %d (deepwalk), %d (ppr) or %d (node2vec)", mode,
+                                  SSG_WALK_DEEPWALK, SSG_WALK_PPR, SSG_WALK_NODE2VEC));
+        return SSG_ERR_INVALID;
+    }
+    if (length < 1 || walks_per_node < 1 || (n_starts > 0 && !starts)) {
+        set_err(err, err_len, fmt("invalid walk: length %u and %u walks per node (want >= 1 each), starts %p",
+                                  length, walks_per_node, (const void *)starts));
+        return SSG_ERR_INVALID;
+    }
+    const uint64_t one = uint64_t(1) << 32;
+    if (restart_threshold > one || t_return > one || t_near > one || t_far > one) {
+        set_err(err, err_len,
+                fmt("invalid walk: thresholds restart %llu, return %llu, near %llu, far %llu: want 0..2^32",
+                    (unsigned long long)restart_threshold, (unsigned long long)t_return,
+                    (unsigned long long)t_near, (unsigned long long)t_far));
+        return SSG_ERR_INVALID;
+    }
+    // W < 2^32 (walk ids are uint32), so W·(L+1) < 2^64.
+    if (n_starts > 0xffffffffull / walks_per_node) {
+        set_err(err, err_len, fmt("invalid walk: %llu starts x %u walks per node is over %llu walks",
+                                  (unsigned long long)n_starts, walks_per_node, 0xffffffffull));
+        return SSG_ERR_INVALID;
+    }
+    const uint64_t W = n_starts * walks_per_node, need = W * (uint64_t(length) + 1);
+    if (need > 0 && (!out || out_cap < need)) {
+        set_err(err, err_len,
+                fmt("out array too small: %llu walks of %llu nodes need %llu elements, capacity %llu",
+                    (unsigned long long)W, (unsigned long long)length + 1, (unsigned long long)need,
+                    (unsigned long long)(out ? out_cap : 0)));
+        return SSG_ERR_INVALID;
+    }
+    for (uint64_t i = 0; i < n_starts; ++i) {
+        if (starts[i] >= c->n) {
+            set_err(err, err_len, fmt("start %u (position %llu) is not a node: graph has %u nodes", starts[i],
+                                      (unsigned long long)i, c->n));
+            return SSG_ERR_INVALID;
+        }
+    }
+    return guard(c, err, err_len, [&] {
+        WalkArgs a{};
+        a.n_starts = uint32_t(n_starts);
+        a.length = length;
+        a.seed = seed;
+        a.mode = mode;
+        a.stop_at_restart = stop_at_restart;
+        a.restart = restart_threshold;
+        a.t_return = t_return;
+        a.t_near = t_near;
+        a.t_far = t_far;
+        walk_gpu(c, a, starts, n_starts, W, out);
     });
 }
 

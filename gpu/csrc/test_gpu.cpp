@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -56,6 +57,27 @@ static void ref_sample(int32_t *out, int64_t *eid, int k, const uint32_t *nb, ui
         eid[t] = pos[t] < 0 ? -1 : int64_t(first) + pos[t];
     }
 }
+
+// Walks (DESIGN §3, "Walks"), as host.ReferenceWalks writes them.
+static uint64_t wkey(uint64_t seed, uint32_t t) { return mix64(seed) ^ mix64((uint64_t(1) << 63) | t); }
+static uint32_t wcand(uint64_t key, uint32_t w, uint32_t a, uint32_t d) { return below(draw(key, w, 2 * a), d); }
+static bool wdecide(uint64_t key, uint32_t w, uint32_t a, uint64_t thr) { return (draw(key, w, 2 * a + 1) >> 32) < thr; }
+static uint64_t threshold(double p) {
+    if (!(p > 0)) return 0;
+    if (p >= 1) return uint64_t(1) << 32;
+    return uint64_t(std::floor(p * 4294967296.0));
+}
+
+struct WalkSet {
+    int mode; // SSG_WALK_*
+    uint32_t R, L;
+    uint64_t seed;
+    double restart;
+    bool stop;
+    double p, q;
+};
+
+static std::vector<int32_t> ref_walks(const struct CSR &g, const std::vector<uint32_t> &starts, const WalkSet &ws);
 
 static int failures = 0;
 #define EXPECT(cond, ...)                                                                                      \
@@ -139,6 +161,152 @@ static Res reference(const CSR &g, std::vector<uint32_t> seeds, const std::vecto
     }
     r.fin = f;
     return r;
+}
+
+// node2vec's thresholds: each kind's weight over the largest (rng.Node2Vec).
+static void n2v_thresholds(double p, double q, uint64_t t[3]) {
+    const double m = std::max(1 / p, std::max(1.0, 1 / q));
+    t[0] = threshold(1 / p / m), t[1] = threshold(1 / m), t[2] = threshold(1 / q / m);
+}
+
+static std::vector<int32_t> ref_walks(const CSR &g, const std::vector<uint32_t> &starts, const WalkSet &ws) {
+    const uint64_t n = starts.size(), W = n * ws.R, row = uint64_t(ws.L) + 1;
+    std::vector<int32_t> out(W * row, -1);
+    uint64_t nt[3];
+    n2v_thresholds(ws.p, ws.q, nt);
+    const uint64_t rt = threshold(ws.restart);
+    for (uint64_t w = 0; w < W; ++w) {
+        int32_t *walk = &out[w * row];
+        const uint32_t start = starts[w % n];
+        walk[0] = int32_t(start);
+        for (uint32_t t = 1; t < row; ++t) {
+            const uint32_t v = uint32_t(walk[t - 1]);
+            const uint32_t *nb = g.indices.data() + g.indptr[v];
+            const uint32_t d = uint32_t(g.indptr[v + 1] - g.indptr[v]);
+            if (d == 0) break;
+            const uint64_t key = wkey(ws.seed, t);
+            uint32_t next;
+            if (ws.mode == SSG_WALK_PPR && wdecide(key, uint32_t(w), 0, rt)) {
+                if (ws.stop) break;
+                next = start;
+            } else if (ws.mode == SSG_WALK_NODE2VEC && t >= 2) {
+                const uint32_t u = uint32_t(walk[t - 2]);
+                const uint32_t *pb = g.indices.data() + g.indptr[u], *pe = g.indices.data() + g.indptr[u + 1];
+                for (uint32_t a = 0;; ++a) {
+                    const uint32_t x = nb[wcand(key, uint32_t(w), a, d)];
+                    const uint64_t thr = x == u ? nt[0] : std::binary_search(pb, pe, x) ? nt[1] : nt[2];
+                    if (a >= 63 || wdecide(key, uint32_t(w), a, thr)) {
+                        next = x;
+                        break;
+                    }
+                }
+            } else {
+                next = nb[wcand(key, uint32_t(w), 0, d)];
+            }
+            walk[t] = int32_t(next);
+        }
+    }
+    return out;
+}
+
+// run_walks runs ssg_walk into an array of exactly W·(L+1) words followed
+// by guard words, and checks the guards.
+static std::vector<int32_t> run_walks(ssg_ctx *ctx, const std::vector<uint32_t> &starts, const WalkSet &ws,
+                                      double *kernel_ms) {
+    char err[512];
+    const uint64_t need = uint64_t(starts.size()) * ws.R * (uint64_t(ws.L) + 1);
+    std::vector<int32_t> out(need + 16, int32_t(0xdeadbeefu));
+    uint64_t nt[3];
+    n2v_thresholds(ws.p, ws.q, nt);
+    int rc = ssg_walk(ctx, ws.mode, starts.data(), starts.size(), ws.R, ws.L, ws.seed, threshold(ws.restart),
+                      ws.stop ? 1 : 0, nt[0], nt[1], nt[2], out.data(), need, err, sizeof err);
+    if (rc != SSG_OK) {
+        std::fprintf(stderr, "ssg_walk(mode %d): %d %s\n", ws.mode, rc, err);
+        std::exit(1);
+    }
+    for (int i = 0; i < 16; ++i)
+        if (out[need + i] != int32_t(0xdeadbeefu)) {
+            std::fprintf(stderr, "FAIL: ssg_walk wrote past its capacity (guard word %d)\n", i);
+            std::exit(1);
+        }
+    out.resize(need);
+    double tm[3];
+    ssg_last_timings(ctx, tm, 3);
+    *kernel_ms = tm[0];
+    return out;
+}
+
+// walk_tests: the walk kernel against ref_walks for every mode, device and
+// UVA memory, launches of one walk count and of many (SSG_WALK_CHUNK_WALKS),
+// on a multigraph (neighbors repeated) with nodes without neighbors; the
+// argument checks refuse, writing nothing.
+static void walk_tests(const CSR &g) {
+    char err[512];
+    const uint32_t n = g.n;
+    CSR mg;
+    mg.n = n;
+    mg.indptr.assign(n + 1, 0);
+    for (uint32_t v = 0; v < n; ++v) {
+        if (v % 31 != 3)
+            for (uint64_t i = g.indptr[v]; i < g.indptr[v + 1]; ++i)
+                for (uint64_t c = 0; c <= (v + i) % 3; ++c) mg.indices.push_back(g.indices[i]);
+        mg.indptr[v + 1] = mg.indices.size();
+    }
+    std::vector<uint32_t> starts;
+    for (uint32_t i = 0; i < std::min<uint32_t>(n, 20000); ++i) starts.push_back(uint32_t(mix64(i + 3) % n));
+    starts.push_back(3); // no neighbors
+    const WalkSet sets[] = {
+        {SSG_WALK_DEEPWALK, 3, 40, 1, 0, false, 1, 1},     {SSG_WALK_PPR, 2, 30, 2, 0.3, false, 1, 1},
+        {SSG_WALK_PPR, 2, 30, 3, 0.15, true, 1, 1},        {SSG_WALK_NODE2VEC, 3, 40, 4, 0, false, 0.5, 2},
+        {SSG_WALK_NODE2VEC, 2, 25, 5, 0, false, 4, 0.25},  {SSG_WALK_NODE2VEC, 1, 1, 6, 0, false, 1, 1},
+    };
+    for (int uva = 0; uva <= 1; ++uva) {
+        ssg_options opt{};
+        opt.uva = uva;
+        ssg_ctx *ctx = nullptr;
+        int rc = ssg_create(0, n, mg.indptr.data(), mg.indices.size(), mg.indices.data(), &opt, &ctx, err, sizeof err);
+        EXPECT(rc == SSG_OK, "walk create uva=%d: %s", uva, err);
+        if (rc != SSG_OK) continue;
+        for (const char *chunk : {"", "777"}) {
+            setenv("SSG_WALK_CHUNK_WALKS", chunk, 1);
+            for (const WalkSet &ws : sets) {
+                double ms = 0;
+                const std::vector<int32_t> got = run_walks(ctx, starts, ws, &ms), want = ref_walks(mg, starts, ws);
+                uint64_t i = 0;
+                while (i < want.size() && got[i] == want[i]) ++i;
+                EXPECT(i == want.size(), "walks uva=%d chunk=%s mode=%d seed=%llu: walk %llu step %llu: %d, want %d",
+                       uva, chunk, ws.mode, (unsigned long long)ws.seed, (unsigned long long)(i / (ws.L + 1)),
+                       (unsigned long long)(i % (ws.L + 1)), i < got.size() ? got[i] : 0, i < want.size() ? want[i] : 0);
+                std::printf("ok? walks uva=%d chunk=%-3s mode=%d R=%u L=%u: %zu walks, kernels %.3f ms\n", uva, chunk,
+                            ws.mode, ws.R, ws.L, starts.size() * ws.R, ms);
+            }
+        }
+        unsetenv("SSG_WALK_CHUNK_WALKS");
+        // Refusals write nothing.
+        std::vector<int32_t> out(2 * 6, 77);
+        const uint32_t two[2] = {0, 1}, bad[2] = {0, n};
+        const uint64_t one = uint64_t(1) << 32;
+        struct {
+            int mode;
+            const uint32_t *s;
+            uint32_t R, L;
+            uint64_t thr, cap;
+            const char *want;
+        } cases[] = {
+            {0, two, 1, 5, 0, 11, "out array too small"}, {3, two, 1, 5, 0, 12, "mode 3"},
+            {0, two, 1, 0, 0, 12, "length 0"},             {0, two, 0, 5, 0, 12, "0 walks per node"},
+            {1, two, 1, 5, one + 1, 12, "thresholds"},     {0, bad, 1, 5, 0, 12, "is not a node"},
+        };
+        for (auto &cs : cases) {
+            rc = ssg_walk(ctx, cs.mode, cs.s, 2, cs.R, cs.L, 1, cs.thr, 0, 0, 0, 0, out.data(), cs.cap, err, sizeof err);
+            EXPECT(rc == SSG_ERR_INVALID && std::strstr(err, cs.want) &&
+                       std::all_of(out.begin(), out.end(), [](int32_t x) { return x == 77; }),
+                   "walk refusal %s: rc %d %s", cs.want, rc, err);
+        }
+        rc = ssg_walk(ctx, 0, two, 0, 1, 5, 1, 0, 0, 0, 0, 0, nullptr, 0, err, sizeof err);
+        EXPECT(rc == SSG_OK, "no starts: rc %d %s", rc, err);
+        ssg_destroy(ctx);
+    }
 }
 
 constexpr int GUARD = 16;
@@ -300,6 +468,23 @@ int main(int argc, char **argv) {
         EXPECT(std::memcmp(e, we, sizeof we) == 0, "floyd positions vector");
     }
 
+    // DESIGN §3 walk vectors (seed 42, walk 7).
+    {
+        const uint64_t k1 = wkey(42, 1);
+        EXPECT(k1 == 0x8592ec97a10acddcull, "walkkey vector");
+        EXPECT(draw(k1, 7, 0) == 0xfcbda3ddfca68128ull, "walk draw vector");
+        EXPECT(wcand(k1, 7, 0, 1000) == 987 && wcand(k1, 7, 1, 1000) == 410, "candidate vectors");
+        EXPECT((draw(k1, 7, 1) >> 32) == 1636014556ull, "decision word vector");
+        EXPECT(threshold(0.15) == 644245094ull && !wdecide(k1, 7, 0, threshold(0.15)) &&
+                   wdecide(k1, 7, 0, threshold(0.5)),
+               "decide vectors");
+        EXPECT(wcand(wkey(42, 2), 7, 0, 1000) == 634, "step 2 candidate vector");
+        uint64_t t[3];
+        n2v_thresholds(0.5, 2, t);
+        EXPECT(t[0] == (uint64_t(1) << 32) && t[1] == (uint64_t(1) << 31) && t[2] == (uint64_t(1) << 30),
+               "node2vec thresholds vector");
+    }
+
     char err[512];
     int ndev = 0;
     if (ssg_device_count(&ndev, err, sizeof err) != SSG_OK) {
@@ -308,6 +493,7 @@ int main(int argc, char **argv) {
     }
     CSR g = make_graph(n, avg, 7);
     std::printf("graph: %u nodes, %zu edges\n", n, g.indices.size());
+    walk_tests(g);
     for (int uva = 0; uva <= 1; ++uva) {
         ssg_options opt{};
         opt.uva = uva;

@@ -6,7 +6,8 @@
  *   (default)        the ABI over a plain CPU sampler of DESIGN §3/§4, so
  *                    that the Go marshalling (counts, fetch, errors) is
  *                    tested against host.Reference without a GPU.
- * Seed 0xdead makes ssg_sample fail the way a CUDA launch failure does. */
+ * Seed 0xdead makes ssg_sample and ssg_walk fail the way a CUDA launch
+ * failure does. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,6 +308,98 @@ int ssg_count_edges(ssg_ctx *c, uint64_t *edges, char *err, size_t len) {
     for (int l = 0; l < c->L; l++) ns += c->counts[l] * (uint64_t)c->fan[l];
     for (uint64_t i = 0; i < ns; i++) m += c->samp[i] >= 0;
     *edges = m;
+    return SSG_OK;
+}
+
+/* Walks: DESIGN §3 "Walks" as host.ReferenceWalks writes it, step by
+ * step, with the checks of the CUDA library. */
+static uint64_t wdraw(uint64_t key, uint32_t w, uint32_t t) { return mix64(key ^ (((uint64_t)w << 32) | t)); }
+static int wdecide(uint64_t key, uint32_t w, uint32_t a, uint64_t thr) { return (wdraw(key, w, 2 * a + 1) >> 32) < thr; }
+static int is_neighbor(const uint32_t *adj, uint64_t d, uint32_t x) {
+    uint64_t lo = 0, hi = d;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (adj[mid] < x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < d && adj[lo] == x;
+}
+
+int ssg_walk(ssg_ctx *c, int32_t mode, const uint32_t *starts, uint64_t n_starts, uint32_t R, uint32_t L,
+             uint64_t seed, uint64_t restart, int32_t stop, uint64_t t_ret, uint64_t t_near, uint64_t t_far,
+             int32_t *out, uint64_t out_cap, char *err, size_t len) {
+    char m[256];
+    const uint64_t one = (uint64_t)1 << 32;
+    if (!c || !c->ready) {
+        set_err(err, len, "graph not loaded: ssg_load_indptr has not completed it");
+        return SSG_ERR_INVALID;
+    }
+    if (mode < SSG_WALK_DEEPWALK || mode > SSG_WALK_NODE2VEC) {
+        snprintf(m, sizeof m, "invalid walk: mode %d, want 0 (deepwalk), 1 (ppr) or 2 (node2vec)", mode);
+        set_err(err, len, m);
+        return SSG_ERR_INVALID;
+    }
+    if (L < 1 || R < 1 || (n_starts && !starts)) {
+        snprintf(m, sizeof m, "invalid walk: length %u and %u walks per node (want >= 1 each)", L, R);
+        set_err(err, len, m);
+        return SSG_ERR_INVALID;
+    }
+    if (restart > one || t_ret > one || t_near > one || t_far > one || n_starts > 0xffffffffull / R) {
+        set_err(err, len, "invalid walk: thresholds over 2^32, or over 2^32-1 walks");
+        return SSG_ERR_INVALID;
+    }
+    uint64_t W = n_starts * R, row = (uint64_t)L + 1, need = W * row;
+    if (need && (!out || out_cap < need)) {
+        snprintf(m, sizeof m, "out array too small: %llu walks of %llu nodes need %llu elements, capacity %llu",
+                 (unsigned long long)W, (unsigned long long)row, (unsigned long long)need,
+                 (unsigned long long)(out ? out_cap : 0));
+        set_err(err, len, m);
+        return SSG_ERR_INVALID;
+    }
+    for (uint64_t i = 0; i < n_starts; i++)
+        if (starts[i] >= c->n) {
+            snprintf(m, sizeof m, "start %u (position %llu) is not a node: graph has %u nodes", starts[i],
+                     (unsigned long long)i, c->n);
+            set_err(err, len, m);
+            return SSG_ERR_INVALID;
+        }
+    if (seed == 0xdead) {
+        set_err(err, len, "CUDA error cudaErrorLaunchFailure (unspecified launch failure) in walk_kernel launch");
+        return SSG_ERR_CUDA;
+    }
+    for (uint64_t w = 0; w < W; w++) {
+        int32_t *walk = out + w * row;
+        uint32_t start = starts[w % n_starts];
+        walk[0] = (int32_t)start;
+        uint64_t t = 1;
+        for (; t < row; t++) {
+            uint32_t v = (uint32_t)walk[t - 1];
+            const uint32_t *nb = c->indices + c->indptr[v];
+            uint32_t d = (uint32_t)(c->indptr[v + 1] - c->indptr[v]), next;
+            if (d == 0) break;
+            uint64_t key = mix64(seed) ^ mix64(((uint64_t)1 << 63) | t);
+            if (mode == SSG_WALK_PPR && wdecide(key, (uint32_t)w, 0, restart)) {
+                if (stop) break;
+                next = start;
+            } else if (mode == SSG_WALK_NODE2VEC && t >= 2) {
+                uint32_t u = (uint32_t)walk[t - 2];
+                const uint32_t *prev = c->indices + c->indptr[u];
+                uint64_t pd = c->indptr[u + 1] - c->indptr[u];
+                for (uint32_t a = 0;; a++) {
+                    uint32_t x = nb[below(wdraw(key, (uint32_t)w, 2 * a), d)];
+                    uint64_t thr = x == u ? t_ret : is_neighbor(prev, pd, x) ? t_near : t_far;
+                    if (a >= 63 || wdecide(key, (uint32_t)w, a, thr)) {
+                        next = x;
+                        break;
+                    }
+                }
+            } else {
+                next = nb[below(wdraw(key, (uint32_t)w, 0), d)];
+            }
+            walk[t] = (int32_t)next;
+        }
+        for (; t < row; t++) walk[t] = -1;
+    }
     return SSG_OK;
 }
 
