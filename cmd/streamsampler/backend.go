@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -113,4 +114,21 @@ func chunkProgress(stderr io.Writer, quiet bool, label string, total int64) (fun
 	f, _ := stderr.(*os.File)
 	bar := progress.New(stderr, total, label, progress.Enabled(f, quiet))
 	return func(_, _ int, n int64) { bar.Add(n); bar.AddItems(1) }, bar
+}
+
+// backendWalker returns be's random walker (host.Sampler.Walks or
+// gpu.Backend.Walks), or nil where the backend does not walk.
+func backendWalker(be host.Backend) func(ctx context.Context, starts []uint32, c host.WalkConfig) ([]int32, error) {
+	switch w := be.(type) {
+	case *host.Sampler:
+		return func(ctx context.Context, starts []uint32, c host.WalkConfig) ([]int32, error) {
+			walks, _, err := w.Walks(ctx, starts, c)
+			return walks, err
+		}
+	case interface {
+		Walks(ctx context.Context, starts []uint32, c host.WalkConfig) ([]int32, error)
+	}:
+		return w.Walks
+	}
+	return nil
 }

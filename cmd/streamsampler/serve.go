@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/streamsampler/streamsampler/chunkfmt"
-	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/serve"
 )
@@ -185,13 +184,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		return err
 	}
 	defer be.Close()
-	var walk serve.WalkFunc
-	if ws, ok := be.(*host.Sampler); ok { // the chunk-streaming backends walk (the GPU's does not yet)
-		walk = func(ctx context.Context, starts []uint32, c host.WalkConfig) ([]int32, error) {
-			w, _, err := ws.Walks(ctx, starts, c)
-			return w, err
-		}
-	}
+	walk := serve.WalkFunc(backendWalker(be))
 	srv, err := serve.New(serve.Config{
 		Config: cfg, Sampler: be, MaxRequest: f.maxRequest, MaxInflight: maxInflight,
 		NumNodes: int64(m.NumNodes), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs, Walk: walk,
