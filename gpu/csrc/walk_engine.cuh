@@ -61,9 +61,19 @@ __device__ __forceinline__ bool is_neighbor(const uint32_t *__restrict__ adj, ui
     return lo < d && adj[lo] == x;
 }
 
+// walk_kernel runs every step of its walks. One loop iteration is one
+// attempt (a deepwalk or PPR step is one attempt; node2vec's may take up
+// to WALK_MAX_ATTEMPTS), not one step: with a loop of steps around a loop
+// of attempts, a warp would wait at every step for its lane with the most
+// rejections (the maximum of 32 geometric counts, about three times their
+// mean at node2vec's usual acceptance rates), where flat, a lane goes on
+// to its next step at once and the warp waits only for the lane with the
+// most attempts over the whole walk.
 __global__ void __launch_bounds__(1024) walk_kernel(DevGraph g, WalkArgs a) {
     const uint64_t L = a.length;
     const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+    const uint64_t lo_t = a.t_near < a.t_far ? a.t_near : a.t_far;
+    const uint64_t hi_t = a.t_near < a.t_far ? a.t_far : a.t_near;
     for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < a.count; i += stride) {
         const uint32_t w = uint32_t(a.first + i);
         const uint32_t start = a.starts[w % a.n_starts];
@@ -71,47 +81,52 @@ __global__ void __launch_bounds__(1024) walk_kernel(DevGraph g, WalkArgs a) {
         row[0] = int32_t(start);
         uint32_t v = start, u = 0;   // current and previous node
         uint64_t ub = 0, ud = 0;     // the previous node's adjacency: first edge, degree
+        uint64_t b = 0, d64 = 0;     // the current node's
+        uint64_t key = 0;
+        uint32_t at = 0;             // the attempt within step t
+        bool fresh = true;           // step t has not started
         uint64_t t = 1;
-        for (; t <= L; ++t) {
-            const uint64_t b = g.indptr[v], d64 = g.indptr[v + 1] - b;
-            if (d64 == 0) break; // a node without neighbors ends the walk, in every mode
+        for (;;) {
+            if (fresh) {
+                if (t > L) break;
+                b = g.indptr[v];
+                d64 = g.indptr[v + 1] - b;
+                if (d64 == 0) break; // a node without neighbors ends the walk, in every mode
+                key = walk_key(a.seed, uint32_t(t)); // two mix64: nothing next to the reads
+                at = 0;
+                fresh = false;
+            }
             const uint32_t d = uint32_t(d64); // a uint32 degree, as rng.Candidate takes it
-            const uint64_t key = walk_key(a.seed, uint32_t(t)); // two mix64: nothing next to the reads
             uint32_t next;
+            bool done = true;
             if (a.mode == SSG_WALK_PPR && walk_decide(key, w, 0, a.restart)) {
                 if (a.stop_at_restart) break;
                 next = start;
             } else if (a.mode == SSG_WALK_NODE2VEC && t >= 2) {
-                const uint64_t lo_t = a.t_near < a.t_far ? a.t_near : a.t_far;
-                const uint64_t hi_t = a.t_near < a.t_far ? a.t_far : a.t_near;
-                for (uint32_t at = 0;; ++at) {
-                    const uint32_t x = g.indices[b + walk_candidate(key, w, at, d)];
-                    if (at >= WALK_MAX_ATTEMPTS - 1) { // the last candidate is taken anyway
-                        next = x;
-                        break;
-                    }
+                next = g.indices[b + walk_candidate(key, w, at, d)];
+                if (at < WALK_MAX_ATTEMPTS - 1) { // the last candidate is taken anyway
                     const uint64_t word = draw(key, w, 2 * at + 1) >> 32;
-                    bool accept;
-                    if (x == u) {
-                        accept = word < a.t_return;
+                    if (next == u) {
+                        done = word < a.t_return;
                     } else if (word < lo_t || word >= hi_t) {
-                        accept = word < lo_t; // settled whether x is near u or not: no search
+                        done = word < lo_t; // settled whether next is near u or not: no search
                     } else {
-                        accept = word < (is_neighbor(g.indices + ub, ud, x) ? a.t_near : a.t_far);
-                    }
-                    if (accept) {
-                        next = x;
-                        break;
+                        done = word < (is_neighbor(g.indices + ub, ud, next) ? a.t_near : a.t_far);
                     }
                 }
+                at++;
             } else {
                 next = g.indices[b + walk_candidate(key, w, 0, d)];
             }
-            u = v;
-            ub = b;
-            ud = d64;
-            v = next;
-            row[t] = int32_t(next);
+            if (done) {
+                u = v;
+                ub = b;
+                ud = d64;
+                v = next;
+                row[t] = int32_t(next);
+                ++t;
+                fresh = true;
+            }
         }
         for (; t <= L; ++t) row[t] = -1;
     }
