@@ -231,7 +231,8 @@ type node2vecWalker struct {
 	block  uint32  // candidates of attempts block*k .. block*k+k-1 are in cands
 	idx    int     // the next of them to settle
 	cands  []int32 // nil until the block is fetched
-	query  bool    // waiting for "is cands[idx] a neighbor of prev"
+	query  bool    // waiting for "is cands[p] a neighbor of prev", p = idx..k-1
+	near   []bool  // those answers for the block, nil until they come
 	done   bool
 	result int32
 }
@@ -239,7 +240,12 @@ type node2vecWalker struct {
 // node2vecStep settles node2vec's step for every active walker (DESIGN
 // §3): in rounds of a candidate pass (for walkers without undecided
 // candidates left) and a membership pass (for walkers whose next
-// candidate's decision needs the previous node's adjacency).
+// candidate's decision needs the previous node's adjacency). A membership
+// pass answers the nearness of every candidate left in the walker's
+// block, not only the next one: the previous node's adjacency is at hand
+// for all of them, and a walker then settles its block without waiting
+// for another round (a round per undecided candidate made a step take
+// dozens of passes, for its slowest walkers).
 func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, prev, next []int32, th rng.Node2VecThresholds) error {
 	ws := make([]node2vecWalker, len(active))
 	const k = walk2vecBlock
@@ -279,7 +285,13 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 					wk.done, wk.result = true, -1
 					break
 				}
-				accept, settled := Node2VecSettle(th, w.key, i, wk.block*k+uint32(wk.idx), uint32(x), u)
+				a := wk.block*k + uint32(wk.idx)
+				var accept, settled bool
+				if wk.near != nil {
+					accept, settled = Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.near[wk.idx]), true
+				} else {
+					accept, settled = Node2VecSettle(th, w.key, i, a, uint32(x), u)
+				}
 				switch {
 				case !settled:
 					wk.query = true
@@ -292,20 +304,49 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 			}
 		}
 		if len(queries) > 0 {
-			near, err := w.neighborsOf(ctx, queries, func(j int) (uint32, uint32) {
-				return uint32(prev[active[j]]), uint32(ws[j].cands[ws[j].idx])
+			// One query per candidate left in each querying walker's block
+			// (a candidate is -1 only where they all are, and then the
+			// walker is done, not querying).
+			type pos struct{ j, p int }
+			var qs []pos
+			for _, j := range queries {
+				for p := ws[j].idx; p < k; p++ {
+					qs = append(qs, pos{j, p})
+				}
+			}
+			qi := make([]int, len(qs))
+			for q := range qi {
+				qi[q] = q
+			}
+			near, err := w.neighborsOf(ctx, qi, func(q int) (uint32, uint32) {
+				j, p := qs[q].j, qs[q].p
+				return uint32(prev[active[j]]), uint32(ws[j].cands[p])
 			})
 			if err != nil {
 				return err
 			}
-			for q, j := range queries {
+			for _, j := range queries {
+				ws[j].query, ws[j].near = false, make([]bool, k)
+			}
+			for q, e := range qs {
+				ws[e.j].near[e.p] = near[q]
+			}
+			// Settle what the answers settle now, so that a walker whose
+			// block is used up fetches the next one in the coming round.
+			for _, j := range queries {
 				wk := &ws[j]
-				wk.query = false
-				a, x := wk.block*k+uint32(wk.idx), wk.cands[wk.idx]
-				if Node2VecAccepts(th, w.key, active[j], a, uint32(x), uint32(prev[active[j]]), near[q]) {
-					wk.done, wk.result = true, wk.cands[wk.idx]
-				} else {
-					wk.advance(k)
+				i, u := active[j], uint32(prev[active[j]])
+				for wk.near != nil && !wk.done {
+					a, x := wk.block*k+uint32(wk.idx), wk.cands[wk.idx]
+					if x < 0 { // no neighbors: cannot follow a valid candidate, but kept as the settle loop's guard
+						wk.done, wk.result = true, -1
+						break
+					}
+					if Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.near[wk.idx]) {
+						wk.done, wk.result = true, x
+					} else {
+						wk.advance(k)
+					}
 				}
 			}
 		}
@@ -331,7 +372,7 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 func (wk *node2vecWalker) advance(k int) {
 	wk.idx++
 	if wk.idx == k {
-		wk.block, wk.idx, wk.cands = wk.block+1, 0, nil
+		wk.block, wk.idx, wk.cands, wk.near = wk.block+1, 0, nil, nil
 	}
 }
 

@@ -24,6 +24,9 @@ func TestStreamedWalksEqualReference(t *testing.T) {
 		{Mode: WalkPPR, Length: 12, WalksPerNode: 2, Seed: 3, Restart: 0.3, StopAtRestart: true},
 		{Mode: WalkNode2Vec, Length: 10, WalksPerNode: 2, Seed: 4, P: 0.5, Q: 2},
 		{Mode: WalkNode2Vec, Length: 10, WalksPerNode: 2, Seed: 5, P: 4, Q: 0.25},
+		// Far and return candidates rarely accepted: many blocks per step,
+		// and walkers at the attempt cap.
+		{Mode: WalkNode2Vec, Length: 6, WalksPerNode: 2, Seed: 6, P: 50, Q: 50},
 	}
 	for _, layout := range []struct {
 		chunk      int64
