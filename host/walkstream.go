@@ -87,6 +87,23 @@ type streamWalker struct {
 	key  uint64
 	// Scratch for a pass: (node<<32 | walk) pairs, sorted.
 	pairs, pairsTmp []uint64
+	// Scratch reused from step to step, so that a step over millions of
+	// walkers does not fault in fresh zeroed pages for each of them:
+	// candidates' targets, walks and order, and firstCandidates' nodes
+	// and candidates (node2vec keeps its candidates across passes and
+	// allocates them).
+	targets, pw, nodes []uint32
+	order              []int
+	cands              []int32
+}
+
+// grow returns s with length n, reusing its array where it is large
+// enough (the contents are not kept).
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 func (w *streamWalker) walk(ctx context.Context, out []int32) error {
@@ -98,9 +115,9 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 	n, L := len(w.starts), w.c.Length
 	nw := NumWalks(n, w.c)
 	row := L + 1
-	for i := range out {
-		out[i] = -1
-	}
+	// Every entry of out is written once: the start, each step taken,
+	// and the -1 padding when the walk ends (not a fill of the whole
+	// output first: it may be gigabytes of a mapped file).
 	cur := make([]int32, nw)
 	for i := range cur {
 		cur[i] = int32(w.starts[i%n])
@@ -114,12 +131,14 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 		}
 	}
 	thr := w.c.Thresholds()
+	var active []uint32
+	var next []int32
 	for t := 1; t <= L; t++ {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("step %d: %w", t, err)
 		}
 		w.step, w.key = uint32(t), rng.WalkKey(w.c.Seed, uint32(t))
-		var active []uint32
+		active = active[:0]
 		for i, v := range cur {
 			if v >= 0 {
 				active = append(active, uint32(i))
@@ -128,7 +147,7 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 		if len(active) == 0 {
 			break
 		}
-		next := make([]int32, len(active))
+		next = grow(next, len(active))
 		var err error
 		if w.c.Mode == WalkNode2Vec && t >= 2 {
 			err = w.node2vecStep(ctx, active, cur, prev, next, thr.Node2Vec)
@@ -151,21 +170,34 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 				prev[i] = cur[i]
 			}
 			cur[i] = v
-			out[int(i)*row+t] = v
+			if v >= 0 {
+				out[int(i)*row+t] = v
+			} else {
+				fillEnded(out[int(i)*row+t : int(i+1)*row])
+			}
 		}
 	}
 	w.st.Wall = time.Since(t0)
 	return nil
 }
 
+// fillEnded pads the rest of an ended walk's row with -1.
+func fillEnded(rest []int32) {
+	for k := range rest {
+		rest[k] = -1
+	}
+}
+
 // firstCandidates sets next[j] to candidate 0 of walker active[j] from its
 // current node (-1 where that node has no neighbors).
 func (w *streamWalker) firstCandidates(ctx context.Context, active []uint32, cur, next []int32) error {
-	nodes := make([]uint32, len(active))
+	w.nodes = grow(w.nodes, len(active))
+	nodes := w.nodes
 	for j, i := range active {
 		nodes[j] = uint32(cur[i])
 	}
-	cands, order, err := w.candidates(ctx, nodes, active, 0, 1)
+	w.cands = grow(w.cands, len(active))
+	cands, order, err := w.candidates(ctx, nodes, active, 0, 1, w.cands)
 	if err != nil {
 		return err
 	}
@@ -176,9 +208,10 @@ func (w *streamWalker) firstCandidates(ctx context.Context, active []uint32, cur
 }
 
 // candidates runs one candidate pass: k candidates (attempts a0..a0+k-1)
-// for each walker walks[j] standing on nodes[j]. It returns them in the
-// pass's order (by node) and order[p] = the j they belong to.
-func (w *streamWalker) candidates(ctx context.Context, nodes, walks []uint32, a0 uint32, k int) (cands []int32, order []int, err error) {
+// for each walker walks[j] standing on nodes[j], into cands (m·k
+// entries). It returns them in the pass's order (by node) and order[p] =
+// the j they belong to (valid until the next pass).
+func (w *streamWalker) candidates(ctx context.Context, nodes, walks []uint32, a0 uint32, k int, cands []int32) (_ []int32, order []int, err error) {
 	m := len(nodes)
 	w.pairs = slices.Grow(w.pairs[:0], m)[:m]
 	w.pairsTmp = slices.Grow(w.pairsTmp[:0], m)[:m]
@@ -186,12 +219,12 @@ func (w *streamWalker) candidates(ctx context.Context, nodes, walks []uint32, a0
 		w.pairs[j] = uint64(v)<<32 | uint64(j)
 	}
 	sorted := radix.ByHigh32(w.pairs, w.pairsTmp)
-	targets := make([]uint32, m)
-	pw := make([]uint32, m)
-	order = make([]int, m)
+	w.targets, w.pw, w.order = grow(w.targets, m), grow(w.pw, m), grow(w.order, m)
+	targets, pw := w.targets, w.pw
+	order = w.order
 	for p, x := range sorted {
 		j := int(uint32(x))
-		targets[p], pw[p], order[p] = nodes[j], walks[j], j
+		targets[p], pw[p], order[p] = uint32(x>>32), walks[j], j
 	}
 	parts := w.s.index.Split(targets)
 	jobs := make([]chunkJob, 0, len(parts))
@@ -209,7 +242,9 @@ func (w *streamWalker) candidates(ctx context.Context, nodes, walks []uint32, a0
 		return nil, nil, fmt.Errorf("walker node %d is not below the graph's %d nodes: no chunk holds it", targets[lo], w.s.manifest.NumNodes)
 	}
 	t0 := time.Now()
-	cands = make([]int32, m*k)
+	if len(cands) != m*k {
+		return nil, nil, fmt.Errorf("candidates: room for %d, want %d", len(cands), m*k)
+	}
 	var hook func(int, int64)
 	if w.s.onChunk != nil {
 		hook = func(c int, n int64) { w.s.onChunk(int(w.step), c, n) }
@@ -263,7 +298,7 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 			for x, j := range js {
 				nodes[x], walks[x] = uint32(cur[active[j]]), active[j]
 			}
-			cands, order, err := w.candidates(ctx, nodes, walks, b*k, k)
+			cands, order, err := w.candidates(ctx, nodes, walks, b*k, k, make([]int32, len(nodes)*k))
 			if err != nil {
 				return err
 			}

@@ -85,3 +85,39 @@ func TestStreamedWalksErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamedWalksIntoOverwrites: WalksInto writes every entry of its
+// output (the start, each step, the -1 padding of an ended walk), so that
+// an output holding anything before (a reused buffer, a mapped file)
+// ends equal to ReferenceWalks'.
+func TestStreamedWalksIntoOverwrites(t *testing.T) {
+	g := randomRepeatsCSR(800, 4, 8) // with dangling nodes: walks end early
+	var starts []uint32
+	for v := uint32(0); v < 800; v += 3 {
+		starts = append(starts, v)
+	}
+	s := openSampler(t, writeMultigraph(t, g, 4096), Options{Devices: 2})
+	for _, c := range []WalkConfig{
+		{Mode: WalkDeepWalk, Length: 9, WalksPerNode: 2, Seed: 3},
+		{Mode: WalkPPR, Length: 9, WalksPerNode: 2, Seed: 4, Restart: 0.3, StopAtRestart: true},
+		{Mode: WalkNode2Vec, Length: 9, WalksPerNode: 2, Seed: 5, P: 0.5, Q: 2},
+	} {
+		want, err := ReferenceWalks(g, starts, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(want, -1) {
+			t.Fatalf("%v: no walk ends early: the test does not test the padding", c)
+		}
+		out := make([]int32, len(want))
+		for i := range out {
+			out[i] = 12345
+		}
+		if _, err := s.WalksInto(context.Background(), starts, c, out); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(out, want) {
+			t.Fatalf("%v: WalksInto over a dirty output differs from ReferenceWalks", c)
+		}
+	}
+}

@@ -175,7 +175,8 @@ type walkSummary struct {
 	// time outside the passes (grouping walkers, deciding their steps).
 	Passes        int     `json:"passes"`
 	ChunksRead    int     `json:"chunks_read"`
-	ChunkBytes    int64   `json:"chunk_bytes"` // host.Stats.BytesRead: the passes' chunk bytes, summed
+	ChunksReused  int     `json:"chunks_reused"` // needed by a pass but still in a device buffer: not read
+	ChunkBytes    int64   `json:"chunk_bytes"`   // host.Stats.BytesRead: the passes' chunk bytes, summed
 	ReadSeconds   float64 `json:"read_seconds"`
 	KernelSeconds float64 `json:"kernel_seconds"`
 	SyncSeconds   float64 `json:"sync_seconds"`
@@ -315,6 +316,7 @@ func runWalk(cmd *cobra.Command, o walkOptions, walk walker) error {
 		var pass time.Duration
 		for _, l := range st.Layers {
 			s.ChunksRead += l.ChunksRead
+			s.ChunksReused += l.ChunksReused
 			s.ReadSeconds += l.ReadTime.Seconds()
 			s.KernelSeconds += l.KernelTime.Seconds()
 			s.SyncSeconds += l.SyncTime.Seconds()
