@@ -9,7 +9,7 @@
 #
 #   deepwalk   streamed (--backend emu), RUNS (3) times, page cache
 #              dropped before each; the median
-#   node2vec   the same with --mode node2vec --p 0.5 --q 2
+#   node2vec   the same with --mode node2vec --p 0.5 --q 2, N2V_RUNS times
 #   in-memory  --in-memory (host.LoadCSR, host.ReferenceWalks) for each
 #              mode, cache dropped, once (its load included)
 #
@@ -28,7 +28,7 @@
 #   nice bench/walks.sh
 #   SCALE=20 RUNS=3 nice bench/walks.sh          # minutes
 #
-# Environment: SCALE, CHUNK, R, L, RUNS, SEED (1), BENCH_DIR
+# Environment: SCALE, CHUNK, R, L, RUNS, N2V_RUNS (node2vec's; RUNS), SEED (1), BENCH_DIR
 # (/tmp/ss-walks; the output files land there and are removed after each
 # run), TIMEOUT (s per run; 1800), KEEP=1 (keep the graph).
 set -euo pipefail
@@ -36,6 +36,7 @@ cd "$(dirname "$0")/.."
 REPO=$(pwd)
 . bench/figures.sh
 SCALE=${SCALE:-22} CHUNK=${CHUNK:-64MiB} R=${R:-10} L=${L:-80} RUNS=${RUNS:-3} SEED=${SEED:-1}
+N2V_RUNS=${N2V_RUNS:-$RUNS}
 BENCH_DIR=${BENCH_DIR:-/tmp/ss-walks} TIMEOUT=${TIMEOUT:-1800}
 die() { echo "walks.sh: $*" >&2; exit 1; }
 note() { echo "walks.sh: $*" >&2; }
@@ -94,11 +95,11 @@ walk_run() {
   rm -f "$out"
 }
 
-# mode_bench LABEL FLAGS...: RUNS streamed runs and one in-memory run;
-# adds the mode's rows.
+# mode_bench LABEL RUNS FLAGS...: RUNS streamed runs and one in-memory
+# run; adds the mode's rows.
 mode_bench() {
-  local label=$1 i secs=() hwm=() anon=() s med tag
-  shift
+  local label=$1 RUNS=$2 i secs=() hwm=() anon=() med tag
+  shift 2
   for i in $(seq "$RUNS"); do
     walk_run "$label-stream-$i" "$@"
     [[ $K_OK == 1 ]] || { secs+=(nan); continue; }
@@ -138,8 +139,8 @@ mode_bench() {
   row "  streamed / in memory" "$(fmt "$med / $mem")" x "" "-"
 }
 
-mode_bench deepwalk --mode deepwalk
-mode_bench node2vec --mode node2vec --p 0.5 --q 2
+mode_bench deepwalk "$RUNS" --mode deepwalk
+mode_bench node2vec "$N2V_RUNS" --mode node2vec --p 0.5 --q 2
 
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 {

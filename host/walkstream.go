@@ -115,9 +115,13 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 	n, L := len(w.starts), w.c.Length
 	nw := NumWalks(n, w.c)
 	row := L + 1
-	// Every entry of out is written once: the start, each step taken,
-	// and the -1 padding when the walk ends (not a fill of the whole
-	// output first: it may be gigabytes of a mapped file).
+	// Every entry of out is written once: the start, then the steps a
+	// group of g at a time, each group staged step-major in memory and
+	// written row by row. Writing a step's column straight into out
+	// would touch every page of it at every step: for a mapped output
+	// (gigabytes) that is L sweeps of scattered writes and L rounds of
+	// the kernel's writeback of the same pages; staged, it is L/g
+	// sequential sweeps.
 	cur := make([]int32, nw)
 	for i := range cur {
 		cur[i] = int32(w.starts[i%n])
@@ -131,54 +135,92 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 		}
 	}
 	thr := w.c.Thresholds()
+	g := walkStageSteps(nw, L)
+	stage := make([]int32, g*nw)
 	var active []uint32
 	var next []int32
-	for t := 1; t <= L; t++ {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("step %d: %w", t, err)
+	for t := 1; t <= L; {
+		tg, gn := t, min(g, L-t+1) // this group's first step and its steps
+		for k := range stage[:gn*nw] {
+			stage[k] = -1 // a walk that ends, or has ended, stays -1
 		}
-		w.step, w.key = uint32(t), rng.WalkKey(w.c.Seed, uint32(t))
-		active = active[:0]
-		for i, v := range cur {
-			if v >= 0 {
-				active = append(active, uint32(i))
+		ended := false
+		for ; t < tg+gn; t++ {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("step %d: %w", t, err)
 			}
-		}
-		if len(active) == 0 {
-			break
-		}
-		next = grow(next, len(active))
-		var err error
-		if w.c.Mode == WalkNode2Vec && t >= 2 {
-			err = w.node2vecStep(ctx, active, cur, prev, next, thr.Node2Vec)
-		} else {
-			err = w.firstCandidates(ctx, active, cur, next)
-		}
-		if err != nil {
-			return fmt.Errorf("step %d: %w", t, err)
-		}
-		for j, i := range active {
-			v := next[j]
-			if w.c.Mode == WalkPPR && v >= 0 && PPRRestarts(w.key, i, thr.Restart) {
-				// A restart: back to the start, or the walk ends there.
-				v = int32(w.starts[int(i)%n])
-				if w.c.StopAtRestart {
-					v = -1
+			w.step, w.key = uint32(t), rng.WalkKey(w.c.Seed, uint32(t))
+			active = active[:0]
+			for i, v := range cur {
+				if v >= 0 {
+					active = append(active, uint32(i))
 				}
 			}
-			if prev != nil {
-				prev[i] = cur[i]
+			if len(active) == 0 {
+				ended = true
+				break
 			}
-			cur[i] = v
-			if v >= 0 {
-				out[int(i)*row+t] = v
+			next = grow(next, len(active))
+			var err error
+			if w.c.Mode == WalkNode2Vec && t >= 2 {
+				err = w.node2vecStep(ctx, active, cur, prev, next, thr.Node2Vec)
 			} else {
-				fillEnded(out[int(i)*row+t : int(i+1)*row])
+				err = w.firstCandidates(ctx, active, cur, next)
 			}
+			if err != nil {
+				return fmt.Errorf("step %d: %w", t, err)
+			}
+			col := stage[(t-tg)*nw : (t-tg+1)*nw]
+			for j, i := range active {
+				v := next[j]
+				if w.c.Mode == WalkPPR && v >= 0 && PPRRestarts(w.key, i, thr.Restart) {
+					// A restart: back to the start, or the walk ends there.
+					v = int32(w.starts[int(i)%n])
+					if w.c.StopAtRestart {
+						v = -1
+					}
+				}
+				if prev != nil {
+					prev[i] = cur[i]
+				}
+				cur[i] = v
+				col[i] = v
+			}
+		}
+		writeSteps(out, stage, nw, row, tg, gn)
+		if ended {
+			// Every walk has ended: the rest of every row is padding.
+			for i := range nw {
+				fillEnded(out[i*row+tg+gn : (i+1)*row])
+			}
+			break
 		}
 	}
 	w.st.Wall = time.Since(t0)
 	return nil
+}
+
+// walkStageBytes bounds the memory staging steps before they are written
+// to the output (a variable: tests shrink it to stage a step or two).
+var walkStageBytes int64 = 1 << 30
+
+// walkStageSteps is how many steps the walker stages at once: up to 16
+// (a sweep of the output per 16 steps costs little next to the passes),
+// within walkStageBytes, at least one.
+func walkStageSteps(walks, length int) int {
+	g := min(int64(length), 16, walkStageBytes/(4*max(1, int64(walks))))
+	return int(max(1, g))
+}
+
+// writeSteps writes steps tg..tg+gn-1 of every walk from stage (gn
+// columns of nw, step-major) into out's rows, one row at a time.
+func writeSteps(out, stage []int32, nw, row, tg, gn int) {
+	for i := range nw {
+		dst := out[i*row+tg : i*row+tg+gn]
+		for s := range dst {
+			dst[s] = stage[s*nw+i]
+		}
+	}
 }
 
 // fillEnded pads the rest of an ended walk's row with -1.

@@ -55,8 +55,10 @@ which leaves node2vec's law unchanged up to (1 - min weight / max weight)^64.
 
 The walks are a pure function of --seed, the start nodes and the walk flags
 (docs/DESIGN.md §3, "Walks"): every backend gives the same ones. The file is
-written atomically. With --json, one JSON line summarises the run: walks,
-steps taken, seconds, walks/s and the bytes the process read from storage.`,
+written atomically, through a memory mapping of its data: the walks are
+never held in memory whole. With --json, one JSON line summarises the run:
+walks, steps taken, seconds, walks/s, the bytes the process read from
+storage, and the streaming walker's passes, chunk bytes and time split.`,
 		Example: `  streamsampler walk --graph g --all --walks-per-node 10 --length 80 --seed 1 -o walks.npy
   streamsampler walk --graph g --start nodes.txt --length 20 --mode ppr --restart 0.15 -o ppr.npy
   streamsampler walk --graph g --all --length 80 --mode node2vec --p 0.5 --q 2 -o n2v.npy --json`,
