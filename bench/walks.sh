@@ -13,6 +13,10 @@
 #   in-memory  --in-memory (host.LoadCSR, host.ReferenceWalks) for each
 #              mode, cache dropped, once (its load included)
 #
+#   bounded    with BOUND_LIMIT (e.g. 2GiB; default none), deepwalk
+#              streamed once more in a memory cgroup of that size, page
+#              cache included, smaller than the output: its peak RSS
+#
 # and the I/O floor of each streamed mode: the chunk bytes its passes
 # read (walk --json chunk_bytes, host.Stats.BytesRead: /proc/self/io
 # misses O_DIRECT reads of a chunk still in a device buffer) at the
@@ -28,7 +32,8 @@
 #   nice bench/walks.sh
 #   SCALE=20 RUNS=3 nice bench/walks.sh          # minutes
 #
-# Environment: SCALE, CHUNK, R, L, RUNS, N2V_RUNS (node2vec's; RUNS), SEED (1), BENCH_DIR
+# Environment: SCALE, CHUNK, R, L, RUNS, N2V_RUNS (node2vec's; RUNS; 0
+# skips node2vec), SEED (1), BENCH_DIR
 # (/tmp/ss-walks; the output files land there and are removed after each
 # run), TIMEOUT (s per run; 1800), KEEP=1 (keep the graph).
 set -euo pipefail
@@ -36,11 +41,11 @@ cd "$(dirname "$0")/.."
 REPO=$(pwd)
 . bench/figures.sh
 SCALE=${SCALE:-22} CHUNK=${CHUNK:-64MiB} R=${R:-10} L=${L:-80} RUNS=${RUNS:-3} SEED=${SEED:-1}
-N2V_RUNS=${N2V_RUNS:-$RUNS}
+N2V_RUNS=${N2V_RUNS:-$RUNS} BOUND_LIMIT=${BOUND_LIMIT:-none}
 BENCH_DIR=${BENCH_DIR:-/tmp/ss-walks} TIMEOUT=${TIMEOUT:-1800}
 die() { echo "walks.sh: $*" >&2; exit 1; }
 note() { echo "walks.sh: $*" >&2; }
-for t in dd awk timeout pgrep /usr/bin/time; do command -v "$t" >/dev/null || die "needs $t"; done
+for t in dd awk timeout pgrep numfmt /usr/bin/time; do command -v "$t" >/dev/null || die "needs $t"; done
 mkdir -p "$BENCH_DIR/bin"
 W=$BENCH_DIR
 go build -o "$W/bin/" ./cmd/chunkify ./cmd/streamsampler
@@ -66,6 +71,7 @@ drop
 DDS=$(dd if="$CHUNKS" of=/dev/null bs=4M iflag=direct 2>&1 | ddsecs)
 RATE=$(fmt "$CSIZE / $DDS" %.0f) # bytes/s
 
+WRAP=() # a prefix walk_run runs the walk under (the bounded run's cgroup)
 # walk_run NAME ARGS...: one walk, cache dropped; its --json in
 # $W/NAME.json, its peak RSS (VmHWM, from GNU time) and peak RssAnon
 # (sampled every 0.1 s) in K_HWM, K_ANON (bytes); K_OK 1 when it
@@ -75,14 +81,14 @@ walk_run() {
   shift
   rm -f "$out" "$W/$name.json"
   drop
-  /usr/bin/time -f %M -o "$W/$name.maxrss" timeout "$TIMEOUT" "$SS" walk --graph "$G" --all --walks-per-node "$R" --length "$L" --seed "$SEED" -o "$out" --json -q "$@" > "$W/$name.json" &
+  "${WRAP[@]}" /usr/bin/time -f %M -o "$W/$name.maxrss" timeout "$TIMEOUT" "$SS" walk --graph "$G" --all --walks-per-node "$R" --length "$L" --seed "$SEED" -o "$out" --json -q "$@" > "$W/$name.json" &
   pid=$!
   K_ANON=0
   # time's child is timeout, whose child is the walk: sample its RssAnon.
   while kill -0 "$pid" 2>/dev/null; do
     [[ -n $k ]] || k=$(pgrep -P "$(pgrep -P "$pid" | head -n 1)" 2>/dev/null | head -n 1 || true)
     if [[ -n $k && -r /proc/$k/status ]]; then
-      anon=$(awk '/^RssAnon:/ {print $2 * 1024}' "/proc/$k/status" 2>/dev/null || true)
+      anon=$(awk '/^RssAnon:/ {printf "%.0f\n", $2 * 1024}' "/proc/$k/status" 2>/dev/null || true)
       [[ -n $anon && $anon -gt $K_ANON ]] && K_ANON=$anon
     fi
     sleep 0.1
@@ -140,7 +146,28 @@ mode_bench() {
 }
 
 mode_bench deepwalk "$RUNS" --mode deepwalk
-mode_bench node2vec "$N2V_RUNS" --mode node2vec --p 0.5 --q 2
+if [[ $N2V_RUNS -gt 0 ]]; then mode_bench node2vec "$N2V_RUNS" --mode node2vec --p 0.5 --q 2; fi
+
+# --- bounded: the streamed deepwalk once more inside a memory cgroup of
+# BOUND_LIMIT (page cache included), smaller than its output: the output
+# is mapped, written back and evicted, never held whole.
+if [[ $BOUND_LIMIT != none ]]; then
+  . bench/cgroup.sh
+  if cgroup_make "ss-walks-$$" "$(numfmt --from=iec-i "${BOUND_LIMIT%B}")"; then
+    trap 'cgroup_remove' EXIT
+    WRAP=(bash -c 'echo $$ > "$0/cgroup.procs"; exec "$@"' "$CUR_CGROUP")
+    walk_run bounded --mode deepwalk
+    WRAP=()
+    cgroup_stats
+    row "deepwalk streamed in a $BOUND_LIMIT cgroup (output $(fmt "$K_OUT / 1e9") GB)" "$( [[ $K_OK == 1 ]] && fmt "$(jnum "$W/bounded.json" seconds)" || echo nan)" s "" "$( [[ $K_OK == 1 ]] && echo "-" || echo FAIL)"
+    row "  peak RSS (VmHWM) / RssAnon / cgroup peak (page cache included); OOM kills" "$(fmt "$K_HWM / 1048576" %.0f) / $(fmt "$K_ANON / 1048576" %.0f) / $(fmt "$CG_PEAK / 1048576" %.0f) MiB; ${CG_OOM:-0}" "" "RSS < output" "$(pf "$K_OK == 1 && $K_HWM < $K_OUT")"
+    sleep 0.5
+    cgroup_remove
+    trap - EXIT
+  else
+    note "no memory cgroup ($CG_WHY): no bounded run"
+  fi
+fi
 
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 {

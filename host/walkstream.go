@@ -95,6 +95,7 @@ type streamWalker struct {
 	targets, pw, nodes []uint32
 	order              []int
 	cands              []int32
+	chunkBuf           []byte // node2vec's membership passes' chunk, kept from pass to pass
 }
 
 // grow returns s with length n, reusing its array where it is large
@@ -309,10 +310,17 @@ type node2vecWalker struct {
 	idx    int     // the next of them to settle
 	cands  []int32 // nil until the block is fetched
 	query  bool    // waiting for "is cands[p] a neighbor of prev", p = idx..k-1
-	near   []bool  // those answers for the block, nil until they come
+	known  bool    // those answers have come: bit p of near
+	near   uint8   // (walk2vecBlock <= 8)
 	done   bool
 	result int32
 }
+
+// isNear is the answer for the block's candidate p (known must be set).
+func (wk *node2vecWalker) isNear(p int) bool { return wk.near>>p&1 != 0 }
+
+// A walker's block's answers are the bits of a uint8.
+var _ [8 - walk2vecBlock]struct{}
 
 // node2vecStep settles node2vec's step for every active walker (DESIGN
 // §3): in rounds of a candidate pass (for walkers without undecided
@@ -364,8 +372,8 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 				}
 				a := wk.block*k + uint32(wk.idx)
 				var accept, settled bool
-				if wk.near != nil {
-					accept, settled = Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.near[wk.idx]), true
+				if wk.known {
+					accept, settled = Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.isNear(wk.idx)), true
 				} else {
 					accept, settled = Node2VecSettle(th, w.key, i, a, uint32(x), u)
 				}
@@ -383,43 +391,44 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 		if len(queries) > 0 {
 			// One query per candidate left in each querying walker's block
 			// (a candidate is -1 only where they all are, and then the
-			// walker is done, not querying).
-			type pos struct{ j, p int }
-			var qs []pos
-			for _, j := range queries {
-				for p := ws[j].idx; p < k; p++ {
-					qs = append(qs, pos{j, p})
+			// walker is done, not querying); walker queries[x]'s are
+			// us, xs[off[x]:off[x+1]].
+			off := make([]int, len(queries)+1)
+			for x, j := range queries {
+				off[x+1] = off[x] + k - ws[j].idx
+			}
+			us, xs := make([]uint32, off[len(queries)]), make([]uint32, off[len(queries)])
+			for x, j := range queries {
+				u := uint32(prev[active[j]])
+				for q, p := off[x], ws[j].idx; p < k; q, p = q+1, p+1 {
+					us[q], xs[q] = u, uint32(ws[j].cands[p])
 				}
 			}
-			qi := make([]int, len(qs))
-			for q := range qi {
-				qi[q] = q
-			}
-			near, err := w.neighborsOf(ctx, qi, func(q int) (uint32, uint32) {
-				j, p := qs[q].j, qs[q].p
-				return uint32(prev[active[j]]), uint32(ws[j].cands[p])
-			})
+			near, err := w.neighborsOf(ctx, us, xs)
 			if err != nil {
 				return err
 			}
-			for _, j := range queries {
-				ws[j].query, ws[j].near = false, make([]bool, k)
-			}
-			for q, e := range qs {
-				ws[e.j].near[e.p] = near[q]
+			for x, j := range queries {
+				wk := &ws[j]
+				wk.query, wk.known, wk.near = false, true, 0
+				for q, p := off[x], wk.idx; p < k; q, p = q+1, p+1 {
+					if near[q] {
+						wk.near |= 1 << p
+					}
+				}
 			}
 			// Settle what the answers settle now, so that a walker whose
 			// block is used up fetches the next one in the coming round.
 			for _, j := range queries {
 				wk := &ws[j]
 				i, u := active[j], uint32(prev[active[j]])
-				for wk.near != nil && !wk.done {
+				for wk.known && !wk.done {
 					a, x := wk.block*k+uint32(wk.idx), wk.cands[wk.idx]
 					if x < 0 { // no neighbors: cannot follow a valid candidate, but kept as the settle loop's guard
 						wk.done, wk.result = true, -1
 						break
 					}
-					if Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.near[wk.idx]) {
+					if Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.isNear(wk.idx)) {
 						wk.done, wk.result = true, x
 					} else {
 						wk.advance(k)
@@ -449,7 +458,7 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 func (wk *node2vecWalker) advance(k int) {
 	wk.idx++
 	if wk.idx == k {
-		wk.block, wk.idx, wk.cands, wk.near = wk.block+1, 0, nil, nil
+		wk.block, wk.idx, wk.cands, wk.known = wk.block+1, 0, nil, false
 	}
 }
 
@@ -462,30 +471,30 @@ func sortedKeys(m map[uint32][]int) []uint32 {
 	return keys
 }
 
-// neighborsOf answers, for each query q (pair(queries[q]) = (u, x)),
-// whether x is in u's adjacency: one pass over the chunks that hold the
-// u's, in order, each read into host memory, checked, and searched.
-func (w *streamWalker) neighborsOf(ctx context.Context, queries []int, pair func(j int) (u, x uint32)) ([]bool, error) {
+// neighborsOf answers, for each query q, whether xs[q] is in us[q]'s
+// adjacency: one pass over the chunks that hold the us, in order, each
+// read into host memory, checked, and searched. The queries are grouped
+// by u with a radix sort of (u<<32 | q) pairs in the walker's scratch:
+// a node2vec step at scale may ask tens of millions of them.
+func (w *streamWalker) neighborsOf(ctx context.Context, us, xs []uint32) ([]bool, error) {
 	t0 := time.Now()
-	type q struct {
-		u, x uint32
-		q    int
+	m := len(us)
+	w.pairs = slices.Grow(w.pairs[:0], m)[:m]
+	w.pairsTmp = slices.Grow(w.pairsTmp[:0], m)[:m]
+	for q, u := range us {
+		w.pairs[q] = uint64(u)<<32 | uint64(q)
 	}
-	qs := make([]q, len(queries))
-	for i, j := range queries {
-		u, x := pair(j)
-		qs[i] = q{u, x, i}
+	qs := radix.ByHigh32(w.pairs, w.pairsTmp)
+	sortedUs := make([]uint32, m)
+	for p, e := range qs {
+		sortedUs[p] = uint32(e >> 32)
 	}
-	slices.SortFunc(qs, func(a, b q) int { return int(int64(a.u) - int64(b.u)) })
-	us := make([]uint32, len(qs))
-	for i := range qs {
-		us[i] = qs[i].u
-	}
-	ls := LayerStats{Layer: int(w.step), Targets: len(qs)}
-	near := make([]bool, len(queries))
-	var buf []byte // page-aligned: the file may be open with O_DIRECT
+	ls := LayerStats{Layer: int(w.step), Targets: m}
+	near := make([]bool, m)
+	buf := w.chunkBuf // page-aligned: the file may be open with O_DIRECT
+	defer func() { w.chunkBuf = buf }()
 	lo := 0
-	for c, part := range w.s.index.Split(us) {
+	for c, part := range w.s.index.Split(sortedUs) {
 		if len(part) == 0 {
 			ls.ChunksSkipped++
 			continue
@@ -518,8 +527,9 @@ func (w *streamWalker) neighborsOf(ctx context.Context, queries []int, pair func
 		view := chunkfmt.ChunkView(words)
 		start := view.StartNode()
 		for _, e := range qs[lo : lo+len(part)] {
-			nb := view.Neighbors(e.u - start)
-			_, near[e.q] = slices.BinarySearch(nb, e.x)
+			q := uint32(e)
+			nb := view.Neighbors(uint32(e>>32) - start)
+			_, near[q] = slices.BinarySearch(nb, xs[q])
 		}
 		lo += len(part)
 	}
