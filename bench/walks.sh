@@ -32,7 +32,7 @@
 #   nice bench/walks.sh
 #   SCALE=20 RUNS=3 nice bench/walks.sh          # minutes
 #
-# Environment: SCALE, CHUNK, R, L, RUNS, N2V_RUNS (node2vec's; RUNS; 0
+# Environment: SCALE, CHUNK, R, L, RUNS (0 skips deepwalk), N2V_RUNS (node2vec's; RUNS; 0
 # skips node2vec), SEED (1), BENCH_DIR
 # (/tmp/ss-walks; the output files land there and are removed after each
 # run), TIMEOUT (s per run; 1800), KEEP=1 (keep the graph).
@@ -145,7 +145,7 @@ mode_bench() {
   row "  streamed / in memory" "$(fmt "$med / $mem")" x "" "-"
 }
 
-mode_bench deepwalk "$RUNS" --mode deepwalk
+if [[ $RUNS -gt 0 ]]; then mode_bench deepwalk "$RUNS" --mode deepwalk; fi
 if [[ $N2V_RUNS -gt 0 ]]; then mode_bench node2vec "$N2V_RUNS" --mode node2vec --p 0.5 --q 2; fi
 
 # --- bounded: the streamed deepwalk once more inside a memory cgroup of
