@@ -216,20 +216,36 @@ func ReferenceWalks(g Adjacency, starts []uint32, c WalkConfig) ([]int32, error)
 	if err := c.CheckStarts(starts, g.NumNodes()); err != nil {
 		return nil, err
 	}
+	out := make([]int32, NumWalks(len(starts), c)*(c.Length+1))
+	if err := ReferenceWalksInto(g, starts, c, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReferenceWalksInto is ReferenceWalks writing the walks into out
+// (NumWalks(len(starts), c)·(Length+1) entries, e.g. the data of a
+// memory-mapped .npy), a row at a time.
+func ReferenceWalksInto(g Adjacency, starts []uint32, c WalkConfig, out []int32) error {
+	if err := c.CheckStarts(starts, g.NumNodes()); err != nil {
+		return err
+	}
 	n, row := len(starts), c.Length+1
+	if len(out) != NumWalks(n, c)*row {
+		return fmt.Errorf("%w: output of %d entries for %d walks of %d nodes", ErrInvalid, len(out), NumWalks(n, c), row)
+	}
 	thr := c.Thresholds()
 	keys := make([]uint64, row) // keys[t] for step t >= 1
 	for t := 1; t < row; t++ {
 		keys[t] = rng.WalkKey(c.Seed, uint32(t))
 	}
-	out := make([]int32, NumWalks(n, c)*row)
 	for w := range NumWalks(n, c) {
 		walk := out[w*row : (w+1)*row]
 		if err := referenceWalk(g, walk, uint32(w), starts[w%n], keys, c, thr); err != nil {
-			return nil, fmt.Errorf("reference walk %d from node %d: %w", w, starts[w%n], err)
+			return fmt.Errorf("reference walk %d from node %d: %w", w, starts[w%n], err)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // referenceWalk fills walk (L+1 nodes) with walk w from start.

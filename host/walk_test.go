@@ -156,6 +156,39 @@ func TestReferenceWalksEdges(t *testing.T) {
 	}
 }
 
+// TestReferenceWalksInto: writing into a caller's slice gives exactly
+// ReferenceWalks' rows, overwriting whatever was there, and an output of
+// the wrong size is refused with ErrInvalid.
+func TestReferenceWalksInto(t *testing.T) {
+	g := randomRepeatsCSR(500, 5, 3)
+	starts := randomSeeds(g.NumNodes(), 100, 4)
+	for _, tc := range walkModes {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.cfg
+			c.Length, c.WalksPerNode, c.Seed = 9, 2, 17
+			want, err := ReferenceWalks(g, starts, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := make([]int32, len(want))
+			for i := range out {
+				out[i] = 12345 // garbage the walker must overwrite
+			}
+			if err := ReferenceWalksInto(g, starts, c, out); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(out, want) {
+				t.Fatal("ReferenceWalksInto differs from ReferenceWalks")
+			}
+			for _, n := range []int{len(want) - 1, len(want) + 1, 0} {
+				if err := ReferenceWalksInto(g, starts, c, make([]int32, n)); !errors.Is(err, ErrInvalid) {
+					t.Errorf("output of %d entries (want %d): %v, want ErrInvalid", n, len(want), err)
+				}
+			}
+		})
+	}
+}
+
 // checkWalkEdges checks the edge and padding properties of walks.
 func checkWalkEdges(t *testing.T, g *CSR, starts []uint32, c WalkConfig, walks []int32) {
 	t.Helper()

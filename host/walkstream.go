@@ -87,6 +87,24 @@ type streamWalker struct {
 	key  uint64
 	// Scratch for a pass: (node<<32 | walk) pairs, sorted.
 	pairs, pairsTmp []uint64
+	// Scratch reused from step to step, so that a step over millions of
+	// walkers does not fault in fresh zeroed pages for each of them:
+	// candidates' targets, walks and order, and firstCandidates' nodes
+	// and candidates (node2vec keeps its candidates across passes and
+	// allocates them).
+	targets, pw, nodes []uint32
+	order              []int
+	cands              []int32
+	chunkBuf           []byte // node2vec's membership passes' chunk, kept from pass to pass
+}
+
+// grow returns s with length n, reusing its array where it is large
+// enough (the contents are not kept).
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 func (w *streamWalker) walk(ctx context.Context, out []int32) error {
@@ -98,9 +116,13 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 	n, L := len(w.starts), w.c.Length
 	nw := NumWalks(n, w.c)
 	row := L + 1
-	for i := range out {
-		out[i] = -1
-	}
+	// Every entry of out is written once: the start, then the steps a
+	// group of g at a time, each group staged step-major in memory and
+	// written row by row. Writing a step's column straight into out
+	// would touch every page of it at every step: for a mapped output
+	// (gigabytes) that is L sweeps of scattered writes and L rounds of
+	// the kernel's writeback of the same pages; staged, it is L/g
+	// sequential sweeps.
 	cur := make([]int32, nw)
 	for i := range cur {
 		cur[i] = int32(w.starts[i%n])
@@ -114,58 +136,111 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 		}
 	}
 	thr := w.c.Thresholds()
-	for t := 1; t <= L; t++ {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("step %d: %w", t, err)
+	g := walkStageSteps(nw, L)
+	stage := make([]int32, g*nw)
+	var active []uint32
+	var next []int32
+	for t := 1; t <= L; {
+		tg, gn := t, min(g, L-t+1) // this group's first step and its steps
+		for k := range stage[:gn*nw] {
+			stage[k] = -1 // a walk that ends, or has ended, stays -1
 		}
-		w.step, w.key = uint32(t), rng.WalkKey(w.c.Seed, uint32(t))
-		var active []uint32
-		for i, v := range cur {
-			if v >= 0 {
-				active = append(active, uint32(i))
+		ended := false
+		for ; t < tg+gn; t++ {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("step %d: %w", t, err)
 			}
-		}
-		if len(active) == 0 {
-			break
-		}
-		next := make([]int32, len(active))
-		var err error
-		if w.c.Mode == WalkNode2Vec && t >= 2 {
-			err = w.node2vecStep(ctx, active, cur, prev, next, thr.Node2Vec)
-		} else {
-			err = w.firstCandidates(ctx, active, cur, next)
-		}
-		if err != nil {
-			return fmt.Errorf("step %d: %w", t, err)
-		}
-		for j, i := range active {
-			v := next[j]
-			if w.c.Mode == WalkPPR && v >= 0 && PPRRestarts(w.key, i, thr.Restart) {
-				// A restart: back to the start, or the walk ends there.
-				v = int32(w.starts[int(i)%n])
-				if w.c.StopAtRestart {
-					v = -1
+			w.step, w.key = uint32(t), rng.WalkKey(w.c.Seed, uint32(t))
+			active = active[:0]
+			for i, v := range cur {
+				if v >= 0 {
+					active = append(active, uint32(i))
 				}
 			}
-			if prev != nil {
-				prev[i] = cur[i]
+			if len(active) == 0 {
+				ended = true
+				break
 			}
-			cur[i] = v
-			out[int(i)*row+t] = v
+			next = grow(next, len(active))
+			var err error
+			if w.c.Mode == WalkNode2Vec && t >= 2 {
+				err = w.node2vecStep(ctx, active, cur, prev, next, thr.Node2Vec)
+			} else {
+				err = w.firstCandidates(ctx, active, cur, next)
+			}
+			if err != nil {
+				return fmt.Errorf("step %d: %w", t, err)
+			}
+			col := stage[(t-tg)*nw : (t-tg+1)*nw]
+			for j, i := range active {
+				v := next[j]
+				if w.c.Mode == WalkPPR && v >= 0 && PPRRestarts(w.key, i, thr.Restart) {
+					// A restart: back to the start, or the walk ends there.
+					v = int32(w.starts[int(i)%n])
+					if w.c.StopAtRestart {
+						v = -1
+					}
+				}
+				if prev != nil {
+					prev[i] = cur[i]
+				}
+				cur[i] = v
+				col[i] = v
+			}
+		}
+		writeSteps(out, stage, nw, row, tg, gn)
+		if ended {
+			// Every walk has ended: the rest of every row is padding.
+			for i := range nw {
+				fillEnded(out[i*row+tg+gn : (i+1)*row])
+			}
+			break
 		}
 	}
 	w.st.Wall = time.Since(t0)
 	return nil
 }
 
+// walkStageBytes bounds the memory staging steps before they are written
+// to the output (a variable: tests shrink it to stage a step or two).
+var walkStageBytes int64 = 1 << 30
+
+// walkStageSteps is how many steps the walker stages at once: up to 16
+// (a sweep of the output per 16 steps costs little next to the passes),
+// within walkStageBytes, at least one.
+func walkStageSteps(walks, length int) int {
+	g := min(int64(length), 16, walkStageBytes/(4*max(1, int64(walks))))
+	return int(max(1, g))
+}
+
+// writeSteps writes steps tg..tg+gn-1 of every walk from stage (gn
+// columns of nw, step-major) into out's rows, one row at a time.
+func writeSteps(out, stage []int32, nw, row, tg, gn int) {
+	for i := range nw {
+		dst := out[i*row+tg : i*row+tg+gn]
+		for s := range dst {
+			dst[s] = stage[s*nw+i]
+		}
+	}
+}
+
+// fillEnded pads the rest of an ended walk's row with -1.
+func fillEnded(rest []int32) {
+	for k := range rest {
+		rest[k] = -1
+	}
+}
+
 // firstCandidates sets next[j] to candidate 0 of walker active[j] from its
 // current node (-1 where that node has no neighbors).
 func (w *streamWalker) firstCandidates(ctx context.Context, active []uint32, cur, next []int32) error {
-	nodes := make([]uint32, len(active))
+	w.nodes = grow(w.nodes, len(active))
+	nodes := w.nodes
 	for j, i := range active {
 		nodes[j] = uint32(cur[i])
 	}
-	cands, order, err := w.candidates(ctx, nodes, active, 0, 1)
+	w.cands = grow(w.cands, len(active))
+	cands, order, err := w.candidates(ctx, nodes, active, 0, 1, w.cands)
 	if err != nil {
 		return err
 	}
@@ -176,9 +251,10 @@ func (w *streamWalker) firstCandidates(ctx context.Context, active []uint32, cur
 }
 
 // candidates runs one candidate pass: k candidates (attempts a0..a0+k-1)
-// for each walker walks[j] standing on nodes[j]. It returns them in the
-// pass's order (by node) and order[p] = the j they belong to.
-func (w *streamWalker) candidates(ctx context.Context, nodes, walks []uint32, a0 uint32, k int) (cands []int32, order []int, err error) {
+// for each walker walks[j] standing on nodes[j], into cands (m·k
+// entries). It returns them in the pass's order (by node) and order[p] =
+// the j they belong to (valid until the next pass).
+func (w *streamWalker) candidates(ctx context.Context, nodes, walks []uint32, a0 uint32, k int, cands []int32) (_ []int32, order []int, err error) {
 	m := len(nodes)
 	w.pairs = slices.Grow(w.pairs[:0], m)[:m]
 	w.pairsTmp = slices.Grow(w.pairsTmp[:0], m)[:m]
@@ -186,12 +262,12 @@ func (w *streamWalker) candidates(ctx context.Context, nodes, walks []uint32, a0
 		w.pairs[j] = uint64(v)<<32 | uint64(j)
 	}
 	sorted := radix.ByHigh32(w.pairs, w.pairsTmp)
-	targets := make([]uint32, m)
-	pw := make([]uint32, m)
-	order = make([]int, m)
+	w.targets, w.pw, w.order = grow(w.targets, m), grow(w.pw, m), grow(w.order, m)
+	targets, pw := w.targets, w.pw
+	order = w.order
 	for p, x := range sorted {
 		j := int(uint32(x))
-		targets[p], pw[p], order[p] = nodes[j], walks[j], j
+		targets[p], pw[p], order[p] = uint32(x>>32), walks[j], j
 	}
 	parts := w.s.index.Split(targets)
 	jobs := make([]chunkJob, 0, len(parts))
@@ -209,7 +285,9 @@ func (w *streamWalker) candidates(ctx context.Context, nodes, walks []uint32, a0
 		return nil, nil, fmt.Errorf("walker node %d is not below the graph's %d nodes: no chunk holds it", targets[lo], w.s.manifest.NumNodes)
 	}
 	t0 := time.Now()
-	cands = make([]int32, m*k)
+	if len(cands) != m*k {
+		return nil, nil, fmt.Errorf("candidates: room for %d, want %d", len(cands), m*k)
+	}
 	var hook func(int, int64)
 	if w.s.onChunk != nil {
 		hook = func(c int, n int64) { w.s.onChunk(int(w.step), c, n) }
@@ -231,15 +309,28 @@ type node2vecWalker struct {
 	block  uint32  // candidates of attempts block*k .. block*k+k-1 are in cands
 	idx    int     // the next of them to settle
 	cands  []int32 // nil until the block is fetched
-	query  bool    // waiting for "is cands[idx] a neighbor of prev"
+	query  bool    // waiting for "is cands[p] a neighbor of prev", p = idx..k-1
+	known  bool    // those answers have come: bit p of near
+	near   uint8   // (walk2vecBlock <= 8)
 	done   bool
 	result int32
 }
 
+// isNear is the answer for the block's candidate p (known must be set).
+func (wk *node2vecWalker) isNear(p int) bool { return wk.near>>p&1 != 0 }
+
+// A walker's block's answers are the bits of a uint8.
+var _ [8 - walk2vecBlock]struct{}
+
 // node2vecStep settles node2vec's step for every active walker (DESIGN
 // §3): in rounds of a candidate pass (for walkers without undecided
 // candidates left) and a membership pass (for walkers whose next
-// candidate's decision needs the previous node's adjacency).
+// candidate's decision needs the previous node's adjacency). A membership
+// pass answers the nearness of every candidate left in the walker's
+// block, not only the next one: the previous node's adjacency is at hand
+// for all of them, and a walker then settles its block without waiting
+// for another round (a round per undecided candidate made a step take
+// dozens of passes, for its slowest walkers).
 func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, prev, next []int32, th rng.Node2VecThresholds) error {
 	ws := make([]node2vecWalker, len(active))
 	const k = walk2vecBlock
@@ -257,7 +348,7 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 			for x, j := range js {
 				nodes[x], walks[x] = uint32(cur[active[j]]), active[j]
 			}
-			cands, order, err := w.candidates(ctx, nodes, walks, b*k, k)
+			cands, order, err := w.candidates(ctx, nodes, walks, b*k, k, make([]int32, len(nodes)*k))
 			if err != nil {
 				return err
 			}
@@ -279,7 +370,13 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 					wk.done, wk.result = true, -1
 					break
 				}
-				accept, settled := Node2VecSettle(th, w.key, i, wk.block*k+uint32(wk.idx), uint32(x), u)
+				a := wk.block*k + uint32(wk.idx)
+				var accept, settled bool
+				if wk.known {
+					accept, settled = Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.isNear(wk.idx)), true
+				} else {
+					accept, settled = Node2VecSettle(th, w.key, i, a, uint32(x), u)
+				}
 				switch {
 				case !settled:
 					wk.query = true
@@ -292,20 +389,50 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 			}
 		}
 		if len(queries) > 0 {
-			near, err := w.neighborsOf(ctx, queries, func(j int) (uint32, uint32) {
-				return uint32(prev[active[j]]), uint32(ws[j].cands[ws[j].idx])
-			})
+			// One query per candidate left in each querying walker's block
+			// (a candidate is -1 only where they all are, and then the
+			// walker is done, not querying); walker queries[x]'s are
+			// us, xs[off[x]:off[x+1]].
+			off := make([]int, len(queries)+1)
+			for x, j := range queries {
+				off[x+1] = off[x] + k - ws[j].idx
+			}
+			us, xs := make([]uint32, off[len(queries)]), make([]uint32, off[len(queries)])
+			for x, j := range queries {
+				u := uint32(prev[active[j]])
+				for q, p := off[x], ws[j].idx; p < k; q, p = q+1, p+1 {
+					us[q], xs[q] = u, uint32(ws[j].cands[p])
+				}
+			}
+			near, err := w.neighborsOf(ctx, us, xs)
 			if err != nil {
 				return err
 			}
-			for q, j := range queries {
+			for x, j := range queries {
 				wk := &ws[j]
-				wk.query = false
-				a, x := wk.block*k+uint32(wk.idx), wk.cands[wk.idx]
-				if Node2VecAccepts(th, w.key, active[j], a, uint32(x), uint32(prev[active[j]]), near[q]) {
-					wk.done, wk.result = true, wk.cands[wk.idx]
-				} else {
-					wk.advance(k)
+				wk.query, wk.known, wk.near = false, true, 0
+				for q, p := off[x], wk.idx; p < k; q, p = q+1, p+1 {
+					if near[q] {
+						wk.near |= 1 << p
+					}
+				}
+			}
+			// Settle what the answers settle now, so that a walker whose
+			// block is used up fetches the next one in the coming round.
+			for _, j := range queries {
+				wk := &ws[j]
+				i, u := active[j], uint32(prev[active[j]])
+				for wk.known && !wk.done {
+					a, x := wk.block*k+uint32(wk.idx), wk.cands[wk.idx]
+					if x < 0 { // no neighbors: cannot follow a valid candidate, but kept as the settle loop's guard
+						wk.done, wk.result = true, -1
+						break
+					}
+					if Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.isNear(wk.idx)) {
+						wk.done, wk.result = true, x
+					} else {
+						wk.advance(k)
+					}
 				}
 			}
 		}
@@ -331,7 +458,7 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 func (wk *node2vecWalker) advance(k int) {
 	wk.idx++
 	if wk.idx == k {
-		wk.block, wk.idx, wk.cands = wk.block+1, 0, nil
+		wk.block, wk.idx, wk.cands, wk.known = wk.block+1, 0, nil, false
 	}
 }
 
@@ -344,30 +471,30 @@ func sortedKeys(m map[uint32][]int) []uint32 {
 	return keys
 }
 
-// neighborsOf answers, for each query q (pair(queries[q]) = (u, x)),
-// whether x is in u's adjacency: one pass over the chunks that hold the
-// u's, in order, each read into host memory, checked, and searched.
-func (w *streamWalker) neighborsOf(ctx context.Context, queries []int, pair func(j int) (u, x uint32)) ([]bool, error) {
+// neighborsOf answers, for each query q, whether xs[q] is in us[q]'s
+// adjacency: one pass over the chunks that hold the us, in order, each
+// read into host memory, checked, and searched. The queries are grouped
+// by u with a radix sort of (u<<32 | q) pairs in the walker's scratch:
+// a node2vec step at scale may ask tens of millions of them.
+func (w *streamWalker) neighborsOf(ctx context.Context, us, xs []uint32) ([]bool, error) {
 	t0 := time.Now()
-	type q struct {
-		u, x uint32
-		q    int
+	m := len(us)
+	w.pairs = slices.Grow(w.pairs[:0], m)[:m]
+	w.pairsTmp = slices.Grow(w.pairsTmp[:0], m)[:m]
+	for q, u := range us {
+		w.pairs[q] = uint64(u)<<32 | uint64(q)
 	}
-	qs := make([]q, len(queries))
-	for i, j := range queries {
-		u, x := pair(j)
-		qs[i] = q{u, x, i}
+	qs := radix.ByHigh32(w.pairs, w.pairsTmp)
+	sortedUs := make([]uint32, m)
+	for p, e := range qs {
+		sortedUs[p] = uint32(e >> 32)
 	}
-	slices.SortFunc(qs, func(a, b q) int { return int(int64(a.u) - int64(b.u)) })
-	us := make([]uint32, len(qs))
-	for i := range qs {
-		us[i] = qs[i].u
-	}
-	ls := LayerStats{Layer: int(w.step), Targets: len(qs)}
-	near := make([]bool, len(queries))
-	var buf []byte // page-aligned: the file may be open with O_DIRECT
+	ls := LayerStats{Layer: int(w.step), Targets: m}
+	near := make([]bool, m)
+	buf := w.chunkBuf // page-aligned: the file may be open with O_DIRECT
+	defer func() { w.chunkBuf = buf }()
 	lo := 0
-	for c, part := range w.s.index.Split(us) {
+	for c, part := range w.s.index.Split(sortedUs) {
 		if len(part) == 0 {
 			ls.ChunksSkipped++
 			continue
@@ -400,8 +527,9 @@ func (w *streamWalker) neighborsOf(ctx context.Context, queries []int, pair func
 		view := chunkfmt.ChunkView(words)
 		start := view.StartNode()
 		for _, e := range qs[lo : lo+len(part)] {
-			nb := view.Neighbors(e.u - start)
-			_, near[e.q] = slices.BinarySearch(nb, e.x)
+			q := uint32(e)
+			nb := view.Neighbors(uint32(e>>32) - start)
+			_, near[q] = slices.BinarySearch(nb, xs[q])
 		}
 		lo += len(part)
 	}

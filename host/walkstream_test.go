@@ -24,6 +24,9 @@ func TestStreamedWalksEqualReference(t *testing.T) {
 		{Mode: WalkPPR, Length: 12, WalksPerNode: 2, Seed: 3, Restart: 0.3, StopAtRestart: true},
 		{Mode: WalkNode2Vec, Length: 10, WalksPerNode: 2, Seed: 4, P: 0.5, Q: 2},
 		{Mode: WalkNode2Vec, Length: 10, WalksPerNode: 2, Seed: 5, P: 4, Q: 0.25},
+		// Far and return candidates rarely accepted: many blocks per step,
+		// and walkers at the attempt cap.
+		{Mode: WalkNode2Vec, Length: 6, WalksPerNode: 2, Seed: 6, P: 50, Q: 50},
 	}
 	for _, layout := range []struct {
 		chunk      int64
@@ -79,6 +82,62 @@ func TestStreamedWalksErrors(t *testing.T) {
 	} {
 		if _, err := s.WalksInto(context.Background(), c.starts, c.cfg, make([]int32, c.out)); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestStreamedWalksIntoOverwrites: WalksInto writes every entry of its
+// output (the start, each step, the -1 padding of an ended walk), so that
+// an output holding anything before (a reused buffer, a mapped file)
+// ends equal to ReferenceWalks', however many steps it stages at once
+// (one, a few that do not divide the length, all), and when every walk
+// ends before the last step.
+func TestStreamedWalksIntoOverwrites(t *testing.T) {
+	g := randomRepeatsCSR(800, 4, 8) // with dangling nodes: walks end early
+	var starts []uint32
+	for v := uint32(0); v < 800; v += 3 {
+		starts = append(starts, v)
+	}
+	s := openSampler(t, writeMultigraph(t, g, 4096), Options{Devices: 2})
+	orig := walkStageBytes
+	t.Cleanup(func() { walkStageBytes = orig })
+	for _, c := range []WalkConfig{
+		{Mode: WalkDeepWalk, Length: 9, WalksPerNode: 2, Seed: 3},
+		{Mode: WalkPPR, Length: 9, WalksPerNode: 2, Seed: 4, Restart: 0.3, StopAtRestart: true},
+		{Mode: WalkNode2Vec, Length: 9, WalksPerNode: 2, Seed: 5, P: 0.5, Q: 2},
+		{Mode: WalkPPR, Length: 40, WalksPerNode: 1, Seed: 6, Restart: 0.9, StopAtRestart: true}, // all end early
+	} {
+		want, err := ReferenceWalks(g, starts, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(want, -1) {
+			t.Fatalf("%v: no walk ends early: the test does not test the padding", c)
+		}
+		nw := NumWalks(len(starts), c)
+		for _, steps := range []int{1, 2, 4, 16} {
+			walkStageBytes = int64(4 * nw * steps)
+			if got := walkStageSteps(nw, c.Length); got != min(steps, c.Length) {
+				t.Fatalf("%d walks, %d bytes: stages %d steps, want %d", nw, walkStageBytes, got, min(steps, c.Length))
+			}
+			out := make([]int32, len(want))
+			for i := range out {
+				out[i] = 12345
+			}
+			if _, err := s.WalksInto(context.Background(), starts, c, out); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(out, want) {
+				t.Fatalf("%v, %d steps staged: WalksInto over a dirty output differs from ReferenceWalks", c, steps)
+			}
+		}
+	}
+	// The all-ended case must really end every walk before its last step.
+	c := WalkConfig{Mode: WalkPPR, Length: 40, WalksPerNode: 1, Seed: 6, Restart: 0.9, StopAtRestart: true}
+	want, _ := ReferenceWalks(g, starts, c)
+	for w := range len(starts) {
+		if want[w*41+40] != -1 {
+			t.Fatalf("walk %d reaches step 40: the all-ended case does not end them all", w)
 		}
 	}
 }

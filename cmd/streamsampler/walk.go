@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strconv"
@@ -18,8 +15,6 @@ import (
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
-	"github.com/streamsampler/streamsampler/internal/atomicfile"
-	"github.com/streamsampler/streamsampler/internal/npy"
 	"github.com/streamsampler/streamsampler/internal/progress"
 )
 
@@ -60,8 +55,10 @@ which leaves node2vec's law unchanged up to (1 - min weight / max weight)^64.
 
 The walks are a pure function of --seed, the start nodes and the walk flags
 (docs/DESIGN.md §3, "Walks"): every backend gives the same ones. The file is
-written atomically. With --json, one JSON line summarises the run: walks,
-steps taken, seconds, walks/s and the bytes the process read from storage.`,
+written atomically, through a memory mapping of its data: the walks are
+never held in memory whole. With --json, one JSON line summarises the run:
+walks, steps taken, seconds, walks/s, the bytes the process read from
+storage, and the streaming walker's passes, chunk bytes and time split.`,
 		Example: `  streamsampler walk --graph g --all --walks-per-node 10 --length 80 --seed 1 -o walks.npy
   streamsampler walk --graph g --start nodes.txt --length 20 --mode ppr --restart 0.15 -o ppr.npy
   streamsampler walk --graph g --all --length 80 --mode node2vec --p 0.5 --q 2 -o n2v.npy --json`,
@@ -102,17 +99,20 @@ steps taken, seconds, walks/s and the bytes the process read from storage.`,
 }
 
 // walker walks starts over the graph directory under cfg (checked by the
-// command) and returns host.ReferenceWalks' rows: W = R·len(starts) rows
-// of L+1 int32, -1 padded, row r·len(starts)+i from starts[i]. It shows
-// its progress on bar (walks done as items; nil draws nothing). Every
-// backend is one: a streaming walker plugs in here beside memoryWalker.
-type walker func(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar) ([]int32, error)
+// command) and writes host.ReferenceWalks' rows into out, which has room
+// for exactly them (the memory-mapped data of the output .npy): W =
+// R·len(starts) rows of L+1 int32, -1 padded, row r·len(starts)+i from
+// starts[i]. It shows its progress on bar (walks done as items; nil draws
+// nothing) and returns its streaming statistics (nil for a walker that
+// streams nothing). Every backend is one: a streaming walker plugs in
+// here beside memoryWalker.
+type walker func(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar, out []int32) (*host.Stats, error)
 
 // streamingWalker walks by streaming the graph's chunks through the
 // devices of b (host.Sampler.Walks; emu or xrt), a pass per step, with
 // the bytes read as progress.
 func streamingWalker(b backendFlags) walker {
-	return func(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar) ([]int32, error) {
+	return func(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar, out []int32) (*host.Stats, error) {
 		if b.Backend == "gpu" {
 			return nil, usagef("--backend gpu does not walk yet: use emu, xrt or --in-memory")
 		}
@@ -130,17 +130,17 @@ func streamingWalker(b backendFlags) walker {
 		if !ok {
 			return nil, fmt.Errorf("backend %s does not walk", b.Backend)
 		}
-		walks, _, err := s.Walks(ctx, starts, cfg)
+		st, err := s.WalksInto(ctx, starts, cfg, out)
 		if err == nil {
 			bar.AddItems(int64(host.NumWalks(len(starts), cfg)))
 		}
-		return walks, err
+		return st, err
 	}
 }
 
 // memoryWalker loads the whole graph into memory (host.LoadCSR) and walks
 // it with host.ReferenceWalks.
-func memoryWalker(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar) ([]int32, error) {
+func memoryWalker(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar, out []int32) (*host.Stats, error) {
 	bar.SetLabel("walk: loading graph")
 	g, err := host.LoadCSR(graph)
 	if err != nil {
@@ -150,11 +150,11 @@ func memoryWalker(ctx context.Context, graph string, starts []uint32, cfg host.W
 		return nil, err
 	}
 	bar.SetLabel("walk: walking")
-	walks, err := host.ReferenceWalks(g, starts, cfg)
+	err = host.ReferenceWalksInto(g, starts, cfg, out)
 	if err == nil {
 		bar.AddItems(int64(host.NumWalks(len(starts), cfg)))
 	}
-	return walks, err
+	return nil, err
 }
 
 // walkSummary is what walk --json prints.
@@ -169,6 +169,22 @@ type walkSummary struct {
 	WalksPerS float64 `json:"walks_per_s"`
 	ReadBytes int64   `json:"read_bytes"` // storage reads while walking (/proc/self/io read_bytes; -1: unknown)
 	Output    string  `json:"output"`
+	// The streaming walker's passes (host.Stats; zero in memory):
+	// /proc/self/io misses O_DIRECT reads served from a device buffer, so
+	// the I/O floor is computed from these. The seconds split the walk:
+	// reading chunks and running the kernel (summed over devices, so
+	// they may overlap each other), the passes' wall time, and the host's
+	// time outside the passes (grouping walkers, deciding their steps).
+	Passes        int     `json:"passes"`
+	ChunksRead    int     `json:"chunks_read"`
+	ChunksReused  int     `json:"chunks_reused"` // needed by a pass but still in a device buffer: not read
+	ChunkBytes    int64   `json:"chunk_bytes"`   // host.Stats.BytesRead: the passes' chunk bytes, summed
+	ReadSeconds   float64 `json:"read_seconds"`
+	KernelSeconds float64 `json:"kernel_seconds"`
+	SyncSeconds   float64 `json:"sync_seconds"`
+	PassSeconds   float64 `json:"pass_seconds"`
+	HostSeconds   float64 `json:"host_seconds"`
+	OutputSeconds float64 `json:"output_seconds"` // sizing, mapping and syncing the output file
 }
 
 // walkConfig checks the flags and turns them into a host.WalkConfig;
@@ -253,24 +269,27 @@ func runWalk(cmd *cobra.Command, o walkOptions, walk walker) error {
 	f, _ := stderr.(*os.File)
 	bar := progress.New(stderr, 0, "walk", progress.Enabled(f, o.quiet))
 	bar.SetUnit("walks")
-	read0 := procReadBytes()
+	nw := host.NumWalks(len(starts), cfg)
 	t0 := time.Now()
-	walks, err := walk(cmd.Context(), o.graph, starts, cfg, bar)
+	npyOut, err := createWalksNPY(o.out, nw, cfg.Length+1)
+	if err != nil {
+		return err
+	}
+	defer npyOut.abort()
+	tOut := time.Since(t0)
+	read0 := procReadBytes()
+	t0 = time.Now()
+	st, err := walk(cmd.Context(), o.graph, starts, cfg, bar, npyOut.data)
 	secs := time.Since(t0).Seconds()
 	read1 := procReadBytes()
 	bar.Done()
 	if err != nil {
 		return err
 	}
-	nw := host.NumWalks(len(starts), cfg)
-	if len(walks) != nw*(cfg.Length+1) {
-		return fmt.Errorf("walker returned %d values, want %d walks of %d", len(walks), nw, cfg.Length+1)
-	}
-	if err := writeWalksNPY(o.out, walks, nw, cfg.Length+1); err != nil {
-		return err
-	}
 
 	s := walkSummary{Mode: cfg.Mode.String(), Starts: len(starts), Walks: nw, Length: cfg.Length, Seconds: secs, ReadBytes: -1, Output: o.out}
+	// The figures come from the mapped output: what the file will hold.
+	walks := npyOut.data
 	for w := range nw {
 		row := walks[w*(cfg.Length+1) : (w+1)*(cfg.Length+1)]
 		taken := cfg.Length
@@ -282,11 +301,31 @@ func runWalk(cmd *cobra.Command, o walkOptions, walk walker) error {
 			s.Ended++
 		}
 	}
+	t0 = time.Now()
+	if err := npyOut.commit(); err != nil {
+		return err
+	}
+	s.OutputSeconds = (tOut + time.Since(t0)).Seconds()
 	if secs > 0 {
 		s.WalksPerS = float64(nw) / secs
 	}
 	if read0 >= 0 && read1 >= read0 {
 		s.ReadBytes = read1 - read0
+	}
+	if st != nil {
+		s.Passes = len(st.Layers)
+		s.ChunkBytes = st.BytesRead()
+		var pass time.Duration
+		for _, l := range st.Layers {
+			s.ChunksRead += l.ChunksRead
+			s.ChunksReused += l.ChunksReused
+			s.ReadSeconds += l.ReadTime.Seconds()
+			s.KernelSeconds += l.KernelTime.Seconds()
+			s.SyncSeconds += l.SyncTime.Seconds()
+			pass += l.Wall
+		}
+		s.PassSeconds = pass.Seconds()
+		s.HostSeconds = (st.Wall - pass).Seconds()
 	}
 	if o.json {
 		return writeJSONLine(cmd.OutOrStdout(), s)
@@ -294,45 +333,6 @@ func runWalk(cmd *cobra.Command, o walkOptions, walk walker) error {
 	_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %d walks of %d steps from %d starts (%d steps taken, %d ended early) in %.3f s, %.0f walks/s -> %s\n",
 		s.Mode, s.Walks, s.Length, s.Starts, s.Steps, s.Ended, s.Seconds, s.WalksPerS, s.Output)
 	return err
-}
-
-// writeWalksNPY writes walks as an int32 .npy of shape [rows, cols],
-// atomically: a failed or interrupted write leaves any previous file
-// whole and no partial one.
-func writeWalksNPY(path string, walks []int32, rows, cols int) error {
-	af, err := atomicfile.Create(path, 0o644)
-	if err != nil {
-		return err
-	}
-	defer af.Abort()
-	bw := bufio.NewWriterSize(af, 1<<16)
-	if _, err := (npy.Header{Descr: npy.Descr[int32](), Shape: []int{rows, cols}}).WriteTo(bw); err != nil {
-		return err
-	}
-	if err := writeInt32s(bw, walks); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return af.Commit()
-}
-
-// writeInt32s writes a little-endian, a block at a time.
-func writeInt32s(w io.Writer, a []int32) error {
-	buf := make([]byte, 0, 1<<16)
-	for len(a) > 0 {
-		n := min(len(a), cap(buf)/4)
-		buf = buf[:0]
-		for _, v := range a[:n] {
-			buf = binary.LittleEndian.AppendUint32(buf, uint32(v))
-		}
-		if _, err := w.Write(buf); err != nil {
-			return err
-		}
-		a = a[n:]
-	}
-	return nil
 }
 
 // procReadBytes is the process's read_bytes so far (/proc/self/io: bytes

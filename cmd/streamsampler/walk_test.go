@@ -130,6 +130,16 @@ func TestWalkCommand(t *testing.T) {
 			if sum.Walks != rows || sum.Starts != len(tc.starts) || sum.Length != 6 || sum.Steps != steps || sum.Mode != c.Mode.String() || sum.Output != out || sum.Seconds <= 0 || sum.WalksPerS <= 0 {
 				t.Fatalf("summary %+v; want %d walks, %d steps", sum, rows, steps)
 			}
+			// The streaming walker's passes: a step is at least one (deepwalk
+			// and PPR exactly one), each reading at least one chunk.
+			switch {
+			case slices.Contains(tc.args, "--in-memory"):
+				if sum.Passes != 0 || sum.ChunkBytes != 0 {
+					t.Fatalf("in memory, but summary %+v has passes", sum)
+				}
+			case sum.Passes < 6 || c.Mode != host.WalkNode2Vec && sum.Passes != 6 || sum.ChunksRead < sum.Passes || sum.ChunkBytes <= 0 || sum.PassSeconds <= 0:
+				t.Fatalf("summary %+v: want 6 steps' passes (exactly 6 outside node2vec), each reading chunks", sum)
+			}
 			if stderr != "" {
 				t.Fatalf("-q, but stderr has %q", stderr)
 			}
@@ -206,36 +216,46 @@ func TestWalkCommandErrors(t *testing.T) {
 }
 
 // TestWalkCommandKeepsOldFileOnFailure: the output is replaced only by a
-// complete file: a walker's failure, or rows of the wrong size, leave the
-// previous file as it was.
+// complete file: a walker that fails after writing part of the mapped
+// output, or a walk cancelled midway, leave the previous file as it was
+// and no temporary beside it.
 func TestWalkCommandKeepsOldFileOnFailure(t *testing.T) {
 	graph := emailGraph(t)
-	out := filepath.Join(t.TempDir(), "walks.npy")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "walks.npy")
 	if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
 	for _, tc := range []struct {
 		name string
+		ctx  context.Context
 		walk walker
 		want string
 	}{
-		{"failure", func(context.Context, string, []uint32, host.WalkConfig, *progress.Bar) ([]int32, error) {
+		{"failure", context.Background(), func(_ context.Context, _ string, _ []uint32, _ host.WalkConfig, _ *progress.Bar, out []int32) (*host.Stats, error) {
+			for i := range out[:len(out)/2] {
+				out[i] = 7
+			}
 			return nil, errors.New("device lost")
 		}, "device lost"},
-		{"short rows", func(_ context.Context, _ string, starts []uint32, c host.WalkConfig, _ *progress.Bar) ([]int32, error) {
-			return make([]int32, len(starts)*c.WalksPerNode*c.Length), nil
-		}, "want 1005 walks of 4"},
+		{"cancelled stream", cancelled, nil, "context canceled"},
+		{"cancelled in memory", cancelled, memoryWalker, "context canceled"},
 	} {
 		cmd := walkCmd(tc.walk)
 		var stdout, stderr bytes.Buffer
 		cmd.SetOut(&stdout)
 		cmd.SetErr(&stderr)
 		cmd.SetArgs([]string{"--graph", graph, "--all", "--length", "3", "-o", out})
-		if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := cmd.ExecuteContext(tc.ctx); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
 		}
 		if b, _ := os.ReadFile(out); !bytes.Equal(b, []byte("old")) {
 			t.Fatalf("%s: the old file became %q", tc.name, b)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Fatalf("%s: %d entries in the output's directory, want walks.npy alone", tc.name, len(ents))
 		}
 	}
 }

@@ -47,6 +47,13 @@ func Create(path string, perm fs.FileMode) (*File, error) {
 // Name returns the temporary file's path.
 func (f *File) Name() string { return f.f.Name() }
 
+// OSFile returns the temporary file itself, for a writer that must size
+// it or memory-map it (a walk's .npy is written through a mapping of its
+// data, which Write cannot do). The caller may Truncate, Fallocate, Seek
+// and map it, and must unmap before Commit; Commit and Abort still close
+// and rename or remove it.
+func (f *File) OSFile() *os.File { return f.f }
+
 // Write writes to the temporary file.
 func (f *File) Write(p []byte) (int, error) { return f.f.Write(p) }
 

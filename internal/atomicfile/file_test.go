@@ -177,6 +177,46 @@ func TestAbort(t *testing.T) {
 	}
 }
 
+// TestOSFile: what is written through the temporary's *os.File (sized
+// with Truncate, then WriteAt past Write's data) is what Commit installs,
+// and the destination is untouched until then.
+func TestOSFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Create(path, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Abort()
+	if f.OSFile().Name() != f.Name() {
+		t.Fatalf("OSFile is %s, the temporary %s", f.OSFile().Name(), f.Name())
+	}
+	if _, err := f.Write([]byte("head")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.OSFile().Truncate(8); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.OSFile().WriteAt([]byte("data"), 4); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Fatalf("destination became %q before Commit", b)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "headdata" {
+		t.Fatalf("committed %q, want %q", b, "headdata")
+	}
+	if names := entries(t, dir); !slices.Equal(names, []string{"out"}) {
+		t.Fatalf("directory holds %v after Commit", names)
+	}
+}
+
 // TestCommitFailures injects a failure into each step of Commit: the
 // error comes back, the old content stays, no temporary is left — except
 // for the directory fsync, which fails after the rename.
