@@ -108,13 +108,33 @@ storage, and the streaming walker's passes, chunk bytes and time split.`,
 // here beside memoryWalker.
 type walker func(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar, out []int32) (*host.Stats, error)
 
-// streamingWalker walks by streaming the graph's chunks through the
-// devices of b (host.Sampler.Walks; emu or xrt), a pass per step, with
-// the bytes read as progress.
+// streamingWalker walks on the backend of b: by streaming the graph's
+// chunks through the devices (host.Sampler.WalksInto; emu or xrt), a pass
+// per step, with the bytes read as progress; or on the GPU engine
+// (gpu.Backend.Walks, the graph in GPU memory), its rows copied into out.
 func streamingWalker(b backendFlags) walker {
 	return func(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar, out []int32) (*host.Stats, error) {
 		if b.Backend == "gpu" {
-			return nil, usagef("--backend gpu does not walk yet: use emu, xrt or --in-memory")
+			bar.SetLabel("walk: gpu")
+			be, err := openBackend(graph, b)
+			if err != nil {
+				return nil, err
+			}
+			defer be.Close()
+			walk := backendWalker(be)
+			if walk == nil {
+				return nil, fmt.Errorf("backend %s does not walk", b.Backend)
+			}
+			rows, err := walk(ctx, starts, cfg)
+			if err != nil {
+				return nil, err
+			}
+			if len(rows) != len(out) {
+				return nil, fmt.Errorf("the gpu backend returned %d values for %d", len(rows), len(out))
+			}
+			copy(out, rows)
+			bar.AddItems(int64(host.NumWalks(len(starts), cfg)))
+			return nil, nil
 		}
 		if b.EdgeIDs {
 			return nil, usagef("--edge-ids: walks carry no edge ids")
