@@ -179,14 +179,7 @@ row "Match-Reorder shared fraction (after / before)" "$(fmt "$SA") / $(fmt "$SB"
 row "  any order, estimated bound (best predecessor each)" "$(fmt "$SBOUND")" "" "" "-"
 
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
-{
-  echo "Measured $DATE on $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo); scale $SCALE, $DIM-dim float32 ($(fmt "$FSIZE / 1073741824") GiB), chunks of $CHUNK, cgroup $CGROUP_LIMIT (server heap $SERVER_MEM), cache $CACHE; commit $(git -C "$REPO" describe --always --dirty); \`bench/features.sh\`."
-  echo
-  echo "| figure | value | unit | target | result |"
-  echo "|---|---|---|---|---|"
-  awk -F'\t' '{printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5}' "$ROWS"
-} > "$W/features.md"
-{ printf 'figure\tvalue\tunit\ttarget\tresult\n'; cat "$ROWS"; } | column -t -s $'\t'
+status=0
+report "Measured $DATE on $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo); scale $SCALE, $DIM-dim float32 ($(fmt "$FSIZE / 1073741824") GiB), chunks of $CHUNK, cgroup $CGROUP_LIMIT (server heap $SERVER_MEM), cache $CACHE; commit $(git -C "$REPO" describe --always --dirty); \`bench/features.sh\`." "$W/features.md" || status=$?
 [[ -n ${KEEP:-} ]] || rm -rf "$G"
-grep -q $'\tFAIL$' "$ROWS" && exit 1
-exit 0
+exit $status

@@ -1,5 +1,5 @@
 # bench/figures.sh — the figure helpers of the benchmark scripts that print
-# PASS/FAIL tables (scale.sh, features.sh). Sourced.
+# PASS/FAIL tables (scale.sh, features.sh, walks.sh). Sourced.
 
 # median: the median of the numbers on stdin, one per line.
 median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
@@ -11,3 +11,17 @@ jnum() { tr -d ' \n' < "$1" | { grep -o "\"$2\":[-0-9.eE+]*" || true; } | head -
 pf() { if [[ $1 != *nan* ]] && awk "BEGIN {exit !($1)}"; then echo PASS; else echo FAIL; fi; }
 # fmt EXPR [FORMAT]: the awk expression's value (log() allowed), or nan.
 fmt() { if [[ -z $1 || $1 == *nan* ]]; then echo nan; else awk "BEGIN {printf \"${2:-%.2f}\", $1}"; fi; }
+# report HEADLINE OUT: the markdown report (HEADLINE, then the table of
+# $ROWS: figure, value, unit, target, result, tab-separated) written to
+# OUT, the same table on stdout; returns 1 if a row FAILs.
+report() {
+  {
+    echo "$1"
+    echo
+    echo "| figure | value | unit | target | result |"
+    echo "|---|---|---|---|---|"
+    awk -F'\t' '{printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5}' "$ROWS"
+  } > "$2"
+  { printf 'figure\tvalue\tunit\ttarget\tresult\n'; cat "$ROWS"; } | column -t -s $'\t'
+  ! grep -q $'\tFAIL$' "$ROWS"
+}

@@ -170,14 +170,7 @@ if [[ $BOUND_LIMIT != none ]]; then
 fi
 
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
-{
-  echo "Measured $DATE on $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo); R-MAT scale $SCALE (edge factor 16, symmetrized), edges.chunks $(fmt "$CSIZE / 1e9") GB in chunks of $CHUNK, dd iflag=direct $(fmt "$RATE / 1e9" %.3f) GB/s; $R walks per node of length $L, seed $SEED; commit $(git -C "$REPO" describe --always --dirty); \`SCALE=$SCALE bench/walks.sh\`."
-  echo
-  echo "| figure | value | unit | target | result |"
-  echo "|---|---|---|---|---|"
-  awk -F'\t' '{printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5}' "$ROWS"
-} > "$W/walks.md"
-{ printf 'figure\tvalue\tunit\ttarget\tresult\n'; cat "$ROWS"; } | column -t -s $'\t'
+status=0
+report "Measured $DATE on $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo); R-MAT scale $SCALE (edge factor 16, symmetrized), edges.chunks $(fmt "$CSIZE / 1e9") GB in chunks of $CHUNK, dd iflag=direct $(fmt "$RATE / 1e9" %.3f) GB/s; $R walks per node of length $L, seed $SEED; commit $(git -C "$REPO" describe --always --dirty); \`SCALE=$SCALE bench/walks.sh\`." "$W/walks.md" || status=$?
 [[ -n ${KEEP:-} ]] || rm -rf "$G"
-grep -q $'\tFAIL$' "$ROWS" && exit 1
-exit 0
+exit $status
