@@ -66,6 +66,29 @@ type chunkJob struct {
 	targets []uint32
 }
 
+// chunkJobs splits sorted targets (repeats allowed) by chunk: a job for
+// each chunk that holds some, the others counted in ls.ChunksSkipped.
+// Seeds, samples and walk starts are range-checked, so a target no chunk
+// holds (beyond the graph's nodes) is a defence, not an expected error.
+func chunkJobs(ix splitter, targets []uint32, ls *LayerStats) ([]chunkJob, error) {
+	parts := ix.Split(targets)
+	jobs := make([]chunkJob, 0, len(parts))
+	lo := 0
+	for c, p := range parts {
+		if len(p) == 0 {
+			ls.ChunksSkipped++
+			continue
+		}
+		jobs = append(jobs, chunkJob{chunk: c, lo: lo, targets: p})
+		lo += len(p)
+	}
+	if lo != len(targets) {
+		// targets is sorted: targets[lo] is the first node no chunk holds.
+		return nil, fmt.Errorf("node %d is not below the graph's %d nodes: no chunk holds it", targets[lo], ix.NumNodes())
+	}
+	return jobs, nil
+}
+
 type loadedJob struct {
 	chunkJob
 	slot int
@@ -90,22 +113,9 @@ func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32,
 		if edgeBase != nil {
 			edgeIDs = make([]int64, len(samples))
 		}
-		parts := ix.Split(frontier)
-		jobs := make([]chunkJob, 0, len(parts))
-		lo := 0
-		for c, p := range parts {
-			if len(p) == 0 {
-				ls.ChunksSkipped++
-				continue
-			}
-			jobs = append(jobs, chunkJob{chunk: c, lo: lo, targets: p})
-			lo += len(p)
-		}
-		if lo != len(frontier) {
-			// The frontier is sorted: frontier[lo] is the first node that
-			// no chunk holds. Seeds and samples are range-checked, so
-			// this is a defence, not an expected error.
-			return nil, fmt.Errorf("layer %d (hop %d): frontier node %d is not below the graph's %d nodes: no chunk holds it", l, l+1, frontier[lo], ix.NumNodes())
+		jobs, err := chunkJobs(ix, frontier, &ls)
+		if err != nil {
+			return nil, fmt.Errorf("layer %d (hop %d): frontier %w", l, l+1, err)
 		}
 		var hook func(int, int64)
 		if onChunk != nil {

@@ -269,20 +269,10 @@ func (w *streamWalker) candidates(ctx context.Context, nodes, walks []uint32, a0
 		j := int(uint32(x))
 		targets[p], pw[p], order[p] = uint32(x>>32), walks[j], j
 	}
-	parts := w.s.index.Split(targets)
-	jobs := make([]chunkJob, 0, len(parts))
-	lo := 0
 	ls := LayerStats{Layer: int(w.step), Fanout: k, Targets: m}
-	for c, part := range parts {
-		if len(part) == 0 {
-			ls.ChunksSkipped++
-			continue
-		}
-		jobs = append(jobs, chunkJob{chunk: c, lo: lo, targets: part})
-		lo += len(part)
-	}
-	if lo != m {
-		return nil, nil, fmt.Errorf("walker node %d is not below the graph's %d nodes: no chunk holds it", targets[lo], w.s.manifest.NumNodes)
+	jobs, err := chunkJobs(w.s.index, targets, &ls)
+	if err != nil {
+		return nil, nil, fmt.Errorf("walker %w", err)
 	}
 	t0 := time.Now()
 	if len(cands) != m*k {
