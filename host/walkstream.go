@@ -131,9 +131,7 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 	var prev []int32
 	if w.c.Mode == WalkNode2Vec {
 		prev = make([]int32, nw)
-		for i := range prev {
-			prev[i] = -1
-		}
+		fillNone(prev)
 	}
 	thr := w.c.Thresholds()
 	g := walkStageSteps(nw, L)
@@ -142,9 +140,7 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 	var next []int32
 	for t := 1; t <= L; {
 		tg, gn := t, min(g, L-t+1) // this group's first step and its steps
-		for k := range stage[:gn*nw] {
-			stage[k] = -1 // a walk that ends, or has ended, stays -1
-		}
+		fillNone(stage[:gn*nw])    // a walk that ends, or has ended, stays -1
 		ended := false
 		for ; t < tg+gn; t++ {
 			if err := ctx.Err(); err != nil {
@@ -192,7 +188,7 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 		if ended {
 			// Every walk has ended: the rest of every row is padding.
 			for i := range nw {
-				fillEnded(out[i*row+tg+gn : (i+1)*row])
+				fillNone(out[i*row+tg+gn : (i+1)*row])
 			}
 			break
 		}
@@ -224,10 +220,10 @@ func writeSteps(out, stage []int32, nw, row, tg, gn int) {
 	}
 }
 
-// fillEnded pads the rest of an ended walk's row with -1.
-func fillEnded(rest []int32) {
-	for k := range rest {
-		rest[k] = -1
+// fillNone sets every entry of a to -1 (no node).
+func fillNone(a []int32) {
+	for k := range a {
+		a[k] = -1
 	}
 }
 
@@ -256,8 +252,7 @@ func (w *streamWalker) firstCandidates(ctx context.Context, active []uint32, cur
 // the j they belong to (valid until the next pass).
 func (w *streamWalker) candidates(ctx context.Context, nodes, walks []uint32, a0 uint32, k int, cands []int32) (_ []int32, order []int, err error) {
 	m := len(nodes)
-	w.pairs = slices.Grow(w.pairs[:0], m)[:m]
-	w.pairsTmp = slices.Grow(w.pairsTmp[:0], m)[:m]
+	w.pairs, w.pairsTmp = grow(w.pairs, m), grow(w.pairsTmp, m)
 	for j, v := range nodes {
 		w.pairs[j] = uint64(v)<<32 | uint64(j)
 	}
@@ -324,6 +319,36 @@ var _ [8 - walk2vecBlock]struct{}
 func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, prev, next []int32, th rng.Node2VecThresholds) error {
 	ws := make([]node2vecWalker, len(active))
 	const k = walk2vecBlock
+	// settle takes walker j through its block's candidates as far as the
+	// draws (and the answers, once known) settle them; it reports whether
+	// the walker stopped at one that needs the previous node's adjacency.
+	settle := func(j int) (query bool) {
+		wk := &ws[j]
+		i, u := active[j], uint32(prev[active[j]])
+		for wk.cands != nil && !wk.done {
+			x := wk.cands[wk.idx]
+			if x < 0 { // no neighbors: the walk ends
+				wk.done, wk.result = true, -1
+				return false
+			}
+			a := wk.block*k + uint32(wk.idx)
+			var accept, settled bool
+			if wk.known {
+				accept, settled = Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.isNear(wk.idx)), true
+			} else {
+				accept, settled = Node2VecSettle(th, w.key, i, a, uint32(x), u)
+			}
+			switch {
+			case !settled:
+				return true
+			case accept:
+				wk.done, wk.result = true, x
+			default:
+				wk.advance(k)
+			}
+		}
+		return false
+	}
 	for {
 		// Fetch the blocks walkers need, one pass per block index.
 		need := map[uint32][]int{}
@@ -349,33 +374,9 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 		// Settle what the draws alone settle; collect membership queries.
 		var queries []int
 		for j := range ws {
-			wk := &ws[j]
-			if wk.done || wk.query {
-				continue
-			}
-			i, u := active[j], uint32(prev[active[j]])
-			for wk.cands != nil && !wk.done && !wk.query {
-				x := wk.cands[wk.idx]
-				if x < 0 { // no neighbors: the walk ends
-					wk.done, wk.result = true, -1
-					break
-				}
-				a := wk.block*k + uint32(wk.idx)
-				var accept, settled bool
-				if wk.known {
-					accept, settled = Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.isNear(wk.idx)), true
-				} else {
-					accept, settled = Node2VecSettle(th, w.key, i, a, uint32(x), u)
-				}
-				switch {
-				case !settled:
-					wk.query = true
-					queries = append(queries, j)
-				case accept:
-					wk.done, wk.result = true, x
-				default:
-					wk.advance(k)
-				}
+			if !ws[j].done && !ws[j].query && settle(j) {
+				ws[j].query = true
+				queries = append(queries, j)
 			}
 		}
 		if len(queries) > 0 {
@@ -408,22 +409,10 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 				}
 			}
 			// Settle what the answers settle now, so that a walker whose
-			// block is used up fetches the next one in the coming round.
+			// block is used up fetches the next one in the coming round
+			// (with its answers known, none of its candidates asks again).
 			for _, j := range queries {
-				wk := &ws[j]
-				i, u := active[j], uint32(prev[active[j]])
-				for wk.known && !wk.done {
-					a, x := wk.block*k+uint32(wk.idx), wk.cands[wk.idx]
-					if x < 0 { // no neighbors: cannot follow a valid candidate, but kept as the settle loop's guard
-						wk.done, wk.result = true, -1
-						break
-					}
-					if Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.isNear(wk.idx)) {
-						wk.done, wk.result = true, x
-					} else {
-						wk.advance(k)
-					}
-				}
+				settle(j)
 			}
 		}
 		left := false
@@ -469,8 +458,7 @@ func sortedKeys(m map[uint32][]int) []uint32 {
 func (w *streamWalker) neighborsOf(ctx context.Context, us, xs []uint32) ([]bool, error) {
 	t0 := time.Now()
 	m := len(us)
-	w.pairs = slices.Grow(w.pairs[:0], m)[:m]
-	w.pairsTmp = slices.Grow(w.pairsTmp[:0], m)[:m]
+	w.pairs, w.pairsTmp = grow(w.pairs, m), grow(w.pairsTmp, m)
 	for q, u := range us {
 		w.pairs[q] = uint64(u)<<32 | uint64(q)
 	}
