@@ -170,41 +170,54 @@ def _gather(t: Any, idx: torch.Tensor) -> torch.Tensor:
     return t[idx.to(t.device)]
 
 
-def dgl_arrays(batch: Batch) -> List[Dict[str, Any]]:
+def dgl_arrays(batch: Batch, edge_perm: Optional[np.ndarray] = None) -> List[Dict[str, Any]]:
     """The blocks of ``batch`` in DGL's order, outermost hop first (the
     input layer's block first, the seeds' block last), each a dict with
     ``src_ids``/``dst_ids`` (int64 global ids), ``edge_src``/``edge_dst``
     (int64 local ids), ``edge_ids`` (int64 positions in the stored CSR,
-    DGL's ``dgl.EID``; None without), ``num_src_nodes``,
-    ``num_dst_nodes``. Blocks need DGL semantics (each block's dst nodes
-    are the first of its src nodes): a batch of PyG semantics is refused
-    with ValueError."""
+    DGL's ``dgl.EID``, mapped through ``edge_perm`` when given: stored
+    position to input ``edge_index`` column; None without),
+    ``num_src_nodes``, ``num_dst_nodes``; where the batch has them, the
+    first block also ``feat`` (the input nodes' rows) and the last
+    ``label`` (the seeds' labels, int64). Blocks need DGL semantics (each
+    block's dst nodes are the first of its src nodes): a batch of PyG
+    semantics is refused with ValueError."""
     if batch.semantics != "dgl":
         raise ValueError("dgl_arrays: a batch of %s semantics has no DGL blocks (each block's dst nodes "
                          "must be its first src nodes); ask the server for semantics='dgl'" % batch.semantics)
     out = []
     for h in reversed(batch.hops):
+        eid = None
+        if h.e_id is not None:
+            eid = h.e_id.astype(np.int64, copy=False)
+            if edge_perm is not None:
+                eid = np.asarray(edge_perm[eid], dtype=np.int64)
         out.append({
             "src_ids": h.src.astype(np.int64),
             "dst_ids": h.dst.astype(np.int64),
             "edge_src": h.edge_src.astype(np.int64),
             "edge_dst": h.edge_dst.astype(np.int64),
-            "edge_ids": None if h.e_id is None else h.e_id.astype(np.int64, copy=False),
+            "edge_ids": eid,
             "num_src_nodes": len(h.src),
             "num_dst_nodes": len(h.dst),
         })
+    if out and batch.x is not None:
+        out[0]["feat"] = np.asarray(batch.x)
+    if out and batch.y is not None:
+        out[-1]["label"] = batch.y.astype(np.int64)
     return out
 
 
-def to_dgl(batch: Batch, device: Any = None,
-           delta: Optional[DeltaTransfer] = None) -> Tuple[torch.Tensor, torch.Tensor, List[dgl.DGLGraph]]:
+def to_dgl(batch: Batch, device: Any = None, delta: Optional[DeltaTransfer] = None,
+           edge_perm: Optional[np.ndarray] = None) -> Tuple[torch.Tensor, torch.Tensor, List[dgl.DGLGraph]]:
     """``(input_nodes, output_nodes, blocks)`` as DGL's DataLoader with a
     neighbor sampler yields them: blocks made by ``dgl.create_block``,
     outermost hop first, with ``srcdata[dgl.NID]``/``dstdata[dgl.NID]``
     holding global ids; a batch from a server with ``--features`` also
     sets ``blocks[0].srcdata["feat"]`` (the input nodes' rows) and
     ``blocks[-1].dstdata["label"]`` (the seeds' labels, int64), DGL's
-    usual names. ``delta``: the input nodes' rows through a
+    usual names; ``edata[dgl.EID]`` the edge ids (through ``edge_perm``,
+    as ``dgl_arrays``). ``delta``: the input nodes' rows through a
     ``DeltaTransfer``, as in ``to_pyg``; ``device`` defaults to its."""
     needs = "torch and dgl"
     torch = _require("torch", "to_dgl", needs, "dgl_arrays")
@@ -213,7 +226,7 @@ def to_dgl(batch: Batch, device: Any = None,
     if delta is not None and device is None:
         device = delta.device
     blocks = []
-    for b in dgl_arrays(batch):
+    for b in dgl_arrays(batch, edge_perm):
         blk = dgl.create_block(
             (torch.from_numpy(b["edge_src"]), torch.from_numpy(b["edge_dst"])),
             num_src_nodes=b["num_src_nodes"], num_dst_nodes=b["num_dst_nodes"])
@@ -221,15 +234,15 @@ def to_dgl(batch: Batch, device: Any = None,
         blk.dstdata[dgl.NID] = torch.from_numpy(b["dst_ids"])
         if b["edge_ids"] is not None:
             blk.edata[dgl.EID] = torch.from_numpy(b["edge_ids"])
+        if "feat" in b and delta is None:
+            blk.srcdata["feat"] = torch.from_numpy(b["feat"])
+        if "label" in b:
+            blk.dstdata["label"] = torch.from_numpy(b["label"])
         if device is not None:
             blk = blk.to(device)
         blocks.append(blk)
     if blocks and delta is not None:
         blocks[0].srcdata["feat"] = _delta_x(delta, batch, None, batch.n_id, "to_dgl")
-    elif blocks and batch.x is not None:
-        blocks[0].srcdata["feat"] = torch.from_numpy(np.asarray(batch.x)).to(blocks[0].device)
-    if blocks and batch.y is not None:
-        blocks[-1].dstdata["label"] = torch.from_numpy(batch.y.astype(np.int64)).to(blocks[-1].device)
     input_nodes = blocks[0].srcdata[dgl.NID] if blocks else torch.from_numpy(batch.seeds.astype(np.int64))
     output_nodes = blocks[-1].dstdata[dgl.NID] if blocks else input_nodes
     return input_nodes, output_nodes, blocks

@@ -25,17 +25,18 @@ in-edges. Loaders of one graph share a server (see
 :mod:`streamsampler.servers`): ``shuffle=False`` loaders (validation,
 test) are splits of it.
 
-The arrays are made by :func:`dgl_blocks` (numpy, tested without DGL);
-``dgl.create_block`` is called only when iterating.
+The blocks are :func:`streamsampler.to_dgl`'s (their arrays,
+:func:`streamsampler.dgl_arrays`, tested without DGL); ``dgl.create_block``
+is called only when iterating.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .adapters import _require, dgl_arrays
+from .adapters import to_dgl
 from .executables import PathArg
 from .protocol import Batch
 from .servers import NodeLoader, check_fanouts
@@ -101,49 +102,4 @@ class DataLoader(NodeLoader):
 
             self._edge_perm = load_edge_perm(self.graph)
             self._edge_perm_loaded = True
-        return make_blocks(dgl_blocks(batch, self._edge_perm), batch, self.device)
-
-
-def dgl_blocks(batch: Batch, edge_perm: Optional[np.ndarray] = None) -> List[Dict[str, Any]]:
-    """The arrays of ``batch``'s blocks as DGL's DataLoader yields them:
-    :func:`streamsampler.dgl_arrays` (input layer's block first), each
-    ``edge_ids`` mapped through ``edge_perm`` when given (stored CSR
-    position to input ``edge_index`` column); plus, in the first block,
-    ``feat`` (the input nodes' rows) and, in the last, ``label`` (the
-    seeds' labels, int64), where the batch has them."""
-    blocks = dgl_arrays(batch)
-    for b in blocks:
-        if b["edge_ids"] is not None and edge_perm is not None:
-            b["edge_ids"] = np.asarray(edge_perm[b["edge_ids"]], dtype=np.int64)
-    if blocks and batch.x is not None:
-        blocks[0]["feat"] = np.asarray(batch.x)
-    if blocks and batch.y is not None:
-        blocks[-1]["label"] = batch.y.astype(np.int64)
-    return blocks
-
-
-def make_blocks(arrays: List[Dict[str, Any]], batch: Batch, device: Any = None) -> Tuple[Any, Any, List[Any]]:
-    """``(input_nodes, output_nodes, blocks)`` from :func:`dgl_blocks`'s
-    arrays, through ``dgl.create_block``."""
-    needs = "torch and dgl"
-    torch = _require("torch", "streamsampler.dgl.DataLoader", needs, "streamsampler.dgl.dgl_blocks")
-    dgl = _require("dgl", "streamsampler.dgl.DataLoader", needs, "streamsampler.dgl.dgl_blocks")
-    blocks = []
-    for b in arrays:
-        blk = dgl.create_block((torch.from_numpy(b["edge_src"]), torch.from_numpy(b["edge_dst"])),
-                               num_src_nodes=b["num_src_nodes"], num_dst_nodes=b["num_dst_nodes"])
-        blk.srcdata[dgl.NID] = torch.from_numpy(b["src_ids"])
-        blk.dstdata[dgl.NID] = torch.from_numpy(b["dst_ids"])
-        if b["edge_ids"] is not None:
-            blk.edata[dgl.EID] = torch.from_numpy(b["edge_ids"])
-        if "feat" in b:
-            blk.srcdata["feat"] = torch.from_numpy(b["feat"])
-        if "label" in b:
-            blk.dstdata["label"] = torch.from_numpy(b["label"])
-        if device is not None:
-            blk = blk.to(device)
-        blocks.append(blk)
-    if blocks:
-        return blocks[0].srcdata[dgl.NID], blocks[-1].dstdata[dgl.NID], blocks
-    seeds = torch.from_numpy(batch.seeds.astype(np.int64))
-    return seeds, seeds, blocks
+        return to_dgl(batch, device=self.device, edge_perm=self._edge_perm)

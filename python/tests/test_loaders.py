@@ -14,7 +14,7 @@ import numpy as np
 
 import streamsampler
 from streamsampler import servers as S
-from streamsampler.dgl import DataLoader, NeighborSampler, dgl_blocks
+from streamsampler.dgl import DataLoader, NeighborSampler
 from streamsampler.graph import read_csr
 from streamsampler.protocol import Batch, Hop
 from streamsampler.pyg import NeighborLoader
@@ -206,7 +206,7 @@ class Loaders(unittest.TestCase):
         self.addCleanup(dl.close)
         for b in dl.batches():
             self.assertEqual(b.semantics, "dgl")
-            blocks = dgl_blocks(b, self.edge_perm)
+            blocks = streamsampler.dgl_arrays(b, self.edge_perm)
             self.assertEqual(len(blocks), 2)
             for blk in blocks:
                 np.testing.assert_array_equal(blk["src_ids"][:blk["num_dst_nodes"]], blk["dst_ids"])
@@ -330,7 +330,7 @@ class BundledGraphs(unittest.TestCase):
 
 
 class DGLConventions(unittest.TestCase):
-    """dgl_blocks by hand: dgl.create_block takes (src, dst) local ids with
+    """dgl_arrays by hand: dgl.create_block takes (src, dst) local ids with
     num_src_nodes/num_dst_nodes; DGL's sampler returns the input layer's
     block first; NID and EID are global node and edge ids."""
 
@@ -342,7 +342,7 @@ class DGLConventions(unittest.TestCase):
         b = Batch(0, np.array([10, 20], np.uint32), [h1, h2], index=0,
                   x=np.arange(10, dtype=np.float32).reshape(5, 2), y=np.array([1, 2], np.int32))
         perm = np.array([100, 101, 102, 103, 104, 105, 106, 107, 108, 109], np.int64)[::-1]
-        b0, b1 = dgl_blocks(b, perm)
+        b0, b1 = streamsampler.dgl_arrays(b, perm)
         self.assertEqual((b0["num_src_nodes"], b0["num_dst_nodes"], b1["num_src_nodes"], b1["num_dst_nodes"]),
                          (5, 4, 4, 2))
         self.assertEqual(b0["edge_ids"].tolist(), [108, 109])
@@ -351,7 +351,7 @@ class DGLConventions(unittest.TestCase):
         self.assertEqual((b1["label"].tolist(), b1["label"].dtype), ([1, 2], np.int64))
         b.semantics = "pyg"
         with self.assertRaises(ValueError):
-            dgl_blocks(b)
+            streamsampler.dgl_arrays(b)
 
 
 if __name__ == "__main__":
