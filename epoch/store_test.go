@@ -220,8 +220,20 @@ func TestStoreSampleDuringAdvance(t *testing.T) {
 				}
 			}(g)
 		}
+		// The samplers must see both ends: epoch 0 before the first
+		// advance, the last epoch before they stop. A loaded machine (the
+		// whole suite under -race on two cores) may not schedule them
+		// within a fixed sleep, so wait for it, up to a deadline.
+		waitSeen := func(e int) {
+			for deadline := time.Now().Add(10 * time.Second); seen[e].Load() == 0 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+		}
 		for e := 1; e < epochs; e++ {
 			time.Sleep(5 * time.Millisecond)
+			if e == 1 {
+				waitSeen(0)
+			}
 			r := results[e]
 			if err := s.Prepare(ctx, r.Key, func(context.Context) (*Result, error) { return r, nil }); err != nil {
 				t.Fatal(err)
@@ -231,6 +243,7 @@ func TestStoreSampleDuringAdvance(t *testing.T) {
 			}
 		}
 		time.Sleep(5 * time.Millisecond)
+		waitSeen(epochs - 1)
 		close(stop)
 		wg.Wait()
 		if seen[0].Load() == 0 || seen[epochs-1].Load() == 0 {
