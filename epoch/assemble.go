@@ -200,7 +200,7 @@ func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) { return a.Assemble(
 // overlaps their cache misses (about 2× faster than one fused loop on a
 // 1M-node epoch; BenchmarkSample).
 func (a *Assembler) Assemble(seeds []uint32, sem Semantics) (*Blocks, error) {
-	if !sem.valid() {
+	if !sem.Valid() {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, sem)
 	}
 	r := a.r
@@ -217,7 +217,7 @@ func (a *Assembler) Assemble(seeds []uint32, sem Semantics) (*Blocks, error) {
 // without the blocks' edges or per-hop copies. It is what a minibatch
 // needs feature rows for, and costs the relabelling alone.
 func (a *Assembler) NodeSet(seeds []uint32, sem Semantics, dst []uint32) ([]uint32, error) {
-	if !sem.valid() {
+	if !sem.Valid() {
 		return dst, fmt.Errorf("%w: %v", ErrConfig, sem)
 	}
 	nodes, err := a.assemble(seeds, sem, nil)

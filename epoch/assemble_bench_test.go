@@ -1,4 +1,4 @@
-package epoch
+package epoch_test
 
 import (
 	"math"
@@ -9,6 +9,10 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epoch/epochtest"
+	"github.com/streamsampler/streamsampler/epochdir"
 )
 
 // rmatLikeResult builds an epoch shaped like ogbn-products on an R-MAT
@@ -21,7 +25,7 @@ import (
 // [15,10,5], the frontiers (167 772 → 383 194 → 599 894 → 705 290) are
 // within 10% of the real graph's (167 772 → 374 331 → 560 399 → 644 900),
 // and a minibatch of 1024 has 244 k edges against the real epoch's 245 k.
-func rmatLikeResult(scale uint, fanouts []int, seed uint64) *Result {
+func rmatLikeResult(scale uint, fanouts []int, seed uint64) *epoch.Result {
 	n := uint32(1) << scale
 	mask := n - 1
 	const mulA, mulB = 0x9E3779B1, 0x85EBCA77 // odd: bijections mod 2^scale
@@ -66,9 +70,9 @@ func rmatLikeResult(scale uint, fanouts []int, seed uint64) *Result {
 			k++
 		}
 	}
-	train := randomSeeds(rand.New(rand.NewPCG(seed, 3)), int(n), int(n)*8/100)
+	train := epochtest.RandomSeeds(rand.New(rand.NewPCG(seed, 3)), int(n), int(n)*8/100)
 	slices.Sort(train)
-	res := &Result{Key: Key{Seed: seed}}
+	res := &epoch.Result{Key: epoch.Key{Seed: seed}}
 	f := train
 	for _, k := range fanouts {
 		s := make([]int32, len(f)*k)
@@ -83,8 +87,8 @@ func rmatLikeResult(scale uint, fanouts []int, seed uint64) *Result {
 				}
 			}
 		}
-		res.Layers = append(res.Layers, Layer{Frontier: f, Fanout: k, Samples: s})
-		f = NextFrontier(f, s)
+		res.Layers = append(res.Layers, epoch.Layer{Frontier: f, Fanout: k, Samples: s})
+		f = epoch.NextFrontier(f, s)
 	}
 	res.Final = f
 	return res
@@ -101,11 +105,11 @@ func inverseOdd(a uint32) uint32 {
 
 var (
 	rmatOnce sync.Once
-	rmatRes  *Result
+	rmatRes  *epoch.Result
 )
 
 // rmatBenchResult is the shared products-like Result: scale 21, [15,10,5].
-func rmatBenchResult() *Result {
+func rmatBenchResult() *epoch.Result {
 	rmatOnce.Do(func() { rmatRes = rmatLikeResult(21, []int{15, 10, 5}, 42) })
 	return rmatRes
 }
@@ -122,14 +126,14 @@ func rmatBenchResult() *Result {
 func BenchmarkSample(b *testing.B) {
 	type epochCase struct {
 		name string
-		res  func() (*Result, error)
+		res  func() (*epoch.Result, error)
 	}
 	cases := []epochCase{
-		{"rmat2M", func() (*Result, error) { return rmatBenchResult(), nil }},
-		{"uniform1M", func() (*Result, error) { return benchResult(), nil }},
+		{"rmat2M", func() (*epoch.Result, error) { return rmatBenchResult(), nil }},
+		{"uniform1M", func() (*epoch.Result, error) { return benchResult(), nil }},
 	}
 	if dir := os.Getenv("EPOCH_BENCH_RESULT"); dir != "" {
-		cases = append(cases, epochCase{"file", func() (*Result, error) { return Read(dir) }})
+		cases = append(cases, epochCase{"file", func() (*epoch.Result, error) { return epochdir.Read(dir) }})
 	}
 	for _, ec := range cases {
 		b.Run(ec.name, func(b *testing.B) {
@@ -137,25 +141,25 @@ func BenchmarkSample(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			batches := Batches(res.Layers[0].Frontier, 1024, 1, 0)
+			batches := epoch.Batches(res.Layers[0].Frontier, 1024, 1, 0)
 			dense, err := res.Index(0)
 			if err != nil {
 				b.Fatal(err)
 			}
 			for _, c := range []struct {
 				name string
-				ix   *Index
+				ix   *epoch.Index
 			}{{"search", nil}, {"dense", dense}, {"map", res.MapIndex()}} {
 				// PyG semantics from the same epoch: fewer rows gathered
 				// per hop (only the nodes the previous hop reached first).
-				b.Run(c.name+"/pyg", func(b *testing.B) { benchAssembler(b, NewAssembler(res, c.ix), batches, PyG) })
-				b.Run(c.name, func(b *testing.B) { benchAssembler(b, NewAssembler(res, c.ix), batches, DGL) })
+				b.Run(c.name+"/pyg", func(b *testing.B) { benchAssembler(b, epoch.NewAssembler(res, c.ix), batches, epoch.PyG) })
+				b.Run(c.name, func(b *testing.B) { benchAssembler(b, epoch.NewAssembler(res, c.ix), batches, epoch.DGL) })
 			}
 		})
 	}
 }
 
-func benchAssembler(b *testing.B, a *Assembler, batches [][]uint32, sem Semantics) {
+func benchAssembler(b *testing.B, a *epoch.Assembler, batches [][]uint32, sem epoch.Semantics) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	edges := 0
@@ -175,7 +179,7 @@ func benchAssembler(b *testing.B, a *Assembler, batches [][]uint32, sem Semantic
 	b.ReportMetric(cpu*1e3/float64(b.N), "cpu-ms/batch")
 	b.ReportMetric(float64(edges)/cpu, "edges/cpu-s")
 	b.ReportMetric(float64(edges)/float64(b.N), "edges/batch")
-	if a.ix != nil {
-		b.ReportMetric(float64(a.ix.Bytes())/(1<<20), "index-MiB")
+	if n := a.IndexBytes(); n > 0 {
+		b.ReportMetric(float64(n)/(1<<20), "index-MiB")
 	}
 }

@@ -1,4 +1,4 @@
-package epoch
+package epoch_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/internal/chisq"
 )
 
@@ -21,7 +22,7 @@ func TestShuffleIsPermutation(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 3, 10, 1000} {
 		in := seq(n)
 		orig := slices.Clone(in)
-		got := Shuffle(in, 5, 9)
+		got := epoch.Shuffle(in, 5, 9)
 		if !slices.Equal(in, orig) {
 			t.Fatalf("n=%d: input modified", n)
 		}
@@ -30,10 +31,10 @@ func TestShuffleIsPermutation(t *testing.T) {
 		if !slices.Equal(s, orig) {
 			t.Fatalf("n=%d: not a permutation", n)
 		}
-		if !slices.Equal(got, Shuffle(in, 5, 9)) {
+		if !slices.Equal(got, epoch.Shuffle(in, 5, 9)) {
 			t.Fatalf("n=%d: not deterministic", n)
 		}
-		if n >= 10 && slices.Equal(got, Shuffle(in, 5, 10)) {
+		if n >= 10 && slices.Equal(got, epoch.Shuffle(in, 5, 10)) {
 			t.Fatalf("n=%d: same order in two epochs", n)
 		}
 	}
@@ -49,7 +50,7 @@ func TestShuffleGolden(t *testing.T) {
 		in[i] = uint32(i)
 	}
 	want := []uint32{6, 1, 5, 10, 0, 3, 9, 8, 11, 7, 2, 4}
-	if got := Shuffle(in, 42, 3); !slices.Equal(got, want) {
+	if got := epoch.Shuffle(in, 42, 3); !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
@@ -66,7 +67,7 @@ func TestShuffleFirstPositionUniform(t *testing.T) {
 		cells[i] = make([]float64, n)
 	}
 	for e := uint32(0); e < epochs; e++ {
-		s := Shuffle(in, 12345, e)
+		s := epoch.Shuffle(in, 12345, e)
 		first[s[0]/7]++
 		for p, v := range s {
 			cells[p][v/7]++
@@ -86,9 +87,9 @@ func TestShuffleFirstPositionUniform(t *testing.T) {
 func TestBatches(t *testing.T) {
 	in := seq(10)
 	for _, bs := range []int{1, 3, 4, 10, 11} {
-		b := Batches(in, bs, 1, 2)
-		if len(b) != NumBatches(10, bs) {
-			t.Fatalf("bs=%d: %d batches, want %d", bs, len(b), NumBatches(10, bs))
+		b := epoch.Batches(in, bs, 1, 2)
+		if len(b) != epoch.NumBatches(10, bs) {
+			t.Fatalf("bs=%d: %d batches, want %d", bs, len(b), epoch.NumBatches(10, bs))
 		}
 		var all []uint32
 		for i, x := range b {
@@ -97,11 +98,11 @@ func TestBatches(t *testing.T) {
 			}
 			all = append(all, x...)
 		}
-		if !slices.Equal(all, Shuffle(in, 1, 2)) {
+		if !slices.Equal(all, epoch.Shuffle(in, 1, 2)) {
 			t.Fatalf("bs=%d: batches are not the cut shuffle", bs)
 		}
 	}
-	if len(Batches(nil, 4, 1, 1)) != 0 {
+	if len(epoch.Batches(nil, 4, 1, 1)) != 0 {
 		t.Fatal("empty input gave batches")
 	}
 	defer func() {
@@ -109,7 +110,7 @@ func TestBatches(t *testing.T) {
 			t.Fatal("batch size 0 did not panic")
 		}
 	}()
-	Batches(in, 0, 1, 1)
+	epoch.Batches(in, 0, 1, 1)
 }
 
 func TestShard(t *testing.T) {
@@ -122,14 +123,14 @@ func TestShard(t *testing.T) {
 			owner := map[uint32]int{}
 			minSz, maxSz := math.MaxInt, 0
 			for rank := 0; rank < world; rank++ {
-				s, err := Shard(messy, rank, world, 99, e)
+				s, err := epoch.Shard(messy, rank, world, 99, e)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !slices.IsSorted(s) {
 					t.Fatalf("world %d rank %d: not sorted", world, rank)
 				}
-				again, _ := Shard(in, rank, world, 99, e)
+				again, _ := epoch.Shard(in, rank, world, 99, e)
 				if !slices.Equal(s, again) {
 					t.Fatalf("world %d rank %d: depends on input order or not deterministic", world, rank)
 				}
@@ -139,8 +140,8 @@ func TestShard(t *testing.T) {
 					}
 					owner[v] = rank
 				}
-				if ShardSize(len(in), rank, world) != len(s) {
-					t.Fatalf("world %d rank %d: ShardSize %d, shard has %d", world, rank, ShardSize(len(in), rank, world), len(s))
+				if epoch.ShardSize(len(in), rank, world) != len(s) {
+					t.Fatalf("world %d rank %d: epoch.ShardSize %d, shard has %d", world, rank, epoch.ShardSize(len(in), rank, world), len(s))
 				}
 				minSz, maxSz = min(minSz, len(s)), max(maxSz, len(s))
 			}
@@ -152,16 +153,16 @@ func TestShard(t *testing.T) {
 			}
 		}
 		if world > 1 {
-			a, _ := Shard(in, 0, world, 99, 0)
-			b, _ := Shard(in, 0, world, 99, 1)
-			c, _ := Shard(in, 0, world, 100, 0)
+			a, _ := epoch.Shard(in, 0, world, 99, 0)
+			b, _ := epoch.Shard(in, 0, world, 99, 1)
+			c, _ := epoch.Shard(in, 0, world, 100, 0)
 			if slices.Equal(a, b) || slices.Equal(a, c) {
 				t.Fatalf("world %d: shard does not change with epoch or seed", world)
 			}
 		}
 	}
 	for _, bad := range [][2]int{{0, 0}, {-1, 2}, {2, 2}, {0, -3}} {
-		if _, err := Shard(in, bad[0], bad[1], 1, 1); !errors.Is(err, ErrShard) {
+		if _, err := epoch.Shard(in, bad[0], bad[1], 1, 1); !errors.Is(err, epoch.ErrShard) {
 			t.Fatalf("rank %d world %d: got %v", bad[0], bad[1], err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epoch/epochtest"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
 )
@@ -65,7 +66,7 @@ func TestPyGSemanticsBundledGraphs(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := epoch.EqualPyG(b, res, seeds); err != nil {
+					if err := epochtest.EqualPyG(b, res, seeds); err != nil {
 						t.Fatalf("fanouts %v trial %d: %v", fanouts, trial, err)
 					}
 					known := len(seeds)

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package epoch
+package epoch_test
 
 import "time"
 

@@ -1,8 +1,9 @@
-// Package epoch holds one epoch's sampling results (every layer's frontier
-// and neighbor samples), persists them, assembles minibatches into blocks
-// from them, orders and shards the training nodes, and keeps two epochs
-// resident (the current one that minibatches read and the next one being
-// prepared), as docs/DESIGN.md §4–5 describe.
+// Package epoch is what an epoch is: its key, its training nodes' order and
+// sharding (Sampling, Shuffle, Shard), its sampling results (every layer's
+// frontier and neighbor samples), and the assembly of minibatch blocks
+// from them, as docs/DESIGN.md §4–5 describe. It is the leaf the samplers
+// (host, gpu) produce into; persistence (epochdir, statedir) and
+// scheduling (pipeline) are above it.
 //
 // # Results
 //
@@ -14,7 +15,7 @@
 //
 // # Assembly
 //
-// Result.Sample, Assembler.Sample and Store.Sample build, for hop h = 1..L,
+// Result.Assemble, Assembler.Assemble and pipeline.Store build, for hop h = 1..L,
 // DGL to_block blocks: dst (the seeds, then the previous hop's src), src
 // (dst first, then new neighbors in order of first appearance) and edges
 // in local ids ordered by dst and sample slot. A node's row is found
@@ -23,33 +24,6 @@
 // or, for a hop with many nodes, by sorting them and merging with the
 // frontier; global ids become local ones through a dense table, a hash
 // table, or (large hops without an index) by sorting.
-//
-// # Epoch directory (format version 2)
-//
-// Write creates a directory, typically STATE/epoch-N, holding
-//
-//	manifest.json         format "streamsampler-epoch", version, seed, epoch,
-//	                      replace, fanouts, identity (graph fingerprint,
-//	                      training set, rank, world size), per array: name,
-//	                      file, dtype, length (elements), compression,
-//	                      crc32c; and a checksum over all of it
-//	frontier-<l>.u32      frontier_l, l = 0..L, little-endian uint32
-//	samples-<l>.i32       samples_l, l = 0..L-1, little-endian int32
-//
-// with a ".zst" suffix on the array files when compressed with zstd. The
-// CRC-32C (Castagnoli) is over the raw little-endian bytes. The directory
-// is built under a hidden temporary name and renamed into place after
-// every file is synced, so a directory under its final name is complete;
-// that rename is the epoch's commit point. Read checks every field, length
-// and checksum and the invariants.
-//
-// # State directory
-//
-// State manages STATE: config.json (written before the first epoch),
-// epoch-N directories and CURRENT (the served epoch), each with a
-// checksum. State.Open checks that the parts agree and lists what
-// interrupted runs left, which State.Clean removes. State.Advance moves
-// CURRENT to the oldest prepared epoch after it and deletes older ones.
 //
 // # Minibatch order and sharding
 //

@@ -1,5 +1,37 @@
 package epoch
 
-// EqualPyG is equalPyG for the external tests (bundled_test.go): PyG
-// blocks against the independent rendering brutePyG.
-var EqualPyG = equalPyG
+// What the external tests (package epoch_test, which may import
+// epochtest) reach inside the package for.
+
+var (
+	Search       = search
+	CountValid   = countValid
+	NextBitmap   = nextBitmap
+	NextRadix    = nextRadix
+	NextSort     = nextSort
+	HavePrefetch = havePrefetch
+)
+
+// SetPrefetch turns the assembler's software prefetches on or off and
+// returns what restores the previous setting.
+func SetPrefetch(on bool) (restore func()) {
+	old := usePrefetch
+	usePrefetch = on
+	return func() { usePrefetch = old }
+}
+
+// SetLookup forces the row lookup (mergeRatio) and relabel (sortRelabelMin)
+// thresholds and returns what restores the previous ones.
+func SetLookup(merge, sortMin int) (restore func()) {
+	m, s := mergeRatio, sortRelabelMin
+	mergeRatio, sortRelabelMin = merge, sortMin
+	return func() { mergeRatio, sortRelabelMin = m, s }
+}
+
+// IndexBytes is the size of the assembler's dense index (0 without one).
+func (a *Assembler) IndexBytes() int64 {
+	if a.ix == nil {
+		return 0
+	}
+	return a.ix.Bytes()
+}

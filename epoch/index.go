@@ -26,12 +26,14 @@ func (ix *Index) Bytes() int64 { return ix.bytes }
 // means max(Final)+1.
 func (r *Result) DenseIndexBytes(numNodes uint32) int64 {
 	if numNodes == 0 {
-		numNodes = r.numNodes()
+		numNodes = r.NumNodes()
 	}
 	return int64(numNodes) * 4 * int64(len(r.Layers))
 }
 
-func (r *Result) numNodes() uint32 {
+// NumNodes is max(Final)+1: the smallest id space that covers every
+// frontier (0 for an empty epoch).
+func (r *Result) NumNodes() uint32 {
 	if len(r.Final) == 0 {
 		return 0
 	}
@@ -43,7 +45,7 @@ func (r *Result) numNodes() uint32 {
 // the epoch reaches a node id >= numNodes.
 func (r *Result) Index(numNodes uint32) (*Index, error) {
 	if numNodes == 0 {
-		numNodes = r.numNodes()
+		numNodes = r.NumNodes()
 	}
 	if f := r.Final; len(f) > 0 && f[len(f)-1] >= numNodes {
 		return nil, fmt.Errorf("epoch: index: the epoch reaches node %d, beyond %d nodes", f[len(f)-1], numNodes)

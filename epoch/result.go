@@ -223,3 +223,29 @@ func compareFrontier(l int, ly *Layer, got, want []uint32) error {
 	return fmt.Errorf("%w: %s entry %d is node %d, which is neither in frontier %d nor sampled by layer %d",
 		ErrInvalid, name, i, got[i], l, l)
 }
+
+// CheckShape is the cheap part of Validate that a writer needs: array
+// lengths that agree with the fanouts.
+func (r *Result) CheckShape() error {
+	if r == nil {
+		return errors.New("nil result")
+	}
+	if len(r.Layers) > MaxLayers {
+		return fmt.Errorf("%d layers, at most %d", len(r.Layers), MaxLayers)
+	}
+	edgeIDs := r.HasEdgeIDs()
+	for l := range r.Layers {
+		ly := &r.Layers[l]
+		if ly.Fanout < 1 || int64(len(ly.Samples)) != int64(len(ly.Frontier))*int64(ly.Fanout) {
+			return fmt.Errorf("layer %d: %d samples for %d frontier nodes and fanout %d", l, len(ly.Samples), len(ly.Frontier), ly.Fanout)
+		}
+		if (ly.EdgeIDs != nil) != edgeIDs || (edgeIDs && len(ly.EdgeIDs) != len(ly.Samples)) {
+			return fmt.Errorf("layer %d: %d edge ids for %d samples (layer 0 has edge ids: %v)", l, len(ly.EdgeIDs), len(ly.Samples), edgeIDs)
+		}
+	}
+	return nil
+}
+
+// HasEdgeIDs reports whether the epoch has edge ids (layer 0 decides;
+// Validate requires every layer to agree).
+func (r *Result) HasEdgeIDs() bool { return len(r.Layers) > 0 && r.Layers[0].EdgeIDs != nil }

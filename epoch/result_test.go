@@ -1,4 +1,4 @@
-package epoch
+package epoch_test
 
 import (
 	"errors"
@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epoch/epochtest"
 )
 
 // naiveNext is the definition: sort and dedupe frontier ∪ valid samples.
@@ -56,22 +59,22 @@ func TestNextFrontier(t *testing.T) {
 	for _, c := range cases {
 		f, s := randomNextInput(r, c.nf, c.ns, c.span)
 		want := naiveNext(f, s)
-		got := NextFrontier(f, s)
+		got := epoch.NextFrontier(f, s)
 		if !slices.Equal(got, want) {
 			t.Fatalf("nf=%d ns=%d span=%d: differs from the definition", c.nf, c.ns, c.span)
 		}
 		// Every method on its own, whatever NextFrontier would choose.
-		n, mx := countValid(s)
+		n, mx := epoch.CountValid(s)
 		if len(f) > 0 {
 			mx = max(mx, f[len(f)-1])
 		}
 		if n > 0 {
 			methods := map[string][]uint32{
-				"sort":  nextSort(f, s, n),
-				"radix": nextRadix(f, s, n),
+				"sort":  epoch.NextSort(f, s, n),
+				"radix": epoch.NextRadix(f, s, n),
 			}
 			if mx < 1<<24 { // a bitmap over 2^31 ids is 256 MiB
-				methods["bitmap"] = nextBitmap(f, s, mx)
+				methods["bitmap"] = epoch.NextBitmap(f, s, mx)
 			}
 			for name, got := range methods {
 				if !slices.Equal(got, want) {
@@ -82,69 +85,53 @@ func TestNextFrontier(t *testing.T) {
 	}
 	// All -1 with the maximal id in the frontier.
 	f := []uint32{1, 1<<31 - 1}
-	if got := NextFrontier(f, []int32{-1, -1}); !slices.Equal(got, f) || &got[0] == &f[0] {
+	if got := epoch.NextFrontier(f, []int32{-1, -1}); !slices.Equal(got, f) || &got[0] == &f[0] {
 		t.Fatal("all-padding samples must give a copy of the frontier")
 	}
 }
 
 func TestValidate(t *testing.T) {
-	res := testResult(t, 4, 300, []int{3, 2})
+	res := epochtest.NewResult(t, 4, 300, []int{3, 2})
 	if err := res.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if res.NumSampledEdges() == 0 || !slices.Equal(res.Fanouts(), []int{3, 2}) || res.NumLayers() != 2 {
 		t.Fatal("helpers disagree with the result")
 	}
-	clone := func() *Result {
-		c := &Result{Key: res.Key, Final: slices.Clone(res.Final)}
+	clone := func() *epoch.Result {
+		c := &epoch.Result{Key: res.Key, Final: slices.Clone(res.Final)}
 		for _, l := range res.Layers {
-			c.Layers = append(c.Layers, Layer{Frontier: slices.Clone(l.Frontier), Fanout: l.Fanout, Samples: slices.Clone(l.Samples)})
+			c.Layers = append(c.Layers, epoch.Layer{Frontier: slices.Clone(l.Frontier), Fanout: l.Fanout, Samples: slices.Clone(l.Samples)})
 		}
 		return c
 	}
 	// A sample that is a new node, at a known row of layer 1.
 	missing := uint32(res.Final[len(res.Final)-1] + 1)
 	cases := map[string]struct {
-		mut  func(r *Result)
+		mut  func(r *epoch.Result)
 		want string
 	}{
-		"fanout":    {func(r *Result) { r.Layers[0].Fanout = 0 }, "layer 0: fanout 0"},
-		"unsorted":  {func(r *Result) { f := r.Layers[1].Frontier; f[2], f[3] = f[3], f[2] }, "layer 1 frontier: entry 3"},
-		"duplicate": {func(r *Result) { f := r.Layers[0].Frontier; f[1] = f[0] }, "layer 0 frontier: entry 1"},
-		"length":    {func(r *Result) { r.Layers[1].Samples = r.Layers[1].Samples[1:] }, "layer 1:"},
-		"negative":  {func(r *Result) { r.Layers[0].Samples[7] = -5 }, "layer 0 row 2"},
-		"final":     {func(r *Result) { r.Final = r.Final[:len(r.Final)-1] }, "frontier 2 lacks node"},
-		"sampled":   {func(r *Result) { r.Layers[1].Samples[2*2+1] = int32(missing) }, "sampled by layer 1 row 2"},
-		"extra":     {func(r *Result) { r.Final = append(r.Final, missing) }, "neither in frontier 1"},
+		"fanout":    {func(r *epoch.Result) { r.Layers[0].Fanout = 0 }, "layer 0: fanout 0"},
+		"unsorted":  {func(r *epoch.Result) { f := r.Layers[1].Frontier; f[2], f[3] = f[3], f[2] }, "layer 1 frontier: entry 3"},
+		"duplicate": {func(r *epoch.Result) { f := r.Layers[0].Frontier; f[1] = f[0] }, "layer 0 frontier: entry 1"},
+		"length":    {func(r *epoch.Result) { r.Layers[1].Samples = r.Layers[1].Samples[1:] }, "layer 1:"},
+		"negative":  {func(r *epoch.Result) { r.Layers[0].Samples[7] = -5 }, "layer 0 row 2"},
+		"final":     {func(r *epoch.Result) { r.Final = r.Final[:len(r.Final)-1] }, "frontier 2 lacks node"},
+		"sampled":   {func(r *epoch.Result) { r.Layers[1].Samples[2*2+1] = int32(missing) }, "sampled by layer 1 row 2"},
+		"extra":     {func(r *epoch.Result) { r.Final = append(r.Final, missing) }, "neither in frontier 1"},
 	}
 	for name, c := range cases {
 		r := clone()
 		c.mut(r)
 		err := r.Validate()
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, epoch.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want mention of %q", name, err, c.want)
 		}
 	}
 }
 
-// withEdgeIDs gives every layer of r edge ids: a distinct id per filled
-// slot (its layer and position), -1 at the empty ones.
-func withEdgeIDs(r *Result) *Result {
-	for l := range r.Layers {
-		ly := &r.Layers[l]
-		ly.EdgeIDs = make([]int64, len(ly.Samples))
-		for i, s := range ly.Samples {
-			ly.EdgeIDs[i] = -1
-			if s >= 0 {
-				ly.EdgeIDs[i] = int64(l)<<32 | int64(i)
-			}
-		}
-	}
-	return r
-}
-
 func TestValidateEdgeIDs(t *testing.T) {
-	fresh := func() *Result { return withEdgeIDs(testResult(t, 4, 300, []int{3, 2})) }
+	fresh := func() *epoch.Result { return epochtest.WithEdgeIDs(epochtest.NewResult(t, 4, 300, []int{3, 2})) }
 	res := fresh()
 	if err := res.Validate(); err != nil {
 		t.Fatal(err)
@@ -163,21 +150,21 @@ func TestValidateEdgeIDs(t *testing.T) {
 	}
 	row := func(i int) string { return fmt.Sprintf("layer 1 row %d", i/2) }
 	cases := map[string]struct {
-		mut  func(r *Result)
+		mut  func(r *epoch.Result)
 		want string
 	}{
-		"short":          {func(r *Result) { r.Layers[1].EdgeIDs = r.Layers[1].EdgeIDs[1:] }, "layer 1: "},
-		"missing layer":  {func(r *Result) { r.Layers[1].EdgeIDs = nil }, "layer 1 has no edge ids"},
-		"extra layer":    {func(r *Result) { r.Layers[0].EdgeIDs = nil }, "layer 1 has edge ids, layer 0 has none"},
-		"-1 at a sample": {func(r *Result) { r.Layers[1].EdgeIDs[filled] = -1 }, row(filled)},
-		"id at -1":       {func(r *Result) { r.Layers[1].EdgeIDs[empty] = 5 }, row(empty)},
-		"negative":       {func(r *Result) { r.Layers[1].EdgeIDs[filled] = -7 }, row(filled)},
+		"short":          {func(r *epoch.Result) { r.Layers[1].EdgeIDs = r.Layers[1].EdgeIDs[1:] }, "layer 1: "},
+		"missing layer":  {func(r *epoch.Result) { r.Layers[1].EdgeIDs = nil }, "layer 1 has no edge ids"},
+		"extra layer":    {func(r *epoch.Result) { r.Layers[0].EdgeIDs = nil }, "layer 1 has edge ids, layer 0 has none"},
+		"-1 at a sample": {func(r *epoch.Result) { r.Layers[1].EdgeIDs[filled] = -1 }, row(filled)},
+		"id at -1":       {func(r *epoch.Result) { r.Layers[1].EdgeIDs[empty] = 5 }, row(empty)},
+		"negative":       {func(r *epoch.Result) { r.Layers[1].EdgeIDs[filled] = -7 }, row(filled)},
 	}
 	for name, c := range cases {
 		r := fresh()
 		c.mut(r)
 		err := r.Validate()
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, epoch.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want mention of %q", name, err, c.want)
 		}
 	}

@@ -40,7 +40,7 @@ func (s Sampling) Check() error {
 			return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want >= 1", ErrConfig, k, h, h+1)
 		}
 	}
-	world := s.world()
+	world := s.WorldSize()
 	if world < 1 || s.Rank < 0 || s.Rank >= world {
 		return fmt.Errorf("%w: rank %d of world size %d, want 0 <= rank < world size", ErrConfig, s.Rank, world)
 	}
@@ -53,7 +53,8 @@ func (s Sampling) Check() error {
 	return nil
 }
 
-func (s Sampling) world() int {
+// WorldSize is the number of ranks (World, or 1 when unset).
+func (s Sampling) WorldSize() int {
 	if s.World == 0 {
 		return 1
 	}
@@ -74,13 +75,16 @@ func countDistinct(a []uint32) int {
 	return len(slices.Compact(slices.Sorted(slices.Values(a))))
 }
 
+// NumTrain is the number of distinct training nodes.
+func (s Sampling) NumTrain() int { return countDistinct(s.Train) }
+
 // Key returns epoch e's key.
 func (s Sampling) Key(e uint32) Key { return Key{Seed: s.Seed, Epoch: e, Replace: s.Replace} }
 
 // Seeds returns frontier_0 of epoch e: this rank's shard of the training
 // nodes (Shard), sorted. s must have passed Check.
 func (s Sampling) Seeds(e uint32) []uint32 {
-	seeds, err := Shard(s.Train, s.Rank, s.world(), s.Seed, e)
+	seeds, err := Shard(s.Train, s.Rank, s.WorldSize(), s.Seed, e)
 	if err != nil {
 		panic(fmt.Sprintf("epoch: Sampling.Seeds without Check: %v", err))
 	}

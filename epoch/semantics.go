@@ -42,5 +42,5 @@ func ParseSemantics(name string) (Semantics, error) {
 	return 0, fmt.Errorf("%w: semantics %q, want dgl or pyg", ErrConfig, name)
 }
 
-// valid reports whether s is one of the named semantics.
-func (s Semantics) valid() bool { return s <= PyG }
+// Valid reports whether s is one of the named semantics.
+func (s Semantics) Valid() bool { return s <= PyG }

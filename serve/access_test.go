@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // TestSocketMode: the socket file has the asked mode (0600 by default)
@@ -85,7 +86,7 @@ func tokenServer(t *testing.T, token string) *Server {
 	t.Helper()
 	return newTestServer(t, Config{
 		Sampler: &refSampler{g: randomCSR(100, 4, 11)}, Token: []byte(token),
-		Config: epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(100, 1), Fanouts: []int{2}}, BatchSize: 8},
+		Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(100, 1), Fanouts: []int{2}}, BatchSize: 8},
 	})
 }
 
@@ -149,7 +150,7 @@ func TestTokenRequired(t *testing.T) {
 
 	open := newTestServer(t, Config{
 		Sampler: &refSampler{g: randomCSR(100, 4, 11)},
-		Config:  epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(100, 1), Fanouts: []int{2}}, BatchSize: 8},
+		Config:  pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(100, 1), Fanouts: []int{2}}, BatchSize: 8},
 	})
 	ln2, err := ListenTCP("127.0.0.1:0")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // BenchmarkSocketVsInProcess serves minibatches (batch 1024, fanouts
@@ -21,7 +22,7 @@ import (
 func BenchmarkSocketVsInProcess(b *testing.B) {
 	g := randomCSR(200_000, 20, 42)
 	train := trainNodes(200_000, 4)
-	s, err := New(Config{Sampler: refBackend{g}, Config: epoch.Config{Sampling: epoch.Sampling{Train: train, Fanouts: []int{15, 10, 5}}, BatchSize: 1024, PrepareAt: 1}})
+	s, err := New(Config{Sampler: refBackend{g}, Config: pipeline.Config{Sampling: epoch.Sampling{Train: train, Fanouts: []int{15, 10, 5}}, BatchSize: 1024, PrepareAt: 1}})
 	if err != nil {
 		b.Fatal(err)
 	}

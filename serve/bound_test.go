@@ -17,6 +17,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // TestReplyBound: the bound is exact for a minibatch whose nodes have
@@ -165,7 +166,7 @@ func TestManyMaximumRequestsBounded(t *testing.T) {
 	g := randomCSR(300, 4, 8)
 	s := newTestServer(t, Config{
 		Sampler: &refSampler{g: g}, MaxRequest: maxRequest, MaxInflight: budgetSize,
-		Config: epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(300, 1), Fanouts: []int{2}}, BatchSize: 8},
+		Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(300, 1), Fanouts: []int{2}}, BatchSize: 8},
 	})
 	path := serveUnix(t, s)
 	// The largest sample the cap admits; node 1 over and over, so that it
@@ -265,7 +266,7 @@ func TestReplyHeldUntilWritten(t *testing.T) {
 	train := trainNodes(40000, 1)
 	cfg := Config{
 		Sampler: &refSampler{g: g}, MaxRequest: 1 << 10,
-		Config: epoch.Config{Sampling: epoch.Sampling{Train: train, Fanouts: []int{8}}, BatchSize: 20000},
+		Config: pipeline.Config{Sampling: epoch.Sampling{Train: train, Fanouts: []int{8}}, BatchSize: 20000},
 	}
 	bound := replyBound(20000, []int{8}, 0, false)
 	// One next_batch's bound at a time, on any connection.
@@ -318,7 +319,7 @@ func TestSampleOverBudget(t *testing.T) {
 	g := randomCSR(100, 4, 10)
 	s := newTestServer(t, Config{
 		Sampler: &refSampler{g: g}, MaxRequest: 1 << 16, MaxInflight: 1 << 18,
-		Config: epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(100, 1), Fanouts: []int{10, 10}}, BatchSize: 4},
+		Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(100, 1), Fanouts: []int{10, 10}}, BatchSize: 4},
 	})
 	c := dial(t, serveUnix(t, s))
 	var re *RemoteError
@@ -332,7 +333,7 @@ func TestSampleOverBudget(t *testing.T) {
 
 func TestConfigBudgetErrors(t *testing.T) {
 	smp := &refSampler{g: randomCSR(10, 2, 7)}
-	base := epoch.Config{Sampling: epoch.Sampling{Train: []uint32{1}, Fanouts: []int{1}}, BatchSize: 1}
+	base := pipeline.Config{Sampling: epoch.Sampling{Train: []uint32{1}, Fanouts: []int{1}}, BatchSize: 1}
 	for name, cfg := range map[string]Config{
 		"budget below a request": {Sampler: smp, Config: base, MaxRequest: 1 << 20, MaxInflight: 1 << 20},
 		"share over the budget":  {Sampler: smp, Config: base, MaxInflight: 1 << 30, MaxConnInflight: 1 << 31},

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // budget is a weighted semaphore over bytes: the server's budget for all
@@ -193,7 +193,7 @@ func (s *Server) withFeatures(size, rows, n int64) int64 {
 // most of a reply with features, and their loose bound (every node of the
 // last hop distinct) would let one request take a connection's whole share
 // and keep a pipelining client to one minibatch at a time.
-func (s *Server) claimBound(cl epoch.Claim) int64 {
+func (s *Server) claimBound(cl pipeline.Claim) int64 {
 	fp := cl.Features()
 	if s.features == nil || fp == nil || cl.Index < 0 || cl.Index >= fp.Plan.NumBatches() {
 		return s.replyBound(int64(s.cfg.BatchSize))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // conn is one client connection.
@@ -97,7 +98,7 @@ func (c *conn) serve() {
 		// next_batch claims its minibatch here, in request order, so that
 		// a client pipelining requests on one connection gets its
 		// minibatches in epoch order; assembly runs concurrently.
-		var cl *epoch.Claim
+		var cl *pipeline.Claim
 		var sem epoch.Semantics
 		if f.Op == OpNextBatch {
 			var e uint32
@@ -363,7 +364,7 @@ func (c *conn) mapRows(f Frame) net.Buffers {
 }
 
 // replyBatch assembles a claimed minibatch and returns its reply.
-func (c *conn) replyBatch(f Frame, cl epoch.Claim, sem epoch.Semantics) reply {
+func (c *conn) replyBatch(f Frame, cl pipeline.Claim, sem epoch.Semantics) reply {
 	if cl.End {
 		return plain(net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, cl.Epoch))})
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featplan"
 	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // FeatureInfo describes the features a server delivers, in epoch_info.
@@ -45,7 +46,7 @@ type featureStage struct {
 
 // epochReads is one epoch's reader and turn.
 type epochReads struct {
-	plan *epoch.FeaturePlan
+	plan *pipeline.FeaturePlan
 	f    *os.File
 	r    *featplan.Reader
 	next int   // the minibatch whose turn it is
@@ -72,7 +73,7 @@ func (st *featureStage) info() *FeatureInfo {
 
 // readsLocked returns epoch e's reads, opening its reader on first use
 // and closing those of epochs two or more before it.
-func (st *featureStage) readsLocked(e uint32, plan *epoch.FeaturePlan) (*epochReads, error) {
+func (st *featureStage) readsLocked(e uint32, plan *pipeline.FeaturePlan) (*epochReads, error) {
 	if er := st.epochs[e]; er != nil {
 		return er, nil
 	}
@@ -120,7 +121,7 @@ func rowBuffer(n int64, pool *rowPool) ([]byte, *rowLease, error) {
 // the same, so that the minibatches after it get theirs: it reads and
 // drops the rows where the plan still holds their n_id, and fails the
 // epoch's later feature reads where it forgot them.
-func (st *featureStage) rows(e uint32, index int, plan *epoch.FeaturePlan, nodes, seeds []uint32, pool *rowPool) (*Features, error) {
+func (st *featureStage) rows(e uint32, index int, plan *pipeline.FeaturePlan, nodes, seeds []uint32, pool *rowPool) (*Features, error) {
 	st.mu.Lock()
 	er, err := st.readsLocked(e, plan)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/pipeline"
 	"golang.org/x/sys/unix"
 )
 
@@ -112,8 +113,8 @@ func TestServeFeatures(t *testing.T) {
 			forget = fs.RowBytes()
 		}
 		cfg := Config{
-			Config: epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(3000, 3), Fanouts: []int{4, 3}, Seed: 2},
-				BatchSize: 37, Epochs: 2, PrepareAt: 0.5, Features: &epoch.FeaturePlanning{CacheRows: 300, Reorder: c.dt == featstore.Float16, RowBytes: forget}},
+			Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(3000, 3), Fanouts: []int{4, 3}, Seed: 2},
+				BatchSize: 37, Epochs: 2, PrepareAt: 0.5, Features: &pipeline.FeaturePlanning{CacheRows: 300, Reorder: c.dt == featstore.Float16, RowBytes: forget}},
 			Sampler: &refSampler{g: g}, NumNodes: 3000, Features: fs,
 		}
 		s := newTestServer(t, cfg)
@@ -153,7 +154,7 @@ func TestServeFeatures(t *testing.T) {
 			t.Fatalf("%s: %d minibatches served, want %d", c.dt, len(seen), want)
 		}
 		cl := dial(t, path)
-		b, f, err := cl.SampleFeatures(epoch.CurrentEpoch, []uint32{6, 3, 2997})
+		b, f, err := cl.SampleFeatures(pipeline.CurrentEpoch, []uint32{6, 3, 2997})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,11 +164,11 @@ func TestServeFeatures(t *testing.T) {
 		}
 	}
 	fs := featureGraph(t, g, 4, featstore.Float32)
-	base := epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(3000, 3), Fanouts: []int{4}}, BatchSize: 10}
+	base := pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(3000, 3), Fanouts: []int{4}}, BatchSize: 10}
 	if _, err := New(Config{Config: base, Sampler: &refSampler{g: g}, Features: fs}); err == nil {
 		t.Fatal("a feature store without feature planning accepted")
 	}
-	base.Features = &epoch.FeaturePlanning{}
+	base.Features = &pipeline.FeaturePlanning{}
 	if _, err := New(Config{Config: base, Sampler: &refSampler{g: g}}); err == nil {
 		t.Fatal("feature planning without a store accepted")
 	}
@@ -187,8 +188,8 @@ func TestServeSharedRows(t *testing.T) {
 	g := randomCSR(2000, 6, 9)
 	fs := featureGraph(t, g, 5, featstore.Float32)
 	cfg := Config{
-		Config: epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(2000, 4), Fanouts: []int{3, 2}, Seed: 4},
-			BatchSize: 29, Epochs: 1, Features: &epoch.FeaturePlanning{CacheRows: 100}},
+		Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(2000, 4), Fanouts: []int{3, 2}, Seed: 4},
+			BatchSize: 29, Epochs: 1, Features: &pipeline.FeaturePlanning{CacheRows: 100}},
 		Sampler: &refSampler{g: g}, NumNodes: 2000, Features: fs,
 	}
 	s := newTestServer(t, cfg)
@@ -315,7 +316,7 @@ func TestServeSharedRows(t *testing.T) {
 	if err != nil || !bytes.Equal(again, heldX) {
 		t.Fatalf("the held buffer changed (%v)", err)
 	}
-	f, fd := roundTrip(OpSample, AppendSampleRequest(nil, epoch.CurrentEpoch, []uint32{0, 4, 8}, DefaultSemantics))
+	f, fd := roundTrip(OpSample, AppendSampleRequest(nil, pipeline.CurrentEpoch, []uint32{0, 4, 8}, DefaultSemantics))
 	b, _, feat, err := decodeBatch(f.Payload, readShared(fd))
 	if err != nil {
 		t.Fatal(err)
@@ -327,7 +328,7 @@ func TestServeSharedRows(t *testing.T) {
 		t.Fatal("a shared-rows reply decoded without its memory file")
 	}
 	// Without a feature store, map_rows is a bad request.
-	plainSrv := newTestServer(t, Config{Config: epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(2000, 4), Fanouts: []int{3}}, BatchSize: 10}, Sampler: &refSampler{g: g}})
+	plainSrv := newTestServer(t, Config{Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(2000, 4), Fanouts: []int{3}}, BatchSize: 10}, Sampler: &refSampler{g: g}})
 	cl := dial(t, serveUnix(t, plainSrv))
 	if _, err := cl.roundTrip(OpMapRows, nil); err == nil {
 		t.Fatal("map_rows accepted without a feature store")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/internal/hostorder"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // The framed protocol of docs/PROTOCOL.md. Every message, either way, is
@@ -67,7 +68,7 @@ const (
 )
 
 // CurrentEpoch in an epoch field means "whatever epoch is current".
-const CurrentEpoch = epoch.CurrentEpoch
+const CurrentEpoch = pipeline.CurrentEpoch
 
 // NoBatch is the batch index of Blocks answering a sample request.
 const NoBatch = -1

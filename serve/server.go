@@ -22,6 +22,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // EpochSampler samples a whole epoch; host.Backend satisfies it.
@@ -34,9 +35,9 @@ type EpochSampler interface {
 var ErrConfig = errors.New("serve: bad configuration")
 
 // Config is what a Server serves: the minibatch stream (the same
-// epoch.Config that run and bench use) and the server's own limits.
+// pipeline.Config that run and bench use) and the server's own limits.
 type Config struct {
-	epoch.Config
+	pipeline.Config
 	Sampler    EpochSampler
 	MaxRequest int // request frame cap in bytes; 0 means DefaultMaxRequest
 
@@ -78,18 +79,18 @@ type Config struct {
 // EpochInfo is the JSON object epoch_info and advance reply with.
 type EpochInfo struct {
 	Protocol int `json:"protocol"`
-	epoch.Info
+	pipeline.Info
 	// Features describes the feature rows every minibatch carries (nil:
 	// none).
 	Features *FeatureInfo `json:"features,omitempty"`
 }
 
-// Server serves one training run's epochs, held by an epoch.Pipeline.
+// Server serves one training run's epochs, held by an pipeline.Pipeline.
 // Create it with New, load the first epoch with Start, then Serve
 // listeners; Shutdown stops it.
 type Server struct {
 	cfg      Config
-	pipe     *epoch.Pipeline
+	pipe     *pipeline.Pipeline
 	maxReq   int
 	budget   *budget       // all connections' in-flight bytes
 	connSize int64         // one connection's share of budget
@@ -104,7 +105,7 @@ type Server struct {
 	// splits are the node lists served beside the training stream
 	// (OpSplit), by id; splitIDs finds one by its content.
 	splitMu  sync.Mutex
-	splits   []*epoch.Split
+	splits   []*pipeline.Split
 	splitIDs map[splitKey]uint32
 	// maxSplitBatch is the largest batch size of a split (the reply
 	// bound of a split_batch request).
@@ -158,7 +159,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	pipe, err := epoch.NewPipeline(cfg.Config, cfg.Sampler.SampleEpoch, nil)
+	pipe, err := pipeline.NewPipeline(cfg.Config, cfg.Sampler.SampleEpoch, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -223,15 +224,15 @@ func newRequestError(code uint16, format string, a ...any) error {
 func asRequestError(err error) error {
 	code := CodeInternal
 	switch {
-	case errors.Is(err, epoch.ErrEpochNotDone):
+	case errors.Is(err, pipeline.ErrEpochNotDone):
 		code = CodeEpochNotDone
-	case errors.Is(err, epoch.ErrUnknownEpoch):
+	case errors.Is(err, pipeline.ErrUnknownEpoch):
 		code = CodeUnknownEpoch
 	case errors.Is(err, epoch.ErrNotInFrontier):
 		code = CodeNotInFrontier
 	case errors.Is(err, epoch.ErrDuplicateSeed):
 		code = CodeDuplicateSeed
-	case errors.Is(err, epoch.ErrClosed):
+	case errors.Is(err, pipeline.ErrClosed):
 		code = CodeShuttingDown
 	}
 	return &requestError{code: code, msg: err.Error()}
@@ -262,9 +263,9 @@ func (s *Server) NextBatch(ctx context.Context, e uint32) (Batch, error) {
 }
 
 // claim takes the next minibatch of epoch e off the shared cursor.
-func (s *Server) claim(ctx context.Context, e uint32) (epoch.Claim, error) {
+func (s *Server) claim(ctx context.Context, e uint32) (pipeline.Claim, error) {
 	if err := s.checkOpen(); err != nil {
-		return epoch.Claim{}, err
+		return pipeline.Claim{}, err
 	}
 	c, err := s.pipe.Claim(ctx, e)
 	if err != nil {
@@ -290,7 +291,7 @@ func (s *Server) semantics(sem epoch.Semantics) epoch.Semantics {
 // server's semantics; a minibatch of the other semantics still takes
 // that turn with the plan's node set (the cache later minibatches read
 // from is filled by it), then reads its own rows directly.
-func (s *Server) assemble(c epoch.Claim, pool *rowPool, sem epoch.Semantics) (Batch, error) {
+func (s *Server) assemble(c pipeline.Claim, pool *rowPool, sem epoch.Semantics) (Batch, error) {
 	b, err := s.pipe.AssembleAs(c, s.semantics(sem))
 	if err != nil {
 		if s.features != nil {
@@ -360,7 +361,7 @@ func (s *Server) Info() EpochInfo {
 	return s.epochInfo(s.pipe.Info())
 }
 
-func (s *Server) epochInfo(info epoch.Info) EpochInfo {
+func (s *Server) epochInfo(info pipeline.Info) EpochInfo {
 	ei := EpochInfo{Protocol: Protocol, Info: info}
 	if s.features != nil {
 		ei.Features = s.features.info()

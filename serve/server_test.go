@@ -17,6 +17,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // randomCSR is a random symmetric graph with some isolated nodes.
@@ -136,7 +137,7 @@ func TestConcurrentClientsCoverEpoch(t *testing.T) {
 	g := randomCSR(600, 8, 1)
 	smp := &refSampler{g: g}
 	train := trainNodes(600, 2)
-	cfg := Config{Sampler: smp, Config: epoch.Config{Sampling: epoch.Sampling{Train: train, Fanouts: []int{4, 3}, Seed: 9}, BatchSize: 16}}
+	cfg := Config{Sampler: smp, Config: pipeline.Config{Sampling: epoch.Sampling{Train: train, Fanouts: []int{4, 3}, Seed: 9}, BatchSize: 16}}
 	s := newTestServer(t, cfg)
 	path := serveUnix(t, s)
 
@@ -198,7 +199,7 @@ func TestPrepareAtThreshold(t *testing.T) {
 	g := randomCSR(200, 6, 2)
 	for _, at := range []float64{0, 0.5, 0.8, 1} {
 		smp := &refSampler{g: g}
-		s := newTestServer(t, Config{Sampler: smp, Config: epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(200, 1), Fanouts: []int{3}}, BatchSize: 20, PrepareAt: at}})
+		s := newTestServer(t, Config{Sampler: smp, Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(200, 1), Fanouts: []int{3}}, BatchSize: 20, PrepareAt: at}})
 		n := s.Info().NumBatches // 10
 		threshold := int(at*float64(n) + 0.999)
 		for i := 0; i < n; i++ {
@@ -230,7 +231,7 @@ func TestShardingEqualBatches(t *testing.T) {
 			seen := map[uint32]int{}
 			counts := map[int]bool{}
 			for r := 0; r < tc.world; r++ {
-				s := newTestServer(t, Config{Sampler: &refSampler{g: g}, Config: epoch.Config{Sampling: epoch.Sampling{Train: train, Fanouts: []int{2}, Seed: 5, Rank: r, World: tc.world}, BatchSize: tc.batch, FirstEpoch: e, PrepareAt: 1}})
+				s := newTestServer(t, Config{Sampler: &refSampler{g: g}, Config: pipeline.Config{Sampling: epoch.Sampling{Train: train, Fanouts: []int{2}, Seed: 5, Rank: r, World: tc.world}, BatchSize: tc.batch, FirstEpoch: e, PrepareAt: 1}})
 				info := s.Info()
 				if info.ShardSize < tc.n/tc.world || info.ShardSize > tc.n/tc.world+1 {
 					t.Fatalf("%+v rank %d: shard of %d", tc, r, info.ShardSize)
@@ -279,7 +280,7 @@ func TestSampleAndErrors(t *testing.T) {
 	g := randomCSR(300, 5, 4)
 	smp := &refSampler{g: g}
 	train := trainNodes(300, 3)
-	s := newTestServer(t, Config{Sampler: smp, Config: epoch.Config{Sampling: epoch.Sampling{Train: train, Fanouts: []int{5, 2}, Seed: 1}, BatchSize: 10, PrepareAt: 1}})
+	s := newTestServer(t, Config{Sampler: smp, Config: pipeline.Config{Sampling: epoch.Sampling{Train: train, Fanouts: []int{5, 2}, Seed: 1}, BatchSize: 10, PrepareAt: 1}})
 	c := dial(t, serveUnix(t, s))
 	ref, _ := host.Reference(g, train, []int{5, 2}, epoch.Key{Seed: 1})
 	seeds := []uint32{30, 0, 297}
@@ -348,7 +349,7 @@ func rawConn(t *testing.T, path string) net.Conn {
 
 func TestMalformedAndOversized(t *testing.T) {
 	g := randomCSR(100, 4, 5)
-	s, err := New(Config{Sampler: &refSampler{g: g}, Config: epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(100, 1), Fanouts: []int{2}}, BatchSize: 8}, MaxRequest: 1024})
+	s, err := New(Config{Sampler: &refSampler{g: g}, Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(100, 1), Fanouts: []int{2}}, BatchSize: 8}, MaxRequest: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +431,7 @@ func TestShutdownGraceful(t *testing.T) {
 	// Epoch 1's preparation is held, so that a request for it is in
 	// flight when shutdown starts.
 	smp := &refSampler{g: g, gate: make(chan struct{}), hold: 1}
-	s, err := New(Config{Sampler: smp, Config: epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(200, 1), Fanouts: []int{2}}, BatchSize: 200, PrepareAt: 1}})
+	s, err := New(Config{Sampler: smp, Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(200, 1), Fanouts: []int{2}}, BatchSize: 200, PrepareAt: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,12 +513,12 @@ func TestListeners(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	smp := &refSampler{g: randomCSR(10, 2, 7)}
 	for name, cfg := range map[string]Config{
-		"no sampler": {Config: epoch.Config{Sampling: epoch.Sampling{Train: []uint32{1}, Fanouts: []int{1}}, BatchSize: 1}},
-		"batch":      {Sampler: smp, Config: epoch.Config{Sampling: epoch.Sampling{Train: []uint32{1}, Fanouts: []int{1}}}},
-		"fanouts":    {Sampler: smp, Config: epoch.Config{Sampling: epoch.Sampling{Train: []uint32{1}}, BatchSize: 1}},
-		"rank":       {Sampler: smp, Config: epoch.Config{Sampling: epoch.Sampling{Train: []uint32{1, 2}, Fanouts: []int{1}, Rank: 2, World: 2}, BatchSize: 1}},
-		"prepare-at": {Sampler: smp, Config: epoch.Config{Sampling: epoch.Sampling{Train: []uint32{1}, Fanouts: []int{1}}, BatchSize: 1, PrepareAt: 1.5}},
-		"too few":    {Sampler: smp, Config: epoch.Config{Sampling: epoch.Sampling{Train: []uint32{1}, Fanouts: []int{1}, World: 2}, BatchSize: 1}},
+		"no sampler": {Config: pipeline.Config{Sampling: epoch.Sampling{Train: []uint32{1}, Fanouts: []int{1}}, BatchSize: 1}},
+		"batch":      {Sampler: smp, Config: pipeline.Config{Sampling: epoch.Sampling{Train: []uint32{1}, Fanouts: []int{1}}}},
+		"fanouts":    {Sampler: smp, Config: pipeline.Config{Sampling: epoch.Sampling{Train: []uint32{1}}, BatchSize: 1}},
+		"rank":       {Sampler: smp, Config: pipeline.Config{Sampling: epoch.Sampling{Train: []uint32{1, 2}, Fanouts: []int{1}, Rank: 2, World: 2}, BatchSize: 1}},
+		"prepare-at": {Sampler: smp, Config: pipeline.Config{Sampling: epoch.Sampling{Train: []uint32{1}, Fanouts: []int{1}}, BatchSize: 1, PrepareAt: 1.5}},
+		"too few":    {Sampler: smp, Config: pipeline.Config{Sampling: epoch.Sampling{Train: []uint32{1}, Fanouts: []int{1}, World: 2}, BatchSize: 1}},
 	} {
 		if _, err := New(cfg); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: %v, want ErrConfig", name, err)
@@ -529,7 +530,7 @@ func TestConfigErrors(t *testing.T) {
 // minibatches in request order, whatever order the replies come back in.
 func TestPipelinedInOrder(t *testing.T) {
 	g := randomCSR(400, 6, 8)
-	s := newTestServer(t, Config{Sampler: &refSampler{g: g}, Config: epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(400, 1), Fanouts: []int{4, 4}}, BatchSize: 10, PrepareAt: 1}})
+	s := newTestServer(t, Config{Sampler: &refSampler{g: g}, Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(400, 1), Fanouts: []int{4, 4}}, BatchSize: 10, PrepareAt: 1}})
 	nc := rawConn(t, serveUnix(t, s))
 	var req []byte
 	for id := uint32(0); id < 45; id++ {
@@ -562,7 +563,7 @@ func TestPipelinedInOrder(t *testing.T) {
 func TestAdvanceDuringClaims(t *testing.T) {
 	g := randomCSR(500, 6, 9)
 	train := trainNodes(500, 1)
-	s := newTestServer(t, Config{Sampler: &refSampler{g: g}, Config: epoch.Config{Sampling: epoch.Sampling{Train: train, Fanouts: []int{3, 3}, Seed: 2}, BatchSize: 5, PrepareAt: 0}})
+	s := newTestServer(t, Config{Sampler: &refSampler{g: g}, Config: pipeline.Config{Sampling: epoch.Sampling{Train: train, Fanouts: []int{3, 3}, Seed: 2}, BatchSize: 5, PrepareAt: 0}})
 	path := serveUnix(t, s)
 	refs := map[uint32]*epoch.Result{}
 	for e := uint32(0); e < 4; e++ {

@@ -7,6 +7,7 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/internal/crc32c"
 	"github.com/streamsampler/streamsampler/internal/hostorder"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // MaxSplits is the most splits a server holds; each keeps its nodes and,
@@ -30,7 +31,7 @@ type splitKey struct {
 }
 
 // Split registers a node list served beside the training stream (the
-// validation or test nodes; epoch.Split) and returns its id. The same
+// validation or test nodes; pipeline.Split) and returns its id. The same
 // nodes and batch size give the same split.
 func (s *Server) Split(nodes []uint32, batchSize int) (SplitInfo, error) {
 	if err := s.checkOpen(); err != nil {
@@ -65,7 +66,7 @@ func (s *Server) Split(nodes []uint32, batchSize int) (SplitInfo, error) {
 	return splitInfo(id, sp), nil
 }
 
-func splitInfo(id uint32, sp *epoch.Split) SplitInfo {
+func splitInfo(id uint32, sp *pipeline.Split) SplitInfo {
 	return SplitInfo{Split: id, NumNodes: sp.NumNodes(), BatchSize: sp.BatchSize(), NumBatches: sp.NumBatches()}
 }
 
@@ -82,7 +83,7 @@ func (s *Server) splitBatch(ctx context.Context, id uint32, index uint32, sem ep
 		return Batch{}, err
 	}
 	s.splitMu.Lock()
-	var sp *epoch.Split
+	var sp *pipeline.Split
 	if int(id) < len(s.splits) {
 		sp = s.splits[id]
 	}
@@ -95,7 +96,7 @@ func (s *Server) splitBatch(ctx context.Context, id uint32, index uint32, sem ep
 	}
 	b, err := sp.Batch(ctx, int(index), s.semantics(sem))
 	if err != nil {
-		if errors.Is(err, epoch.ErrSplit) {
+		if errors.Is(err, pipeline.ErrSplit) {
 			return Batch{}, newRequestError(CodeBadRequest, "%v", err)
 		}
 		return Batch{}, asRequestError(err)

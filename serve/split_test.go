@@ -10,6 +10,7 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // TestSplitsAndSemantics: a split serves its nodes in the given order,
@@ -21,8 +22,8 @@ func TestSplitsAndSemantics(t *testing.T) {
 	g := randomCSR(2000, 8, 9)
 	fs := featureGraph(t, g, 5, featstore.Float32)
 	cfg := Config{
-		Config: epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(2000, 4), Fanouts: []int{4, 3}, Seed: 7},
-			BatchSize: 40, Epochs: 3, Features: &epoch.FeaturePlanning{CacheRows: 200, RowBytes: fs.RowBytes()}},
+		Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(2000, 4), Fanouts: []int{4, 3}, Seed: 7},
+			BatchSize: 40, Epochs: 3, Features: &pipeline.FeaturePlanning{CacheRows: 200, RowBytes: fs.RowBytes()}},
 		Sampler: &refSampler{g: g}, NumNodes: 2000, Features: fs,
 	}
 	s := newTestServer(t, cfg)

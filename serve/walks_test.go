@@ -8,6 +8,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // TestWalks: a walks request is answered with the walker's rows exactly,
@@ -16,7 +17,7 @@ import (
 func TestWalks(t *testing.T) {
 	g := randomCSR(800, 6, 4)
 	cfg := Config{
-		Config:  epoch.Config{Sampling: epoch.Sampling{Train: trainNodes(800, 5), Fanouts: []int{3}}, BatchSize: 16},
+		Config:  pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(800, 5), Fanouts: []int{3}}, BatchSize: 16},
 		Sampler: &refSampler{g: g},
 		Walk: func(ctx context.Context, starts []uint32, c host.WalkConfig) ([]int32, error) {
 			return host.ReferenceWalks(g, starts, c)

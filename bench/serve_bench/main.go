@@ -6,7 +6,7 @@
 // with the streaming sampler (emulated SmartSSD), then alternates:
 //
 //   - in-process: --procs goroutines assemble minibatches of the epoch
-//     with the server's own assembly path (Server.Sample → epoch.Store),
+//     with the server's own assembly path (Server.Sample → pipeline.Store),
 //     no socket; also reported for one goroutine;
 //   - socket: bench/serve_bench.py pulls the same number of minibatches
 //     with next_batch (pipelined, --depth in flight) and decodes them into
@@ -40,6 +40,7 @@ import (
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/internal/hostbench"
+	"github.com/streamsampler/streamsampler/pipeline"
 	"github.com/streamsampler/streamsampler/serve"
 )
 
@@ -112,7 +113,7 @@ func run() error {
 		return err
 	}
 	defer be.Close()
-	srv, err := serve.New(serve.Config{Sampler: be, Config: epoch.Config{Sampling: epoch.Sampling{Train: train, Fanouts: fanouts, Seed: 3}, BatchSize: *batch, PrepareAt: 1}})
+	srv, err := serve.New(serve.Config{Sampler: be, Config: pipeline.Config{Sampling: epoch.Sampling{Train: train, Fanouts: fanouts, Seed: 3}, BatchSize: *batch, PrepareAt: 1}})
 	if err != nil {
 		return err
 	}

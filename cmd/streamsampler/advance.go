@@ -5,8 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/statedir"
 )
 
 func newAdvanceCmd() *cobra.Command {
@@ -20,7 +19,7 @@ and removes, naming each on stderr, what interrupted runs left there.`,
 		Example: `  streamsampler advance --state st`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st := epoch.State{Dir: state}
+			st := statedir.State{Dir: state}
 			if err := requireDir(st); err != nil {
 				return err
 			}
@@ -35,7 +34,7 @@ and removes, naming each on stderr, what interrupted runs left there.`,
 			}
 			n, err := st.Advance()
 			switch {
-			case errors.Is(err, epoch.ErrPrune):
+			case errors.Is(err, statedir.ErrPrune):
 				// The switch happened: the exit status says so, and the
 				// next advance or info removes what is left.
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\n", err)

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/pipeline"
 	"github.com/streamsampler/streamsampler/serve"
 )
 
 // TestRunAndServeAgree runs `run` and `serve` with the same flags (every
 // rank of three, prepare-at 0, 0.5 and 1) and checks that they hand out
 // the same minibatches, byte for byte, in the same order: both go through
-// one epoch.Pipeline, and this keeps it so.
+// one pipeline.Pipeline, and this keeps it so.
 func TestRunAndServeAgree(t *testing.T) {
 	graph, _ := testGraph(t, 400, 4, 4096)
 	train := make([]uint32, 0, 200)
@@ -36,7 +37,7 @@ func TestRunAndServeAgree(t *testing.T) {
 			// run assembles on one goroutine or several: the order holds.
 			for _, workers := range []string{"1", "4"} {
 				var fromRun []string
-				run := newRunCmdWith(func(b *epoch.Batch) { fromRun = append(fromRun, batchKey(b.Epoch, b.Index, b.Blocks)) })
+				run := newRunCmdWith(func(b *pipeline.Batch) { fromRun = append(fromRun, batchKey(b.Epoch, b.Index, b.Blocks)) })
 				run.SetArgs(append([]string{"--epochs", fmt.Sprint(epochs), "--workers", workers}, args...))
 				run.SetOut(io.Discard)
 				run.SetErr(io.Discard)

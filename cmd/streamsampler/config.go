@@ -12,19 +12,21 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/statedir"
 )
 
 // flagName is the command-line flag of a StateConfig field.
 func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
 
 // stateConfigFor reconciles a command's flags with the configuration of
-// the state directory's contents c (epoch.MergeStateConfig): set reports
+// the state directory's contents c (statedir.MergeConfig): set reports
 // which fields the command gives. It returns the configuration, whether
 // it is new (to be written before the first epoch), and the graph's
 // manifest, checked against the recorded fingerprint. It writes nothing.
-func stateConfigFor(st epoch.State, c *epoch.Contents, given epoch.StateConfig, set func(field string) bool) (cfg epoch.StateConfig, fresh bool, m *chunkfmt.Manifest, err error) {
-	if set(epoch.FieldCompress) && given.Compress != "" && given.Compress != "zstd" {
+func stateConfigFor(st statedir.State, c *statedir.Contents, given statedir.Config, set func(field string) bool) (cfg statedir.Config, fresh bool, m *chunkfmt.Manifest, err error) {
+	if set(statedir.FieldCompress) && given.Compress != "" && given.Compress != "zstd" {
 		return cfg, false, nil, usagef("--compress %q: want zstd or nothing", given.Compress)
 	}
 	rec, have := c.Config, c.Committed
@@ -35,13 +37,13 @@ func stateConfigFor(st epoch.State, c *epoch.Contents, given epoch.StateConfig, 
 			}
 		}
 	}
-	var recorded *epoch.StateConfig
+	var recorded *statedir.Config
 	if have {
 		recorded = &rec
 	}
-	cfg, err = epoch.MergeStateConfig(recorded, given, set)
-	var conflict *epoch.ConflictError
-	var missing *epoch.MissingError
+	cfg, err = statedir.MergeConfig(recorded, given, set)
+	var conflict *statedir.ConflictError
+	var missing *statedir.MissingError
 	switch {
 	case errors.As(err, &conflict):
 		return cfg, false, nil, usagef("--%s %v conflicts with %v recorded in %s; use a new state directory",
@@ -80,10 +82,10 @@ func flagValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-// openCommitted opens and checks a state directory (epoch.State.Open)
+// openCommitted opens and checks a state directory (statedir.State.Open)
 // that must hold a committed configuration; one without is an error that
 // says what to run first.
-func openCommitted(st epoch.State) (*epoch.Contents, error) {
+func openCommitted(st statedir.State) (*statedir.Contents, error) {
 	c, err := st.Open()
 	if err != nil {
 		return nil, err
@@ -95,12 +97,12 @@ func openCommitted(st epoch.State) (*epoch.Contents, error) {
 }
 
 // notStateDir is the error for a directory without a committed state.
-func notStateDir(st epoch.State) error {
-	return fmt.Errorf("%s is not a state directory (no %s with a committed epoch): run prepare first", st.Dir, epoch.ConfigName)
+func notStateDir(st statedir.State) error {
+	return fmt.Errorf("%s is not a state directory (no %s with a committed epoch): run prepare first", st.Dir, statedir.ConfigName)
 }
 
 // requireDir reports a state directory that does not exist as not one.
-func requireDir(st epoch.State) error {
+func requireDir(st statedir.State) error {
 	if _, err := os.Stat(st.Dir); errors.Is(err, fs.ErrNotExist) {
 		return notStateDir(st)
 	}
@@ -108,11 +110,11 @@ func requireDir(st epoch.State) error {
 }
 
 // lockAndClean takes the state directory's lock and removes what
-// interrupted runs left there (epoch.State.Clean), reporting each removal
+// interrupted runs left there (statedir.State.Clean), reporting each removal
 // on w (nil: silently). With refuseOrphans, epochs without a
 // configuration are not removed but refused: prepare and run never adopt
 // them, nor delete what they did not write. The caller must call unlock.
-func lockAndClean(st epoch.State, w io.Writer, refuseOrphans bool) (c *epoch.Contents, unlock func(), err error) {
+func lockAndClean(st statedir.State, w io.Writer, refuseOrphans bool) (c *statedir.Contents, unlock func(), err error) {
 	release, err := st.Lock()
 	if err != nil {
 		return nil, nil, err
@@ -146,7 +148,7 @@ func lockAndClean(st epoch.State, w io.Writer, refuseOrphans bool) (c *epoch.Con
 
 // refuseOrphanEpochs is the error for a directory holding epochs without
 // a configuration (nil if none): prepare and run never adopt them.
-func refuseOrphanEpochs(st epoch.State, c *epoch.Contents) error {
+func refuseOrphanEpochs(st statedir.State, c *statedir.Contents) error {
 	o := c.Orphans()
 	if len(o) == 0 {
 		return nil
@@ -156,11 +158,11 @@ func refuseOrphanEpochs(st epoch.State, c *epoch.Contents) error {
 		names[i] = l.Name
 	}
 	return fmt.Errorf("%s holds %s without %s (left by an interrupted run of an older build, or by hand): not adopted; run info --state %s to remove it, or use a new state directory",
-		st.Dir, strings.Join(names, ", "), epoch.ConfigName, st.Dir)
+		st.Dir, strings.Join(names, ", "), statedir.ConfigName, st.Dir)
 }
 
 // reportRemoved says what Clean removed, one line each.
-func reportRemoved(w io.Writer, st epoch.State, removed []epoch.Leftover) {
+func reportRemoved(w io.Writer, st statedir.State, removed []statedir.Leftover) {
 	for _, l := range removed {
 		fmt.Fprintf(w, "removed %s: %s\n", filepath.Join(st.Dir, l.Name), l.Why)
 	}
@@ -169,22 +171,22 @@ func reportRemoved(w io.Writer, st epoch.State, removed []epoch.Leftover) {
 // bindTrainSet records the training nodes' identity in a new state
 // configuration, or checks them against the recorded one: a training file
 // whose content changed since the first epoch is refused.
-func bindTrainSet(cfg *epoch.StateConfig, fresh bool, train []uint32) error {
-	got := epoch.TrainSetOf(train)
+func bindTrainSet(cfg *statedir.Config, fresh bool, train []uint32) error {
+	got := epochdir.TrainSetOf(train)
 	if fresh {
 		cfg.TrainSet = got
 		return nil
 	}
 	if got != cfg.TrainSet {
 		return fmt.Errorf("training nodes in %s (%d, CRC-32C %08x) are not those recorded in %s (%d, CRC-32C %08x): the file changed since the first prepare; use a new state directory",
-			cfg.Train, got.Count, got.CRC32C, epoch.ConfigName, cfg.TrainSet.Count, cfg.TrainSet.CRC32C)
+			cfg.Train, got.Count, got.CRC32C, statedir.ConfigName, cfg.TrainSet.Count, cfg.TrainSet.CRC32C)
 	}
 	return nil
 }
 
 // checkStateGraph checks the graph a state directory records against its
 // fingerprint.
-func checkStateGraph(st epoch.State, cfg epoch.StateConfig) error {
+func checkStateGraph(st statedir.State, cfg statedir.Config) error {
 	m, err := chunkfmt.ReadManifest(cfg.Graph)
 	if err != nil {
 		return fmt.Errorf("graph of state %s: %w", st.Dir, err)

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featplan"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // featureFlags are the flags of a command that delivers minibatches with
@@ -32,7 +32,7 @@ func (f *featureFlags) add(cmd *cobra.Command) {
 
 // planning opens the graph's feature store and returns it with the
 // pipeline's FeaturePlanning; nil, nil without --features.
-func (f *featureFlags) planning(graph string) (*featstore.Store, *epoch.FeaturePlanning, error) {
+func (f *featureFlags) planning(graph string) (*featstore.Store, *pipeline.FeaturePlanning, error) {
 	if !f.on {
 		if f.cache != "0" || f.reorder != "none" {
 			return nil, nil, usagef("--feature-cache and --reorder need --features")
@@ -60,7 +60,7 @@ func (f *featureFlags) planning(graph string) (*featstore.Store, *epoch.FeatureP
 	}
 	// The plan's per-access array goes to a file in $TMPDIR, which the
 	// kernel may write out where memory is short (featplan.SpillTo).
-	return fs, &epoch.FeaturePlanning{CacheRows: int(cache / fs.RowBytes()), Reorder: reorder, RowBytes: fs.RowBytes(), SpillDir: os.TempDir()}, nil
+	return fs, &pipeline.FeaturePlanning{CacheRows: int(cache / fs.RowBytes()), Reorder: reorder, RowBytes: fs.RowBytes(), SpillDir: os.TempDir()}, nil
 }
 
 // featureRecord is an epoch's feature figures in run's output.
@@ -79,7 +79,7 @@ type featureReader struct {
 	fs     *featstore.Store
 	f      *os.File
 	r      *featplan.Reader
-	plan   *epoch.FeaturePlan
+	plan   *pipeline.FeaturePlan
 	rec    featureRecord
 	x      []byte
 	y      []int32
@@ -87,7 +87,7 @@ type featureReader struct {
 }
 
 // openFeatureReader starts the reads of an epoch under its plan.
-func openFeatureReader(fs *featstore.Store, fp *epoch.FeaturePlan) (*featureReader, error) {
+func openFeatureReader(fs *featstore.Store, fp *pipeline.FeaturePlan) (*featureReader, error) {
 	if fp == nil {
 		return nil, errors.New("the pipeline made no feature plan")
 	}
@@ -112,7 +112,7 @@ func openFeatureReader(fs *featstore.Store, fp *epoch.FeaturePlan) (*featureRead
 
 // next reads minibatch b's rows (its blocks' last src, which must be the
 // plan's node set for it) and its seeds' labels.
-func (fr *featureReader) next(b *epoch.Batch) error {
+func (fr *featureReader) next(b *pipeline.Batch) error {
 	nodes := b.Blocks.Nodes()
 	need := int64(len(nodes)) * fr.fs.RowBytes()
 	if int64(cap(fr.x)) < need {

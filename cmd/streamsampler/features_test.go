@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // writeFeatures packs random rows of dim float32 and labels (some
@@ -71,7 +71,7 @@ func TestRunFeatures(t *testing.T) {
 		args := append([]string{"--graph", graph, "--train", tf, "--fanouts", "4,3", "--batch-size", "50", "--epochs", "2", "--json", "--features"}, extra...)
 		cmd.SetArgs(args)
 		cmd.SetOut(&out)
-		runOnFeatures = func(b *epoch.Batch, x []byte, y []int32) {
+		runOnFeatures = func(b *pipeline.Batch, x []byte, y []int32) {
 			nodes := b.Blocks.Hops[len(b.Blocks.Hops)-1].Src
 			want := make([]byte, int64(len(nodes))*fs.RowBytes())
 			if err := fs.ReadRows(nodes, want); err != nil {

@@ -7,8 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-
-	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/statedir"
 )
 
 // epochInfo describes one prepared epoch directory.
@@ -32,7 +31,7 @@ configuration, the current epoch and each prepared epoch's size.`,
   streamsampler info --state st --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st := epoch.State{Dir: state}
+			st := statedir.State{Dir: state}
 			c, removed, kept, err := inspectState(st)
 			if err != nil {
 				return err
@@ -95,17 +94,17 @@ configuration, the current epoch and each prepared epoch's size.`,
 	return cmd
 }
 
-// inspectState checks a state directory (epoch.State.Open) and removes
-// what interrupted runs left (epoch.State.Clean) when it can take the
+// inspectState checks a state directory (statedir.State.Open) and removes
+// what interrupted runs left (statedir.State.Clean) when it can take the
 // lock; while another command holds it, the leftovers are returned as
 // kept instead. A directory that is not there is not a state directory.
-func inspectState(st epoch.State) (c *epoch.Contents, removed, kept []epoch.Leftover, err error) {
+func inspectState(st statedir.State) (c *statedir.Contents, removed, kept []statedir.Leftover, err error) {
 	if err := requireDir(st); err != nil {
 		return nil, nil, nil, err
 	}
 	unlock, err := st.Lock()
 	switch {
-	case errors.Is(err, epoch.ErrBusy):
+	case errors.Is(err, statedir.ErrBusy):
 		c, err := st.Open()
 		if err != nil {
 			return nil, nil, nil, err
@@ -128,7 +127,7 @@ func inspectState(st epoch.State) (c *epoch.Contents, removed, kept []epoch.Left
 }
 
 // leftoverNames lists leftovers' names for JSON (never null).
-func leftoverNames(ls []epoch.Leftover) []string {
+func leftoverNames(ls []statedir.Leftover) []string {
 	out := make([]string, 0, len(ls))
 	for _, l := range ls {
 		out = append(out, l.Name)

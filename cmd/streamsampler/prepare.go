@@ -14,7 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/statedir"
 )
 
 type prepareOptions struct {
@@ -66,8 +68,8 @@ newest prepared one.`,
 
 // given is the StateConfig the flags describe; set reports which fields
 // the command line gave (the others come from config.json).
-func (o prepareOptions) given(cmd *cobra.Command) (epoch.StateConfig, func(string) bool, error) {
-	cfg := epoch.StateConfig{Graph: o.graph, Train: o.train, Seed: o.seed, Replace: o.replace,
+func (o prepareOptions) given(cmd *cobra.Command) (statedir.Config, func(string) bool, error) {
+	cfg := statedir.Config{Graph: o.graph, Train: o.train, Seed: o.seed, Replace: o.replace,
 		Rank: o.rank, WorldSize: o.world, Compress: o.compress, EdgeIDs: o.backend.EdgeIDs}
 	changed := cmd.Flags().Changed
 	if changed("fanouts") {
@@ -81,12 +83,12 @@ func (o prepareOptions) given(cmd *cobra.Command) (epoch.StateConfig, func(strin
 }
 
 // prepareFault, when set, is called between the steps of prepare (and of
-// its epoch.Write, through WriteOptions.Step) with the step's name; an
+// its epochdir.Write, through WriteOptions.Step) with the step's name; an
 // error fails prepare there. It is the fault seam of the kill and
 // full-disk tests; nil in the command.
 var prepareFault func(step string) error
 
-// The steps of prepare that prepareFault sees besides epoch.Write's.
+// The steps of prepare that prepareFault sees besides epochdir.Write's.
 const (
 	stepLocked      = "locked"            // holding the lock, leftovers removed
 	stepWriteConfig = "write config.json" // before a first prepare records its configuration
@@ -107,7 +109,7 @@ func faultAt(step string) error {
 // leaves the old state or the new one (a config.json without an epoch
 // counts as nothing and the next command removes it).
 func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err error) {
-	st := epoch.State{Dir: o.state}
+	st := statedir.State{Dir: o.state}
 	given, set, err := o.given(cmd)
 	if err != nil {
 		return err
@@ -168,7 +170,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 	if !cmd.Flags().Changed("epoch") {
 		n = nextToPrepare(locked)
 	}
-	if _, err := os.Stat(filepath.Join(st.EpochDir(n), epoch.ManifestName)); err == nil {
+	if _, err := os.Stat(filepath.Join(st.EpochDir(n), epochdir.ManifestName)); err == nil {
 		return fmt.Errorf("epoch %d is already prepared in %s", n, st.EpochDir(n))
 	}
 	seeds := sampling.Seeds(n)
@@ -207,7 +209,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 	}
 	sampleWall := time.Since(t0)
 	id := cfg.Identity()
-	if err := epoch.Write(st.EpochDir(n), res, epoch.WriteOptions{Compress: cfg.Compress, Identity: &id, Step: prepareFault}); err != nil {
+	if err := epochdir.Write(st.EpochDir(n), res, epochdir.WriteOptions{Compress: cfg.Compress, Identity: &id, Step: prepareFault}); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("epoch %d was prepared concurrently: %w", n, err)
 		}
@@ -220,7 +222,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 
 // nextToPrepare is the epoch after the newest prepared one; with none
 // prepared, the one after the current one, or 0.
-func nextToPrepare(c *epoch.Contents) uint32 {
+func nextToPrepare(c *statedir.Contents) uint32 {
 	if len(c.Prepared) > 0 {
 		return c.Prepared[len(c.Prepared)-1] + 1
 	}

@@ -11,8 +11,10 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/statedir"
 )
 
 // emailGraph chunkifies the bundled email-Eu-core graph (1005 nodes) with
@@ -195,7 +197,7 @@ func TestPrepareShards(t *testing.T) {
 			"--seed", "5", "--rank", itoa(uint32(rank)), "--world-size", "3", "--epoch", "2"); code != 0 {
 			t.Fatal(e)
 		}
-		res, err := epoch.Read(filepath.Join(state, "epoch-2"))
+		res, err := epochdir.Read(filepath.Join(state, "epoch-2"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +248,7 @@ func TestPrepareEdgeIDs(t *testing.T) {
 		t.Fatal(e)
 	}
 	for ep := uint32(0); ep < 2; ep++ {
-		res, err := epoch.Read(epoch.State{Dir: state}.EpochDir(ep))
+		res, err := epochdir.Read(statedir.State{Dir: state}.EpochDir(ep))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +270,7 @@ func TestPrepareEdgeIDs(t *testing.T) {
 	if _, e, code := cli(t, "prepare", "--state", plain, "--graph", graph, "--train", tf, "--fanouts", "4,2"); code != 0 {
 		t.Fatal(e)
 	}
-	res, err := epoch.Read(epoch.State{Dir: plain}.EpochDir(0))
+	res, err := epochdir.Read(statedir.State{Dir: plain}.EpochDir(0))
 	if err != nil || res.Layers[0].EdgeIDs != nil {
 		t.Fatalf("epoch prepared without --edge-ids: edge ids %v, %v", res.Layers[0].EdgeIDs != nil, err)
 	}

@@ -13,7 +13,10 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/pipeline"
+	"github.com/streamsampler/streamsampler/statedir"
 )
 
 type runOptions struct {
@@ -24,18 +27,18 @@ type runOptions struct {
 	json     bool
 	backend  backendFlags
 	workers  int
-	onBatch  func(*epoch.Batch) // tests: sees every minibatch handed out
+	onBatch  func(*pipeline.Batch) // tests: sees every minibatch handed out
 }
 
 func newRunCmd() *cobra.Command { return newRunCmdWith(nil) }
 
 // runOnFeatures, when a test sets it, sees every minibatch's feature rows
 // and seed labels as run --features delivers them.
-var runOnFeatures func(b *epoch.Batch, x []byte, y []int32)
+var runOnFeatures func(b *pipeline.Batch, x []byte, y []int32)
 
 // newRunCmdWith is newRunCmd whose run shows onBatch every minibatch it
 // hands out (tests compare them with serve's).
-func newRunCmdWith(onBatch func(*epoch.Batch)) *cobra.Command {
+func newRunCmdWith(onBatch func(*pipeline.Batch)) *cobra.Command {
 	o := runOptions{onBatch: onBatch}
 	cmd := &cobra.Command{
 		Use:   "run --graph DIR --train FILE --fanouts 15,10,5 --batch-size B --epochs E",
@@ -109,13 +112,13 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 		defer fs.Close()
 		cfg.Features = planning
 	}
-	var st *epoch.State
-	var stCfg epoch.StateConfig
+	var st *statedir.State
+	var stCfg statedir.Config
 	var fresh bool
 	if o.state != "" {
 		// run gives every field: it must agree with what the directory
 		// records, as a prepare would, and never adopts an orphan epoch.
-		st = &epoch.State{Dir: o.state}
+		st = &statedir.State{Dir: o.state}
 		c, err := st.Open()
 		if err != nil {
 			return err
@@ -123,7 +126,7 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 		if err := refuseOrphanEpochs(*st, c); err != nil {
 			return err
 		}
-		given := epoch.StateConfig{Graph: o.stream.graph, Train: o.stream.train, Fanouts: cfg.Fanouts, Seed: cfg.Seed,
+		given := statedir.Config{Graph: o.stream.graph, Train: o.stream.train, Fanouts: cfg.Fanouts, Seed: cfg.Seed,
 			Replace: cfg.Replace, Rank: cfg.Rank, WorldSize: cfg.World, Compress: o.compress, EdgeIDs: o.backend.EdgeIDs}
 		if stCfg, fresh, _, err = stateConfigFor(*st, c, given, func(string) bool { return true }); err != nil {
 			return err
@@ -168,12 +171,12 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 		mu.Unlock()
 		return res, nil
 	}
-	opts := []epoch.StoreOption{epoch.WithNumNodes(m.NumNodes)}
+	opts := []pipeline.StoreOption{pipeline.WithNumNodes(m.NumNodes)}
 	if st != nil {
 		id := stCfg.Identity()
-		opts = append(opts, epoch.WithState(*st, epoch.WriteOptions{Compress: stCfg.Compress, Overwrite: true, Identity: &id}))
+		opts = append(opts, pipeline.WithState(*st, epochdir.WriteOptions{Compress: stCfg.Compress, Overwrite: true, Identity: &id}))
 	}
-	pipe, err := epoch.NewPipeline(cfg, sampleFn, epoch.NewStore(opts...))
+	pipe, err := pipeline.NewPipeline(cfg, sampleFn, pipeline.NewStore(opts...))
 	if err != nil {
 		return usageError{err}
 	}
@@ -225,7 +228,7 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 	// The time between minibatches, as a consumer sees it: assembly (on
 	// every core) plus any wait for the epoch's preparation.
 	t0 := time.Now()
-	err = pipe.RunOrdered(ctx, o.workers, func(b *epoch.Batch) error {
+	err = pipe.RunOrdered(ctx, o.workers, func(b *pipeline.Batch) error {
 		el := time.Since(t0).Seconds()
 		if o.onBatch != nil {
 			o.onBatch(b)

@@ -9,9 +9,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/internal/atomicfile"
 	"github.com/streamsampler/streamsampler/internal/npy"
+	"github.com/streamsampler/streamsampler/statedir"
 )
 
 type sampleOptions struct {
@@ -81,7 +83,7 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
-	st := epoch.State{Dir: o.state}
+	st := statedir.State{Dir: o.state}
 	// Read-only: the whole directory is checked, nothing is cleaned.
 	c, err := openCommitted(st)
 	if err != nil {
@@ -103,9 +105,9 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 	if len(seeds) == 0 {
 		return usagef("no seeds given")
 	}
-	res, err := epoch.Read(st.EpochDir(cur))
+	res, err := epochdir.Read(st.EpochDir(cur))
 	if err != nil {
-		if errors.Is(err, epoch.ErrCorrupt) {
+		if errors.Is(err, epochdir.ErrCorrupt) {
 			return fmt.Errorf("current epoch %d is damaged (prepare it again into a new state directory): %w", cur, err)
 		}
 		return fmt.Errorf("current epoch %d: %w", cur, err)

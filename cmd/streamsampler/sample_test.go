@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epochdir"
 )
 
 // preparedState makes a state directory with epoch 0 current.
@@ -217,7 +218,7 @@ func TestSamplePyGEdgeIDs(t *testing.T) {
 	if code != 0 {
 		t.Fatal(e)
 	}
-	res, err := epoch.Read(filepath.Join(state, "epoch-0"))
+	res, err := epochdir.Read(filepath.Join(state, "epoch-0"))
 	if err != nil {
 		t.Fatal(err)
 	}

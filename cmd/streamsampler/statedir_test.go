@@ -14,7 +14,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epochdir"
+	"github.com/streamsampler/streamsampler/statedir"
 )
 
 // treeOf maps every file under dir (relative path) to a hash of its
@@ -179,7 +180,7 @@ func TestPrepareKilledAtEveryStep(t *testing.T) {
 		if code != 0 || !sameTree(treeOf(t, probe), newTree) {
 			t.Fatalf("%s: an uninterrupted prepare differs from the reference: %d %s", sc.name, code, e)
 		}
-		if !slices.Contains(steps, stepWriteConfig) == (sc.name == "first") || !slices.Contains(steps, epoch.StepInstall) {
+		if !slices.Contains(steps, stepWriteConfig) == (sc.name == "first") || !slices.Contains(steps, epochdir.StepInstall) {
 			t.Fatalf("%s: steps %v", sc.name, steps)
 		}
 		for _, step := range steps {
@@ -195,12 +196,12 @@ func TestPrepareKilledAtEveryStep(t *testing.T) {
 					t.Fatalf("child not killed at %s: %v\n%s", step, err, out)
 				}
 				// What every command sees: the old state or the new one.
-				c, err := epoch.State{Dir: state}.Open()
+				c, err := statedir.State{Dir: state}.Open()
 				if err != nil {
 					t.Fatalf("killed at %s: %v", step, err)
 				}
-				oldC, _ := epoch.State{Dir: sc.old}.Open()
-				newC, _ := epoch.State{Dir: sc.new}.Open()
+				oldC, _ := statedir.State{Dir: sc.old}.Open()
+				newC, _ := statedir.State{Dir: sc.new}.Open()
 				isOld := c.Committed == oldC.Committed && slices.Equal(c.Prepared, oldC.Prepared)
 				isNew := c.Committed == newC.Committed && slices.Equal(c.Prepared, newC.Prepared)
 				if !isOld && !isNew {
@@ -237,7 +238,7 @@ func TestPrepareFullDiskAtEveryWrite(t *testing.T) {
 		oldTree, newTree := treeOf(t, sc.old), treeOf(t, sc.new)
 		var writes []string
 		prepareFault = func(s string) error {
-			if strings.HasPrefix(s, "write ") || s == epoch.StepInstalled {
+			if strings.HasPrefix(s, "write ") || s == epochdir.StepInstalled {
 				writes = append(writes, s)
 			}
 			return nil
@@ -285,7 +286,7 @@ func TestPrepareOrphanEpoch(t *testing.T) {
 	if _, e, code := cli(t, "prepare", "--state", state, "--graph", graphA, "--train", train, "--fanouts", "4,3", "-q"); code != 0 {
 		t.Fatal(e)
 	}
-	if err := os.Remove(filepath.Join(state, epoch.ConfigName)); err != nil {
+	if err := os.Remove(filepath.Join(state, statedir.ConfigName)); err != nil {
 		t.Fatal(err)
 	}
 	before := treeOf(t, state)
@@ -347,18 +348,18 @@ func TestCommandsRefuseInconsistentState(t *testing.T) {
 			os.WriteFile(p, data, 0o644)
 		}
 	}
-	man1 := filepath.Join("epoch-1", epoch.ManifestName)
+	man1 := filepath.Join("epoch-1", epochdir.ManifestName)
 	for _, c := range []struct {
 		name, file string
 		mut        func(t *testing.T, state string)
 	}{
-		{"config fanouts", "epoch-0", edit(epoch.ConfigName, func(m map[string]any) { m["fanouts"] = []int{4} })},
-		{"config seed", "epoch-0", edit(epoch.ConfigName, func(m map[string]any) { m["seed"] = 10 })},
-		{"config replace", "epoch-0", edit(epoch.ConfigName, func(m map[string]any) { m["replace"] = true })},
-		{"config fingerprint", "epoch-0", edit(epoch.ConfigName, func(m map[string]any) { m["fingerprint"].(map[string]any)["chunk_crcs"] = 1 })},
+		{"config fanouts", "epoch-0", edit(statedir.ConfigName, func(m map[string]any) { m["fanouts"] = []int{4} })},
+		{"config seed", "epoch-0", edit(statedir.ConfigName, func(m map[string]any) { m["seed"] = 10 })},
+		{"config replace", "epoch-0", edit(statedir.ConfigName, func(m map[string]any) { m["replace"] = true })},
+		{"config fingerprint", "epoch-0", edit(statedir.ConfigName, func(m map[string]any) { m["fingerprint"].(map[string]any)["chunk_crcs"] = 1 })},
 		{"manifest epoch", man1, edit(man1, func(m map[string]any) { m["epoch"] = 2 })},
 		{"manifest seed", man1, edit(man1, func(m map[string]any) { m["seed"] = 10 })},
-		{"CURRENT", epoch.CurrentName, edit(epoch.CurrentName, func(m map[string]any) { m["epoch"] = 1 })},
+		{"CURRENT", statedir.CurrentName, edit(statedir.CurrentName, func(m map[string]any) { m["epoch"] = 1 })},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			state := filepath.Join(t.TempDir(), "s")

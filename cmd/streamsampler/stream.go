@@ -5,10 +5,11 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // streamFlags are the flags of every command that hands out minibatches
-// (run, serve): they make one epoch.Config, so each means the same thing
+// (run, serve): they make one pipeline.Config, so each means the same thing
 // in both.
 type streamFlags struct {
 	graph, train, fanouts string
@@ -35,7 +36,7 @@ func (f *streamFlags) add(cmd *cobra.Command) {
 	fl.BoolVar(&f.replace, "replace", false, "sample with replacement")
 	fl.IntVar(&f.rank, "rank", -1, "data-parallel rank (default $RANK, else 0)")
 	fl.IntVar(&f.world, "world-size", -1, "data-parallel world size (default $WORLD_SIZE, else 1)")
-	fl.Float64Var(&f.prepareAt, "prepare-at", epoch.DefaultPrepareAt,
+	fl.Float64Var(&f.prepareAt, "prepare-at", pipeline.DefaultPrepareAt,
 		"fraction of an epoch's minibatches handed out when the next epoch's preparation starts (0: at once, 1: after the last)")
 	fl.Uint32Var(&f.firstEpoch, "epoch", 0, "first epoch")
 	f.features.add(cmd)
@@ -77,20 +78,20 @@ func (f *streamFlags) sampling() (epoch.Sampling, error) {
 	return s, nil
 }
 
-// config completes s (from sampling) into the run's epoch.Config for the
+// config completes s (from sampling) into the run's pipeline.Config for the
 // graph of manifest m: its training nodes read from --train, epochs epochs
 // (0: no end). Every
 // check of the configuration is a usage error.
-func (f *streamFlags) config(s epoch.Sampling, m *chunkfmt.Manifest, epochs int) (epoch.Config, error) {
+func (f *streamFlags) config(s epoch.Sampling, m *chunkfmt.Manifest, epochs int) (pipeline.Config, error) {
 	s, err := readSampling(s, f.train, m.NumNodes)
 	if err != nil {
-		return epoch.Config{}, err
+		return pipeline.Config{}, err
 	}
 	sem, err := epoch.ParseSemantics(f.semantics)
 	if err != nil {
-		return epoch.Config{}, usageError{err}
+		return pipeline.Config{}, usageError{err}
 	}
-	cfg := epoch.Config{Sampling: s, BatchSize: f.batchSize, DropLast: f.dropLast, Semantics: sem, PrepareAt: f.prepareAt, FirstEpoch: f.firstEpoch, Epochs: epochs}
+	cfg := pipeline.Config{Sampling: s, BatchSize: f.batchSize, DropLast: f.dropLast, Semantics: sem, PrepareAt: f.prepareAt, FirstEpoch: f.firstEpoch, Epochs: epochs}
 	if err := cfg.Check(); err != nil {
 		return cfg, usageError{err}
 	}

@@ -6,6 +6,8 @@
 package crc32c
 
 import (
+	"encoding/json"
+	"fmt"
 	"hash"
 	"hash/crc32"
 )
@@ -73,4 +75,17 @@ func gf2Square(square, mat *[32]uint32) {
 	for n := range 32 {
 		square[n] = gf2Times(mat, mat[n])
 	}
+}
+
+// OfJSON is the CRC-32C of v's JSON encoding: the checksum of the project's
+// small metadata files (an epoch's manifest, a state directory's
+// config.json and CURRENT). encoding/json writes a struct's fields in
+// declaration order, so the encoding is canonical; callers zero v's own
+// checksum field first.
+func OfJSON(v any) uint32 {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("crc32c: encoding metadata: %v", err)) // plain structs: cannot fail
+	}
+	return Checksum(b)
 }

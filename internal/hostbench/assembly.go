@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/pipeline"
 )
 
 // identityChecks is how many minibatches are compared block for block
@@ -21,7 +22,7 @@ const identityChecks = 20
 // checks that the two build identical blocks.
 func measureAssembly(ctx context.Context, cfg Config, res *epoch.Result, train []uint32, fan []int) (*Assembly, error) {
 	// The minibatches run and serve would hand out for this training set.
-	stream := epoch.Config{Sampling: epoch.Sampling{Train: train, Fanouts: fan, Seed: cfg.Seed}, BatchSize: cfg.BatchSize}
+	stream := pipeline.Config{Sampling: epoch.Sampling{Train: train, Fanouts: fan, Seed: cfg.Seed}, BatchSize: cfg.BatchSize}
 	batches, _ := stream.Minibatches(res.Frontier(0), res.Key.Epoch)
 	if cfg.MaxBatches > 0 && len(batches) > cfg.MaxBatches {
 		batches = batches[:cfg.MaxBatches]
@@ -83,7 +84,7 @@ func measureAssembly(ctx context.Context, cfg Config, res *epoch.Result, train [
 	runtime.UnlockOSThread() // the workers below need the cores, not this thread
 	a.Workers = runtime.GOMAXPROCS(0)
 	// One Store for every pass: its index of res is built once.
-	store := epoch.NewStore()
+	store := pipeline.NewStore()
 	if err := store.SetCurrent(res); err != nil {
 		return nil, err
 	}
@@ -117,12 +118,12 @@ func measureAssembly(ctx context.Context, cfg Config, res *epoch.Result, train [
 var errEnough = errors.New("hostbench: enough minibatches")
 
 // measurePipeline hands out the first n minibatches of res's epoch through
-// an epoch.Pipeline over store, whose current epoch is res (so nothing is
+// an pipeline.Pipeline over store, whose current epoch is res (so nothing is
 // sampled), with workers goroutines assembling, and returns the wall time
 // and the edges.
-func measurePipeline(ctx context.Context, stream epoch.Config, store *epoch.Store, res *epoch.Result, n, workers int) (wall float64, edges int64, err error) {
+func measurePipeline(ctx context.Context, stream pipeline.Config, store *pipeline.Store, res *epoch.Result, n, workers int) (wall float64, edges int64, err error) {
 	stream.FirstEpoch, stream.Epochs, stream.Replace = res.Key.Epoch, 1, res.Key.Replace
-	p, err := epoch.NewPipeline(stream, func(context.Context, []uint32, []int, epoch.Key) (*epoch.Result, error) {
+	p, err := pipeline.NewPipeline(stream, func(context.Context, []uint32, []int, epoch.Key) (*epoch.Result, error) {
 		return nil, errors.New("hostbench: the epoch is resident; nothing to sample")
 	}, store)
 	if err != nil {
@@ -134,7 +135,7 @@ func measurePipeline(ctx context.Context, stream epoch.Config, store *epoch.Stor
 	}
 	got := 0
 	t0 := time.Now()
-	err = p.RunOrdered(ctx, workers, func(b *epoch.Batch) error {
+	err = p.RunOrdered(ctx, workers, func(b *pipeline.Batch) error {
 		edges += int64(b.Blocks.NumEdges())
 		if got++; got == n {
 			return errEnough

@@ -1,4 +1,4 @@
-package epoch
+package pipeline
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featplan"
 )
 
@@ -43,7 +44,7 @@ type FeaturePlanning struct {
 
 func (f *FeaturePlanning) check() error {
 	if f != nil && f.CacheRows < 0 {
-		return fmt.Errorf("%w: feature cache of %d rows, want >= 0", ErrConfig, f.CacheRows)
+		return fmt.Errorf("%w: feature cache of %d rows, want >= 0", epoch.ErrConfig, f.CacheRows)
 	}
 	return nil
 }
@@ -80,10 +81,10 @@ func reorderSeed(seed uint64, e uint32) uint64 {
 // r where it fits DefaultIndexBudget (binary search over the frontiers
 // otherwise, several times slower); the index is dropped after, as the
 // Store builds its own when it installs r.
-func (p *Pipeline) planFeatures(ctx context.Context, r *Result, m *meta, e uint32) (*FeaturePlan, error) {
+func (p *Pipeline) planFeatures(ctx context.Context, r *epoch.Result, m *meta, e uint32) (*FeaturePlan, error) {
 	t0 := time.Now()
 	batches := m.batches
-	var ix *Index
+	var ix *epoch.Index
 	if r.DenseIndexBytes(0) <= DefaultIndexBudget {
 		var err error
 		if ix, err = r.Index(0); err != nil {
@@ -98,7 +99,7 @@ func (p *Pipeline) planFeatures(ctx context.Context, r *Result, m *meta, e uint3
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a := NewAssembler(r, ix)
+			a := epoch.NewAssembler(r, ix)
 			for i := int(next.Add(1) - 1); i < len(batches); i = int(next.Add(1) - 1) {
 				if i%64 == 0 && ctx.Err() != nil {
 					errs[w] = ctx.Err()
@@ -120,7 +121,7 @@ func (p *Pipeline) planFeatures(ctx context.Context, r *Result, m *meta, e uint3
 		}
 	}
 	fp := &FeaturePlan{Epoch: e, NodeSets: sets}
-	numNodes := r.numNodes()
+	numNodes := r.NumNodes()
 	if p.cfg.Features.Reorder && len(sets) > 1 {
 		order, rep, err := featplan.MatchReorder(sets, numNodes, reorderSeed(p.cfg.Seed, e))
 		if err != nil {

@@ -1,4 +1,4 @@
-package epoch
+package statedir
 
 import (
 	"encoding/json"
@@ -11,26 +11,28 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/epoch/epochtest"
+	"github.com/streamsampler/streamsampler/epochdir"
 )
 
 // committedState writes a state directory as prepare and advance leave
 // it: config.json, epochs 0 and 1 with their identity, CURRENT = 0.
-func committedState(t *testing.T) (State, StateConfig) {
+func committedState(t *testing.T) (State, Config) {
 	t.Helper()
 	st := State{Dir: filepath.Join(t.TempDir(), "state")}
 	if err := st.Init(); err != nil {
 		t.Fatal(err)
 	}
-	cfg := StateConfig{Graph: "/g", Fingerprint: chunkfmt.Fingerprint{NumNodes: 100, NumEdges: 900, ChunkSize: 4096, Chunks: 3, ChunkCRCs: 0xabc},
-		Train: "/t", TrainSet: TrainSetOf([]uint32{3, 1, 2, 2}), Fanouts: []int{2}, Seed: 2, Replace: true, Rank: 0, WorldSize: 1}
+	cfg := Config{Graph: "/g", Fingerprint: chunkfmt.Fingerprint{NumNodes: 100, NumEdges: 900, ChunkSize: 4096, Chunks: 3, ChunkCRCs: 0xabc},
+		Train: "/t", TrainSet: epochdir.TrainSetOf([]uint32{3, 1, 2, 2}), Fanouts: []int{2}, Seed: 2, Replace: true, Rank: 0, WorldSize: 1}
 	if err := st.WriteConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
 	id := cfg.Identity()
 	for e := uint32(0); e < 2; e++ {
-		res := testResult(t, 2, 100, []int{2}) // seed 2, replace
+		res := epochtest.NewResult(t, 2, 100, []int{2}) // seed 2, replace
 		res.Key.Epoch = e
-		if err := Write(st.EpochDir(e), res, WriteOptions{Identity: &id}); err != nil {
+		if err := epochdir.Write(st.EpochDir(e), res, epochdir.WriteOptions{Identity: &id}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,11 +43,11 @@ func committedState(t *testing.T) (State, StateConfig) {
 }
 
 func TestTrainSetOf(t *testing.T) {
-	a, b := TrainSetOf([]uint32{5, 1, 3, 1}), TrainSetOf([]uint32{1, 3, 5})
+	a, b := epochdir.TrainSetOf([]uint32{5, 1, 3, 1}), epochdir.TrainSetOf([]uint32{1, 3, 5})
 	if a != b || a.Count != 3 {
 		t.Fatalf("order and duplicates change the set: %+v %+v", a, b)
 	}
-	if c := TrainSetOf([]uint32{1, 3, 6}); c == a {
+	if c := epochdir.TrainSetOf([]uint32{1, 3, 6}); c == a {
 		t.Fatal("another set has the same identity")
 	}
 }
@@ -75,14 +77,14 @@ func TestStateOpenCorruptionMatrix(t *testing.T) {
 		}
 	}
 	sub := func(m map[string]any, key string) map[string]any { return m[key].(map[string]any) }
-	man0 := filepath.Join("epoch-0", ManifestName)
-	man1 := filepath.Join("epoch-1", ManifestName)
+	man0 := filepath.Join("epoch-0", epochdir.ManifestName)
+	man1 := filepath.Join("epoch-1", epochdir.ManifestName)
 	cases := []struct {
 		name    string
 		mut     func(t *testing.T, st State)
 		file    string // named by the error
 		mention string // and this
-		epoch   int    // an epoch whose Read must fail too, or -1
+		epoch   int    // an epoch whose epochdir.Read must fail too, or -1
 	}{
 		// config.json: every field.
 		{"config graph", editJSON(ConfigName, func(m map[string]any) { m["graph"] = "/other" }), ConfigName, "checksum", -1},
@@ -110,7 +112,7 @@ func TestStateOpenCorruptionMatrix(t *testing.T) {
 			if err := os.Rename(st.EpochDir(1), st.EpochDir(2)); err != nil {
 				t.Fatal(err)
 			}
-		}, filepath.Join("epoch-2", ManifestName), "epoch 1, but the directory is epoch-2", 2},
+		}, filepath.Join("epoch-2", epochdir.ManifestName), "epoch 1, but the directory is epoch-2", 2},
 		{"manifest seed", editJSON(man1, func(m map[string]any) { m["seed"] = 3 }), man1, "seed", 1},
 		{"manifest replace", editJSON(man1, func(m map[string]any) { m["replace"] = false }), man1, "replace", 1},
 		{"manifest edge_ids", editJSON(man1, func(m map[string]any) { m["edge_ids"] = true }), man1, "arrays", 1},
@@ -140,14 +142,14 @@ func TestStateOpenCorruptionMatrix(t *testing.T) {
 			}
 			c.mut(t, st)
 			_, err := st.Open()
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("Open: got %v, want ErrCorrupt", err)
+			if !errors.Is(err, epochdir.ErrCorrupt) {
+				t.Fatalf("Open: got %v, want epochdir.ErrCorrupt", err)
 			}
 			if !strings.Contains(err.Error(), filepath.Join(st.Dir, c.file)) || !strings.Contains(err.Error(), c.mention) {
 				t.Fatalf("Open: %q does not name %s and %q", err, c.file, c.mention)
 			}
 			if c.epoch >= 0 {
-				if _, err := Read(st.EpochDir(uint32(c.epoch))); !errors.Is(err, ErrCorrupt) {
+				if _, err := epochdir.Read(st.EpochDir(uint32(c.epoch))); !errors.Is(err, epochdir.ErrCorrupt) {
 					t.Fatalf("Read accepted the edited epoch: %v", err)
 				}
 			}
@@ -257,20 +259,20 @@ func TestStateOpenLeftovers(t *testing.T) {
 // disk would: every failure, including one after the rename (syncing the
 // parent), leaves the parent directory as it was.
 func TestWriteFaultAtEveryStep(t *testing.T) {
-	res := testResult(t, 3, 300, []int{3, 2})
+	res := epochtest.NewResult(t, 3, 300, []int{3, 2})
 	for _, comp := range []string{"", "zstd"} {
 		var steps []string
 		dir := filepath.Join(t.TempDir(), "epoch-4")
-		if err := Write(dir, res, WriteOptions{Compress: comp, Step: func(s string) error { steps = append(steps, s); return nil }}); err != nil {
+		if err := epochdir.Write(dir, res, epochdir.WriteOptions{Compress: comp, Step: func(s string) error { steps = append(steps, s); return nil }}); err != nil {
 			t.Fatal(err)
 		}
-		if steps[0] != StepMkdir || steps[len(steps)-2] != StepInstall || steps[len(steps)-1] != StepInstalled || len(steps) != 3+6 {
+		if steps[0] != epochdir.StepMkdir || steps[len(steps)-2] != epochdir.StepInstall || steps[len(steps)-1] != epochdir.StepInstalled || len(steps) != 3+6 {
 			t.Fatalf("steps %v", steps)
 		}
 		for i, step := range steps {
 			parent := t.TempDir()
 			dir := filepath.Join(parent, "epoch-4")
-			err := Write(dir, res, WriteOptions{Compress: comp, Step: func(s string) error {
+			err := epochdir.Write(dir, res, epochdir.WriteOptions{Compress: comp, Step: func(s string) error {
 				if s == step {
 					return syscall.ENOSPC
 				}
@@ -287,9 +289,9 @@ func TestWriteFaultAtEveryStep(t *testing.T) {
 }
 
 func TestWriteRefusesMisnamedEpoch(t *testing.T) {
-	res := testResult(t, 3, 100, []int{2}) // epoch 4
+	res := epochtest.NewResult(t, 3, 100, []int{2}) // epoch 4
 	parent := t.TempDir()
-	if err := Write(filepath.Join(parent, "epoch-5"), res, WriteOptions{}); err == nil || !strings.Contains(err.Error(), "epoch 4") {
+	if err := epochdir.Write(filepath.Join(parent, "epoch-5"), res, epochdir.WriteOptions{}); err == nil || !strings.Contains(err.Error(), "epoch 4") {
 		t.Fatalf("epoch 4 filed as epoch-5: %v", err)
 	}
 	if ents, _ := os.ReadDir(parent); len(ents) != 0 {

@@ -1,4 +1,4 @@
-package epoch
+package pipeline
 
 import (
 	"context"
@@ -10,13 +10,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epoch/epochtest"
 )
 
 // fixtureSampler samples epochs of the fixture's graph and counts calls.
 func (f *epochFixture) sampler(calls *atomic.Int64) SampleFunc {
-	return func(ctx context.Context, seeds []uint32, fanouts []int, key Key) (*Result, error) {
+	return func(ctx context.Context, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error) {
 		calls.Add(1)
-		return sampleEpoch(f.g, seeds, fanouts, key), nil
+		return epochtest.SampleEpoch(f.g, seeds, fanouts, key), nil
 	}
 }
 
@@ -34,25 +37,25 @@ func TestPipelineSequential(t *testing.T) {
 		for _, prepareAt := range []float64{0, 0.5, DefaultPrepareAt, 1} {
 			for rank := 0; rank < world; rank++ {
 				var calls atomic.Int64
-				cfg := Config{Sampling: Sampling{Train: train, Fanouts: f.fanouts, Seed: 11, Rank: rank, World: world},
+				cfg := Config{Sampling: epoch.Sampling{Train: train, Fanouts: f.fanouts, Seed: 11, Rank: rank, World: world},
 					BatchSize: 13, FirstEpoch: 2, Epochs: 3, PrepareAt: prepareAt}
 				l, err := NewPipeline(cfg, f.sampler(&calls), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
 				nb := l.NumBatches()
-				if want := NumBatches(119/world, 13); nb != want {
-					t.Fatalf("world %d: NumBatches = %d, want %d", world, nb, want)
+				if want := epoch.NumBatches(119/world, 13); nb != want {
+					t.Fatalf("world %d: epoch.NumBatches = %d, want %d", world, nb, want)
 				}
 				threshold := int(math.Ceil(prepareAt * float64(nb)))
 				for e := uint32(2); e < 5; e++ {
-					shard, _ := Shard(train, rank, world, 11, e)
-					want := Batches(shard, 13, 11, e)
+					shard, _ := epoch.Shard(train, rank, world, 11, e)
+					want := epoch.Batches(shard, 13, 11, e)
 					dropped := 0
 					for _, b := range want[nb:] {
 						dropped += len(b)
 					}
-					res := sampleEpoch(f.g, shard, f.fanouts, Key{Seed: 11, Epoch: e})
+					res := epochtest.SampleEpoch(f.g, shard, f.fanouts, epoch.Key{Seed: 11, Epoch: e})
 					for i := 0; i < nb; i++ {
 						b, err := l.Next(ctx)
 						if err != nil {
@@ -61,7 +64,7 @@ func TestPipelineSequential(t *testing.T) {
 						if b.Epoch != e || b.Index != i || b.Count != nb {
 							t.Fatalf("got epoch %d batch %d/%d, want %d %d/%d", b.Epoch, b.Index, b.Count, e, i, nb)
 						}
-						if err := equalBlocks(b.Blocks, bruteBlocks(res, want[i])); err != nil {
+						if err := epochtest.EqualBlocks(b.Blocks, epochtest.BruteBlocks(res, want[i])); err != nil {
 							t.Fatalf("epoch %d batch %d: %v", e, i, err)
 						}
 						_, preparing := l.Store().Preparing()
@@ -92,7 +95,7 @@ func TestPipelineConcurrent(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(6)
 	var calls atomic.Int64
-	l, err := NewPipeline(Config{Sampling: Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 11}, BatchSize: 5, Epochs: 4, PrepareAt: 0.5}, f.sampler(&calls), nil)
+	l, err := NewPipeline(Config{Sampling: epoch.Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 11}, BatchSize: 5, Epochs: 4, PrepareAt: 0.5}, f.sampler(&calls), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +117,7 @@ func TestPipelineConcurrent(t *testing.T) {
 					return
 				}
 				res := f.result(b.Epoch)
-				if err := equalBlocks(b.Blocks, bruteBlocks(res, b.Blocks.Seeds)); err != nil {
+				if err := epochtest.EqualBlocks(b.Blocks, epochtest.BruteBlocks(res, b.Blocks.Seeds)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -134,7 +137,7 @@ func TestPipelineConcurrent(t *testing.T) {
 		t.Fatalf("%d batches, want %d", len(got), 4*nb)
 	}
 	for e := 0; e < 4; e++ {
-		want := Batches(f.train, 5, 11, uint32(e))
+		want := epoch.Batches(f.train, 5, 11, uint32(e))
 		for i := range want {
 			if !slices.Equal(got[[2]int{e, i}], want[i]) {
 				t.Fatalf("epoch %d batch %d: wrong seeds", e, i)
@@ -148,13 +151,13 @@ func TestPipelineSampleFailureRetries(t *testing.T) {
 	f := newFixture(7)
 	var fails atomic.Int64
 	fails.Store(1)
-	sample := func(ctx context.Context, seeds []uint32, fanouts []int, key Key) (*Result, error) {
+	sample := func(ctx context.Context, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error) {
 		if key.Epoch == 1 && fails.Add(-1) >= 0 {
 			return nil, fmt.Errorf("device lost")
 		}
-		return sampleEpoch(f.g, seeds, fanouts, key), nil
+		return epochtest.SampleEpoch(f.g, seeds, fanouts, key), nil
 	}
-	l, _ := NewPipeline(Config{Sampling: Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 11}, BatchSize: 50, Epochs: 2, PrepareAt: DefaultPrepareAt}, sample, nil)
+	l, _ := NewPipeline(Config{Sampling: epoch.Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 11}, BatchSize: 50, Epochs: 2, PrepareAt: DefaultPrepareAt}, sample, nil)
 	var errs int
 	var n int
 	for {
@@ -178,21 +181,21 @@ func TestPipelineSampleFailureRetries(t *testing.T) {
 		t.Fatalf("%d batches, want %d", n, 2*l.NumBatches())
 	}
 	// A sampler returning the wrong frontier is caught.
-	bad := func(ctx context.Context, seeds []uint32, fanouts []int, key Key) (*Result, error) {
-		return sampleEpoch(f.g, seeds[1:], fanouts, key), nil
+	bad := func(ctx context.Context, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error) {
+		return epochtest.SampleEpoch(f.g, seeds[1:], fanouts, key), nil
 	}
-	l, _ = NewPipeline(Config{Sampling: Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 11}, BatchSize: 50, PrepareAt: DefaultPrepareAt}, bad, nil)
+	l, _ = NewPipeline(Config{Sampling: epoch.Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 11}, BatchSize: 50, PrepareAt: DefaultPrepareAt}, bad, nil)
 	if _, err := l.Next(ctx); err == nil {
 		t.Fatal("mismatched result accepted")
 	}
 	// A cancelled context stops a waiting Next.
 	block := make(chan struct{})
 	defer close(block)
-	slow := func(ctx context.Context, seeds []uint32, fanouts []int, key Key) (*Result, error) {
+	slow := func(ctx context.Context, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error) {
 		<-block
 		return nil, errors.New("late")
 	}
-	l, _ = NewPipeline(Config{Sampling: Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 11}, BatchSize: 50, PrepareAt: DefaultPrepareAt}, slow, nil)
+	l, _ = NewPipeline(Config{Sampling: epoch.Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 11}, BatchSize: 50, PrepareAt: DefaultPrepareAt}, slow, nil)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := l.Next(cctx); !errors.Is(err, context.Canceled) {
@@ -201,13 +204,13 @@ func TestPipelineSampleFailureRetries(t *testing.T) {
 }
 
 func TestNewPipelineErrors(t *testing.T) {
-	ok := func(context.Context, []uint32, []int, Key) (*Result, error) { return nil, nil }
-	good := Config{Sampling: Sampling{Train: []uint32{1, 2, 3}, Fanouts: []int{2}}, BatchSize: 2}
+	ok := func(context.Context, []uint32, []int, epoch.Key) (*epoch.Result, error) { return nil, nil }
+	good := Config{Sampling: epoch.Sampling{Train: []uint32{1, 2, 3}, Fanouts: []int{2}}, BatchSize: 2}
 	for name, mut := range map[string]func(*Config){
 		"batch":       func(c *Config) { c.BatchSize = 0 },
 		"no fanouts":  func(c *Config) { c.Fanouts = nil },
 		"fanout":      func(c *Config) { c.Fanouts = []int{2, 0} },
-		"layers":      func(c *Config) { c.Fanouts = make([]int, MaxLayers+1) },
+		"layers":      func(c *Config) { c.Fanouts = make([]int, epoch.MaxLayers+1) },
 		"rank":        func(c *Config) { c.Rank, c.World = 2, 2 },
 		"world":       func(c *Config) { c.World = -1 },
 		"too few":     func(c *Config) { c.World = 4 },
@@ -219,11 +222,11 @@ func TestNewPipelineErrors(t *testing.T) {
 	} {
 		c := good
 		mut(&c)
-		if _, err := NewPipeline(c, ok, nil); !errors.Is(err, ErrConfig) {
-			t.Errorf("%s: %v, want ErrConfig", name, err)
+		if _, err := NewPipeline(c, ok, nil); !errors.Is(err, epoch.ErrConfig) {
+			t.Errorf("%s: %v, want epoch.ErrConfig", name, err)
 		}
 	}
-	if _, err := NewPipeline(good, nil, nil); !errors.Is(err, ErrConfig) {
+	if _, err := NewPipeline(good, nil, nil); !errors.Is(err, epoch.ErrConfig) {
 		t.Errorf("no sampler: %v", err)
 	}
 	if _, err := NewPipeline(good, ok, nil); err != nil {
@@ -242,13 +245,13 @@ func TestPipelineResume(t *testing.T) {
 	if err := st.SetCurrent(f.result(5)); err != nil {
 		t.Fatal(err)
 	}
-	l, err := NewPipeline(Config{Sampling: Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 11}, BatchSize: 40, FirstEpoch: 5, Epochs: 2, PrepareAt: DefaultPrepareAt}, f.sampler(&calls), st)
+	l, err := NewPipeline(Config{Sampling: epoch.Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 11}, BatchSize: 40, FirstEpoch: 5, Epochs: 2, PrepareAt: DefaultPrepareAt}, f.sampler(&calls), st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	if err := l.Run(ctx, func(b *Batch) error {
-		if err := equalBlocks(b.Blocks, bruteBlocks(f.result(b.Epoch), b.Blocks.Seeds)); err != nil {
+		if err := epochtest.EqualBlocks(b.Blocks, epochtest.BruteBlocks(f.result(b.Epoch), b.Blocks.Seeds)); err != nil {
 			return err
 		}
 		n++
@@ -261,9 +264,9 @@ func TestPipelineResume(t *testing.T) {
 	}
 	// A current epoch with another seed is not adopted.
 	st = NewStore()
-	st.SetCurrent(sampleEpoch(f.g, f.train, f.fanouts, Key{Seed: 12, Epoch: 5}))
+	st.SetCurrent(epochtest.SampleEpoch(f.g, f.train, f.fanouts, epoch.Key{Seed: 12, Epoch: 5}))
 	calls.Store(0)
-	l, _ = NewPipeline(Config{Sampling: Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 11}, BatchSize: 40, FirstEpoch: 5, Epochs: 1, PrepareAt: DefaultPrepareAt}, f.sampler(&calls), st)
+	l, _ = NewPipeline(Config{Sampling: epoch.Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 11}, BatchSize: 40, FirstEpoch: 5, Epochs: 1, PrepareAt: DefaultPrepareAt}, f.sampler(&calls), st)
 	if _, err := l.Next(ctx); err != nil || calls.Load() != 1 {
 		t.Fatalf("foreign current epoch adopted: %v, %d calls", err, calls.Load())
 	}
@@ -275,14 +278,14 @@ func TestPipelinePrepareRefused(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(9)
 	var calls atomic.Int64
-	l, _ := NewPipeline(Config{Sampling: Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 11}, BatchSize: 10, Epochs: 2, PrepareAt: DefaultPrepareAt}, f.sampler(&calls), nil)
+	l, _ := NewPipeline(Config{Sampling: epoch.Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 11}, BatchSize: 10, Epochs: 2, PrepareAt: DefaultPrepareAt}, f.sampler(&calls), nil)
 	b, err := l.Next(ctx)
 	if err != nil || b.Index != 0 {
 		t.Fatal(err)
 	}
 	block := make(chan struct{})
 	defer close(block)
-	if err := l.Store().Prepare(ctx, Key{Epoch: 99}, func(context.Context) (*Result, error) {
+	if err := l.Store().Prepare(ctx, epoch.Key{Epoch: 99}, func(context.Context) (*epoch.Result, error) {
 		<-block
 		return nil, errors.New("never")
 	}); err != nil {
@@ -305,7 +308,7 @@ func TestPipelinePrepareRefused(t *testing.T) {
 func TestPipelineRunOrdered(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(10)
-	cfg := Config{Sampling: Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 3, Rank: 1, World: 2},
+	cfg := Config{Sampling: epoch.Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 3, Rank: 1, World: 2},
 		BatchSize: 7, Epochs: 3, PrepareAt: 0.5}
 	collect := func(workers int) []*Batch {
 		var calls atomic.Int64
@@ -321,7 +324,7 @@ func TestPipelineRunOrdered(t *testing.T) {
 		return got
 	}
 	want := collect(1)
-	if len(want) != 3*NumBatches(len(f.train)/2, 7) {
+	if len(want) != 3*epoch.NumBatches(len(f.train)/2, 7) {
 		t.Fatalf("%d minibatches", len(want))
 	}
 	for _, workers := range []int{2, 3, 8} {
@@ -333,7 +336,7 @@ func TestPipelineRunOrdered(t *testing.T) {
 			if got[i].Epoch != want[i].Epoch || got[i].Index != want[i].Index {
 				t.Fatalf("%d workers: minibatch %d is epoch %d #%d, want epoch %d #%d", workers, i, got[i].Epoch, got[i].Index, want[i].Epoch, want[i].Index)
 			}
-			if err := equalBlocks(got[i].Blocks, want[i].Blocks); err != nil {
+			if err := epochtest.EqualBlocks(got[i].Blocks, want[i].Blocks); err != nil {
 				t.Fatalf("%d workers: minibatch %d: %v", workers, i, err)
 			}
 		}
@@ -374,8 +377,8 @@ func TestPipelineDropLastAndSemantics(t *testing.T) {
 	for _, world := range []int{1, 3} {
 		for rank := 0; rank < world; rank++ {
 			var calls atomic.Int64
-			cfg := Config{Sampling: Sampling{Train: train, Fanouts: f.fanouts, Seed: 4, Rank: rank, World: world},
-				BatchSize: 13, Epochs: 1, DropLast: true, Semantics: PyG, Features: &FeaturePlanning{CacheRows: 50}}
+			cfg := Config{Sampling: epoch.Sampling{Train: train, Fanouts: f.fanouts, Seed: 4, Rank: rank, World: world},
+				BatchSize: 13, Epochs: 1, DropLast: true, Semantics: epoch.PyG, Features: &FeaturePlanning{CacheRows: 50}}
 			l, err := NewPipeline(cfg, f.sampler(&calls), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -383,9 +386,9 @@ func TestPipelineDropLastAndSemantics(t *testing.T) {
 			if want := (119 / world) / 13; l.NumBatches() != want {
 				t.Fatalf("world %d: %d minibatches with drop_last, want %d", world, l.NumBatches(), want)
 			}
-			shard, _ := Shard(train, rank, world, 4, 0)
-			want := Batches(shard, 13, 4, 0)
-			res := sampleEpoch(f.g, shard, f.fanouts, Key{Seed: 4})
+			shard, _ := epoch.Shard(train, rank, world, 4, 0)
+			want := epoch.Batches(shard, 13, 4, 0)
+			res := epochtest.SampleEpoch(f.g, shard, f.fanouts, epoch.Key{Seed: 4})
 			for i := 0; i < l.NumBatches(); i++ {
 				b, err := l.Next(ctx)
 				if err != nil {
@@ -394,11 +397,11 @@ func TestPipelineDropLastAndSemantics(t *testing.T) {
 				if !slices.Equal(b.Blocks.Seeds, want[i]) || len(b.Blocks.Seeds) != 13 {
 					t.Fatalf("minibatch %d: seeds %v, want %v", i, b.Blocks.Seeds, want[i])
 				}
-				if err := equalPyG(b.Blocks, res, want[i]); err != nil {
+				if err := epochtest.EqualPyG(b.Blocks, res, want[i]); err != nil {
 					t.Fatalf("minibatch %d: %v", i, err)
 				}
 				if !slices.Equal(b.Features.NodeSets[i], b.Blocks.Nodes()) {
-					t.Fatalf("minibatch %d: the plan's node set is not the PyG n_id", i)
+					t.Fatalf("minibatch %d: the plan's node set is not the epoch.PyG n_id", i)
 				}
 			}
 			if info := l.Info(); info.Dropped != len(shard)-13*l.NumBatches() {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package epoch
+package statedir
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package epoch
+package pipeline
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/streamsampler/streamsampler/epoch"
 )
 
 // DefaultPrepareAt is the fraction of an epoch's minibatches handed out
@@ -33,14 +35,14 @@ var (
 // SampleFunc samples a whole epoch: frontier_0 = seeds, one layer per
 // fanout, with key's random stream. host.Backend.SampleEpoch has this
 // signature, so a backend's method value can be passed directly.
-type SampleFunc func(ctx context.Context, seeds []uint32, fanouts []int, key Key) (*Result, error)
+type SampleFunc func(ctx context.Context, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error)
 
 // Config is a training run's minibatch stream: what its epochs are sampled
 // from, how they are cut into minibatches and when the next one is
 // prepared. Every command that hands out minibatches (run, serve, bench)
 // builds one, so the same flags mean the same thing everywhere.
 type Config struct {
-	Sampling
+	epoch.Sampling
 	BatchSize int // seeds per minibatch, >= 1
 	// DropLast leaves out a shard's last minibatch when it is short
 	// (PyG's and DGL's drop_last): every minibatch then has BatchSize
@@ -49,7 +51,7 @@ type Config struct {
 	// Semantics is how minibatches are assembled unless a request says
 	// otherwise (Pipeline.AssembleAs), and the node sets the feature plan
 	// is made for.
-	Semantics Semantics
+	Semantics epoch.Semantics
 	// PrepareAt is the fraction of an epoch's minibatches handed out at
 	// which the next epoch's preparation starts, in [0, 1]: 0 prepares it
 	// as soon as the epoch becomes current (the zero value), 1 once the
@@ -74,13 +76,13 @@ func (c Config) Check() error {
 	}
 	switch {
 	case c.BatchSize < 1:
-		return fmt.Errorf("%w: batch size %d, want >= 1", ErrConfig, c.BatchSize)
+		return fmt.Errorf("%w: batch size %d, want >= 1", epoch.ErrConfig, c.BatchSize)
 	case !(c.PrepareAt >= 0 && c.PrepareAt <= 1):
-		return fmt.Errorf("%w: prepare-at %v, want a fraction in [0, 1]", ErrConfig, c.PrepareAt)
+		return fmt.Errorf("%w: prepare-at %v, want a fraction in [0, 1]", epoch.ErrConfig, c.PrepareAt)
 	case c.Epochs < 0:
-		return fmt.Errorf("%w: %d epochs, want >= 0 (0: no end)", ErrConfig, c.Epochs)
-	case !c.Semantics.valid():
-		return fmt.Errorf("%w: %v", ErrConfig, c.Semantics)
+		return fmt.Errorf("%w: %d epochs, want >= 0 (0: no end)", epoch.ErrConfig, c.Epochs)
+	case !c.Semantics.Valid():
+		return fmt.Errorf("%w: %v", epoch.ErrConfig, c.Semantics)
 	}
 	return c.Features.check()
 }
@@ -90,7 +92,7 @@ type Batch struct {
 	Epoch  uint32
 	Index  int // position of this minibatch in its epoch
 	Count  int // minibatches in this epoch
-	Blocks *Blocks
+	Blocks *epoch.Blocks
 	// Features is the epoch's feature plan (Config.Features; nil
 	// without): minibatch Index's rows are Features.NodeSets[Index].
 	Features *FeaturePlan
@@ -155,7 +157,7 @@ type Pipeline struct {
 // Result lives in the Store.
 type servedEpoch struct {
 	epoch uint32
-	res   *Result
+	res   *epoch.Result
 	meta
 	// leaving is set (under Pipeline.mu) once an advance away from this
 	// epoch has begun: no more claims or samples start on it.
@@ -182,9 +184,9 @@ func NewPipeline(cfg Config, sample SampleFunc, store *Store) (*Pipeline, error)
 		return nil, err
 	}
 	if sample == nil {
-		return nil, fmt.Errorf("%w: no sample function", ErrConfig)
+		return nil, fmt.Errorf("%w: no sample function", epoch.ErrConfig)
 	}
-	cfg.World = cfg.world()
+	cfg.World = cfg.WorldSize()
 	cfg.Train = slices.Compact(slices.Sorted(slices.Values(cfg.Train)))
 	cfg.Fanouts = slices.Clone(cfg.Fanouts)
 	if store == nil {
@@ -222,8 +224,8 @@ func (p *Pipeline) logf(format string, a ...any) {
 // the shard's nodes left out. Every command that cuts minibatches (run,
 // serve, bench) cuts them here.
 func (c Config) Minibatches(shard []uint32, e uint32) (batches [][]uint32, dropped int) {
-	all := Batches(shard, c.BatchSize, c.Seed, e)
-	keep := min(c.batchesPerRank(countDistinct(c.Train)), len(all))
+	all := epoch.Batches(shard, c.BatchSize, c.Seed, e)
+	keep := min(c.batchesPerRank(c.NumTrain()), len(all))
 	for _, b := range all[keep:] {
 		dropped += len(b)
 	}
@@ -234,9 +236,9 @@ func (c Config) Minibatches(shard []uint32, e uint32) (batches [][]uint32, dropp
 // for n distinct training nodes.
 func (c Config) batchesPerRank(n int) int {
 	if c.DropLast {
-		return (n / c.world()) / c.BatchSize
+		return (n / c.WorldSize()) / c.BatchSize
 	}
-	return BatchesPerRank(n, c.world(), c.BatchSize)
+	return epoch.BatchesPerRank(n, c.WorldSize(), c.BatchSize)
 }
 
 // batchesOf cuts epoch e's shard into the minibatches this rank serves.
@@ -249,7 +251,7 @@ func (p *Pipeline) batchesOf(shard []uint32, e uint32) meta {
 // prepare starts sampling epoch e into the Store in the background.
 func (p *Pipeline) prepare(e uint32) error {
 	key := p.cfg.Key(e)
-	return p.store.Prepare(p.baseCtx, key, func(ctx context.Context) (*Result, error) {
+	return p.store.Prepare(p.baseCtx, key, func(ctx context.Context) (*epoch.Result, error) {
 		t0 := time.Now()
 		seeds := p.cfg.Seeds(e)
 		r, err := p.sample(ctx, seeds, p.cfg.Fanouts, key)
@@ -278,7 +280,7 @@ func (p *Pipeline) prepare(e uint32) error {
 	})
 }
 
-func frontierSizes(r *Result) []int {
+func frontierSizes(r *epoch.Result) []int {
 	out := make([]int, r.NumLayers()+1)
 	for l := range out {
 		out[l] = len(r.Frontier(l))
@@ -287,7 +289,7 @@ func frontierSizes(r *Result) []int {
 }
 
 // installLocked makes the Store's newly current Result the current servedEpoch.
-func (p *Pipeline) installLocked(r *Result, m meta) {
+func (p *Pipeline) installLocked(r *epoch.Result, m meta) {
 	p.cur = &servedEpoch{epoch: r.Key.Epoch, res: r, meta: m}
 	p.cursor = 0
 	p.preparing = false
@@ -430,7 +432,7 @@ func (p *Pipeline) Assemble(c Claim) (*Batch, error) { return p.AssembleAs(c, p.
 // AssembleAs is Assemble with the given semantics. The epoch's feature
 // plan (Batch.Features) holds the node sets of Config.Semantics: a
 // minibatch assembled otherwise needs its rows read by its own n_id.
-func (p *Pipeline) AssembleAs(c Claim, sem Semantics) (*Batch, error) {
+func (p *Pipeline) AssembleAs(c Claim, sem epoch.Semantics) (*Batch, error) {
 	if c.End || c.slot == nil {
 		return nil, fmt.Errorf("epoch: assembling a claim of epoch %d that holds no minibatch", c.Epoch)
 	}
@@ -598,7 +600,7 @@ func (p *Pipeline) advance(ctx context.Context, target func() (e uint32, ok bool
 // be the current one (CurrentEpoch: whichever that is), with the given
 // semantics. The seeds must be in frontier_0 (ErrNotInFrontier), each once
 // (ErrDuplicateSeed).
-func (p *Pipeline) Sample(ctx context.Context, e uint32, seeds []uint32, sem Semantics) (*Blocks, error) {
+func (p *Pipeline) Sample(ctx context.Context, e uint32, seeds []uint32, sem epoch.Semantics) (*epoch.Blocks, error) {
 	if err := p.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package epoch
+package statedir
 
 import (
 	"bytes"
@@ -9,15 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/internal/atomicfile"
+	"github.com/streamsampler/streamsampler/internal/crc32c"
 )
 
 // ErrNotPrepared is returned by State.Advance and Store.Advance when no
 // later epoch has been prepared.
-var ErrNotPrepared = errors.New("epoch: next epoch not prepared")
+var ErrNotPrepared = errors.New("statedir: next epoch not prepared")
 
 // ErrBusy is wrapped by State.Lock while another process holds the
 // state directory.
@@ -31,7 +32,6 @@ var ErrPrune = errors.New("epoch: deleting older epochs")
 const (
 	CurrentName = "CURRENT"
 	ConfigName  = "config.json"
-	epochPrefix = "epoch-"
 )
 
 // State is a state directory: config.json (the run's configuration),
@@ -53,20 +53,7 @@ func (s State) Init() error {
 
 // EpochDir returns the directory of epoch n.
 func (s State) EpochDir(n uint32) string {
-	return filepath.Join(s.Dir, epochPrefix+strconv.FormatUint(uint64(n), 10))
-}
-
-// parseEpochName returns N for "epoch-N" (canonical decimal only).
-func parseEpochName(name string) (uint32, bool) {
-	num, ok := strings.CutPrefix(name, epochPrefix)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(num, 10, 32)
-	if err != nil || strconv.FormatUint(n, 10) != num {
-		return 0, false
-	}
-	return uint32(n), true
+	return filepath.Join(s.Dir, epochdir.DirName(n))
 }
 
 // Prepared returns, ascending, the epochs that have a complete directory
@@ -78,11 +65,11 @@ func (s State) Prepared() ([]uint32, error) {
 	}
 	var out []uint32
 	for _, e := range ents {
-		n, ok := parseEpochName(e.Name())
+		n, ok := epochdir.ParseDirName(e.Name())
 		if !ok || !e.IsDir() {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(s.Dir, e.Name(), ManifestName)); err != nil {
+		if _, err := os.Stat(filepath.Join(s.Dir, e.Name(), epochdir.ManifestName)); err != nil {
 			continue
 		}
 		out = append(out, n)
@@ -100,7 +87,7 @@ type current struct {
 
 func (c current) checksum() uint32 {
 	c.Checksum = 0
-	return metaChecksum(c)
+	return crc32c.OfJSON(c)
 }
 
 // Current returns the epoch named by CURRENT; ok is false when there is
@@ -118,10 +105,10 @@ func (s State) Current() (n uint32, ok bool, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil || dec.More() {
-		return 0, false, fmt.Errorf("%w: %s: %q is not {\"epoch\":N,\"checksum\":C}", ErrCorrupt, path, strings.TrimSpace(string(data)))
+		return 0, false, fmt.Errorf("%w: %s: %q is not {\"epoch\":N,\"checksum\":C}", epochdir.ErrCorrupt, path, strings.TrimSpace(string(data)))
 	}
 	if got := c.checksum(); got != c.Checksum {
-		return 0, false, fmt.Errorf("%w: %s: checksum %#08x does not match epoch %d (%#08x): edited or damaged", ErrCorrupt, path, c.Checksum, c.Epoch, got)
+		return 0, false, fmt.Errorf("%w: %s: checksum %#08x does not match epoch %d (%#08x): edited or damaged", epochdir.ErrCorrupt, path, c.Checksum, c.Epoch, got)
 	}
 	return c.Epoch, true, nil
 }
@@ -170,12 +157,12 @@ func (s State) Advance() (uint32, error) {
 	if err := s.SetCurrent(next); err != nil {
 		return 0, err
 	}
-	return next, s.prune(next)
+	return next, s.Prune(next)
 }
 
-// prune removes epoch directories (and temporary ones of Write) for
+// Prune removes epoch directories (and temporary ones of Write) for
 // epochs below keep.
-func (s State) prune(keep uint32) error {
+func (s State) Prune(keep uint32) error {
 	ents, err := os.ReadDir(s.Dir)
 	if err != nil {
 		return fmt.Errorf("epoch: state: %w", err)
@@ -189,7 +176,7 @@ func (s State) prune(keep uint32) error {
 				name = base
 			}
 		}
-		n, ok := parseEpochName(name)
+		n, ok := epochdir.ParseDirName(name)
 		if !ok || n >= keep {
 			continue
 		}

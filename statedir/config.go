@@ -1,4 +1,4 @@
-package epoch
+package statedir
 
 import (
 	"bytes"
@@ -11,25 +11,28 @@ import (
 	"slices"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/internal/atomicfile"
+	"github.com/streamsampler/streamsampler/internal/crc32c"
 )
 
 // ErrGraphMismatch is wrapped when a state directory belongs to another
 // graph (or the graph was rebuilt since).
 var ErrGraphMismatch = errors.New("state directory was prepared from another graph")
 
-// StateConfig is a state directory's config.json: what every epoch in it
+// Config is a state directory's config.json: what every epoch in it
 // is sampled from. The first command that writes an epoch records it,
 // before the epoch is installed; later ones may leave fields out, and a
 // field given with another value than the recorded one is refused
-// (MergeStateConfig). Every epoch's manifest repeats the fields that
+// (MergeConfig). Every epoch's manifest repeats the fields that
 // decide its content (Identity, the Key, the fanouts), and State.Open
 // refuses a directory whose parts disagree.
-type StateConfig struct {
+type Config struct {
 	Graph       string               `json:"graph"` // absolute path
 	Fingerprint chunkfmt.Fingerprint `json:"fingerprint"`
 	Train       string               `json:"train"` // absolute path
-	TrainSet    TrainSet             `json:"train_set"`
+	TrainSet    epochdir.TrainSet    `json:"train_set"`
 	Fanouts     []int                `json:"fanouts"`
 	Seed        uint64               `json:"seed"`
 	Replace     bool                 `json:"replace"`
@@ -45,17 +48,17 @@ type StateConfig struct {
 }
 
 // Identity returns the Identity every epoch of the configuration records.
-func (c StateConfig) Identity() Identity {
-	return Identity{Graph: c.Fingerprint, Train: c.TrainSet, Rank: c.Rank, WorldSize: c.WorldSize}
+func (c Config) Identity() epochdir.Identity {
+	return epochdir.Identity{Graph: c.Fingerprint, Train: c.TrainSet, Rank: c.Rank, WorldSize: c.WorldSize}
 }
 
 // checksum returns the configuration's metaChecksum.
-func (c StateConfig) checksum() uint32 {
+func (c Config) checksum() uint32 {
 	c.Checksum = 0
-	return metaChecksum(c)
+	return crc32c.OfJSON(c)
 }
 
-// The fields of a StateConfig that a command may give, by their
+// The fields of a Config that a command may give, by their
 // config.json names (the command lines' flags are these with '-' for '_').
 const (
 	FieldGraph     = "graph"
@@ -71,13 +74,13 @@ const (
 
 // Sampling returns the Sampling the configuration records, with train as
 // its training nodes (read from c.Train).
-func (c StateConfig) Sampling(train []uint32) Sampling {
-	return Sampling{Train: train, Fanouts: slices.Clone(c.Fanouts), Seed: c.Seed, Replace: c.Replace, Rank: c.Rank, World: c.WorldSize}
+func (c Config) Sampling(train []uint32) epoch.Sampling {
+	return epoch.Sampling{Train: train, Fanouts: slices.Clone(c.Fanouts), Seed: c.Seed, Replace: c.Replace, Rank: c.Rank, World: c.WorldSize}
 }
 
 // CheckGraph reports (wrapping ErrGraphMismatch) whether m, the graph's
 // manifest now, is not the graph the configuration was recorded from.
-func (c StateConfig) CheckGraph(m *chunkfmt.Manifest) error {
+func (c Config) CheckGraph(m *chunkfmt.Manifest) error {
 	if fp := m.Fingerprint(); fp != c.Fingerprint {
 		return fmt.Errorf("%w: it records %s with %d nodes, %d edges, %d chunks (chunk CRCs %08x); that graph now has %d nodes, %d edges, %d chunks (chunk CRCs %08x)",
 			ErrGraphMismatch, c.Graph,
@@ -87,7 +90,7 @@ func (c StateConfig) CheckGraph(m *chunkfmt.Manifest) error {
 	return nil
 }
 
-// ConflictError is MergeStateConfig's error for a field given with
+// ConflictError is MergeConfig's error for a field given with
 // another value than the recorded one. It wraps ErrConfig.
 type ConflictError struct {
 	Field    string // a Field* name
@@ -100,9 +103,9 @@ func (e *ConflictError) Error() string {
 }
 
 // Unwrap returns ErrConfig.
-func (e *ConflictError) Unwrap() error { return ErrConfig }
+func (e *ConflictError) Unwrap() error { return epoch.ErrConfig }
 
-// MissingError is MergeStateConfig's error for a field a new state
+// MissingError is MergeConfig's error for a field a new state
 // directory needs and that was not given. It wraps ErrConfig.
 type MissingError struct{ Field string }
 
@@ -111,17 +114,17 @@ func (e *MissingError) Error() string {
 }
 
 // Unwrap returns ErrConfig.
-func (e *MissingError) Unwrap() error { return ErrConfig }
+func (e *MissingError) Unwrap() error { return epoch.ErrConfig }
 
-// MergeStateConfig reconciles the fields of given that the caller set
+// MergeConfig reconciles the fields of given that the caller set
 // (set reports which, by Field* name) with a state directory's recorded
 // configuration (nil for a new directory). With a recorded one, a set
 // field must equal it (else *ConflictError) and unset fields keep it. A
 // new directory needs graph, train and fanouts (else *MissingError);
 // world_size 0 means 1. Graph and Train are compared as given: pass
 // absolute paths. The Fingerprint is the caller's to fill.
-func MergeStateConfig(recorded *StateConfig, given StateConfig, set func(field string) bool) (StateConfig, error) {
-	var cfg StateConfig
+func MergeConfig(recorded *Config, given Config, set func(field string) bool) (Config, error) {
+	var cfg Config
 	if recorded != nil {
 		cfg = *recorded
 		cfg.Fanouts = slices.Clone(cfg.Fanouts)
@@ -165,7 +168,7 @@ func MergeStateConfig(recorded *StateConfig, given StateConfig, set func(field s
 		cfg.WorldSize = 1
 	}
 	if cfg.Compress != "" && cfg.Compress != "zstd" {
-		return cfg, fmt.Errorf("%w: compress %q: want zstd or nothing", ErrConfig, cfg.Compress)
+		return cfg, fmt.Errorf("%w: compress %q: want zstd or nothing", epoch.ErrConfig, cfg.Compress)
 	}
 	return cfg, nil
 }
@@ -176,7 +179,7 @@ func (s State) ConfigPath() string { return filepath.Join(s.Dir, ConfigName) }
 // WriteConfig stores cfg, with its checksum, as config.json, atomically.
 // A first prepare writes it before its epoch, so that no epoch is ever
 // installed without the configuration it belongs to.
-func (s State) WriteConfig(cfg StateConfig) error {
+func (s State) WriteConfig(cfg Config) error {
 	cfg.Checksum = cfg.checksum()
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
@@ -204,8 +207,8 @@ func (s State) RemoveConfig() error {
 // data are errors). Its checksum is checked by Open, after the fields
 // have been compared with the epochs, so that an edit is reported by the
 // field it changed where an epoch shows which.
-func readConfig(path string) (StateConfig, error) {
-	var cfg StateConfig
+func readConfig(path string) (Config, error) {
+	var cfg Config
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return cfg, fmt.Errorf("epoch: state: %w", err)
@@ -213,10 +216,10 @@ func readConfig(path string) (StateConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return cfg, fmt.Errorf("%w: %s: not a valid configuration: %v", ErrCorrupt, path, err)
+		return cfg, fmt.Errorf("%w: %s: not a valid configuration: %v", epochdir.ErrCorrupt, path, err)
 	}
 	if dec.More() {
-		return cfg, fmt.Errorf("%w: %s: trailing data after the configuration", ErrCorrupt, path)
+		return cfg, fmt.Errorf("%w: %s: trailing data after the configuration", epochdir.ErrCorrupt, path)
 	}
 	return cfg, nil
 }

@@ -1,4 +1,4 @@
-package epoch
+package statedir
 
 import (
 	"errors"
@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epoch/epochtest"
+	"github.com/streamsampler/streamsampler/epochdir"
 )
 
 func TestStateAdvance(t *testing.T) {
@@ -23,12 +27,12 @@ func TestStateAdvance(t *testing.T) {
 	if _, err := st.Advance(); !errors.Is(err, ErrNotPrepared) {
 		t.Fatalf("Advance with nothing prepared: %v", err)
 	}
-	var res *Result
+	var res *epoch.Result
 	for _, e := range []uint32{3, 4, 6} {
 		// Write refuses to file an epoch under another epoch's name.
-		res = testResult(t, 2, 100, []int{2})
+		res = epochtest.NewResult(t, 2, 100, []int{2})
 		res.Key.Epoch = e
-		if err := Write(st.EpochDir(e), res, WriteOptions{}); err != nil {
+		if err := epochdir.Write(st.EpochDir(e), res, epochdir.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -76,11 +80,11 @@ func TestStateAdvance(t *testing.T) {
 	if n, ok, _ := st.Current(); !ok || n != 6 {
 		t.Fatalf("failed Advance changed CURRENT to %d", n)
 	}
-	if got, err := Read(st.EpochDir(6)); err != nil || !equalResult(got, res) {
+	if got, err := epochdir.Read(st.EpochDir(6)); err != nil || !epochtest.EqualResult(got, res) {
 		t.Fatalf("current epoch unreadable: %v", err)
 	}
 	os.WriteFile(filepath.Join(st.Dir, CurrentName), []byte("x1\n"), 0o644)
-	if _, _, err := st.Current(); !errors.Is(err, ErrCorrupt) {
+	if _, _, err := st.Current(); !errors.Is(err, epochdir.ErrCorrupt) {
 		t.Fatalf("bad CURRENT: %v", err)
 	}
 }
@@ -90,7 +94,7 @@ func TestStateConfig(t *testing.T) {
 	if _, err := readConfig(st.ConfigPath()); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing config: %v", err)
 	}
-	want := StateConfig{Graph: "g", Fanouts: []int{15, 10}, Seed: 1<<63 + 5, WorldSize: 1}
+	want := Config{Graph: "g", Fanouts: []int{15, 10}, Seed: 1<<63 + 5, WorldSize: 1}
 	if err := st.WriteConfig(want); err != nil {
 		t.Fatal(err)
 	}

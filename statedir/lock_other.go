@@ -1,6 +1,6 @@
 //go:build !unix
 
-package epoch
+package statedir
 
 // Lock is a no-op where flock is not available: one process should own a
 // state directory.

@@ -1,46 +1,24 @@
-package epoch
+package epochdir
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epoch/epochtest"
 )
-
-func testResult(t testing.TB, seed uint64, n int, fanouts []int) *Result {
-	t.Helper()
-	r := rand.New(rand.NewPCG(seed, 77))
-	g := randomGraph(r, n, 10, false)
-	return sampleEpoch(g, randomSeeds(r, n, n/4+1), fanouts, Key{Seed: seed, Epoch: uint32(seed) + 1, Replace: seed%2 == 0})
-}
-
-// equalResult compares Results by content (nil and empty slices alike).
-func equalResult(a, b *Result) bool {
-	if a.Key != b.Key || len(a.Layers) != len(b.Layers) || !slices.Equal(a.Final, b.Final) {
-		return false
-	}
-	for l := range a.Layers {
-		x, y := &a.Layers[l], &b.Layers[l]
-		if x.Fanout != y.Fanout || !slices.Equal(x.Frontier, y.Frontier) || !slices.Equal(x.Samples, y.Samples) {
-			return false
-		}
-		if (x.EdgeIDs == nil) != (y.EdgeIDs == nil) || !slices.Equal(x.EdgeIDs, y.EdgeIDs) {
-			return false
-		}
-	}
-	return true
-}
 
 func TestWriteReadRoundTrip(t *testing.T) {
 	for _, comp := range []string{"", "zstd"} {
 		for _, fanouts := range [][]int{nil, {3}, {5, 4, 2}} {
-			res := testResult(t, uint64(len(fanouts)), 500, fanouts)
+			res := epochtest.NewResult(t, uint64(len(fanouts)), 500, fanouts)
 			dir := filepath.Join(t.TempDir(), "ep")
 			if err := Write(dir, res, WriteOptions{Compress: comp}); err != nil {
 				t.Fatal(err)
@@ -49,17 +27,17 @@ func TestWriteReadRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%q %v: %v", comp, fanouts, err)
 			}
-			if !equalResult(got, res) {
+			if !epochtest.EqualResult(got, res) {
 				t.Fatalf("%q %v: round trip differs", comp, fanouts)
 			}
 			if err := Write(dir, res, WriteOptions{Compress: comp}); !errors.Is(err, fs.ErrExist) {
 				t.Fatalf("second write without Overwrite: %v", err)
 			}
-			other := testResult(t, 9, 300, []int{2})
+			other := epochtest.NewResult(t, 9, 300, []int{2})
 			if err := Write(dir, other, WriteOptions{Compress: comp, Overwrite: true}); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := Read(dir); err != nil || !equalResult(got, other) {
+			if got, err := Read(dir); err != nil || !epochtest.EqualResult(got, other) {
 				t.Fatalf("overwrite: %v", err)
 			}
 			ents, _ := os.ReadDir(filepath.Dir(dir))
@@ -68,13 +46,13 @@ func TestWriteReadRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	if err := Write(filepath.Join(t.TempDir(), "x"), testResult(t, 1, 50, []int{2}), WriteOptions{Compress: "gzip"}); err == nil {
+	if err := Write(filepath.Join(t.TempDir(), "x"), epochtest.NewResult(t, 1, 50, []int{2}), WriteOptions{Compress: "gzip"}); err == nil {
 		t.Fatal("unknown compression accepted")
 	}
 }
 
 func TestReadCorruption(t *testing.T) {
-	res := testResult(t, 3, 400, []int{4, 3})
+	res := epochtest.NewResult(t, 3, 400, []int{4, 3})
 	type corrupt func(t *testing.T, dir string)
 	editManifest := editEpochManifest
 	cases := []struct {
@@ -143,14 +121,14 @@ func TestReadCorruption(t *testing.T) {
 	}
 	// Arrays with valid checksums that break the invariants: an unsorted
 	// frontier.
-	bad := testResult(t, 3, 400, []int{4, 3})
+	bad := epochtest.NewResult(t, 3, 400, []int{4, 3})
 	bad.Layers[1].Frontier = append([]uint32(nil), bad.Layers[1].Frontier...)
 	bad.Layers[1].Frontier[0], bad.Layers[1].Frontier[1] = bad.Layers[1].Frontier[1], bad.Layers[1].Frontier[0]
 	dir := filepath.Join(t.TempDir(), "epoch-4")
 	if err := Write(dir, bad, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Read(dir); !errors.Is(err, ErrCorrupt) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "layer 1 frontier") {
+	if _, err := Read(dir); !errors.Is(err, ErrCorrupt) || !errors.Is(err, epoch.ErrInvalid) || !strings.Contains(err.Error(), "layer 1 frontier") {
 		t.Fatalf("unsorted frontier: %v", err)
 	}
 	if _, err := Read(filepath.Join(t.TempDir(), "nothing")); !errors.Is(err, fs.ErrNotExist) {
@@ -163,7 +141,7 @@ func TestReadCorruption(t *testing.T) {
 func TestWriteReadEdgeIDs(t *testing.T) {
 	for _, comp := range []string{"", "zstd"} {
 		for _, fanouts := range [][]int{{3}, {5, 4, 2}} {
-			res := withEdgeIDs(testResult(t, uint64(len(fanouts)), 500, fanouts))
+			res := epochtest.WithEdgeIDs(epochtest.NewResult(t, uint64(len(fanouts)), 500, fanouts))
 			for l := range res.Layers { // ids above 2^32: all 8 bytes matter
 				for i, e := range res.Layers[l].EdgeIDs {
 					if e >= 0 {
@@ -179,7 +157,7 @@ func TestWriteReadEdgeIDs(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%q %v: %v", comp, fanouts, err)
 			}
-			if !equalResult(got, res) {
+			if !epochtest.EqualResult(got, res) {
 				t.Fatalf("%q %v: round trip differs", comp, fanouts)
 			}
 			suffix := map[string]string{"": "", "zstd": ".zst"}[comp]
@@ -196,7 +174,7 @@ func TestWriteReadEdgeIDs(t *testing.T) {
 	}
 	// Without edge ids the manifest has no edge_ids field and no edges files.
 	dir := filepath.Join(t.TempDir(), "plain")
-	if err := Write(dir, testResult(t, 1, 100, []int{2}), WriteOptions{}); err != nil {
+	if err := Write(dir, epochtest.NewResult(t, 1, 100, []int{2}), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, ManifestName))
@@ -207,7 +185,7 @@ func TestWriteReadEdgeIDs(t *testing.T) {
 		t.Fatalf("epoch without edge ids read back with %v, %v", got.Layers[0].EdgeIDs, err)
 	}
 	// A result whose layers disagree is not written.
-	bad := withEdgeIDs(testResult(t, 2, 100, []int{2, 2}))
+	bad := epochtest.WithEdgeIDs(epochtest.NewResult(t, 2, 100, []int{2, 2}))
 	bad.Layers[1].EdgeIDs = nil
 	if err := Write(filepath.Join(t.TempDir(), "bad"), bad, WriteOptions{}); err == nil || !strings.Contains(err.Error(), "layer 1") {
 		t.Fatalf("write of edge ids in one layer of two: %v", err)
@@ -215,7 +193,7 @@ func TestWriteReadEdgeIDs(t *testing.T) {
 }
 
 func TestReadEdgeIDsCorruption(t *testing.T) {
-	res := withEdgeIDs(testResult(t, 3, 400, []int{4, 3}))
+	res := epochtest.WithEdgeIDs(epochtest.NewResult(t, 3, 400, []int{4, 3}))
 	edit := editEpochManifest
 	for _, c := range []struct {
 		name, compress string
@@ -248,7 +226,7 @@ func TestReadEdgeIDsCorruption(t *testing.T) {
 	}
 	// Edge ids with valid checksums that break the invariants: an id at an
 	// empty slot.
-	bad := withEdgeIDs(testResult(t, 3, 400, []int{4, 3}))
+	bad := epochtest.WithEdgeIDs(epochtest.NewResult(t, 3, 400, []int{4, 3}))
 	i := slices.Index(bad.Layers[1].Samples, -1)
 	if i < 0 {
 		t.Fatal("no empty slot in layer 1")
@@ -258,7 +236,7 @@ func TestReadEdgeIDsCorruption(t *testing.T) {
 	if err := Write(dir, bad, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Read(dir); !errors.Is(err, ErrCorrupt) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "layer 1 row") {
+	if _, err := Read(dir); !errors.Is(err, ErrCorrupt) || !errors.Is(err, epoch.ErrInvalid) || !strings.Contains(err.Error(), "layer 1 row") {
 		t.Fatalf("edge id at an empty slot: %v", err)
 	}
 }
@@ -279,7 +257,7 @@ func flipByte(t *testing.T, path string, at int64) {
 // compressed): Read must not panic, must wrap ErrCorrupt on failure, and
 // whatever it accepts must be a valid Result.
 func FuzzReadManifest(f *testing.F) {
-	res := testResult(f, 5, 60, []int{3, 2})
+	res := epochtest.NewResult(f, 5, 60, []int{3, 2})
 	src := f.TempDir()
 	for _, comp := range []string{"", "zstd"} {
 		d := filepath.Join(src, "c"+comp)

@@ -1,4 +1,4 @@
-package epoch
+package pipeline
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/streamsampler/streamsampler/epoch"
 )
 
 // ErrSplit is wrapped by the errors about a split's nodes or batches.
@@ -29,7 +31,7 @@ type Split struct {
 
 	mu    sync.Mutex
 	epoch uint32
-	res   *Result // the split's sample under epoch's key, or nil
+	res   *epoch.Result // the split's sample under epoch's key, or nil
 }
 
 // NewSplit returns a split of the given nodes (distinct, each below the
@@ -67,7 +69,7 @@ func (s *Split) NumNodes() int { return len(s.nodes) }
 func (s *Split) BatchSize() int { return s.batchSize }
 
 // NumBatches returns the split's minibatch count.
-func (s *Split) NumBatches() int { return NumBatches(len(s.nodes), s.batchSize) }
+func (s *Split) NumBatches() int { return epoch.NumBatches(len(s.nodes), s.batchSize) }
 
 // Seeds returns minibatch i's nodes (a view; do not modify).
 func (s *Split) Seeds(i int) []uint32 {
@@ -78,7 +80,7 @@ func (s *Split) Seeds(i int) []uint32 {
 // Batch assembles minibatch i of the split from the pipeline's current
 // epoch, with the given semantics; the blocks' Epoch says which epoch.
 // i beyond the last minibatch is an error wrapping ErrSplit.
-func (s *Split) Batch(ctx context.Context, i int, sem Semantics) (*Blocks, error) {
+func (s *Split) Batch(ctx context.Context, i int, sem epoch.Semantics) (*epoch.Blocks, error) {
 	if i < 0 || i >= s.NumBatches() {
 		return nil, fmt.Errorf("%w: minibatch %d of a split of %d", ErrSplit, i, s.NumBatches())
 	}
@@ -86,12 +88,12 @@ func (s *Split) Batch(ctx context.Context, i int, sem Semantics) (*Blocks, error
 	if err != nil {
 		return nil, err
 	}
-	return NewAssembler(res, nil).Assemble(s.Seeds(i), sem)
+	return epoch.NewAssembler(res, nil).Assemble(s.Seeds(i), sem)
 }
 
 // result returns the split's sample under the current epoch's key,
 // sampling it when the epoch has changed since the last one.
-func (s *Split) result(ctx context.Context) (*Result, error) {
+func (s *Split) result(ctx context.Context) (*epoch.Result, error) {
 	if err := s.p.Start(ctx); err != nil {
 		return nil, err
 	}

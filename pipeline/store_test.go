@@ -1,4 +1,4 @@
-package epoch
+package pipeline
 
 import (
 	"context"
@@ -10,25 +10,30 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epoch/epochtest"
+	"github.com/streamsampler/streamsampler/epochdir"
+	"github.com/streamsampler/streamsampler/statedir"
 )
 
 // epochFixture samples epochs of one random graph.
 type epochFixture struct {
-	g       *csr
+	g       *epochtest.Graph
 	train   []uint32
 	fanouts []int
 }
 
 func newFixture(seed uint64) *epochFixture {
 	r := rand.New(rand.NewPCG(seed, 5))
-	g := randomGraph(r, 400, 12, false)
-	train := randomSeeds(r, 400, 120)
+	g := epochtest.RandomGraph(r, 400, 12, false)
+	train := epochtest.RandomSeeds(r, 400, 120)
 	slices.Sort(train)
 	return &epochFixture{g: g, train: train, fanouts: []int{4, 3}}
 }
 
-func (f *epochFixture) result(e uint32) *Result {
-	return sampleEpoch(f.g, f.train, f.fanouts, Key{Seed: 11, Epoch: e})
+func (f *epochFixture) result(e uint32) *epoch.Result {
+	return epochtest.SampleEpoch(f.g, f.train, f.fanouts, epoch.Key{Seed: 11, Epoch: e})
 }
 
 func TestStoreBasics(t *testing.T) {
@@ -49,7 +54,7 @@ func TestStoreBasics(t *testing.T) {
 		t.Fatal(err)
 	}
 	release := make(chan struct{})
-	if err := s.Prepare(ctx, r1.Key, func(ctx context.Context) (*Result, error) {
+	if err := s.Prepare(ctx, r1.Key, func(ctx context.Context) (*epoch.Result, error) {
 		<-release
 		return r1, nil
 	}); err != nil {
@@ -69,13 +74,13 @@ func TestStoreBasics(t *testing.T) {
 			defer wg.Done()
 			rr := rand.New(rand.NewPCG(uint64(g), 1))
 			for i := 0; i < 50; i++ {
-				seeds := pick(rr, f.train, 1+rr.IntN(20))
+				seeds := epochtest.Pick(rr, f.train, 1+rr.IntN(20))
 				b, err := s.Sample(seeds)
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				if err := equalBlocks(b, bruteBlocks(r0, seeds)); err != nil {
+				if err := epochtest.EqualBlocks(b, epochtest.BruteBlocks(r0, seeds)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -100,10 +105,10 @@ func TestStoreBasics(t *testing.T) {
 	if err != nil || got != r1 {
 		t.Fatalf("Advance = %v, %v", got, err)
 	}
-	if _, err := s.SampleAt(0, f.train[:3], DGL); !errors.Is(err, ErrNotCurrent) {
+	if _, err := s.SampleAt(0, f.train[:3], epoch.DGL); !errors.Is(err, ErrNotCurrent) {
 		t.Fatalf("SampleAt the old epoch: %v", err)
 	}
-	if b, err := s.SampleAt(1, f.train[:3], DGL); err != nil || b.Epoch != 1 {
+	if b, err := s.SampleAt(1, f.train[:3], epoch.DGL); err != nil || b.Epoch != 1 {
 		t.Fatalf("SampleAt the current epoch: %v", err)
 	}
 	if cur, _ := s.Current(); cur != r1 || s.Ready() {
@@ -114,21 +119,12 @@ func TestStoreBasics(t *testing.T) {
 	}
 }
 
-func pick(r *rand.Rand, from []uint32, m int) []uint32 {
-	p := r.Perm(len(from))[:m]
-	out := make([]uint32, m)
-	for i, j := range p {
-		out[i] = from[j]
-	}
-	return out
-}
-
 func TestStorePrepareFailures(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(2)
 	s := NewStore()
 	boom := errors.New("boom")
-	if err := s.Prepare(ctx, Key{Epoch: 1}, func(context.Context) (*Result, error) { return nil, boom }); err != nil {
+	if err := s.Prepare(ctx, epoch.Key{Epoch: 1}, func(context.Context) (*epoch.Result, error) { return nil, boom }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Advance(ctx); !errors.Is(err, boom) {
@@ -136,12 +132,12 @@ func TestStorePrepareFailures(t *testing.T) {
 	}
 	// Wrong key, nil result and a panic are failures too, and each leaves
 	// the store ready for another Prepare.
-	for _, fn := range []func(context.Context) (*Result, error){
-		func(context.Context) (*Result, error) { return f.result(2), nil },
-		func(context.Context) (*Result, error) { return nil, nil },
-		func(context.Context) (*Result, error) { panic("kaboom") },
+	for _, fn := range []func(context.Context) (*epoch.Result, error){
+		func(context.Context) (*epoch.Result, error) { return f.result(2), nil },
+		func(context.Context) (*epoch.Result, error) { return nil, nil },
+		func(context.Context) (*epoch.Result, error) { panic("kaboom") },
 	} {
-		if err := s.Prepare(ctx, Key{Seed: 11, Epoch: 1}, fn); err != nil {
+		if err := s.Prepare(ctx, epoch.Key{Seed: 11, Epoch: 1}, fn); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Advance(ctx); err == nil {
@@ -150,7 +146,7 @@ func TestStorePrepareFailures(t *testing.T) {
 	}
 	// Cancellation: Discard cancels fn's context and waits for it.
 	var sawCancel atomic.Bool
-	if err := s.Prepare(ctx, Key{Epoch: 1}, func(ctx context.Context) (*Result, error) {
+	if err := s.Prepare(ctx, epoch.Key{Epoch: 1}, func(ctx context.Context) (*epoch.Result, error) {
 		<-ctx.Done()
 		sawCancel.Store(true)
 		return nil, ctx.Err()
@@ -166,7 +162,7 @@ func TestStorePrepareFailures(t *testing.T) {
 	}
 	// Cancelling Prepare's own context fails the preparation.
 	pctx, cancel := context.WithCancel(ctx)
-	if err := s.Prepare(pctx, Key{Epoch: 1}, func(ctx context.Context) (*Result, error) {
+	if err := s.Prepare(pctx, epoch.Key{Epoch: 1}, func(ctx context.Context) (*epoch.Result, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}); err != nil {
@@ -185,7 +181,7 @@ func TestStoreSampleDuringAdvance(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(3)
 	const epochs = 6
-	results := make([]*Result, epochs)
+	results := make([]*epoch.Result, epochs)
 	for e := range results {
 		results[e] = f.result(uint32(e))
 	}
@@ -206,14 +202,14 @@ func TestStoreSampleDuringAdvance(t *testing.T) {
 						return
 					default:
 					}
-					seeds := pick(rr, f.train, 1+rr.IntN(30))
+					seeds := epochtest.Pick(rr, f.train, 1+rr.IntN(30))
 					b, err := s.Sample(seeds)
 					if err != nil {
 						t.Error(err)
 						return
 					}
 					seen[b.Epoch].Add(1)
-					if err := equalBlocks(b, bruteBlocks(results[b.Epoch], seeds)); err != nil {
+					if err := epochtest.EqualBlocks(b, epochtest.BruteBlocks(results[b.Epoch], seeds)); err != nil {
 						t.Errorf("epoch %d: %v", b.Epoch, err)
 						return
 					}
@@ -235,7 +231,7 @@ func TestStoreSampleDuringAdvance(t *testing.T) {
 				waitSeen(0)
 			}
 			r := results[e]
-			if err := s.Prepare(ctx, r.Key, func(context.Context) (*Result, error) { return r, nil }); err != nil {
+			if err := s.Prepare(ctx, r.Key, func(context.Context) (*epoch.Result, error) { return r, nil }); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.Advance(ctx); err != nil {
@@ -255,12 +251,12 @@ func TestStoreSampleDuringAdvance(t *testing.T) {
 func TestStoreWithState(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(4)
-	st := State{Dir: filepath.Join(t.TempDir(), "state")}
+	st := statedir.State{Dir: filepath.Join(t.TempDir(), "state")}
 	st.Init()
-	s := NewStore(WithState(st, WriteOptions{Compress: "zstd"}))
+	s := NewStore(WithState(st, epochdir.WriteOptions{Compress: "zstd"}))
 	for e := uint32(0); e < 3; e++ {
 		r := f.result(e)
-		if err := s.Prepare(ctx, r.Key, func(context.Context) (*Result, error) { return r, nil }); err != nil {
+		if err := s.Prepare(ctx, r.Key, func(context.Context) (*epoch.Result, error) { return r, nil }); err != nil {
 			t.Fatal(err)
 		}
 		for !s.Ready() {
@@ -278,8 +274,8 @@ func TestStoreWithState(t *testing.T) {
 		if p, _ := st.Prepared(); !slices.Equal(p, []uint32{e}) {
 			t.Fatalf("after advancing to %d, prepared = %v", e, p)
 		}
-		back, err := Read(st.EpochDir(e))
-		if err != nil || !equalResult(back, r) {
+		back, err := epochdir.Read(st.EpochDir(e))
+		if err != nil || !epochtest.EqualResult(back, r) {
 			t.Fatalf("persisted epoch %d: %v", e, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package epoch
+package statedir
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/internal/atomicfile"
 )
 
@@ -20,7 +21,7 @@ import (
 // one epoch (or CURRENT) exist; a config.json alone is what a first
 // prepare left that never committed its epoch, and counts as nothing.
 type Contents struct {
-	Config     StateConfig // the committed configuration (when Committed)
+	Config     Config // the committed configuration (when Committed)
 	Committed  bool
 	Prepared   []uint32 // epochs with a manifest, ascending
 	Current    uint32   // the epoch named by CURRENT (when HasCurrent)
@@ -71,7 +72,7 @@ func (s State) Open() (*Contents, error) {
 	type epochEntry struct {
 		n    uint32
 		name string
-		m    *manifest
+		m    *epochdir.Manifest
 		err  error // reading or parsing its manifest
 	}
 	var epochs []epochEntry
@@ -85,20 +86,20 @@ func (s State) Open() (*Contents, error) {
 			haveCurrent = true
 		case strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-"):
 			base, _, _ := strings.Cut(name[1:], ".tmp-")
-			if _, isEpoch := parseEpochName(base); isEpoch || base == ConfigName || base == CurrentName {
+			if _, isEpoch := epochdir.ParseDirName(base); isEpoch || base == ConfigName || base == CurrentName {
 				c.Leftovers = append(c.Leftovers, Leftover{Name: name, Why: "temporary copy of " + base + " from an interrupted write"})
 			}
 		default:
-			n, ok := parseEpochName(name)
+			n, ok := epochdir.ParseDirName(name)
 			if !ok || !e.IsDir() {
 				continue
 			}
-			mpath := filepath.Join(s.Dir, name, ManifestName)
+			mpath := filepath.Join(s.Dir, name, epochdir.ManifestName)
 			if _, err := os.Lstat(mpath); errors.Is(err, fs.ErrNotExist) {
-				c.Leftovers = append(c.Leftovers, Leftover{Name: name, Why: "epoch directory without " + ManifestName + " (incomplete)"})
+				c.Leftovers = append(c.Leftovers, Leftover{Name: name, Why: "epoch directory without " + epochdir.ManifestName + " (incomplete)"})
 				continue
 			}
-			m, err := readManifest(mpath)
+			m, err := epochdir.ReadManifest(mpath)
 			epochs = append(epochs, epochEntry{n: n, name: name, m: m, err: err})
 		}
 	}
@@ -126,21 +127,21 @@ func (s State) Open() (*Contents, error) {
 		if e.err != nil {
 			return nil, e.err
 		}
-		mpath := filepath.Join(s.Dir, e.name, ManifestName)
-		if err := e.m.checkDirName(mpath); err != nil {
+		mpath := filepath.Join(s.Dir, e.name, epochdir.ManifestName)
+		if err := e.m.CheckDirName(mpath); err != nil {
 			return nil, err
 		}
 		if err := checkAgainstConfig(e.m, mpath, cfg, cpath); err != nil {
 			return nil, err
 		}
-		if err := e.m.checkSum(mpath); err != nil {
+		if err := e.m.CheckSum(mpath); err != nil {
 			return nil, err
 		}
 		c.Prepared = append(c.Prepared, e.n)
 	}
 	if got := cfg.checksum(); got != cfg.Checksum {
 		return nil, fmt.Errorf("%w: %s: checksum %#08x does not match its content (%#08x): the configuration was edited or damaged; use a new state directory",
-			ErrCorrupt, cpath, cfg.Checksum, got)
+			epochdir.ErrCorrupt, cpath, cfg.Checksum, got)
 	}
 	if haveCurrent {
 		cur, _, err := s.Current()
@@ -148,7 +149,7 @@ func (s State) Open() (*Contents, error) {
 			return nil, err
 		}
 		if _, found := slices.BinarySearch(c.Prepared, cur); !found {
-			return nil, fmt.Errorf("%w: %s names epoch %d, but %s is missing", ErrCorrupt, filepath.Join(s.Dir, CurrentName), cur, s.EpochDir(cur))
+			return nil, fmt.Errorf("%w: %s names epoch %d, but %s is missing", epochdir.ErrCorrupt, filepath.Join(s.Dir, CurrentName), cur, s.EpochDir(cur))
 		}
 		c.Current, c.HasCurrent = cur, true
 		// Epochs older than the current one are what an interrupted
@@ -165,10 +166,10 @@ func (s State) Open() (*Contents, error) {
 
 // checkAgainstConfig reports the first field in which the epoch manifest
 // m (at mpath) disagrees with the configuration cfg (at cpath).
-func checkAgainstConfig(m *manifest, mpath string, cfg StateConfig, cpath string) error {
+func checkAgainstConfig(m *epochdir.Manifest, mpath string, cfg Config, cpath string) error {
 	if m.Identity == nil {
 		return fmt.Errorf("%w: %s: no identity (graph, training set, rank), unlike every epoch of a state directory: written by an older build or edited",
-			ErrCorrupt, mpath)
+			epochdir.ErrCorrupt, mpath)
 	}
 	comp := "none"
 	if cfg.Compress == "zstd" {
@@ -199,7 +200,7 @@ func checkAgainstConfig(m *manifest, mpath string, cfg StateConfig, cpath string
 	} {
 		if !f.same {
 			return fmt.Errorf("%w: %s: %s %v disagrees with %v in %s: the state directory mixes two configurations (or one was edited); use a new state directory",
-				ErrCorrupt, mpath, f.field, f.got, f.wants, cpath)
+				epochdir.ErrCorrupt, mpath, f.field, f.got, f.wants, cpath)
 		}
 	}
 	return nil

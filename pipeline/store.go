@@ -1,4 +1,4 @@
-package epoch
+package pipeline
 
 import (
 	"context"
@@ -6,9 +6,16 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epochdir"
+	"github.com/streamsampler/streamsampler/statedir"
 )
 
 var (
+	// ErrNotPrepared is returned by Store.Advance when no next epoch was
+	// prepared.
+	ErrNotPrepared = errors.New("pipeline: next epoch not prepared")
 	// ErrNoCurrent is returned by Store.Current and Store.Sample before any
 	// epoch has been made current.
 	ErrNoCurrent = errors.New("epoch: no current epoch")
@@ -40,7 +47,7 @@ func WithNumNodes(n uint32) StoreOption { return func(s *Store) { s.numNodes = n
 // WithState persists every prepared epoch into st (Write with opts, over
 // any stale copy) before it can become current, and records CURRENT and
 // prunes older epochs on Advance.
-func WithState(st State, opts WriteOptions) StoreOption {
+func WithState(st statedir.State, opts epochdir.WriteOptions) StoreOption {
 	return func(s *Store) {
 		s.state = &st
 		s.wopts = opts
@@ -59,23 +66,23 @@ type Store struct {
 	mu   sync.Mutex
 	next *pending
 
-	asm sync.Pool // *Assembler, scratch space reused across calls
+	asm sync.Pool // *epoch.Assembler, scratch space reused across calls
 
 	indexBudget int64
 	numNodes    uint32
-	state       *State
-	wopts       WriteOptions
+	state       *statedir.State
+	wopts       epochdir.WriteOptions
 }
 
 // resident is a Result with its optional index.
 type resident struct {
-	r  *Result
-	ix *Index
+	r  *epoch.Result
+	ix *epoch.Index
 }
 
 // pending is one Prepare in flight or done.
 type pending struct {
-	key    Key
+	key    epoch.Key
 	done   chan struct{}
 	cancel context.CancelFunc
 	res    *resident
@@ -92,7 +99,7 @@ func NewStore(opts ...StoreOption) *Store {
 }
 
 // install builds the index for r when it fits the budget.
-func (s *Store) install(r *Result) (*resident, error) {
+func (s *Store) install(r *epoch.Result) (*resident, error) {
 	if r == nil {
 		return nil, errors.New("epoch: nil result")
 	}
@@ -101,7 +108,7 @@ func (s *Store) install(r *Result) (*resident, error) {
 	// bytes per node); each further concurrent Sample holds another table.
 	n := int64(s.numNodes)
 	if n == 0 {
-		n = int64(r.numNodes())
+		n = int64(r.NumNodes())
 	}
 	if s.indexBudget > 0 && len(r.Layers) > 0 && r.DenseIndexBytes(s.numNodes)+8*n <= s.indexBudget {
 		ix, err := r.Index(s.numNodes)
@@ -115,7 +122,7 @@ func (s *Store) install(r *Result) (*resident, error) {
 
 // SetCurrent makes r the current epoch directly (for a Result loaded with
 // Read, say), leaving any preparation alone.
-func (s *Store) SetCurrent(r *Result) error {
+func (s *Store) SetCurrent(r *epoch.Result) error {
 	res, err := s.install(r)
 	if err != nil {
 		return err
@@ -125,7 +132,7 @@ func (s *Store) SetCurrent(r *Result) error {
 }
 
 // Current returns the current epoch's Result, or ErrNoCurrent.
-func (s *Store) Current() (*Result, error) {
+func (s *Store) Current() (*epoch.Result, error) {
 	c := s.cur.Load()
 	if c == nil {
 		return nil, ErrNoCurrent
@@ -134,19 +141,19 @@ func (s *Store) Current() (*Result, error) {
 }
 
 // Sample assembles a minibatch from the current epoch (Assembler.Sample).
-func (s *Store) Sample(seeds []uint32) (*Blocks, error) {
+func (s *Store) Sample(seeds []uint32) (*epoch.Blocks, error) {
 	c := s.cur.Load()
 	if c == nil {
 		return nil, ErrNoCurrent
 	}
-	return s.sampleFrom(c, seeds, DGL)
+	return s.sampleFrom(c, seeds, epoch.DGL)
 }
 
 // SampleAt is Sample pinned to epoch e, with the given semantics: it fails with ErrNotCurrent
 // (naming both epochs) when the current epoch is another, so that a
 // minibatch cut from epoch e's order is never assembled from the next
 // epoch's samples after an Advance.
-func (s *Store) SampleAt(e uint32, seeds []uint32, sem Semantics) (*Blocks, error) {
+func (s *Store) SampleAt(e uint32, seeds []uint32, sem epoch.Semantics) (*epoch.Blocks, error) {
 	c, err := s.at(e)
 	if err != nil {
 		return nil, err
@@ -166,27 +173,27 @@ func (s *Store) at(e uint32) (*resident, error) {
 	return c, nil
 }
 
-func (s *Store) sampleFrom(c *resident, seeds []uint32, sem Semantics) (b *Blocks, err error) {
-	s.withAssembler(c, func(a *Assembler) { b, err = a.Assemble(seeds, sem) })
+func (s *Store) sampleFrom(c *resident, seeds []uint32, sem epoch.Semantics) (b *epoch.Blocks, err error) {
+	s.withAssembler(c, func(a *epoch.Assembler) { b, err = a.Assemble(seeds, sem) })
 	return b, err
 }
 
 // NodeSetAt returns the node set of seeds' minibatch under sem from epoch
 // e (Assembler.NodeSet), which must be current as for SampleAt.
-func (s *Store) NodeSetAt(e uint32, seeds []uint32, sem Semantics) (nodes []uint32, err error) {
+func (s *Store) NodeSetAt(e uint32, seeds []uint32, sem epoch.Semantics) (nodes []uint32, err error) {
 	c, err := s.at(e)
 	if err != nil {
 		return nil, err
 	}
-	s.withAssembler(c, func(a *Assembler) { nodes, err = a.NodeSet(seeds, sem, nil) })
+	s.withAssembler(c, func(a *epoch.Assembler) { nodes, err = a.NodeSet(seeds, sem, nil) })
 	return nodes, err
 }
 
 // withAssembler runs fn with a pooled Assembler over c.
-func (s *Store) withAssembler(c *resident, fn func(a *Assembler)) {
-	a, _ := s.asm.Get().(*Assembler)
+func (s *Store) withAssembler(c *resident, fn func(a *epoch.Assembler)) {
+	a, _ := s.asm.Get().(*epoch.Assembler)
 	if a == nil {
-		a = &Assembler{}
+		a = &epoch.Assembler{}
 	}
 	a.Reset(c.r, c.ix)
 	fn(a)
@@ -198,7 +205,7 @@ func (s *Store) withAssembler(c *resident, fn func(a *Assembler)) {
 // becomes the next epoch. ctx bounds the preparation (it is passed to fn);
 // Discard cancels it. The Result must carry key. Prepare fails with
 // ErrAlreadyPreparing while another next epoch is pending or ready.
-func (s *Store) Prepare(ctx context.Context, key Key, fn func(ctx context.Context) (*Result, error)) error {
+func (s *Store) Prepare(ctx context.Context, key epoch.Key, fn func(ctx context.Context) (*epoch.Result, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.next != nil {
@@ -216,7 +223,7 @@ func (s *Store) Prepare(ctx context.Context, key Key, fn func(ctx context.Contex
 }
 
 // build runs fn and readies its Result: key check, index, persistence.
-func (s *Store) build(ctx context.Context, key Key, fn func(ctx context.Context) (*Result, error)) (res *resident, err error) {
+func (s *Store) build(ctx context.Context, key epoch.Key, fn func(ctx context.Context) (*epoch.Result, error)) (res *resident, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			res, err = nil, fmt.Errorf("epoch: preparing epoch %d: panic: %v", key.Epoch, r)
@@ -233,7 +240,7 @@ func (s *Store) build(ctx context.Context, key Key, fn func(ctx context.Context)
 		return nil, fmt.Errorf("epoch: preparing epoch %d: result has key %+v, want %+v", key.Epoch, r.Key, key)
 	}
 	if s.state != nil {
-		if err := Write(s.state.EpochDir(key.Epoch), r, s.wopts); err != nil {
+		if err := epochdir.Write(s.state.EpochDir(key.Epoch), r, s.wopts); err != nil {
 			return nil, fmt.Errorf("epoch: preparing epoch %d: %w", key.Epoch, err)
 		}
 	}
@@ -245,11 +252,11 @@ func (s *Store) build(ctx context.Context, key Key, fn func(ctx context.Context)
 }
 
 // Preparing reports the key of the pending next epoch, if any.
-func (s *Store) Preparing() (Key, bool) {
+func (s *Store) Preparing() (epoch.Key, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.next == nil {
-		return Key{}, false
+		return epoch.Key{}, false
 	}
 	return s.next.key, true
 }
@@ -277,7 +284,7 @@ func (s *Store) Ready() bool {
 // error if it failed (the Store is then ready for another Prepare). With
 // WithState, an error deleting old epoch directories is returned together
 // with the new current Result.
-func (s *Store) Advance(ctx context.Context) (*Result, error) {
+func (s *Store) Advance(ctx context.Context) (*epoch.Result, error) {
 	s.mu.Lock()
 	p := s.next
 	s.mu.Unlock()
@@ -308,7 +315,7 @@ func (s *Store) Advance(ctx context.Context) (*Result, error) {
 	if s.state != nil {
 		// The switch has happened; a failure to delete old epochs is
 		// reported beside the new Result.
-		if err := s.state.prune(p.key.Epoch); err != nil {
+		if err := s.state.Prune(p.key.Epoch); err != nil {
 			return p.res.r, err
 		}
 	}

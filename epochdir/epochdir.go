@@ -1,4 +1,4 @@
-package epoch
+package epochdir
 
 import (
 	"bytes"
@@ -10,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/internal/atomicfile"
 	"github.com/streamsampler/streamsampler/internal/crc32c"
 	"github.com/streamsampler/streamsampler/internal/hostorder"
@@ -34,7 +36,7 @@ const ManifestName = "manifest.json"
 const formatName = "streamsampler-epoch"
 
 // ErrCorrupt is wrapped by Read when an epoch directory is damaged: a
-// missing or truncated file, a checksum mismatch, a bad manifest, or
+// missing or truncated file, a checksum mismatch, a bad Manifest, or
 // arrays that break the epoch's invariants.
 var ErrCorrupt = errors.New("epoch: corrupt epoch directory")
 
@@ -94,7 +96,10 @@ func TrainSetOf(ids []uint32) TrainSet {
 // manifest is manifest.json. Checksum is a CRC-32C over the manifest's
 // canonical encoding with Checksum zero (metaChecksum), so that an edited
 // field is caught even where the arrays still match.
-type manifest struct {
+// Manifest is an epoch directory's manifest.json: what Read checks the
+// arrays against, and what a state directory checks against its
+// configuration.
+type Manifest struct {
 	Format  string `json:"format"`
 	Version int    `json:"version"`
 	Seed    uint64 `json:"seed"`
@@ -111,20 +116,9 @@ type manifest struct {
 }
 
 // checksum returns the manifest's metaChecksum.
-func (m manifest) checksum() uint32 {
+func (m Manifest) checksum() uint32 {
 	m.Checksum = 0
-	return metaChecksum(m)
-}
-
-// metaChecksum is the CRC-32C of v's JSON encoding (encoding/json writes
-// a struct's fields in declaration order, so the encoding is canonical).
-// Callers zero v's own checksum field first.
-func metaChecksum(v any) uint32 {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("epoch: encoding metadata: %v", err)) // plain structs: cannot fail
-	}
-	return crc32c.Checksum(b)
+	return crc32c.OfJSON(m)
 }
 
 // arrayInfo describes one array file; CRC32C is over the raw
@@ -246,11 +240,11 @@ func fileName(name, dtype, compression string) string {
 // it nothing is visible, and a failure after it (syncing the parent) is
 // rolled back by removing dir again, unless Overwrite replaced an older
 // tree, which cannot be restored. A dir named epoch-N must hold epoch N.
-func Write(dir string, r *Result, opts WriteOptions) (err error) {
+func Write(dir string, r *epoch.Result, opts WriteOptions) (err error) {
 	if opts.Compress != "" && opts.Compress != "zstd" {
 		return fmt.Errorf("epoch: write %s: compression %q, want \"\" or \"zstd\"", dir, opts.Compress)
 	}
-	if err := r.checkShape(); err != nil {
+	if err := r.CheckShape(); err != nil {
 		return fmt.Errorf("epoch: write %s: %w", dir, err)
 	}
 	dir = filepath.Clean(dir)
@@ -258,7 +252,7 @@ func Write(dir string, r *Result, opts WriteOptions) (err error) {
 	if parent == "" {
 		parent = "."
 	}
-	if n, ok := parseEpochName(base); ok && n != r.Key.Epoch {
+	if n, ok := ParseDirName(base); ok && n != r.Key.Epoch {
 		return fmt.Errorf("epoch: write %s: the result is epoch %d", dir, r.Key.Epoch)
 	}
 	step := opts.Step
@@ -284,8 +278,8 @@ func Write(dir string, r *Result, opts WriteOptions) (err error) {
 	if opts.Compress == "zstd" {
 		comp = "zstd"
 	}
-	edgeIDs := r.hasEdgeIDs()
-	m := manifest{Format: formatName, Version: FormatVersion, Seed: r.Key.Seed, Epoch: r.Key.Epoch,
+	edgeIDs := r.HasEdgeIDs()
+	m := Manifest{Format: formatName, Version: FormatVersion, Seed: r.Key.Seed, Epoch: r.Key.Epoch,
 		Replace: r.Key.Replace, Fanouts: r.Fanouts(), EdgeIDs: edgeIDs, Identity: opts.Identity}
 	names, dtypes := arrayNames(len(r.Layers), edgeIDs)
 	L := len(r.Layers)
@@ -390,32 +384,6 @@ func writeArray(path string, raw []byte, comp string) (err error) {
 	return f.Sync()
 }
 
-// checkShape is the cheap part of Validate that Write needs: array lengths
-// that agree with the fanouts.
-func (r *Result) checkShape() error {
-	if r == nil {
-		return errors.New("nil result")
-	}
-	if len(r.Layers) > MaxLayers {
-		return fmt.Errorf("%d layers, at most %d", len(r.Layers), MaxLayers)
-	}
-	edgeIDs := r.hasEdgeIDs()
-	for l := range r.Layers {
-		ly := &r.Layers[l]
-		if ly.Fanout < 1 || int64(len(ly.Samples)) != int64(len(ly.Frontier))*int64(ly.Fanout) {
-			return fmt.Errorf("layer %d: %d samples for %d frontier nodes and fanout %d", l, len(ly.Samples), len(ly.Frontier), ly.Fanout)
-		}
-		if (ly.EdgeIDs != nil) != edgeIDs || (edgeIDs && len(ly.EdgeIDs) != len(ly.Samples)) {
-			return fmt.Errorf("layer %d: %d edge ids for %d samples (layer 0 has edge ids: %v)", l, len(ly.EdgeIDs), len(ly.Samples), edgeIDs)
-		}
-	}
-	return nil
-}
-
-// hasEdgeIDs reports whether the epoch has edge ids (layer 0 decides;
-// Validate requires every layer to agree).
-func (r *Result) hasEdgeIDs() bool { return len(r.Layers) > 0 && r.Layers[0].EdgeIDs != nil }
-
 // maxManifest bounds manifest.json: 255 layers of array entries fit in far
 // less.
 const maxManifest = 1 << 20
@@ -426,16 +394,16 @@ const maxManifest = 1 << 20
 // and then the epoch invariants (Validate). Errors wrap ErrCorrupt (and
 // fs.ErrNotExist for a missing file) and name the file. Read checks one
 // epoch by itself; State.Open checks it against its state directory.
-func Read(dir string) (*Result, error) {
+func Read(dir string) (*epoch.Result, error) {
 	mpath := filepath.Join(dir, ManifestName)
-	m, err := readManifest(mpath)
+	m, err := ReadManifest(mpath)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.checkDirName(mpath); err != nil {
+	if err := m.CheckDirName(mpath); err != nil {
 		return nil, err
 	}
-	r := &Result{Key: Key{Seed: m.Seed, Epoch: m.Epoch, Replace: m.Replace}, Layers: make([]Layer, len(m.Fanouts))}
+	r := &epoch.Result{Key: epoch.Key{Seed: m.Seed, Epoch: m.Epoch, Replace: m.Replace}, Layers: make([]epoch.Layer, len(m.Fanouts))}
 	L := len(m.Fanouts)
 	for i, a := range m.Arrays {
 		words, err := readArray(filepath.Join(dir, a.File), a)
@@ -472,7 +440,7 @@ func Read(dir string) (*Result, error) {
 	}
 	// After the arrays, so that an edited array entry is reported by the
 	// file it names; any other edit is caught here.
-	if err := m.checkSum(mpath); err != nil {
+	if err := m.CheckSum(mpath); err != nil {
 		return nil, err
 	}
 	if err := r.Validate(); err != nil {
@@ -481,7 +449,9 @@ func Read(dir string) (*Result, error) {
 	return r, nil
 }
 
-func readManifest(path string) (*manifest, error) {
+// ReadManifest reads and checks the manifest file at path (its fields and
+// its own checksum; not the arrays it describes). Errors wrap ErrCorrupt.
+func ReadManifest(path string) (*Manifest, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
@@ -500,13 +470,13 @@ func readManifest(path string) (*manifest, error) {
 // parseManifest decodes and checks manifest.json strictly: unknown fields,
 // trailing data and any deviation from the array list Write produces are
 // errors (file names are never taken from the manifest unchecked).
-func parseManifest(path string, data []byte) (*manifest, error) {
+func parseManifest(path string, data []byte) (*Manifest, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrCorrupt, path, fmt.Sprintf(format, args...))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var m manifest
+	var m Manifest
 	if err := dec.Decode(&m); err != nil {
 		return nil, bad("not a valid manifest: %v", err)
 	}
@@ -519,8 +489,8 @@ func parseManifest(path string, data []byte) (*manifest, error) {
 	if m.Version != FormatVersion {
 		return nil, bad("version %d, this build reads version %d", m.Version, FormatVersion)
 	}
-	if len(m.Fanouts) > MaxLayers {
-		return nil, bad("%d layers, at most %d", len(m.Fanouts), MaxLayers)
+	if len(m.Fanouts) > epoch.MaxLayers {
+		return nil, bad("%d layers, at most %d", len(m.Fanouts), epoch.MaxLayers)
 	}
 	for l, k := range m.Fanouts {
 		if k < 1 || k > 1<<16 {
@@ -566,8 +536,8 @@ func parseManifest(path string, data []byte) (*manifest, error) {
 	return &m, nil
 }
 
-// checkSum reports a manifest whose checksum does not match its content.
-func (m *manifest) checkSum(path string) error {
+// CheckSum reports a manifest whose checksum does not match its content.
+func (m *Manifest) CheckSum(path string) error {
 	if got := m.checksum(); got != m.Checksum {
 		return fmt.Errorf("%w: %s: checksum %#08x does not match its content (%#08x): the manifest was edited or damaged",
 			ErrCorrupt, path, m.Checksum, got)
@@ -575,11 +545,11 @@ func (m *manifest) checkSum(path string) error {
 	return nil
 }
 
-// checkDirName reports a manifest at .../epoch-N/manifest.json whose
+// CheckDirName reports a manifest at .../epoch-N/manifest.json whose
 // epoch is not N (an edited "epoch", a renamed directory).
-func (m *manifest) checkDirName(path string) error {
+func (m *Manifest) CheckDirName(path string) error {
 	name := filepath.Base(filepath.Dir(path))
-	if n, ok := parseEpochName(name); ok && n != m.Epoch {
+	if n, ok := ParseDirName(name); ok && n != m.Epoch {
 		return fmt.Errorf("%w: %s: epoch %d, but the directory is %s", ErrCorrupt, path, m.Epoch, name)
 	}
 	return nil
@@ -682,4 +652,24 @@ func readWords(r io.Reader, n int64) ([]uint32, error) {
 		return nil, err
 	}
 	return words, nil
+}
+
+// dirPrefix begins the name of epoch N's directory in a state directory.
+const dirPrefix = "epoch-"
+
+// DirName is the name of epoch n's directory inside a state directory.
+func DirName(n uint32) string { return dirPrefix + strconv.FormatUint(uint64(n), 10) }
+
+// ParseDirName returns N for an epoch directory named "epoch-N" (canonical
+// decimal only), the name DirName gives.
+func ParseDirName(name string) (uint32, bool) {
+	num, ok := strings.CutPrefix(name, dirPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(num, 10, 32)
+	if err != nil || strconv.FormatUint(n, 10) != num {
+		return 0, false
+	}
+	return uint32(n), true
 }

@@ -1,4 +1,4 @@
-package epoch
+package pipeline
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epoch/epochtest"
 	"github.com/streamsampler/streamsampler/featplan"
 )
 
@@ -22,7 +24,7 @@ func TestPipelineFeatures(t *testing.T) {
 	f := newFixture(9)
 	run := func(fp *FeaturePlanning) [][]*Batch {
 		var calls atomic.Int64
-		cfg := Config{Sampling: Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 5}, BatchSize: 7, Epochs: 2, Features: fp}
+		cfg := Config{Sampling: epoch.Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 5}, BatchSize: 7, Epochs: 2, Features: fp}
 		l, err := NewPipeline(cfg, f.sampler(&calls), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -57,7 +59,7 @@ func TestPipelineFeatures(t *testing.T) {
 			if !slices.Equal(b.Features.NodeSets[i], last) || !slices.Equal(b.Features.Plan.Batch(i).NID, last) {
 				t.Fatalf("epoch %d minibatch %d: node set is not the blocks' last src", e, i)
 			}
-			if err := equalBlocks(b.Blocks, plain[e][i].Blocks); err != nil {
+			if err := epochtest.EqualBlocks(b.Blocks, plain[e][i].Blocks); err != nil {
 				t.Fatalf("epoch %d minibatch %d: planning changed the blocks: %v", e, i, err)
 			}
 			sets = append(sets, last)
@@ -81,7 +83,7 @@ func TestPipelineFeatures(t *testing.T) {
 			if p == nil || p != plain[e][fp.Order[i]] {
 				t.Fatalf("epoch %d: reordered minibatch %d is not plain minibatch %d", e, i, fp.Order[i])
 			}
-			if err := equalBlocks(b.Blocks, p.Blocks); err != nil {
+			if err := epochtest.EqualBlocks(b.Blocks, p.Blocks); err != nil {
 				t.Fatalf("epoch %d: reordered minibatch %d: %v", e, i, err)
 			}
 			delete(byKey, seedKey(b))
@@ -94,7 +96,7 @@ func TestPipelineFeatures(t *testing.T) {
 			t.Fatalf("epoch %d: reorder shares %v < %v", e, fp.Reorder.SharedAfter, fp.Reorder.SharedBefore)
 		}
 	}
-	if _, err := NewPipeline(Config{Sampling: Sampling{Train: f.train, Fanouts: f.fanouts}, BatchSize: 7, Features: &FeaturePlanning{CacheRows: -1}}, f.sampler(new(atomic.Int64)), nil); !errors.Is(err, ErrConfig) {
+	if _, err := NewPipeline(Config{Sampling: epoch.Sampling{Train: f.train, Fanouts: f.fanouts}, BatchSize: 7, Features: &FeaturePlanning{CacheRows: -1}}, f.sampler(new(atomic.Int64)), nil); !errors.Is(err, epoch.ErrConfig) {
 		t.Fatalf("negative cache: %v", err)
 	}
 }
