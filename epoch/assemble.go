@@ -133,11 +133,12 @@ func appendInts[T uint32 | int32 | int64](dst []byte, a []T) []byte {
 	return append(dst, ']')
 }
 
-// Sample assembles the blocks of one minibatch (DESIGN §5). It is a
-// convenience over a fresh Assembler with binary search; loops should keep
-// an Assembler (or use Store) to reuse its scratch space.
-func (r *Result) Sample(seeds []uint32) (*Blocks, error) {
-	return NewAssembler(r, nil).Sample(seeds)
+// Assemble assembles the blocks of one minibatch (DESIGN §5) with the
+// given semantics. It is a convenience over a fresh Assembler with binary
+// search; loops should keep an Assembler (or use pipeline.Store) to reuse
+// its scratch space.
+func (r *Result) Assemble(seeds []uint32, sem Semantics) (*Blocks, error) {
+	return NewAssembler(r, nil).Assemble(seeds, sem)
 }
 
 // Assembler turns seed lists into Blocks for one Result, reusing its
@@ -178,10 +179,6 @@ func (a *Assembler) Result() *Result { return a.r }
 // Reset points the Assembler at another Result (and its index, or nil),
 // keeping its scratch space.
 func (a *Assembler) Reset(r *Result, ix *Index) { a.r, a.ix = r, ix }
-
-// Sample assembles the blocks of one minibatch with DGL semantics:
-// Assemble(seeds, DGL).
-func (a *Assembler) Sample(seeds []uint32) (*Blocks, error) { return a.Assemble(seeds, DGL) }
 
 // Assemble assembles the blocks of one minibatch: for hop h = 1..L, the
 // nodes it expands (dst: with DGL semantics the seeds at hop 1, then the

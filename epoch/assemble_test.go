@@ -109,7 +109,7 @@ func testSampleMatchesBruteForce(t *testing.T) {
 			}
 			want := epochtest.BruteBlocks(res, seeds)
 			for name, a := range asms {
-				got, err := a.Sample(seeds)
+				got, err := a.Assemble(seeds, epoch.DGL)
 				if err != nil {
 					t.Fatalf("case %d %s: %v", ci, name, err)
 				}
@@ -159,15 +159,15 @@ func testSampleErrors(t *testing.T) {
 	res := epochtest.SampleEpoch(g, []uint32{1, 5, 9, 20}, []int{3, 2}, epoch.Key{Seed: 7})
 	ix, _ := res.Index(0)
 	for _, a := range []*epoch.Assembler{epoch.NewAssembler(res, nil), epoch.NewAssembler(res, ix), epoch.NewAssembler(res, res.MapIndex())} {
-		if _, err := a.Sample([]uint32{5, 6}); !errors.Is(err, epoch.ErrNotInFrontier) {
+		if _, err := a.Assemble([]uint32{5, 6}, epoch.DGL); !errors.Is(err, epoch.ErrNotInFrontier) {
 			t.Fatalf("seed 6 not in frontier: got %v", err)
 		} else if !containsNum(err.Error(), 6) {
 			t.Fatalf("error does not name node 6: %v", err)
 		}
-		if _, err := a.Sample([]uint32{5, 1000000}); !errors.Is(err, epoch.ErrNotInFrontier) {
+		if _, err := a.Assemble([]uint32{5, 1000000}, epoch.DGL); !errors.Is(err, epoch.ErrNotInFrontier) {
 			t.Fatalf("seed beyond the index: got %v", err)
 		}
-		if _, err := a.Sample([]uint32{5, 9, 5}); !errors.Is(err, epoch.ErrDuplicateSeed) {
+		if _, err := a.Assemble([]uint32{5, 9, 5}, epoch.DGL); !errors.Is(err, epoch.ErrDuplicateSeed) {
 			t.Fatalf("duplicate seed: got %v", err)
 		}
 		if _, err := a.NodeSet([]uint32{5, 9, 5}, epoch.DGL, nil); !errors.Is(err, epoch.ErrDuplicateSeed) {
@@ -177,7 +177,7 @@ func testSampleErrors(t *testing.T) {
 			t.Fatalf("NodeSet, seed 6 not in frontier: got %v", err)
 		}
 		// The assembler must still work after an error.
-		b, err := a.Sample([]uint32{20, 1})
+		b, err := a.Assemble([]uint32{20, 1}, epoch.DGL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ func testSampleErrors(t *testing.T) {
 	if b := (&epoch.Blocks{Seeds: []uint32{4, 2}}); !slices.Equal(b.Nodes(), b.Seeds) {
 		t.Fatal("Nodes of blocks without hops is not the seeds")
 	}
-	empty, err := res.Sample(nil)
+	empty, err := res.Assemble(nil, epoch.DGL)
 	if err != nil || len(empty.Hops) != 2 || len(empty.Hops[1].Src) != 0 {
 		t.Fatalf("empty minibatch: %v %+v", err, empty)
 	}
@@ -249,19 +249,19 @@ func TestIndexAndZeroLayers(t *testing.T) {
 		t.Fatalf("index of 1000 nodes: %v, %d bytes", err, ix.Bytes())
 	}
 	// A seed beyond a dense index is simply not in the frontier.
-	if _, err := epoch.NewAssembler(res, ix).Sample([]uint32{5000}); !errors.Is(err, epoch.ErrNotInFrontier) {
+	if _, err := epoch.NewAssembler(res, ix).Assemble([]uint32{5000}, epoch.DGL); !errors.Is(err, epoch.ErrNotInFrontier) {
 		t.Fatalf("seed beyond the index: %v", err)
 	}
 	// Zero layers: the seeds must still be training nodes, no hops.
 	zero := &epoch.Result{Key: epoch.Key{Epoch: 4}, Final: []uint32{2, 5, 9}}
-	b, err := zero.Sample([]uint32{9, 2})
+	b, err := zero.Assemble([]uint32{9, 2}, epoch.DGL)
 	if err != nil || len(b.Hops) != 0 || b.Epoch != 4 || !slices.Equal(b.Seeds, []uint32{9, 2}) {
 		t.Fatalf("zero layers: %+v %v", b, err)
 	}
-	if _, err := zero.Sample([]uint32{3}); !errors.Is(err, epoch.ErrNotInFrontier) {
+	if _, err := zero.Assemble([]uint32{3}, epoch.DGL); !errors.Is(err, epoch.ErrNotInFrontier) {
 		t.Fatalf("zero layers, foreign seed: %v", err)
 	}
-	if _, err := zero.Sample([]uint32{2, 2}); !errors.Is(err, epoch.ErrDuplicateSeed) {
+	if _, err := zero.Assemble([]uint32{2, 2}, epoch.DGL); !errors.Is(err, epoch.ErrDuplicateSeed) {
 		t.Fatalf("zero layers, duplicate seed: %v", err)
 	}
 }
@@ -285,7 +285,7 @@ func testAssemblerReuse(t *testing.T) {
 		seeds := epochtest.Pick(r, train, m)
 		want := epochtest.BruteBlocks(res, seeds)
 		for _, a := range asms {
-			got, err := a.Sample(seeds)
+			got, err := a.Assemble(seeds, epoch.DGL)
 			if err != nil {
 				t.Fatal(err)
 			}

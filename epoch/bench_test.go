@@ -63,7 +63,7 @@ func BenchmarkNextFrontier(b *testing.B) {
 // JSON path uses, in bytes of JSON per second.
 func BenchmarkBlocksJSON(b *testing.B) {
 	res := benchResult()
-	blk, err := res.Sample(epoch.Batches(res.Layers[0].Frontier, 1024, 1, 0)[0])
+	blk, err := res.Assemble(epoch.Batches(res.Layers[0].Frontier, 1024, 1, 0)[0], epoch.DGL)
 	if err != nil {
 		b.Fatal(err)
 	}

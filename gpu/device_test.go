@@ -127,7 +127,7 @@ func TestGPUEpochRealGraph(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := res.Sample(batch)
+			want, err := res.Assemble(batch, epoch.DGL)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -320,7 +320,7 @@ func (b *Backend) SampleBlocks(ctx context.Context, seeds []uint32, fanouts []in
 	if err != nil {
 		return nil, err
 	}
-	return res.Sample(seeds)
+	return res.Assemble(seeds, epoch.DGL)
 }
 
 // walkRequest is one ssg_walk call: a walk set with its thresholds

@@ -142,7 +142,7 @@ func TestMarshallingWithCPUStandIn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantBlk, err := want.Sample(batch)
+		wantBlk, err := want.Assemble(batch, epoch.DGL)
 		if err != nil {
 			t.Fatal(err)
 		}

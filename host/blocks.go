@@ -17,7 +17,7 @@ import (
 // internal/hostbench), and it obeys the same invariant as the GPU's SampleBlocks:
 // for distinct seeds in frontier_0, its blocks equal
 // (*epoch.Result).Sample on Reference's epoch for the same key. Unlike
-// Result.Sample it accepts any node of g as a seed. Errors wrap ErrInvalid
+// Result.Assemble it accepts any node of g as a seed. Errors wrap ErrInvalid
 // (bad fanouts, a seed out of range) or epoch.ErrDuplicateSeed.
 func SampleBlocks(g Adjacency, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Blocks, error) {
 	if err := validateRequest(g.NumNodes(), seeds, fanouts); err != nil {

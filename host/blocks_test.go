@@ -37,7 +37,7 @@ func TestSampleBlocksEqualsEpochAssembly(t *testing.T) {
 			}
 			edges := 0
 			for _, b := range epoch.Batches(train, 64, 1, tc.key.Epoch) {
-				want, err := res.Sample(b)
+				want, err := res.Assemble(b, epoch.DGL)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -158,7 +158,7 @@ func BenchmarkSampleBlocks(b *testing.B) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if _, err := as.Sample(batch); err != nil {
+		if _, err := as.Assemble(batch, epoch.DGL); err != nil {
 			b.Fatal(err)
 		}
 		base, asm = base+t1.Sub(t0), asm+time.Since(t1)

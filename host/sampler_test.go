@@ -150,7 +150,7 @@ func TestSamplerEdgesExist(t *testing.T) {
 	if hooked.Load() != st.BytesRead() {
 		t.Fatalf("OnChunk saw %d bytes, stats %d", hooked.Load(), st.BytesRead())
 	}
-	b, err := res.Sample(res.Layers[0].Frontier[:50])
+	b, err := res.Assemble(res.Layers[0].Frontier[:50], epoch.DGL)
 	if err != nil {
 		t.Fatal(err)
 	}

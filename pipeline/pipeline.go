@@ -424,7 +424,7 @@ func (p *Pipeline) Claim(ctx context.Context, e uint32) (Claim, error) {
 }
 
 // Assemble builds a claimed minibatch's blocks from the Store. The claim
-// holds its epoch current (Advance waits for claims in flight); SampleAt
+// holds its epoch current (Advance waits for claims in flight); AssembleAt
 // pins the epoch anyway, so a bug there fails loudly instead of mixing
 // epochs.
 func (p *Pipeline) Assemble(c Claim) (*Batch, error) { return p.AssembleAs(c, p.cfg.Semantics) }
@@ -438,7 +438,7 @@ func (p *Pipeline) AssembleAs(c Claim, sem epoch.Semantics) (*Batch, error) {
 	}
 	defer c.slot.inflight.Done()
 	seeds := c.slot.batches[c.Index]
-	b, err := p.store.SampleAt(c.Epoch, seeds, sem)
+	b, err := p.store.AssembleAt(c.Epoch, seeds, sem)
 	if err != nil {
 		return nil, fmt.Errorf("epoch: epoch %d minibatch %d: %w", c.Epoch, c.Index, err)
 	}
@@ -596,11 +596,11 @@ func (p *Pipeline) advance(ctx context.Context, target func() (e uint32, ok bool
 	return p.infoLocked(), nil
 }
 
-// Sample assembles a minibatch of the given seeds from epoch e, which must
+// AssembleSeeds assembles a minibatch of the given seeds from epoch e, which must
 // be the current one (CurrentEpoch: whichever that is), with the given
 // semantics. The seeds must be in frontier_0 (ErrNotInFrontier), each once
 // (ErrDuplicateSeed).
-func (p *Pipeline) Sample(ctx context.Context, e uint32, seeds []uint32, sem epoch.Semantics) (*epoch.Blocks, error) {
+func (p *Pipeline) AssembleSeeds(ctx context.Context, e uint32, seeds []uint32, sem epoch.Semantics) (*epoch.Blocks, error) {
 	if err := p.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -613,7 +613,7 @@ func (p *Pipeline) Sample(ctx context.Context, e uint32, seeds []uint32, sem epo
 	cur.inflight.Add(1)
 	p.mu.Unlock()
 	defer cur.inflight.Done()
-	return p.store.SampleAt(cur.epoch, seeds, sem)
+	return p.store.AssembleAt(cur.epoch, seeds, sem)
 }
 
 // Info returns the current epoch's Info (its epoch fields are zero before

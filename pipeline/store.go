@@ -16,10 +16,10 @@ var (
 	// ErrNotPrepared is returned by Store.Advance when no next epoch was
 	// prepared.
 	ErrNotPrepared = errors.New("pipeline: next epoch not prepared")
-	// ErrNoCurrent is returned by Store.Current and Store.Sample before any
+	// ErrNoCurrent is returned by Store.Current and Store.Assemble before any
 	// epoch has been made current.
 	ErrNoCurrent = errors.New("epoch: no current epoch")
-	// ErrNotCurrent is returned by Store.SampleAt for an epoch that is not
+	// ErrNotCurrent is returned by Store.AssembleAt for an epoch that is not
 	// (or no longer) the current one.
 	ErrNotCurrent = errors.New("epoch: epoch is not current")
 	// ErrAlreadyPreparing is returned by Store.Prepare while a next epoch
@@ -140,25 +140,25 @@ func (s *Store) Current() (*epoch.Result, error) {
 	return c.r, nil
 }
 
-// Sample assembles a minibatch from the current epoch (Assembler.Sample).
-func (s *Store) Sample(seeds []uint32) (*epoch.Blocks, error) {
+// Assemble assembles a minibatch from the current epoch with DGL semantics.
+func (s *Store) Assemble(seeds []uint32) (*epoch.Blocks, error) {
 	c := s.cur.Load()
 	if c == nil {
 		return nil, ErrNoCurrent
 	}
-	return s.sampleFrom(c, seeds, epoch.DGL)
+	return s.assembleFrom(c, seeds, epoch.DGL)
 }
 
-// SampleAt is Sample pinned to epoch e, with the given semantics: it fails with ErrNotCurrent
+// AssembleAt is Assemble pinned to epoch e, with the given semantics: it fails with ErrNotCurrent
 // (naming both epochs) when the current epoch is another, so that a
 // minibatch cut from epoch e's order is never assembled from the next
 // epoch's samples after an Advance.
-func (s *Store) SampleAt(e uint32, seeds []uint32, sem epoch.Semantics) (*epoch.Blocks, error) {
+func (s *Store) AssembleAt(e uint32, seeds []uint32, sem epoch.Semantics) (*epoch.Blocks, error) {
 	c, err := s.at(e)
 	if err != nil {
 		return nil, err
 	}
-	return s.sampleFrom(c, seeds, sem)
+	return s.assembleFrom(c, seeds, sem)
 }
 
 // at returns the current epoch, which must be e.
@@ -173,13 +173,13 @@ func (s *Store) at(e uint32) (*resident, error) {
 	return c, nil
 }
 
-func (s *Store) sampleFrom(c *resident, seeds []uint32, sem epoch.Semantics) (b *epoch.Blocks, err error) {
+func (s *Store) assembleFrom(c *resident, seeds []uint32, sem epoch.Semantics) (b *epoch.Blocks, err error) {
 	s.withAssembler(c, func(a *epoch.Assembler) { b, err = a.Assemble(seeds, sem) })
 	return b, err
 }
 
 // NodeSetAt returns the node set of seeds' minibatch under sem from epoch
-// e (Assembler.NodeSet), which must be current as for SampleAt.
+// e (Assembler.NodeSet), which must be current as for AssembleAt.
 func (s *Store) NodeSetAt(e uint32, seeds []uint32, sem epoch.Semantics) (nodes []uint32, err error) {
 	c, err := s.at(e)
 	if err != nil {

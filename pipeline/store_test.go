@@ -42,7 +42,7 @@ func TestStoreBasics(t *testing.T) {
 	if _, err := s.Current(); !errors.Is(err, ErrNoCurrent) {
 		t.Fatalf("Current on empty store: %v", err)
 	}
-	if _, err := s.Sample([]uint32{1}); !errors.Is(err, ErrNoCurrent) {
+	if _, err := s.Assemble([]uint32{1}); !errors.Is(err, ErrNoCurrent) {
 		t.Fatalf("Sample on empty store: %v", err)
 	}
 	if _, err := s.Advance(ctx); !errors.Is(err, ErrNotPrepared) {
@@ -75,7 +75,7 @@ func TestStoreBasics(t *testing.T) {
 			rr := rand.New(rand.NewPCG(uint64(g), 1))
 			for i := 0; i < 50; i++ {
 				seeds := epochtest.Pick(rr, f.train, 1+rr.IntN(20))
-				b, err := s.Sample(seeds)
+				b, err := s.Assemble(seeds)
 				if err != nil {
 					t.Error(err)
 					return
@@ -105,11 +105,11 @@ func TestStoreBasics(t *testing.T) {
 	if err != nil || got != r1 {
 		t.Fatalf("Advance = %v, %v", got, err)
 	}
-	if _, err := s.SampleAt(0, f.train[:3], epoch.DGL); !errors.Is(err, ErrNotCurrent) {
-		t.Fatalf("SampleAt the old epoch: %v", err)
+	if _, err := s.AssembleAt(0, f.train[:3], epoch.DGL); !errors.Is(err, ErrNotCurrent) {
+		t.Fatalf("AssembleAt the old epoch: %v", err)
 	}
-	if b, err := s.SampleAt(1, f.train[:3], epoch.DGL); err != nil || b.Epoch != 1 {
-		t.Fatalf("SampleAt the current epoch: %v", err)
+	if b, err := s.AssembleAt(1, f.train[:3], epoch.DGL); err != nil || b.Epoch != 1 {
+		t.Fatalf("AssembleAt the current epoch: %v", err)
 	}
 	if cur, _ := s.Current(); cur != r1 || s.Ready() {
 		t.Fatal("current is not epoch 1, or still ready")
@@ -203,7 +203,7 @@ func TestStoreSampleDuringAdvance(t *testing.T) {
 					default:
 					}
 					seeds := epochtest.Pick(rr, f.train, 1+rr.IntN(30))
-					b, err := s.Sample(seeds)
+					b, err := s.Assemble(seeds)
 					if err != nil {
 						t.Error(err)
 						return

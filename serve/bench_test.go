@@ -112,7 +112,7 @@ func BenchmarkEncodeBlocks(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	blk, err := res.Sample(train[:1024])
+	blk, err := res.Assemble(train[:1024], epoch.DGL)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -336,7 +336,7 @@ func (s *Server) Advance(ctx context.Context, from uint32) (EpochInfo, error) {
 // must be the current one (CurrentEpoch: whichever that is), with the
 // given semantics (DefaultSemantics: the server's).
 func (s *Server) Sample(ctx context.Context, e uint32, seeds []uint32, sem epoch.Semantics) (*epoch.Blocks, error) {
-	b, err := s.pipe.Sample(ctx, e, seeds, s.semantics(sem))
+	b, err := s.pipe.AssembleSeeds(ctx, e, seeds, s.semantics(sem))
 	if err != nil {
 		return nil, asRequestError(err)
 	}

@@ -181,7 +181,7 @@ func TestConcurrentClientsCoverEpoch(t *testing.T) {
 			t.Fatalf("epoch %d: %d batches, want %d", e, len(got), len(want))
 		}
 		for i, seeds := range want {
-			wb, err := ref.Sample(seeds)
+			wb, err := ref.Assemble(seeds, epoch.DGL)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -288,7 +288,7 @@ func TestSampleAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wb, _ := ref.Sample(seeds)
+	wb, _ := ref.Assemble(seeds, epoch.DGL)
 	if !reflect.DeepEqual(b, wb) {
 		t.Fatal("sample differs from the reference assembly")
 	}
@@ -590,7 +590,7 @@ func TestAdvanceDuringClaims(t *testing.T) {
 					e++
 					continue
 				}
-				want, _ := refs[e].Sample(epoch.Batches(train, 5, 2, e)[b.Index])
+				want, _ := refs[e].Assemble(epoch.Batches(train, 5, 2, e)[b.Index], epoch.DGL)
 				if !reflect.DeepEqual(b.Blocks, want) {
 					t.Errorf("epoch %d batch %d assembled from the wrong epoch", e, b.Index)
 					return

@@ -70,7 +70,7 @@ func TestPrepareAdvanceSampleRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := ref.Sample(seeds)
+		b, err := ref.Assemble(seeds, epoch.DGL)
 		if err != nil {
 			t.Fatal(err)
 		}

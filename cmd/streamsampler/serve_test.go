@@ -66,7 +66,7 @@ func TestServeCommand(t *testing.T) {
 				}
 				break
 			}
-			wb, _ := ref.Sample(want[i])
+			wb, _ := ref.Assemble(want[i], epoch.DGL)
 			if b.Index != i || !reflect.DeepEqual(b.Blocks, wb) {
 				t.Fatalf("epoch %d batch %d differs from the reference", e, i)
 			}

@@ -62,7 +62,7 @@ func measureAssembly(ctx context.Context, cfg Config, res *epoch.Result, train [
 			return nil, err
 		}
 		// Alternate the two so that both see the same machine.
-		w, c, e, err := pass(as.Sample)
+		w, c, e, err := pass(func(seeds []uint32) (*epoch.Blocks, error) { return as.Assemble(seeds, epoch.DGL) })
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +105,7 @@ func measureAssembly(ctx context.Context, cfg Config, res *epoch.Result, train [
 	// The two must agree exactly: same rng contract, same block order.
 	a.IdenticalBlocks = true
 	for i := 0; i < min(len(batches), identityChecks); i++ {
-		x, err1 := as.Sample(batches[i])
+		x, err1 := as.Assemble(batches[i], epoch.DGL)
 		y, err2 := base(batches[i])
 		if err1 != nil || err2 != nil || !sameBlocks(x, y) {
 			a.IdenticalBlocks = false
