@@ -20,6 +20,7 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/internal/atomicfile"
 	"github.com/streamsampler/streamsampler/internal/crc32c"
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 	"github.com/streamsampler/streamsampler/internal/hostorder"
 )
 
@@ -51,22 +52,23 @@ type WriteOptions struct {
 	// sampled from besides its Key and fanouts. A state directory's
 	// epochs carry it (State.Open checks it against config.json).
 	Identity *Identity
-	// Step, when set, is called before each step of Write (WriteSteps
-	// names them, with the file for each write) and once more after the
-	// directory is installed. An error it returns fails Write there, as
-	// the step's own failure would: the fault seam of the kill and
-	// full-disk tests.
-	Step func(step string) error
 }
 
-// The steps of Write that WriteOptions.Step sees, in order. StepWrite is
-// followed by the file's name ("write manifest.json").
+// The steps of Write, in order: each is a failpoint (FailpointPrefix +
+// step; internal/failpoint), hit before the step (and StepInstalled once
+// the directory is installed), the seam of the kill and full-disk tests.
+// StepWrite is followed by the file's name ("write manifest.json").
 const (
 	StepMkdir     = "mkdir"     // the hidden temporary directory
 	StepWrite     = "write "    // one file inside it
 	StepInstall   = "install"   // the rename into place: the commit point
 	StepInstalled = "installed" // after it; a failure here is rolled back
 )
+
+// FailpointPrefix begins the names of Write's failpoints.
+const FailpointPrefix = "epochdir/"
+
+func step(name string) error { return failpoint.Hit(FailpointPrefix + name) }
 
 // Identity is what an epoch was sampled from beyond its Key and fanouts:
 // the graph, the training set and this rank's place among the ranks. With
@@ -254,10 +256,6 @@ func Write(dir string, r *epoch.Result, opts WriteOptions) (err error) {
 	}
 	if n, ok := ParseDirName(base); ok && n != r.Key.Epoch {
 		return fmt.Errorf("epoch: write %s: the result is epoch %d", dir, r.Key.Epoch)
-	}
-	step := opts.Step
-	if step == nil {
-		step = func(string) error { return nil }
 	}
 	if _, err := os.Lstat(dir); err == nil && !opts.Overwrite {
 		return fmt.Errorf("epoch: write %s: %w", dir, fs.ErrExist)

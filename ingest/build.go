@@ -19,6 +19,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/internal/atomicfile"
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 	"github.com/streamsampler/streamsampler/internal/progress"
 )
 
@@ -89,35 +90,31 @@ type Summary struct {
 	Options           chunkfmt.Options `json:"options"`
 }
 
-// Steps of a build, in order, as testHookStep sees them.
+// Steps of a build, in order: each is a failpoint (internal/failpoint),
+// the seam of the cancellation and kill tests.
 const (
-	stepTempDir   = "temp-dir"  // the temporary directory exists (empty)
-	stepInputs    = "inputs"    // standard input spooled into it
-	stepPass1     = "pass-1"    // reading edges, counting degrees
-	stepPass2     = "pass-2"    // placing the first partition's edges, spilling the others'
-	stepPass3     = "pass-3"    // sorting and writing chunks
-	stepChunk     = "chunk"     // pass 3 has appended its first window of nodes
-	stepWritten   = "written"   // chunks, index and manifest complete in the temporary directory
-	stepInstalled = "installed" // the graph is in place, Build about to return
+	stepTempDir   = "ingest/temp-dir"  // the temporary directory exists (empty)
+	stepInputs    = "ingest/inputs"    // standard input spooled into it
+	stepPass1     = "ingest/pass-1"    // reading edges, counting degrees
+	stepPass2     = "ingest/pass-2"    // placing the first partition's edges, spilling the others'
+	stepPass3     = "ingest/pass-3"    // sorting and writing chunks
+	stepChunk     = "ingest/chunk"     // pass 3 has appended its first window of nodes
+	stepWritten   = "ingest/written"   // chunks, index and manifest complete in the temporary directory
+	stepInstalled = "ingest/installed" // the graph is in place, Build about to return
 )
 
 // stepLoad is reached as pass 3 starts reading a spill file back; only an
 // external build (more than one partition) reaches it, so it is not in
 // buildSteps.
-const stepLoad = "load"
+const stepLoad = "ingest/load"
 
 // buildSteps lists the steps in the order a build reaches them.
 var buildSteps = []string{stepTempDir, stepInputs, stepPass1, stepPass2, stepPass3, stepChunk, stepWritten, stepInstalled}
 
-// testHookStep, when set by a test, is called as a build reaches each
-// step: the fault seam for cancellation and kill tests.
-var testHookStep func(step string)
-
-func reached(step string) {
-	if testHookStep != nil {
-		testHookStep(step)
-	}
-}
+// reached marks a step. A build has no failure to inject between its
+// steps, only cancellations and kills (which the hook performs itself),
+// so the hook's error is not used.
+func reached(step string) { _ = failpoint.Hit(step) }
 
 // buildBatch is how many edges pass 2 moves per read.
 const buildBatch = 1 << 16

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 )
 
 func TestBuildCancelledMidway(t *testing.T) {
@@ -18,13 +20,14 @@ func TestBuildCancelledMidway(t *testing.T) {
 	for _, step := range []string{stepPass2, stepPass3} {
 		dir := t.TempDir()
 		ctx, cancel := context.WithCancel(context.Background())
-		testHookStep = func(s string) {
+		restore := failpoint.Enable(func(s string) error {
 			if s == step {
 				cancel()
 			}
-		}
+			return nil
+		})
 		_, err := Build(ctx, []string{in}, filepath.Join(dir, "g"), BuildOptions{})
-		testHookStep = nil
+		restore()
 		cancel()
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancel at %s: err = %v", step, err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 )
 
 // smallGraphText is n pseudo-random edges over 2000 nodes.
@@ -34,7 +35,7 @@ var killBuildOptions = BuildOptions{ChunkSize: 4096, Dedup: true}
 // runKilledBuild builds in (read from standard input, so that the spool
 // step happens) into out in a child process that SIGKILLs itself when
 // the build reaches step: a kill at an exact point of the build, through
-// the testHookStep seam rather than timing luck.
+// the failpoint seam rather than timing luck.
 func runKilledBuild(t *testing.T, out, step, in string, force bool) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
@@ -108,12 +109,14 @@ func fingerprintOf(t *testing.T, dir string) chunkfmt.Fingerprint {
 // only the graph.
 func TestBuildKilledAtEveryStep(t *testing.T) {
 	if step := os.Getenv("INGEST_KILL_STEP"); step != "" {
-		testHookStep = func(s string) {
-			if s == step {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {} // the signal is on its way
-			}
-		}
+		failpoint.Enable( // never restored: the process is killed at the step
+			func(s string) error {
+				if s == step {
+					syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					select {} // the signal is on its way
+				}
+				return nil
+			})
 		o := killBuildOptions
 		o.Force = os.Getenv("INGEST_KILL_FORCE") == "true"
 		_, err := Build(context.Background(), []string{"-"}, os.Getenv("INGEST_KILL_OUT"), o)

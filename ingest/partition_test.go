@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 )
 
 // graphFileBytes returns the three files of a graph directory.
@@ -294,17 +295,18 @@ func TestExternalBuildCancelled(t *testing.T) {
 		dir := t.TempDir()
 		ctx, cancel := context.WithCancel(context.Background())
 		hit := false
-		testHookStep = func(s string) {
+		restore := failpoint.Enable(func(s string) error {
 			if s == step {
 				hit = true
 				cancel()
 			}
-		}
+			return nil
+		})
 		var err error
 		withPartitionEntries(1000, func() {
 			_, err = Build(ctx, []string{in}, filepath.Join(dir, "g"), BuildOptions{ChunkSize: 4096})
 		})
-		testHookStep = nil
+		restore()
 		cancel()
 		if !hit || !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancel at %s (reached: %v): err = %v", step, hit, err)

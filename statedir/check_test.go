@@ -13,6 +13,7 @@ import (
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch/epochtest"
 	"github.com/streamsampler/streamsampler/epochdir"
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 )
 
 // committedState writes a state directory as prepare and advance leave
@@ -263,7 +264,13 @@ func TestWriteFaultAtEveryStep(t *testing.T) {
 	for _, comp := range []string{"", "zstd"} {
 		var steps []string
 		dir := filepath.Join(t.TempDir(), "epoch-4")
-		if err := epochdir.Write(dir, res, epochdir.WriteOptions{Compress: comp, Step: func(s string) error { steps = append(steps, s); return nil }}); err != nil {
+		restore := failpoint.Enable(func(s string) error {
+			steps = append(steps, strings.TrimPrefix(s, epochdir.FailpointPrefix))
+			return nil
+		})
+		err := epochdir.Write(dir, res, epochdir.WriteOptions{Compress: comp})
+		restore()
+		if err != nil {
 			t.Fatal(err)
 		}
 		if steps[0] != epochdir.StepMkdir || steps[len(steps)-2] != epochdir.StepInstall || steps[len(steps)-1] != epochdir.StepInstalled || len(steps) != 3+6 {
@@ -272,12 +279,14 @@ func TestWriteFaultAtEveryStep(t *testing.T) {
 		for i, step := range steps {
 			parent := t.TempDir()
 			dir := filepath.Join(parent, "epoch-4")
-			err := epochdir.Write(dir, res, epochdir.WriteOptions{Compress: comp, Step: func(s string) error {
-				if s == step {
+			restore := failpoint.Enable(func(s string) error {
+				if s == epochdir.FailpointPrefix+step {
 					return syscall.ENOSPC
 				}
 				return nil
-			}})
+			})
+			err := epochdir.Write(dir, res, epochdir.WriteOptions{Compress: comp})
+			restore()
 			if !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("%q step %d (%s): %v", comp, i, step, err)
 			}
