@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/statedir"
 )
 
@@ -44,16 +43,11 @@ func WithIndexBudget(bytes int64) StoreOption { return func(s *Store) { s.indexB
 // max(Final)+1 (the same lookups; only useful to bound memory up front).
 func WithNumNodes(n uint32) StoreOption { return func(s *Store) { s.numNodes = n } }
 
-// WithState persists every prepared epoch into st (Write with opts, over
-// any stale copy) before it can become current, and records CURRENT and
-// prunes older epochs on Advance.
-func WithState(st statedir.State, opts epochdir.WriteOptions) StoreOption {
-	return func(s *Store) {
-		s.state = &st
-		s.wopts = opts
-		s.wopts.Overwrite = true
-	}
-}
+// WithTxn commits every prepared epoch through tx (over any stale copy a
+// killed run left) before it can become current, and records CURRENT and
+// prunes older epochs of tx's directory on Advance. The caller closes tx
+// after the Store's last use.
+func WithTxn(tx *statedir.Txn) StoreOption { return func(s *Store) { s.txn = tx } }
 
 // Store keeps two epochs resident: the current one, which Sample reads,
 // and the next one, which Prepare fills in the background. Sample may be
@@ -70,8 +64,7 @@ type Store struct {
 
 	indexBudget int64
 	numNodes    uint32
-	state       *statedir.State
-	wopts       epochdir.WriteOptions
+	txn         *statedir.Txn
 }
 
 // resident is a Result with its optional index.
@@ -239,8 +232,8 @@ func (s *Store) build(ctx context.Context, key epoch.Key, fn func(ctx context.Co
 	if r.Key != key {
 		return nil, fmt.Errorf("epoch: preparing epoch %d: result has key %+v, want %+v", key.Epoch, r.Key, key)
 	}
-	if s.state != nil {
-		if err := epochdir.Write(s.state.EpochDir(key.Epoch), r, s.wopts); err != nil {
+	if s.txn != nil {
+		if err := s.txn.Commit(r, true); err != nil {
 			return nil, fmt.Errorf("epoch: preparing epoch %d: %w", key.Epoch, err)
 		}
 	}
@@ -305,17 +298,17 @@ func (s *Store) Advance(ctx context.Context) (*epoch.Result, error) {
 		s.next = nil
 		return nil, p.err
 	}
-	if s.state != nil {
-		if err := s.state.SetCurrent(p.key.Epoch); err != nil {
+	if s.txn != nil {
+		if err := s.txn.State().SetCurrent(p.key.Epoch); err != nil {
 			return nil, err // nothing switched; Advance may be retried
 		}
 	}
 	s.next = nil
 	s.cur.Store(p.res)
-	if s.state != nil {
+	if s.txn != nil {
 		// The switch has happened; a failure to delete old epochs is
 		// reported beside the new Result.
-		if err := s.state.Prune(p.key.Epoch); err != nil {
+		if err := s.txn.State().Prune(p.key.Epoch); err != nil {
 			return p.res.r, err
 		}
 	}

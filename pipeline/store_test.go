@@ -252,8 +252,16 @@ func TestStoreWithState(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(4)
 	st := statedir.State{Dir: filepath.Join(t.TempDir(), "state")}
-	st.Init()
-	s := NewStore(WithState(st, epochdir.WriteOptions{Compress: "zstd"}))
+	c, err := st.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := statedir.Begin(st, c, statedir.Config{Compress: "zstd", WorldSize: 1, TrainSet: epochdir.TrainSetOf([]uint32{0})}, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	s := NewStore(WithTxn(tx))
 	for e := uint32(0); e < 3; e++ {
 		r := f.result(e)
 		if err := s.Prepare(ctx, r.Key, func(context.Context) (*epoch.Result, error) { return r, nil }); err != nil {

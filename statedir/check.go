@@ -52,6 +52,21 @@ func (c *Contents) Orphans() []Leftover {
 	return out
 }
 
+// RefuseOrphans is the error for a directory dir holding epochs without a
+// configuration (nil if none): no command adopts them.
+func (c *Contents) RefuseOrphans(dir string) error {
+	o := c.Orphans()
+	if len(o) == 0 {
+		return nil
+	}
+	names := make([]string, len(o))
+	for i, l := range o {
+		names[i] = l.Name
+	}
+	return fmt.Errorf("%s holds %s without %s (left by an interrupted run of an older build, or by hand): not adopted; run info --state %s to remove it, or use a new state directory",
+		dir, strings.Join(names, ", "), ConfigName, dir)
+}
+
 // Open reads and checks the state directory as a whole: config.json,
 // every epoch's manifest and CURRENT, each against its checksum, and
 // every epoch's identity, key and fanouts against config.json. A

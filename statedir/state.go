@@ -189,20 +189,3 @@ func (s State) Prune(keep uint32) error {
 	}
 	return nil
 }
-
-// NextToPrepare returns the epoch after the newest prepared one; with none
-// prepared, the epoch after the current one, or 0.
-func (s State) NextToPrepare() (uint32, error) {
-	prep, err := s.Prepared()
-	if err != nil {
-		return 0, err
-	}
-	if len(prep) > 0 {
-		return prep[len(prep)-1] + 1, nil
-	}
-	cur, ok, err := s.Current()
-	if err != nil || !ok {
-		return 0, err
-	}
-	return cur + 1, nil
-}

@@ -21,9 +21,6 @@ func TestStateAdvance(t *testing.T) {
 	if _, ok, err := st.Current(); ok || err != nil {
 		t.Fatalf("fresh state has a current epoch: %v %v", ok, err)
 	}
-	if n, _ := st.NextToPrepare(); n != 0 {
-		t.Fatalf("NextToPrepare on empty state = %d", n)
-	}
 	if _, err := st.Advance(); !errors.Is(err, ErrNotPrepared) {
 		t.Fatalf("Advance with nothing prepared: %v", err)
 	}
@@ -44,9 +41,6 @@ func TestStateAdvance(t *testing.T) {
 	os.WriteFile(filepath.Join(st.Dir, "epoch-8"), nil, 0o644)
 	if p, _ := st.Prepared(); !slices.Equal(p, []uint32{3, 4, 6}) {
 		t.Fatalf("Prepared = %v", p)
-	}
-	if n, _ := st.NextToPrepare(); n != 7 {
-		t.Fatalf("NextToPrepare = %d, want 7", n)
 	}
 	// No current yet: the oldest prepared becomes current.
 	if n, err := st.Advance(); err != nil || n != 3 {

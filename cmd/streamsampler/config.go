@@ -111,10 +111,9 @@ func requireDir(st statedir.State) error {
 
 // lockAndClean takes the state directory's lock and removes what
 // interrupted runs left there (statedir.State.Clean), reporting each removal
-// on w (nil: silently). With refuseOrphans, epochs without a
-// configuration are not removed but refused: prepare and run never adopt
-// them, nor delete what they did not write. The caller must call unlock.
-func lockAndClean(st statedir.State, w io.Writer, refuseOrphans bool) (c *statedir.Contents, unlock func(), err error) {
+// on w (nil: silently): advance's start. The commands that write epochs
+// begin a statedir.Txn instead. The caller must call unlock.
+func lockAndClean(st statedir.State, w io.Writer) (c *statedir.Contents, unlock func(), err error) {
 	release, err := st.Lock()
 	if err != nil {
 		return nil, nil, err
@@ -127,14 +126,11 @@ func lockAndClean(st statedir.State, w io.Writer, refuseOrphans bool) (c *stated
 	if c, err = st.Open(); err != nil {
 		return nil, nil, err
 	}
-	if refuseOrphans {
-		if err := refuseOrphanEpochs(st, c); err != nil {
-			return nil, nil, err
-		}
-	}
 	removed, err := st.Clean(c)
 	if w != nil {
-		reportRemoved(w, st, removed)
+		for _, l := range removed {
+			reportRemoved(w, st, l)
+		}
 	}
 	if err != nil {
 		return nil, nil, err
@@ -146,26 +142,9 @@ func lockAndClean(st statedir.State, w io.Writer, refuseOrphans bool) (c *stated
 	return c, release, nil
 }
 
-// refuseOrphanEpochs is the error for a directory holding epochs without
-// a configuration (nil if none): prepare and run never adopt them.
-func refuseOrphanEpochs(st statedir.State, c *statedir.Contents) error {
-	o := c.Orphans()
-	if len(o) == 0 {
-		return nil
-	}
-	names := make([]string, len(o))
-	for i, l := range o {
-		names[i] = l.Name
-	}
-	return fmt.Errorf("%s holds %s without %s (left by an interrupted run of an older build, or by hand): not adopted; run info --state %s to remove it, or use a new state directory",
-		st.Dir, strings.Join(names, ", "), statedir.ConfigName, st.Dir)
-}
-
 // reportRemoved says what Clean removed, one line each.
-func reportRemoved(w io.Writer, st statedir.State, removed []statedir.Leftover) {
-	for _, l := range removed {
-		fmt.Fprintf(w, "removed %s: %s\n", filepath.Join(st.Dir, l.Name), l.Why)
-	}
+func reportRemoved(w io.Writer, st statedir.State, l statedir.Leftover) {
+	fmt.Fprintf(w, "removed %s: %s\n", filepath.Join(st.Dir, l.Name), l.Why)
 }
 
 // bindTrainSet records the training nodes' identity in a new state

@@ -38,7 +38,9 @@ configuration, the current epoch and each prepared epoch's size.`,
 			}
 			w := cmd.OutOrStdout()
 			if !asJSON {
-				reportRemoved(cmd.ErrOrStderr(), st, removed)
+				for _, l := range removed {
+					reportRemoved(cmd.ErrOrStderr(), st, l)
+				}
 				for _, l := range kept {
 					fmt.Fprintf(cmd.ErrOrStderr(), "left %s: %s (not removed: the directory is in use)\n", filepath.Join(st.Dir, l.Name), l.Why)
 				}

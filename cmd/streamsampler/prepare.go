@@ -16,6 +16,7 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 	"github.com/streamsampler/streamsampler/statedir"
 )
 
@@ -82,25 +83,9 @@ func (o prepareOptions) given(cmd *cobra.Command) (statedir.Config, func(string)
 	return cfg, func(field string) bool { return changed(flagName(field)) }, nil
 }
 
-// prepareFault, when set, is called between the steps of prepare (and of
-// its epochdir.Write, through WriteOptions.Step) with the step's name; an
-// error fails prepare there. It is the fault seam of the kill and
-// full-disk tests; nil in the command.
-var prepareFault func(step string) error
-
-// The steps of prepare that prepareFault sees besides epochdir.Write's.
-const (
-	stepLocked      = "locked"            // holding the lock, leftovers removed
-	stepWriteConfig = "write config.json" // before a first prepare records its configuration
-	stepSample      = "sample"            // before sampling
-)
-
-func faultAt(step string) error {
-	if prepareFault == nil {
-		return nil
-	}
-	return prepareFault(step)
-}
+// failpointSample is hit before prepare samples (internal/failpoint); the
+// state directory's own steps are statedir's and epochdir's failpoints.
+const failpointSample = "prepare/sample"
 
 // runPrepare samples one epoch and commits it. Its one commit point is
 // the rename that installs the epoch directory: a first prepare writes
@@ -118,7 +103,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 	if err != nil {
 		return err
 	}
-	if err := refuseOrphanEpochs(st, c); err != nil {
+	if err := c.RefuseOrphans(st.Dir); err != nil {
 		return err
 	}
 	cfg, fresh, m, err := stateConfigFor(st, c, given, set)
@@ -148,27 +133,18 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 	}
 	defer be.Close()
 	// Every argument is checked: only now may the directory be created.
-	if err := st.Init(); err != nil {
-		return err
-	}
-	var report io.Writer
+	var report func(statedir.Leftover)
 	if !o.json && !o.quiet {
-		report = cmd.ErrOrStderr()
+		report = func(l statedir.Leftover) { reportRemoved(cmd.ErrOrStderr(), st, l) }
 	}
-	locked, unlock, err := lockAndClean(st, report, true)
+	tx, err := statedir.Begin(st, c, cfg, fresh, report)
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	if locked.Committed != c.Committed || locked.Config.Checksum != c.Config.Checksum {
-		return fmt.Errorf("%s was changed by another command while prepare started: run it again", st.Dir)
-	}
-	if err := faultAt(stepLocked); err != nil {
-		return err
-	}
+	defer func() { err = errors.Join(err, tx.Close()) }()
 	n := o.epoch
 	if !cmd.Flags().Changed("epoch") {
-		n = nextToPrepare(locked)
+		n = tx.NextEpoch()
 	}
 	if _, err := os.Stat(filepath.Join(st.EpochDir(n), epochdir.ManifestName)); err == nil {
 		return fmt.Errorf("epoch %d is already prepared in %s", n, st.EpochDir(n))
@@ -178,26 +154,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 	hook, bar := chunkProgress(cmd.ErrOrStderr(), o.json || o.quiet, fmt.Sprintf("epoch %d", n), int64(len(cfg.Fanouts))*m.FileSize())
 	bar.SetUnit("chunks")
 	onChunk = hook
-	if fresh {
-		// Before the epoch, so that no epoch is ever without its
-		// configuration; taken back if the epoch is not committed.
-		if err := faultAt(stepWriteConfig); err != nil {
-			bar.Done()
-			return err
-		}
-		if err := st.WriteConfig(cfg); err != nil {
-			bar.Done()
-			return err
-		}
-		defer func() {
-			if err != nil {
-				if rerr := st.RemoveConfig(); rerr != nil {
-					err = errors.Join(err, rerr)
-				}
-			}
-		}()
-	}
-	if err := faultAt(stepSample); err != nil {
+	if err := failpoint.Hit(failpointSample); err != nil {
 		bar.Done()
 		return err
 	}
@@ -208,8 +165,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 		return err
 	}
 	sampleWall := time.Since(t0)
-	id := cfg.Identity()
-	if err := epochdir.Write(st.EpochDir(n), res, epochdir.WriteOptions{Compress: cfg.Compress, Identity: &id, Step: prepareFault}); err != nil {
+	if err := tx.Commit(res, false); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("epoch %d was prepared concurrently: %w", n, err)
 		}
@@ -218,18 +174,6 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 	// Committed: nothing below may fail the command.
 	printEpochStats(cmd.OutOrStdout(), o.json, n, len(seeds), res, be, sampleWall, time.Since(t0))
 	return nil
-}
-
-// nextToPrepare is the epoch after the newest prepared one; with none
-// prepared, the one after the current one, or 0.
-func nextToPrepare(c *statedir.Contents) uint32 {
-	if len(c.Prepared) > 0 {
-		return c.Prepared[len(c.Prepared)-1] + 1
-	}
-	if c.HasCurrent {
-		return c.Current + 1
-	}
-	return 0
 }
 
 // printEpochStats reports a prepared epoch.

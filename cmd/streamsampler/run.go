@@ -13,7 +13,6 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/pipeline"
 	"github.com/streamsampler/streamsampler/statedir"
@@ -85,7 +84,7 @@ type epochRecord struct {
 	wallStart  time.Time
 }
 
-func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
+func runLoop(ctx context.Context, w io.Writer, o runOptions) (err error) {
 	if o.epochs < 1 {
 		return usagef("--epochs %d: want at least 1", o.epochs)
 	}
@@ -112,40 +111,32 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 		defer fs.Close()
 		cfg.Features = planning
 	}
-	var st *statedir.State
-	var stCfg statedir.Config
-	var fresh bool
+	var tx *statedir.Txn
 	if o.state != "" {
 		// run gives every field: it must agree with what the directory
 		// records, as a prepare would, and never adopts an orphan epoch.
-		st = &statedir.State{Dir: o.state}
+		st := statedir.State{Dir: o.state}
 		c, err := st.Open()
 		if err != nil {
 			return err
 		}
-		if err := refuseOrphanEpochs(*st, c); err != nil {
+		if err := c.RefuseOrphans(st.Dir); err != nil {
 			return err
 		}
 		given := statedir.Config{Graph: o.stream.graph, Train: o.stream.train, Fanouts: cfg.Fanouts, Seed: cfg.Seed,
 			Replace: cfg.Replace, Rank: cfg.Rank, WorldSize: cfg.World, Compress: o.compress, EdgeIDs: o.backend.EdgeIDs}
-		if stCfg, fresh, _, err = stateConfigFor(*st, c, given, func(string) bool { return true }); err != nil {
+		stCfg, fresh, _, err := stateConfigFor(st, c, given, func(string) bool { return true })
+		if err != nil {
 			return err
 		}
 		if err := bindTrainSet(&stCfg, fresh, cfg.Train); err != nil {
 			return err
 		}
-		if err := st.Init(); err != nil {
+		// Held for the whole run: its epochs are committed as it goes.
+		if tx, err = statedir.Begin(st, c, stCfg, fresh, nil); err != nil {
 			return err
 		}
-		// Held for the whole run: its epochs are written as it goes.
-		locked, unlock, err := lockAndClean(*st, nil, true)
-		if err != nil {
-			return err
-		}
-		defer unlock()
-		if locked.Committed != c.Committed || locked.Config.Checksum != c.Config.Checksum {
-			return fmt.Errorf("%s was changed by another command while run started: run it again", st.Dir)
-		}
+		defer func() { err = errors.Join(err, tx.Close()) }()
 	}
 	be, err := openBackend(o.stream.graph, o.backend)
 	if err != nil {
@@ -172,30 +163,15 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 		return res, nil
 	}
 	opts := []pipeline.StoreOption{pipeline.WithNumNodes(m.NumNodes)}
-	if st != nil {
-		id := stCfg.Identity()
-		opts = append(opts, pipeline.WithState(*st, epochdir.WriteOptions{Compress: stCfg.Compress, Overwrite: true, Identity: &id}))
+	if tx != nil {
+		opts = append(opts, pipeline.WithTxn(tx))
 	}
 	pipe, err := pipeline.NewPipeline(cfg, sampleFn, pipeline.NewStore(opts...))
 	if err != nil {
 		return usageError{err}
 	}
 	defer pipe.Close()
-	if fresh {
-		// Recorded before the first epoch is written, as prepare does,
-		// and taken back if that epoch is not committed.
-		if err := st.WriteConfig(stCfg); err != nil {
-			return err
-		}
-	}
 	if err := pipe.Start(ctx); err != nil {
-		if fresh {
-			if ps, _ := st.Prepared(); len(ps) == 0 {
-				if rerr := st.RemoveConfig(); rerr != nil {
-					err = errors.Join(err, rerr)
-				}
-			}
-		}
 		return err
 	}
 

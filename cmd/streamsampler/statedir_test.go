@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epochdir"
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 	"github.com/streamsampler/streamsampler/statedir"
 )
 
@@ -149,12 +150,12 @@ func TestPrepareKillHelper(t *testing.T) {
 	if err := json.Unmarshal([]byte(os.Getenv(killArgsEnv)), &args); err != nil {
 		t.Fatal(err)
 	}
-	prepareFault = func(s string) error {
+	failpoint.Enable(func(s string) error { // never restored: the process exits at the step
 		if s == step {
 			os.Exit(137)
 		}
 		return nil
-	}
+	})
 	_, e, code := cli(t, args...)
 	t.Fatalf("prepare was not killed at %q: exit %d %s", step, code, e)
 }
@@ -172,15 +173,15 @@ func TestPrepareKilledAtEveryStep(t *testing.T) {
 	for _, sc := range scen {
 		oldTree, newTree := treeOf(t, sc.old), treeOf(t, sc.new)
 		var steps []string
-		prepareFault = func(s string) error { steps = append(steps, s); return nil }
+		restore := failpoint.Enable(func(s string) error { steps = append(steps, s); return nil })
 		probe := filepath.Join(t.TempDir(), "s")
 		copyTree(t, sc.old, probe)
 		_, e, code := cli(t, append([]string{"prepare", "--state", probe}, sc.args...)...)
-		prepareFault = nil
+		restore()
 		if code != 0 || !sameTree(treeOf(t, probe), newTree) {
 			t.Fatalf("%s: an uninterrupted prepare differs from the reference: %d %s", sc.name, code, e)
 		}
-		if !slices.Contains(steps, stepWriteConfig) == (sc.name == "first") || !slices.Contains(steps, epochdir.StepInstall) {
+		if !slices.Contains(steps, statedir.FailpointWriteConfig) == (sc.name == "first") || !slices.Contains(steps, epochdir.FailpointPrefix+epochdir.StepInstall) {
 			t.Fatalf("%s: steps %v", sc.name, steps)
 		}
 		for _, step := range steps {
@@ -233,16 +234,17 @@ func TestPrepareKilledAtEveryStep(t *testing.T) {
 // A failed prepare leaves the tree exactly as it was, with no leftovers.
 func TestPrepareFullDiskAtEveryWrite(t *testing.T) {
 	_, _, scen := prepareScenarios(t)
-	defer func() { prepareFault = nil }()
+	restore := failpoint.Enable(func(string) error { return nil })
+	defer restore()
 	for _, sc := range scen {
 		oldTree, newTree := treeOf(t, sc.old), treeOf(t, sc.new)
 		var writes []string
-		prepareFault = func(s string) error {
-			if strings.HasPrefix(s, "write ") || s == epochdir.StepInstalled {
+		failpoint.Enable(func(s string) error {
+			if strings.HasPrefix(s, epochdir.FailpointPrefix+epochdir.StepWrite) || s == epochdir.FailpointPrefix+epochdir.StepInstalled {
 				writes = append(writes, s)
 			}
 			return nil
-		}
+		})
 		probe := filepath.Join(t.TempDir(), "s")
 		copyTree(t, sc.old, probe)
 		if _, e, code := cli(t, append([]string{"prepare", "--state", probe}, sc.args...)...); code != 0 {
@@ -254,12 +256,12 @@ func TestPrepareFullDiskAtEveryWrite(t *testing.T) {
 		for _, w := range writes {
 			state := filepath.Join(t.TempDir(), "s")
 			copyTree(t, sc.old, state)
-			prepareFault = func(s string) error {
+			failpoint.Enable(func(s string) error {
 				if s == w {
 					return syscall.ENOSPC
 				}
 				return nil
-			}
+			})
 			_, e, code := cli(t, append([]string{"prepare", "--state", state}, sc.args...)...)
 			got := treeOf(t, state)
 			switch {
