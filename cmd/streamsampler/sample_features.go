@@ -70,22 +70,6 @@ func readSampleFeatures(graph string, fp chunkfmt.Fingerprint, b *epoch.Blocks) 
 	return sf, nil
 }
 
-// npyDescr is NumPy's descriptor of a feature dtype (rows are stored
-// little-endian).
-func npyDescr(d featstore.DType) string {
-	switch d {
-	case featstore.Float32:
-		return "<f4"
-	case featstore.Float16:
-		return "<f2"
-	case featstore.Int8:
-		return "|i1"
-	case featstore.Uint8:
-		return "|u1"
-	}
-	panic("unreachable: featstore.Open accepts no other dtype")
-}
-
 // addNPZ adds n_id (uint32), x ([len(n_id), dim] of the store's dtype, its
 // bytes as stored) and, with labels, y (int32).
 func (sf *sampleFeatures) addNPZ(z *npy.NPZWriter) error {
@@ -96,7 +80,7 @@ func (sf *sampleFeatures) addNPZ(z *npy.NPZWriter) error {
 	if err != nil {
 		return err
 	}
-	if _, err := (npy.Header{Descr: npyDescr(sf.dtype), Shape: []int{len(sf.nid), sf.dim}}).WriteTo(w); err != nil {
+	if _, err := (npy.Header{Descr: sf.dtype.NumPyDescr(), Shape: []int{len(sf.nid), sf.dim}}).WriteTo(w); err != nil {
 		return fmt.Errorf("npz: x: %w", err)
 	}
 	if _, err := w.Write(sf.x); err != nil {
@@ -172,7 +156,7 @@ func appendRowJSON(buf []byte, d featstore.DType, row []byte) []byte {
 		case featstore.Float32:
 			buf = appendFloat32JSON(buf, math.Float32frombits(binary.LittleEndian.Uint32(row[4*j:])))
 		case featstore.Float16:
-			buf = appendFloat32JSON(buf, float16ToFloat32(binary.LittleEndian.Uint16(row[2*j:])))
+			buf = appendFloat32JSON(buf, featstore.Float16ToFloat32(binary.LittleEndian.Uint16(row[2*j:])))
 		case featstore.Int8:
 			buf = strconv.AppendInt(buf, int64(int8(row[j])), 10)
 		case featstore.Uint8:
@@ -187,28 +171,6 @@ func appendFloat32JSON(buf []byte, v float32) []byte {
 		return append(buf, "null"...)
 	}
 	return strconv.AppendFloat(buf, float64(v), 'g', -1, 32)
-}
-
-// float16ToFloat32 widens IEEE 754 binary16 h to float32; every binary16
-// value, subnormals, infinities and NaN included, is exactly a float32.
-func float16ToFloat32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1F
-	mant := uint32(h) & 0x3FF
-	switch {
-	case exp == 0x1F: // Inf, NaN (payload kept)
-		return math.Float32frombits(sign | 0x7F800000 | mant<<13)
-	case exp == 0 && mant == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal: normalise the mantissa
-		e := uint32(127 - 15 + 1)
-		for mant&0x400 == 0 {
-			mant <<= 1
-			e--
-		}
-		return math.Float32frombits(sign | e<<23 | (mant&0x3FF)<<13)
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
 }
 
 // summaryLine is summary's line for the features: rows, dtype, bytes and
