@@ -36,7 +36,7 @@ func TestRunAndServeAgree(t *testing.T) {
 			// run assembles on one goroutine or several: the order holds.
 			for _, workers := range []string{"1", "4"} {
 				var fromRun []string
-				run := newRunCmdWith(func(b *epoch.Batch) { fromRun = append(fromRun, batchKey(b.Epoch, b.Index, b.Blocks)) })
+				run := newRunCmdWith(func(b *epoch.Batch, _ []byte, _ []int32) { fromRun = append(fromRun, batchKey(b.Epoch, b.Index, b.Blocks)) })
 				run.SetArgs(append([]string{"--epochs", fmt.Sprint(epochs), "--workers", workers}, args...))
 				run.SetOut(io.Discard)
 				run.SetErr(io.Discard)

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featplan"
+	"github.com/streamsampler/streamsampler/featrows"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/internal/npy"
 )
@@ -30,11 +30,8 @@ type sampleFeatures struct {
 // readSampleFeatures reads the rows of b's nodes and its seeds' labels from
 // the feature store of graph, the graph the state was prepared from (fp,
 // its fingerprint in the state's configuration). One minibatch has no
-// plan: its rows are read sorted, coalesced into extents and sixteen at a
-// time (featplan.ReadRows), through the page cache: unlike an epoch
-// streamed through a plan, one minibatch pollutes little, and a repeated
-// sample finds its rows there (BenchmarkReadRows in featplan: cold, no
-// slower than O_DIRECT; warm, several times faster).
+// plan: its rows are read directly (featrows.Executor.ReadDirect: through
+// the page cache, where a repeated sample finds them).
 func readSampleFeatures(graph string, fp chunkfmt.Fingerprint, b *epoch.Blocks) (*sampleFeatures, error) {
 	fs, err := featstore.Open(graph)
 	if errors.Is(err, featstore.ErrNoFeatures) {
@@ -51,21 +48,15 @@ func readSampleFeatures(graph string, fp chunkfmt.Fingerprint, b *epoch.Blocks) 
 		return nil, fmt.Errorf("sample --features: %w: the feature store of %s was packed for a graph of %d nodes, %d edges (chunk CRCs %08x); the state was prepared from one of %d nodes, %d edges (chunk CRCs %08x)",
 			featstore.ErrGraphMismatch, graph, sg.NumNodes, sg.NumEdges, sg.ChunkCRCs, fp.NumNodes, fp.NumEdges, fp.ChunkCRCs)
 	}
+	rows := featrows.New(fs)
+	defer rows.Close()
 	sf := &sampleFeatures{nid: b.Nodes(), dtype: fs.DType(), dim: fs.Dim()}
 	sf.x = make([]byte, int64(len(sf.nid))*fs.RowBytes())
-	f, err := os.Open(fs.FeaturesPath())
-	if err != nil {
+	if sf.reads, err = rows.ReadDirect(sf.nid, sf.x); err != nil {
 		return nil, fmt.Errorf("sample --features: %w", err)
 	}
-	defer f.Close()
-	if sf.reads, err = featplan.ReadRows(f, fs.FeaturesPath(), fs.RowBytes(), sf.nid, sf.x, featplan.DefaultExtentOptions()); err != nil {
+	if sf.y, err = rows.Labels(b.Seeds, nil); err != nil {
 		return nil, fmt.Errorf("sample --features: %w", err)
-	}
-	if fs.HasLabels() {
-		sf.y = make([]int32, len(b.Seeds))
-		if err := fs.ReadLabels(b.Seeds, sf.y); err != nil {
-			return nil, fmt.Errorf("sample --features: labels: %w", err)
-		}
 	}
 	return sf, nil
 }
