@@ -1,9 +1,6 @@
 package featstore
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // FormatVersion is the version of features.json this package writes and
 // reads.
@@ -20,46 +17,6 @@ const DefaultBlockSize = 4 << 20
 // blockAlign is what a block size must be a multiple of, so that a block
 // is a whole number of O_DIRECT-aligned pages.
 const blockAlign = 4096
-
-// DType is the element type of the feature matrix.
-type DType string
-
-// The feature dtypes.
-const (
-	Float32 DType = "float32"
-	Float16 DType = "float16"
-	Int8    DType = "int8"
-	Uint8   DType = "uint8"
-)
-
-// LabelDType is the only element type of labels: little-endian int32,
-// NoLabel for a node without one.
-const LabelDType = "int32"
-
-// NoLabel is the label of a node that has none (OGB's NaN).
-const NoLabel int32 = -1
-
-// Size returns the bytes per element, 0 for an unknown dtype.
-func (d DType) Size() int {
-	switch d {
-	case Float32:
-		return 4
-	case Float16:
-		return 2
-	case Int8, Uint8:
-		return 1
-	}
-	return 0
-}
-
-// ParseDType parses a dtype name: float32, float16, int8 or uint8.
-func ParseDType(s string) (DType, error) {
-	d := DType(s)
-	if d.Size() == 0 {
-		return "", fmt.Errorf("%w: dtype %q: want float32, float16, int8 or uint8", ErrShape, s)
-	}
-	return d, nil
-}
 
 // Sentinel errors, for callers that branch on the kind of failure.
 var (

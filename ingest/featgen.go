@@ -50,40 +50,6 @@ func SyntheticRow(seed uint64, v uint32, classes int, row []float32) {
 	}
 }
 
-// float16Bits converts f to IEEE 754 binary16, rounding to nearest even
-// (overflow to ±Inf, NaN kept NaN).
-func float16Bits(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int32(b>>23&0xFF) - 127 + 15
-	mant := b & 0x7FFFFF
-	switch {
-	case b&0x7FFFFFFF > 0x7F800000: // NaN
-		return sign | 0x7E00
-	case exp >= 0x1F: // overflow, or Inf
-		return sign | 0x7C00
-	case exp <= 0: // subnormal or zero in half precision
-		if exp < -10 {
-			return sign
-		}
-		mant |= 0x800000
-		shift := uint32(14 - exp)
-		half := mant >> shift
-		rem := mant & (1<<shift - 1)
-		mid := uint32(1) << (shift - 1)
-		if rem > mid || (rem == mid && half&1 == 1) {
-			half++
-		}
-		return sign | uint16(half)
-	}
-	half := uint32(exp)<<10 | mant>>13
-	rem := mant & 0x1FFF
-	if rem > 0x1000 || (rem == 0x1000 && half&1 == 1) {
-		half++ // may carry into the exponent, up to Inf: correct
-	}
-	return sign | uint16(half)
-}
-
 // encodeRow narrows a float32 row to dtype into dst (len: dim × size):
 // float16 by rounding, int8 as round(127·x) clamped, uint8 as
 // round(127.5·(x+1)) clamped.
@@ -95,7 +61,7 @@ func encodeRow(dst []byte, row []float32, dtype featstore.DType) {
 		}
 	case featstore.Float16:
 		for c, x := range row {
-			binary.LittleEndian.PutUint16(dst[2*c:], float16Bits(x))
+			binary.LittleEndian.PutUint16(dst[2*c:], featstore.Float16FromFloat32(x))
 		}
 	case featstore.Int8:
 		for c, x := range row {
@@ -132,8 +98,7 @@ func WriteSyntheticFeatures(ctx context.Context, path, labelsPath string, o Feat
 	}
 	defer f.Abort()
 	bw := bufio.NewWriterSize(f, 4<<20)
-	descr := map[featstore.DType]string{featstore.Float32: "<f4", featstore.Float16: "<f2", featstore.Int8: "|i1", featstore.Uint8: "|u1"}[o.DType]
-	if _, err := (npy.Header{Descr: descr, Shape: []int{int(o.NumNodes), o.Dim}}).WriteTo(bw); err != nil {
+	if _, err := (npy.Header{Descr: o.DType.NumPyDescr(), Shape: []int{int(o.NumNodes), o.Dim}}).WriteTo(bw); err != nil {
 		return fmt.Errorf("generate features: %w", err)
 	}
 	rowBytes := o.Dim * size

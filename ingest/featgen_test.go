@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,53 +13,6 @@ import (
 
 	"github.com/streamsampler/streamsampler/featstore"
 )
-
-// TestFloat16Bits checks the float32 → binary16 conversion on values
-// with known encodings, the rounding boundaries (ties to even), the
-// subnormal range, overflow and NaN, and that every binary16 value
-// round-trips (decoded exactly to float32, encoded back to itself).
-func TestFloat16Bits(t *testing.T) {
-	for _, c := range []struct {
-		f    float32
-		want uint16
-	}{
-		{0, 0x0000}, {float32(math.Copysign(0, -1)), 0x8000}, {1, 0x3C00}, {-2, 0xC000}, {0.5, 0x3800},
-		{65504, 0x7BFF}, {65519.99, 0x7BFF}, {65520, 0x7C00}, {1e6, 0x7C00}, {float32(math.Inf(-1)), 0xFC00},
-		{0.1, 0x2E66}, {1.0 / 3, 0x3555},
-		{float32(math.Ldexp(1, -24)), 0x0001},     // smallest subnormal
-		{float32(math.Ldexp(1, -25)), 0x0000},     // half of it: a tie, to even (0)
-		{float32(math.Ldexp(3, -25)), 0x0002},     // 1.5 ulp: a tie, to even (2)
-		{float32(math.Ldexp(1, -14)), 0x0400},     // smallest normal
-		{1 + float32(math.Ldexp(1, -11)), 0x3C00}, // tie between 1 and 1+2^-10: to even
-		{1 + float32(math.Ldexp(3, -11)), 0x3C02}, // tie between 1+2^-10 and 1+2^-9: to even
-	} {
-		if got := float16Bits(c.f); got != c.want {
-			t.Errorf("float16Bits(%g) = %#04x, want %#04x", c.f, got, c.want)
-		}
-	}
-	if got := float16Bits(float32(math.NaN())); got&0x7C00 != 0x7C00 || got&0x3FF == 0 {
-		t.Errorf("NaN -> %#04x", got)
-	}
-	decode := func(h uint16) float32 {
-		sign := float32(1 - 2*float64(h>>15))
-		e, m := int(h>>10&0x1F), float64(h&0x3FF)
-		switch e {
-		case 0:
-			return sign * float32(math.Ldexp(m, -24))
-		case 0x1F:
-			return sign * float32(math.Inf(1))
-		}
-		return sign * float32(math.Ldexp(1024+m, e-25))
-	}
-	for h := range 1 << 16 {
-		if h>>10&0x1F == 0x1F && h&0x3FF != 0 {
-			continue // NaN payloads
-		}
-		if got := float16Bits(decode(uint16(h))); got != uint16(h) {
-			t.Fatalf("%#04x -> %g -> %#04x", h, decode(uint16(h)), got)
-		}
-	}
-}
 
 // TestWriteSyntheticFeatures: for every dtype the .npy holds the
 // documented header and exactly the rows SyntheticRow gives, narrowed;

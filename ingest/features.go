@@ -268,15 +268,8 @@ func shapeString(s []int64) string {
 
 // featureDType maps an npy descriptor to a feature dtype.
 func featureDType(h *npyHeader, name string) (featstore.DType, error) {
-	switch h.descr {
-	case "<f4", "=f4":
-		return featstore.Float32, nil
-	case "<f2", "=f2":
-		return featstore.Float16, nil
-	case "|i1", "<i1", "=i1", "i1":
-		return featstore.Int8, nil
-	case "|u1", "<u1", "=u1", "u1":
-		return featstore.Uint8, nil
+	if d, ok := featstore.DTypeOfNumPy(h.descr); ok {
+		return d, nil
 	}
 	return "", formatErr(name, "npy: dtype %q is not supported: want little-endian float32 (<f4), float16 (<f2), int8 (|i1) or uint8 (|u1)", h.descr)
 }

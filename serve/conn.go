@@ -121,7 +121,7 @@ func (c *conn) serve() {
 						// Shutting down; the minibatch's rows still take
 						// their turn, or the ones claimed after it would
 						// wait for it forever.
-						s.features.rows(got.Epoch, got.Index, got.Features(), nil, nil, nil)
+						s.features.planned(s.baseCtx, got.Epoch, got.Index, got.Features(), nil, nil, nil)
 						return
 					}
 					held += more

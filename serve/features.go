@@ -1,12 +1,11 @@
 package serve
 
 import (
+	"context"
 	"fmt"
-	"os"
-	"sync"
 
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/featplan"
+	"github.com/streamsampler/streamsampler/featrows"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/pipeline"
 )
@@ -19,38 +18,19 @@ type FeatureInfo struct {
 	Labels   bool   `json:"labels"`
 }
 
-// featureDTypes maps the store's dtypes to the protocol's.
+// featureDTypes maps the store's dtypes to the protocol's array dtypes
+// (the wire's codes, which only the protocol knows).
 var featureDTypes = map[featstore.DType]uint8{featstore.Float32: DtypeF32, featstore.Float16: DtypeF16, featstore.Int8: DtypeI8, featstore.Uint8: DtypeU8}
 
-// featureStage reads every minibatch's feature rows under its epoch's
-// plan. A plan's reads must run in its minibatch order (its cache holds
-// what earlier minibatches read), while connections claim minibatches in
-// order but finish assembling them in any order: each epoch has one
-// featplan.Reader, and the goroutine with minibatch i waits for its turn
-// (every minibatch before i read) before it reads. Minibatches are
-// claimed in order, so the ones before i are all claimed and will take
-// their turn (a failed assembly takes it too: skip). Two epochs can be in
-// flight at once (the last minibatches of one while the next begins);
-// older readers are closed.
+// featureStage puts feature rows and labels in replies; featrows reads
+// them. Connections claim minibatches in order but finish assembling them
+// in any order: each minibatch's rows are read in its turn of its epoch's
+// plan (featrows.Epoch), and every claimed minibatch takes its turn, a
+// failed assembly too, or the ones claimed after it would wait for ever.
 type featureStage struct {
 	fs    *featstore.Store
+	rows  *featrows.Executor
 	dtype uint8
-	// sampleFile reads sample replies' rows (outside any plan) through the
-	// page cache: a repeated evaluation sample finds them there.
-	sampleFile *os.File
-
-	mu     sync.Mutex
-	cond   *sync.Cond
-	epochs map[uint32]*epochReads
-}
-
-// epochReads is one epoch's reader and turn.
-type epochReads struct {
-	plan *pipeline.FeaturePlan
-	f    *os.File
-	r    *featplan.Reader
-	next int   // the minibatch whose turn it is
-	err  error // a failed read fails every later minibatch of the epoch
 }
 
 func newFeatureStage(fs *featstore.Store) (*featureStage, error) {
@@ -58,46 +38,11 @@ func newFeatureStage(fs *featstore.Store) (*featureStage, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: feature dtype %q", ErrConfig, fs.DType())
 	}
-	f, err := os.Open(fs.FeaturesPath())
-	if err != nil {
-		return nil, err
-	}
-	st := &featureStage{fs: fs, dtype: dt, sampleFile: f, epochs: map[uint32]*epochReads{}}
-	st.cond = sync.NewCond(&st.mu)
-	return st, nil
+	return &featureStage{fs: fs, rows: featrows.New(fs), dtype: dt}, nil
 }
 
 func (st *featureStage) info() *FeatureInfo {
 	return &FeatureInfo{Dim: st.fs.Dim(), DType: string(st.fs.DType()), RowBytes: st.fs.RowBytes(), Labels: st.fs.HasLabels()}
-}
-
-// readsLocked returns epoch e's reads, opening its reader on first use
-// and closing those of epochs two or more before it.
-func (st *featureStage) readsLocked(e uint32, plan *pipeline.FeaturePlan) (*epochReads, error) {
-	if er := st.epochs[e]; er != nil {
-		return er, nil
-	}
-	if plan == nil {
-		return nil, fmt.Errorf("epoch %d has no feature plan", e)
-	}
-	f, _, err := featplan.OpenDirect(st.fs.FeaturesPath())
-	if err != nil {
-		return nil, err
-	}
-	r, err := featplan.NewReader(f, st.fs.FeaturesPath(), st.fs.RowBytes(), plan.Plan, featplan.DefaultExtentOptions())
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	er := &epochReads{plan: plan, f: f, r: r}
-	st.epochs[e] = er
-	for old, o := range st.epochs {
-		if old+1 < e {
-			o.f.Close()
-			delete(st.epochs, old)
-		}
-	}
-	return er, nil
 }
 
 // rowBuffer is where n bytes of rows are read to: the heap, or with a
@@ -113,59 +58,39 @@ func rowBuffer(n int64, pool *rowPool) ([]byte, *rowLease, error) {
 	return l.bytes(int(n)), l, nil
 }
 
-// rows reads minibatch index of epoch e, whose node set is nodes, in its
-// turn and returns its features (with a pool, in one of its buffers) with
-// the labels of seeds. With seeds nil the rows are read for the plan's
-// sake and dropped (the minibatch's reply reads its own, of other
+// planned reads minibatch index of epoch e, whose node set is nodes, in
+// its turn and returns its features (with a pool, in one of its buffers)
+// with the labels of seeds. With seeds nil the rows are read for the
+// plan's sake and dropped (the minibatch's reply reads its own, of other
 // semantics). With nodes nil (its assembly failed) it takes the turn all
-// the same, so that the minibatches after it get theirs: it reads and
-// drops the rows where the plan still holds their n_id, and fails the
-// epoch's later feature reads where it forgot them.
-func (st *featureStage) rows(e uint32, index int, plan *pipeline.FeaturePlan, nodes, seeds []uint32, pool *rowPool) (*Features, error) {
-	st.mu.Lock()
-	er, err := st.readsLocked(e, plan)
+// the same (featrows.Epoch.Skip). ctx is the server's: it ends only at
+// shutdown, as a minibatch that stops waiting fails its epoch's later
+// ones.
+func (st *featureStage) planned(ctx context.Context, e uint32, index int, plan *pipeline.FeaturePlan, nodes, seeds []uint32, pool *rowPool) (*Features, error) {
+	if plan == nil {
+		return nil, fmt.Errorf("epoch %d has no feature plan", e)
+	}
+	ep, err := st.rows.Epoch(e, plan.Plan)
 	if err != nil {
-		st.mu.Unlock()
 		return nil, err
 	}
-	for er.next != index && er.err == nil {
-		st.cond.Wait()
-	}
-	if er.err != nil {
-		st.mu.Unlock()
-		return nil, er.err
-	}
-	st.mu.Unlock()
-	// Only this goroutine may read now: the turn passes when it is done.
-	n := int64(plan.Plan.Batch(index).Len()) * st.fs.RowBytes()
-	var x []byte
-	var mem *rowLease
-	var rerr error
 	switch {
-	case nodes != nil:
-		if seeds == nil {
-			pool = nil
-		}
-		if x, mem, rerr = rowBuffer(n, pool); rerr == nil {
-			_, rerr = er.r.NextNodes(nodes, x)
-		}
-	case plan.Plan.Forgotten():
-		// Reading its rows needs its n_id, and the plan's cache needs the
-		// rows it keeps: the epoch's later rows cannot be read.
-		rerr = fmt.Errorf("it failed to assemble, and the rows later minibatches take from the cache it fills are unknown without it")
-	default:
-		_, rerr = er.r.Next(make([]byte, n))
+	case nodes == nil:
+		return nil, ep.Skip(ctx, index)
+	case seeds == nil:
+		return nil, ep.Read(ctx, index, nodes, nil)
 	}
-	st.mu.Lock()
-	if rerr != nil {
-		er.err = fmt.Errorf("features of epoch %d minibatch %d: %w", e, index, rerr)
+	x, mem, err := rowBuffer(int64(len(nodes))*st.fs.RowBytes(), pool)
+	if err != nil {
+		// Its turn is still taken: the rows are read for the cache's sake.
+		if rerr := ep.Read(ctx, index, nodes, nil); rerr != nil {
+			return nil, rerr
+		}
+		return nil, err
 	}
-	er.next++
-	st.cond.Broadcast()
-	st.mu.Unlock()
-	if rerr != nil || nodes == nil || seeds == nil {
+	if err := ep.Read(ctx, index, nodes, x); err != nil {
 		mem.abandon()
-		return nil, er.err
+		return nil, err
 	}
 	return st.features(x, mem, seeds)
 }
@@ -178,7 +103,7 @@ func (st *featureStage) direct(b *epoch.Blocks, pool *rowPool) (*Features, error
 	if err != nil {
 		return nil, err
 	}
-	if _, err := featplan.ReadRows(st.sampleFile, st.fs.FeaturesPath(), st.fs.RowBytes(), nodes, x, featplan.DefaultExtentOptions()); err != nil {
+	if _, err := st.rows.ReadDirect(nodes, x); err != nil {
 		mem.abandon()
 		return nil, err
 	}
@@ -188,24 +113,13 @@ func (st *featureStage) direct(b *epoch.Blocks, pool *rowPool) (*Features, error
 // features are a reply's features: the rows x (in a shared buffer where
 // leased) and the seeds' labels, where the store has labels.
 func (st *featureStage) features(x []byte, lease *rowLease, seeds []uint32) (*Features, error) {
-	f := &Features{X: x, Dim: st.fs.Dim(), DType: st.dtype, lease: lease}
-	if st.fs.HasLabels() {
-		f.Y = make([]int32, len(seeds))
-		if err := st.fs.ReadLabels(seeds, f.Y); err != nil {
-			lease.abandon()
-			return nil, err
-		}
+	y, err := st.rows.Labels(seeds, nil)
+	if err != nil {
+		lease.abandon()
+		return nil, err
 	}
-	return f, nil
+	return &Features{X: x, Dim: st.fs.Dim(), DType: st.dtype, Y: y, lease: lease}, nil
 }
 
-// close closes every epoch's reader.
-func (st *featureStage) close() {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.sampleFile.Close()
-	for e, er := range st.epochs {
-		er.f.Close()
-		delete(st.epochs, e)
-	}
-}
+// close closes every epoch's reads.
+func (st *featureStage) close() { st.rows.Close() }

@@ -297,7 +297,7 @@ func (s *Server) assemble(c pipeline.Claim, pool *rowPool, sem epoch.Semantics) 
 		if s.features != nil {
 			// Its feature rows still take their turn, or the epoch's
 			// later minibatches would wait for it forever.
-			s.features.rows(c.Epoch, c.Index, c.Features(), nil, nil, nil)
+			s.features.planned(s.baseCtx, c.Epoch, c.Index, c.Features(), nil, nil, nil)
 		}
 		return Batch{}, newRequestError(CodeInternal, "assembling batch %d of epoch %d: %v", c.Index, c.Epoch, err)
 	}
@@ -306,8 +306,8 @@ func (s *Server) assemble(c pipeline.Claim, pool *rowPool, sem epoch.Semantics) 
 		return out, nil
 	}
 	if b.PlanNodes == nil {
-		out.Features, err = s.features.rows(b.Epoch, b.Index, b.Features, b.Blocks.Nodes(), b.Blocks.Seeds, pool)
-	} else if _, err = s.features.rows(b.Epoch, b.Index, b.Features, b.PlanNodes, nil, nil); err == nil {
+		out.Features, err = s.features.planned(s.baseCtx, b.Epoch, b.Index, b.Features, b.Blocks.Nodes(), b.Blocks.Seeds, pool)
+	} else if _, err = s.features.planned(s.baseCtx, b.Epoch, b.Index, b.Features, b.PlanNodes, nil, nil); err == nil {
 		out.Features, err = s.features.direct(b.Blocks, pool)
 	}
 	if err != nil {

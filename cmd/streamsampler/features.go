@@ -1,15 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/streamsampler/streamsampler/featplan"
+	"github.com/streamsampler/streamsampler/featrows"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/pipeline"
@@ -74,76 +75,83 @@ type featureRecord struct {
 	Labels  int64                   `json:"labels"` // seed labels delivered
 }
 
-// featureReader delivers one epoch's feature rows in the pipeline's order.
+// featureReader delivers run's minibatches' feature rows and labels
+// (featrows), epoch after epoch, and keeps each epoch's figures.
 type featureReader struct {
-	fs     *featstore.Store
-	f      *os.File
-	r      *featplan.Reader
-	plan   *pipeline.FeaturePlan
-	rec    featureRecord
-	x      []byte
-	y      []int32
-	direct bool
+	rows     *featrows.Executor
+	rowBytes int64
+	ep       *featrows.Epoch
+	rec      featureRecord
+	x        []byte
+	y        []int32
 }
 
-// openFeatureReader starts the reads of an epoch under its plan.
-func openFeatureReader(fs *featstore.Store, fp *pipeline.FeaturePlan) (*featureReader, error) {
+func newFeatureReader(fs *featstore.Store) *featureReader {
+	return &featureReader{rows: featrows.New(fs), rowBytes: fs.RowBytes()}
+}
+
+// begin starts the reads of b's epoch under its plan.
+func (fr *featureReader) begin(b *pipeline.Batch) error {
+	fp := b.Features
 	if fp == nil {
-		return nil, errors.New("the pipeline made no feature plan")
+		return errors.New("the pipeline made no feature plan")
 	}
-	f, direct, err := featplan.OpenDirect(fs.FeaturesPath())
+	ep, err := fr.rows.Epoch(b.Epoch, fp.Plan)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	r, err := featplan.NewReader(f, fs.FeaturesPath(), fs.RowBytes(), fp.Plan, featplan.DefaultExtentOptions())
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	fr := &featureReader{fs: fs, f: f, r: r, plan: fp, direct: direct}
-	fr.rec.PlanS = fp.Seconds
-	fr.rec.Direct = direct
+	fr.ep = ep
+	fr.rec = featureRecord{PlanS: fp.Seconds, Direct: ep.Direct()}
 	if fp.Order != nil {
 		rep := fp.Reorder
 		fr.rec.Reorder = &rep
 	}
-	return fr, nil
-}
-
-// next reads minibatch b's rows (its blocks' last src, which must be the
-// plan's node set for it) and its seeds' labels.
-func (fr *featureReader) next(b *pipeline.Batch) error {
-	nodes := b.Blocks.Nodes()
-	need := int64(len(nodes)) * fr.fs.RowBytes()
-	if int64(cap(fr.x)) < need {
-		fr.x = make([]byte, need)
-	}
-	t0 := time.Now()
-	i, err := fr.r.NextNodes(nodes, fr.x[:need])
-	if err != nil {
-		return fmt.Errorf("epoch %d, minibatch %d: features: %w", b.Epoch, b.Index, err)
-	}
-	if i != b.Index {
-		return fmt.Errorf("epoch %d: feature reader at minibatch %d, pipeline at %d", b.Epoch, i, b.Index)
-	}
-	fr.rec.ReadS += time.Since(t0).Seconds()
-	if fr.fs.HasLabels() {
-		fr.y = slices.Grow(fr.y[:0], len(b.Blocks.Seeds))[:len(b.Blocks.Seeds)]
-		if err := fr.fs.ReadLabels(b.Blocks.Seeds, fr.y); err != nil {
-			return fmt.Errorf("epoch %d, minibatch %d: labels: %w", b.Epoch, b.Index, err)
-		}
-		fr.rec.Labels += int64(len(fr.y))
-	}
 	return nil
 }
 
-// close ends the epoch's reads and returns its figures.
-func (fr *featureReader) close() *featureRecord {
-	fr.f.Close()
-	fr.rec.Reads = fr.r.Report()
+// next reads minibatch b's rows (its blocks' last src, which must be the
+// plan's node set for it) and its seeds' labels; they stay in fr.x and
+// fr.y until the next call.
+func (fr *featureReader) next(ctx context.Context, b *pipeline.Batch) error {
+	nodes := b.Blocks.Nodes()
+	need := int64(len(nodes)) * fr.rowBytes
+	if int64(cap(fr.x)) < need {
+		fr.x = make([]byte, need)
+	}
+	fr.x = fr.x[:need]
+	// The pipeline hands minibatches out in order; were it ever not to,
+	// waiting for the turn would wait for ever: refuse instead.
+	if turn := fr.ep.Turn(); turn != b.Index {
+		return fmt.Errorf("epoch %d: feature reader at minibatch %d, pipeline at %d", b.Epoch, turn, b.Index)
+	}
+	t0 := time.Now()
+	if err := fr.ep.Read(ctx, b.Index, nodes, fr.x); err != nil {
+		return fmt.Errorf("epoch %d, minibatch %d: features: %w", b.Epoch, b.Index, err)
+	}
+	fr.rec.ReadS += time.Since(t0).Seconds()
+	var err error
+	if fr.y, err = fr.rows.Labels(b.Blocks.Seeds, fr.y); err != nil {
+		return fmt.Errorf("epoch %d, minibatch %d: %w", b.Epoch, b.Index, err)
+	}
+	fr.rec.Labels += int64(len(fr.y))
+	return nil
+}
+
+// end ends the epoch's reads and returns its figures; nil when no epoch
+// is under way.
+func (fr *featureReader) end() *featureRecord {
+	if fr.ep == nil {
+		return nil
+	}
+	fr.ep.Close()
+	fr.rec.Reads = fr.ep.Report()
+	fr.ep = nil
 	if fr.rec.ReadS > 0 {
 		fr.rec.GBps = float64(fr.rec.Reads.RowsNeeded*fr.rec.Reads.RowBytes) / fr.rec.ReadS / 1e9
 	}
 	rec := fr.rec
 	return &rec
 }
+
+// close ends the reads.
+func (fr *featureReader) close() { fr.rows.Close() }

@@ -67,11 +67,7 @@ func TestRunFeatures(t *testing.T) {
 	runWith := func(extra ...string) (recs []epochRecord, seeds map[string]bool) {
 		seeds = map[string]bool{}
 		var out bytes.Buffer
-		cmd := newRunCmd()
-		args := append([]string{"--graph", graph, "--train", tf, "--fanouts", "4,3", "--batch-size", "50", "--epochs", "2", "--json", "--features"}, extra...)
-		cmd.SetArgs(args)
-		cmd.SetOut(&out)
-		runOnFeatures = func(b *pipeline.Batch, x []byte, y []int32) {
+		cmd := newRunCmdWith(func(b *pipeline.Batch, x []byte, y []int32) {
 			nodes := b.Blocks.Hops[len(b.Blocks.Hops)-1].Src
 			want := make([]byte, int64(len(nodes))*fs.RowBytes())
 			if err := fs.ReadRows(nodes, want); err != nil {
@@ -90,8 +86,10 @@ func TestRunFeatures(t *testing.T) {
 			if b.Epoch == 0 {
 				seeds[fmt.Sprint(b.Blocks.Seeds)] = true
 			}
-		}
-		defer func() { runOnFeatures = nil }()
+		})
+		args := append([]string{"--graph", graph, "--train", tf, "--fanouts", "4,3", "--batch-size", "50", "--epochs", "2", "--json", "--features"}, extra...)
+		cmd.SetArgs(args)
+		cmd.SetOut(&out)
 		if err := cmd.ExecuteContext(context.Background()); err != nil {
 			t.Fatal(err)
 		}

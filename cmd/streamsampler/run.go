@@ -26,18 +26,20 @@ type runOptions struct {
 	json     bool
 	backend  backendFlags
 	workers  int
-	onBatch  func(*pipeline.Batch) // tests: sees every minibatch handed out
+	onBatch  batchSeen // tests: sees every minibatch handed out
 }
+
+// batchSeen sees a minibatch as run hands it out: its blocks and, with
+// --features, its feature rows (n_id order) and its seeds' labels (nil
+// without --features; valid only during the call).
+type batchSeen func(b *pipeline.Batch, x []byte, y []int32)
 
 func newRunCmd() *cobra.Command { return newRunCmdWith(nil) }
 
-// runOnFeatures, when a test sets it, sees every minibatch's feature rows
-// and seed labels as run --features delivers them.
-var runOnFeatures func(b *pipeline.Batch, x []byte, y []int32)
-
 // newRunCmdWith is newRunCmd whose run shows onBatch every minibatch it
-// hands out (tests compare them with serve's).
-func newRunCmdWith(onBatch func(*pipeline.Batch)) *cobra.Command {
+// hands out, with its features (tests compare them with the store's and
+// with serve's).
+func newRunCmdWith(onBatch batchSeen) *cobra.Command {
 	o := runOptions{onBatch: onBatch}
 	cmd := &cobra.Command{
 		Use:   "run --graph DIR --train FILE --fanouts 15,10,5 --batch-size B --epochs E",
@@ -177,11 +179,10 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) (err error) {
 
 	var cur *epochRecord
 	var fr *featureReader
-	defer func() {
-		if fr != nil {
-			fr.close()
-		}
-	}()
+	if fs != nil {
+		fr = newFeatureReader(fs)
+		defer fr.close()
+	}
 	flush := func() {
 		if cur == nil {
 			return
@@ -206,30 +207,28 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) (err error) {
 	t0 := time.Now()
 	err = pipe.RunOrdered(ctx, o.workers, func(b *pipeline.Batch) error {
 		el := time.Since(t0).Seconds()
-		if o.onBatch != nil {
-			o.onBatch(b)
-		}
 		if cur == nil || b.Epoch != cur.Epoch {
-			if fr != nil {
-				cur.Features = fr.close()
-				fr = nil
+			if fr != nil && cur != nil {
+				cur.Features = fr.end()
 			}
 			flush()
 			cur = &epochRecord{Epoch: b.Epoch, wallStart: time.Now()}
-			if fs != nil {
-				var err error
-				if fr, err = openFeatureReader(fs, b.Features); err != nil {
+			if fr != nil {
+				if err := fr.begin(b); err != nil {
 					return fmt.Errorf("epoch %d: %w", b.Epoch, err)
 				}
 			}
 		}
+		var x []byte
+		var y []int32
 		if fr != nil {
-			if err := fr.next(b); err != nil {
+			if err := fr.next(ctx, b); err != nil {
 				return err
 			}
-			if runOnFeatures != nil {
-				runOnFeatures(b, fr.x[:int64(len(b.Blocks.Nodes()))*fs.RowBytes()], fr.y)
-			}
+			x, y = fr.x, fr.y
+		}
+		if o.onBatch != nil {
+			o.onBatch(b, x, y)
 		}
 		cur.Batches++
 		cur.Seeds += len(b.Blocks.Seeds)
@@ -241,9 +240,8 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	if fr != nil {
-		cur.Features = fr.close()
-		fr = nil
+	if fr != nil && cur != nil {
+		cur.Features = fr.end()
 	}
 	flush()
 	if !o.json {

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featplan"
+	"github.com/streamsampler/streamsampler/featrows"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/internal/npy"
 )
@@ -30,11 +30,8 @@ type sampleFeatures struct {
 // readSampleFeatures reads the rows of b's nodes and its seeds' labels from
 // the feature store of graph, the graph the state was prepared from (fp,
 // its fingerprint in the state's configuration). One minibatch has no
-// plan: its rows are read sorted, coalesced into extents and sixteen at a
-// time (featplan.ReadRows), through the page cache: unlike an epoch
-// streamed through a plan, one minibatch pollutes little, and a repeated
-// sample finds its rows there (BenchmarkReadRows in featplan: cold, no
-// slower than O_DIRECT; warm, several times faster).
+// plan: its rows are read directly (featrows.Executor.ReadDirect: through
+// the page cache, where a repeated sample finds them).
 func readSampleFeatures(graph string, fp chunkfmt.Fingerprint, b *epoch.Blocks) (*sampleFeatures, error) {
 	fs, err := featstore.Open(graph)
 	if errors.Is(err, featstore.ErrNoFeatures) {
@@ -51,39 +48,17 @@ func readSampleFeatures(graph string, fp chunkfmt.Fingerprint, b *epoch.Blocks) 
 		return nil, fmt.Errorf("sample --features: %w: the feature store of %s was packed for a graph of %d nodes, %d edges (chunk CRCs %08x); the state was prepared from one of %d nodes, %d edges (chunk CRCs %08x)",
 			featstore.ErrGraphMismatch, graph, sg.NumNodes, sg.NumEdges, sg.ChunkCRCs, fp.NumNodes, fp.NumEdges, fp.ChunkCRCs)
 	}
+	rows := featrows.New(fs)
+	defer rows.Close()
 	sf := &sampleFeatures{nid: b.Nodes(), dtype: fs.DType(), dim: fs.Dim()}
 	sf.x = make([]byte, int64(len(sf.nid))*fs.RowBytes())
-	f, err := os.Open(fs.FeaturesPath())
-	if err != nil {
+	if sf.reads, err = rows.ReadDirect(sf.nid, sf.x); err != nil {
 		return nil, fmt.Errorf("sample --features: %w", err)
 	}
-	defer f.Close()
-	if sf.reads, err = featplan.ReadRows(f, fs.FeaturesPath(), fs.RowBytes(), sf.nid, sf.x, featplan.DefaultExtentOptions()); err != nil {
+	if sf.y, err = rows.Labels(b.Seeds, nil); err != nil {
 		return nil, fmt.Errorf("sample --features: %w", err)
-	}
-	if fs.HasLabels() {
-		sf.y = make([]int32, len(b.Seeds))
-		if err := fs.ReadLabels(b.Seeds, sf.y); err != nil {
-			return nil, fmt.Errorf("sample --features: labels: %w", err)
-		}
 	}
 	return sf, nil
-}
-
-// npyDescr is NumPy's descriptor of a feature dtype (rows are stored
-// little-endian).
-func npyDescr(d featstore.DType) string {
-	switch d {
-	case featstore.Float32:
-		return "<f4"
-	case featstore.Float16:
-		return "<f2"
-	case featstore.Int8:
-		return "|i1"
-	case featstore.Uint8:
-		return "|u1"
-	}
-	panic("unreachable: featstore.Open accepts no other dtype")
 }
 
 // addNPZ adds n_id (uint32), x ([len(n_id), dim] of the store's dtype, its
@@ -96,7 +71,7 @@ func (sf *sampleFeatures) addNPZ(z *npy.NPZWriter) error {
 	if err != nil {
 		return err
 	}
-	if _, err := (npy.Header{Descr: npyDescr(sf.dtype), Shape: []int{len(sf.nid), sf.dim}}).WriteTo(w); err != nil {
+	if _, err := (npy.Header{Descr: sf.dtype.NumPyDescr(), Shape: []int{len(sf.nid), sf.dim}}).WriteTo(w); err != nil {
 		return fmt.Errorf("npz: x: %w", err)
 	}
 	if _, err := w.Write(sf.x); err != nil {
@@ -172,7 +147,7 @@ func appendRowJSON(buf []byte, d featstore.DType, row []byte) []byte {
 		case featstore.Float32:
 			buf = appendFloat32JSON(buf, math.Float32frombits(binary.LittleEndian.Uint32(row[4*j:])))
 		case featstore.Float16:
-			buf = appendFloat32JSON(buf, float16ToFloat32(binary.LittleEndian.Uint16(row[2*j:])))
+			buf = appendFloat32JSON(buf, featstore.Float16ToFloat32(binary.LittleEndian.Uint16(row[2*j:])))
 		case featstore.Int8:
 			buf = strconv.AppendInt(buf, int64(int8(row[j])), 10)
 		case featstore.Uint8:
@@ -187,28 +162,6 @@ func appendFloat32JSON(buf []byte, v float32) []byte {
 		return append(buf, "null"...)
 	}
 	return strconv.AppendFloat(buf, float64(v), 'g', -1, 32)
-}
-
-// float16ToFloat32 widens IEEE 754 binary16 h to float32; every binary16
-// value, subnormals, infinities and NaN included, is exactly a float32.
-func float16ToFloat32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1F
-	mant := uint32(h) & 0x3FF
-	switch {
-	case exp == 0x1F: // Inf, NaN (payload kept)
-		return math.Float32frombits(sign | 0x7F800000 | mant<<13)
-	case exp == 0 && mant == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal: normalise the mantissa
-		e := uint32(127 - 15 + 1)
-		for mant&0x400 == 0 {
-			mant <<= 1
-			e--
-		}
-		return math.Float32frombits(sign | e<<23 | (mant&0x3FF)<<13)
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
 }
 
 // summaryLine is summary's line for the features: rows, dtype, bytes and

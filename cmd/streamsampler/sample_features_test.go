@@ -67,7 +67,7 @@ func featureState(t *testing.T, n uint32) (state, graph string) {
 }
 
 // halfValue is the value of IEEE 754 binary16 h, computed from its fields
-// (a reference independent of float16ToFloat32's bit manipulation).
+// (a reference independent of featstore.Float16ToFloat32's bit manipulation).
 func halfValue(h uint16) float64 {
 	sign := 1.0
 	if h&0x8000 != 0 {
@@ -320,14 +320,14 @@ func TestFloat16ToFloat32HandChecked(t *testing.T) {
 		{0x0001, "5.9604645e-08"}, {0x03FF, "6.097555e-05"}, {0x2E66, "0.099975586"},
 		{0x7C00, "null"}, {0xFC00, "null"}, {0x7E00, "null"},
 	} {
-		if got := string(appendFloat32JSON(nil, float16ToFloat32(tc.h))); got != tc.want {
+		if got := string(appendFloat32JSON(nil, featstore.Float16ToFloat32(tc.h))); got != tc.want {
 			t.Errorf("%#04x: %s, want %s", tc.h, got, tc.want)
 		}
 	}
 	// Every finite binary16 value widens to exactly its value.
 	for h := range 1 << 16 {
 		v := halfValue(uint16(h))
-		if got := float64(float16ToFloat32(uint16(h))); got != v && !(math.IsNaN(v) && math.IsNaN(got)) {
+		if got := float64(featstore.Float16ToFloat32(uint16(h))); got != v && !(math.IsNaN(v) && math.IsNaN(got)) {
 			t.Fatalf("%#04x: %v, want %v", h, got, v)
 		}
 	}

@@ -69,7 +69,7 @@ type Assembly struct {
 	BaselineCPUMsPerBat  float64 `json:"baseline_cpu_ms_per_batch"`
 	BaselineEdgesPerCPUS float64 `json:"baseline_edges_per_cpu_s"`
 	Speedup              float64 `json:"speedup"`
-	// The same minibatches handed out by an epoch.Pipeline with Workers
+	// The same minibatches handed out by an pipeline.Pipeline with Workers
 	// goroutines assembling (run's path), wall clock; ParallelScaling is
 	// that rate over the one-goroutine wall rate above.
 	Workers           int     `json:"workers"`

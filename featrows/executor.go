@@ -1,0 +1,130 @@
+package featrows
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/streamsampler/streamsampler/featplan"
+	"github.com/streamsampler/streamsampler/featstore"
+)
+
+// Sentinel errors, for callers that branch on why rows were not delivered.
+var (
+	// ErrClosed: the Executor, or the epoch's reads, were closed (an
+	// epoch's reads close when the epoch two after it begins).
+	ErrClosed = errors.New("featrows: closed")
+	// ErrEpochFailed: an earlier minibatch of the epoch failed to read
+	// (or gave up its turn), so the plan's cache, which later minibatches
+	// take rows from, is not what the plan says: the epoch's later
+	// minibatches cannot be delivered. The error also wraps the cause.
+	ErrEpochFailed = errors.New("featrows: an earlier minibatch of the epoch failed")
+	// ErrTurn: a minibatch outside the plan, or one whose turn has
+	// passed (each minibatch takes its turn once).
+	ErrTurn = errors.New("featrows: not this minibatch's turn")
+)
+
+// Executor delivers the feature rows and labels of one feature store. Its
+// methods are safe for concurrent use.
+type Executor struct {
+	fs   *featstore.Store
+	opts featplan.ExtentOptions
+
+	mu     sync.Mutex
+	epochs map[uint32]*Epoch
+	floor  uint32 // epochs below it have had their reads closed for good
+	closed bool
+}
+
+// New returns an Executor over fs, which stays the caller's (Close leaves
+// it open). Its planned reads open fs's feature file (FeaturesPath)
+// again, O_DIRECT; its direct reads go through fs's own file.
+func New(fs *featstore.Store) *Executor {
+	return &Executor{fs: fs, opts: featplan.DefaultExtentOptions(), epochs: map[uint32]*Epoch{}}
+}
+
+// Epoch returns the reads of epoch e under plan p, opening them on first
+// use (p is used only then; nil is an error if they are not open yet).
+// Opening epoch e closes the reads of every epoch before e-1: two epochs
+// may be in flight at once (the last minibatches of one while the next
+// begins), never three. An epoch older than those is refused (ErrClosed)
+// rather than opened again, as its minibatches' turns have passed.
+func (x *Executor) Epoch(e uint32, p *featplan.Plan) (*Epoch, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return nil, fmt.Errorf("%w: epoch %d", ErrClosed, e)
+	}
+	if ep := x.epochs[e]; ep != nil {
+		return ep, nil
+	}
+	if e < x.floor {
+		return nil, fmt.Errorf("%w: epoch %d: its feature reads ended when epoch %d began", ErrClosed, e, x.floor+1)
+	}
+	if p == nil {
+		return nil, fmt.Errorf("featrows: epoch %d has no feature plan", e)
+	}
+	ep, err := openEpoch(x.fs, e, p, x.opts)
+	if err != nil {
+		return nil, err
+	}
+	x.epochs[e] = ep
+	for old, o := range x.epochs {
+		if old+1 < e {
+			o.Close()
+			delete(x.epochs, old)
+		}
+	}
+	if e > 0 {
+		x.floor = max(x.floor, e-1)
+	}
+	return ep, nil
+}
+
+// ReadDirect reads the rows of nodes (distinct ids, a minibatch of seeds
+// of the caller's choosing, which no plan knows) into dst (at least
+// len(nodes)·RowBytes bytes), in nodes' order, and returns what the reads
+// cost. They are read as a plan reads a minibatch's disk rows — sorted,
+// coalesced into aligned extents, sixteen in flight (featplan.ReadRows) —
+// but through the page cache: unlike an epoch streamed through a plan,
+// one minibatch pollutes little, and a repeated sample (an evaluation
+// split read every epoch) finds its rows there (BenchmarkReadRows in
+// featplan: cold, no slower than O_DIRECT; warm, several times faster).
+func (x *Executor) ReadDirect(nodes []uint32, dst []byte) (featplan.Report, error) {
+	rep, err := featplan.ReadRows(x.fs.FeatureReader(), x.fs.FeaturesPath(), x.fs.RowBytes(), nodes, dst, x.opts)
+	if err != nil {
+		return rep, fmt.Errorf("featrows: %d rows read directly: %w", len(nodes), err)
+	}
+	return rep, nil
+}
+
+// Labels returns the labels of seeds (featstore.NoLabel: none) in dst,
+// grown as needed (nil: a new slice); nil, nil when the store has no
+// labels.
+func (x *Executor) Labels(seeds []uint32, dst []int32) ([]int32, error) {
+	if !x.fs.HasLabels() {
+		return nil, nil
+	}
+	if cap(dst) < len(seeds) || dst == nil {
+		dst = make([]int32, len(seeds))
+	}
+	dst = dst[:len(seeds)]
+	if err := x.fs.ReadLabels(seeds, dst); err != nil {
+		return nil, fmt.Errorf("featrows: %s: labels of %d seeds: %w", x.fs.Manifest().Labels.File, len(seeds), err)
+	}
+	return dst, nil
+}
+
+// Close closes every epoch's reads (their waiting minibatches return
+// ErrClosed); later calls of Epoch fail. The store stays open.
+func (x *Executor) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.closed = true
+	var errs []error
+	for e, ep := range x.epochs {
+		errs = append(errs, ep.Close())
+		delete(x.epochs, e)
+	}
+	return errors.Join(errs...)
+}
