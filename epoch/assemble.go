@@ -79,7 +79,12 @@ func (b *Blocks) NumEdges() int {
 func (b Blocks) MarshalJSON() ([]byte, error) { return b.AppendJSON(nil), nil }
 
 // AppendJSON appends the JSON encoding of b (see MarshalJSON) to dst.
-func (b *Blocks) AppendJSON(dst []byte) []byte {
+func (b *Blocks) AppendJSON(dst []byte) []byte { return append(b.AppendJSONFields(dst), '}') }
+
+// AppendJSONFields is AppendJSON without the object's closing brace, so
+// that a writer can add its own fields after "hops" (sample --features
+// adds the rows): the one encoding of Blocks.
+func (b *Blocks) AppendJSONFields(dst []byte) []byte {
 	dst = append(dst, `{"epoch":`...)
 	dst = strconv.AppendUint(dst, uint64(b.Epoch), 10)
 	if b.Semantics != DGL {
@@ -96,7 +101,7 @@ func (b *Blocks) AppendJSON(dst []byte) []byte {
 		}
 		dst = b.Hops[i].AppendJSON(dst)
 	}
-	return append(dst, "]}"...)
+	return append(dst, ']')
 }
 
 // MarshalJSON writes {"dst":[…],"src":[…],"edge_src":[…],"edge_dst":[…]},

@@ -83,7 +83,7 @@ func TestPrepareAdvanceSampleRoundTrip(t *testing.T) {
 		if out != exp.String() {
 			t.Fatalf("epoch %d: sample printed\n%.300s\nreference gives\n%.300s", want, out, exp.String())
 		}
-		if !strings.HasPrefix(out, `{"epoch":`+itoa(uint32(want))+`,"hops":[{"dst":[15,0,300],"src":[15,0,300,`) {
+		if !strings.HasPrefix(out, `{"epoch":`+itoa(uint32(want))+`,"seeds":[15,0,300],"hops":[{"dst":[15,0,300],"src":[15,0,300,`) {
 			t.Fatalf("unexpected shape: %.200s", out)
 		}
 	}

@@ -154,24 +154,12 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 	return err
 }
 
-// writeBlocksJSON writes exactly {"epoch":N,"hops":[{"dst":…,"src":…,
-// "edge_src":…,"edge_dst":…},…]} and a newline, with "semantics":"pyg"
-// after the epoch for PyG semantics and "e_id" in each hop with edge ids;
-// with features sf (nil: none), "n_id", "dtype", "dim", "x" and "y"
-// follow "hops".
+// writeBlocksJSON writes b as epoch.Blocks encodes it
+// ({"epoch":N,"seeds":[…],"hops":[{"dst":…,"src":…,"edge_src":…,
+// "edge_dst":…},…]}) and a newline; with features sf (nil: none), "n_id",
+// "dtype", "dim", "x" and "y" follow "hops".
 func writeBlocksJSON(w io.Writer, b *epoch.Blocks, sf *sampleFeatures) error {
-	buf := fmt.Appendf(nil, `{"epoch":%d,`, b.Epoch)
-	if b.Semantics != epoch.DGL {
-		buf = fmt.Appendf(buf, `"semantics":%q,`, b.Semantics)
-	}
-	buf = append(buf, `"hops":[`...)
-	for h := range b.Hops {
-		if h > 0 {
-			buf = append(buf, ',')
-		}
-		buf = b.Hops[h].AppendJSON(buf)
-	}
-	buf = append(buf, ']')
+	buf := b.AppendJSONFields(nil)
 	if sf != nil {
 		var err error
 		if buf, err = sf.appendJSON(w, buf); err != nil {

@@ -230,7 +230,7 @@ func TestSamplePyGEdgeIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, exp := strings.TrimSpace(out), `{"epoch":0,"semantics":"pyg","hops":`+string(hops)+"}"; got != exp || !strings.Contains(got, `"e_id":[`) {
+	if got, exp := strings.TrimSpace(out), `{"epoch":0,"semantics":"pyg","seeds":[10,5,300],"hops":`+string(hops)+"}"; got != exp || !strings.Contains(got, `"e_id":[`) {
 		t.Fatalf("sample --semantics pyg printed\n%s\nwant\n%s", got, exp)
 	}
 	npz := filepath.Join(t.TempDir(), "b.npz")

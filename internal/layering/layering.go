@@ -1,0 +1,95 @@
+// Package layering states docs/DESIGN.md §6's dependency direction as
+// data, and checks an import graph against it: each of the module's
+// packages may import only the packages its rule names (the module's
+// internal/... leaves are open to all). Its test runs `go list -deps`
+// over the module, so that an import against the design fails `go test`,
+// and a new package fails until it is given a place here and in DESIGN.
+package layering
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Module is the module path the rules' package names are relative to.
+const Module = "github.com/streamsampler/streamsampler"
+
+// Any allows every package of the module (the commands and benchmarks).
+const Any = "*"
+
+// Rules maps each package (relative to Module) to the packages it may
+// import. internal/... packages may import each other and be imported by
+// anyone; Rules still names each, so that a new one is a decision.
+var Rules = map[string][]string{
+	// Leaves: the contracts everything else is written against.
+	"rng":      {},
+	"featplan": {},
+	"chunkfmt": {},
+	// The graph's files and what builds them.
+	"featstore": {"chunkfmt"},
+	"ingest":    {"rng", "chunkfmt", "featstore"},
+	// The sampling devices.
+	"hls":             {"rng", "chunkfmt"},
+	"xrt/xclbin":      {},
+	"xrt":             {"hls", "xrt/xclbin"},
+	"epoch":           {"rng"},
+	"epoch/epochtest": {"rng", "epoch"},
+	"walk":            {"rng", "chunkfmt"},
+	"host":            {"rng", "chunkfmt", "hls", "xrt", "epoch", "walk"},
+	"gpu":             {"rng", "chunkfmt", "epoch", "walk"},
+	// Persistence and scheduling above the samplers' results.
+	"epochdir": {"chunkfmt", "epoch"},
+	"statedir": {"chunkfmt", "epoch", "epochdir"},
+	"pipeline": {"epoch", "epochdir", "statedir", "featplan"},
+	"featrows": {"featstore", "featplan"},
+	// The server takes its samplers and walkers as interfaces: not host, not gpu.
+	"serve": {"chunkfmt", "epoch", "pipeline", "featstore", "featplan", "featrows", "walk"},
+	// Harnesses and programs.
+	"internal/hostbench":  {"chunkfmt", "epoch", "hls", "host", "pipeline"},
+	"cmd/chunkify":        {Any},
+	"cmd/streamsampler":   {Any},
+	"bench/serve_bench":   {Any},
+	"internal/atomicfile": {},
+	"internal/chisq":      {},
+	"internal/crc32c":     {},
+	"internal/failpoint":  {},
+	"internal/hostorder":  {},
+	"internal/hugepages":  {},
+	"internal/npy":        {},
+	"internal/progress":   {},
+	"internal/radix":      {},
+	"internal/usage":      {},
+	"internal/layering":   {},
+}
+
+// Check returns one line for each import of graph (package → the packages
+// it imports, both relative to Module; packages outside the module
+// already left out) that Rules do not allow, and for each package Rules
+// do not know. Nil means the graph follows the design.
+func Check(graph map[string][]string) []string {
+	var bad []string
+	pkgs := make([]string, 0, len(graph))
+	for p := range graph {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	for _, p := range pkgs {
+		allowed, ok := Rules[p]
+		if !ok {
+			bad = append(bad, fmt.Sprintf("%s: a package without a rule: give it its place in internal/layering.Rules and docs/DESIGN.md §6", p))
+			continue
+		}
+		if slices.Contains(allowed, Any) {
+			continue
+		}
+		for _, q := range graph[p] {
+			if strings.HasPrefix(q, "internal/") && q != "internal/hostbench" || slices.Contains(allowed, q) {
+				continue
+			}
+			bad = append(bad, fmt.Sprintf("%s imports %s: against docs/DESIGN.md §6 (it may import %s)", p, q, strings.Join(allowed, ", ")))
+		}
+	}
+	return bad
+}
