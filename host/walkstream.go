@@ -10,63 +10,48 @@ import (
 	"github.com/streamsampler/streamsampler/internal/hostorder"
 	"github.com/streamsampler/streamsampler/internal/radix"
 	"github.com/streamsampler/streamsampler/rng"
+	"github.com/streamsampler/streamsampler/walk"
 )
 
-// Walks runs the random walks of c from every start (DESIGN §3, "Walks")
-// by streaming the graph's chunks through the devices, as SampleEpoch
-// does for neighbor sampling: a walk step is a pass whose targets are the
-// walkers' current nodes, grouped by chunk (transit-parallel: a chunk is
-// read once per pass for every walker standing in it), each chunk read in
-// order and double-buffered. The result is W = NumWalks(len(starts), c)
-// rows of Length+1 nodes, row-major, -1 after a walk ends: exactly
-// ReferenceWalks' (the devices compute the candidates, rng.Candidate; the
-// host the decisions, rng.Decide).
+var _ walk.Walker = (*Sampler)(nil)
+
+// WalksInto runs the random walks of c from every start (DESIGN §3,
+// "Walks"; walk.Walker) by streaming the graph's chunks through the
+// devices, as SampleEpoch does for neighbor sampling: a walk step is a
+// pass whose targets are the walkers' current nodes, grouped by chunk
+// (transit-parallel: a chunk is read once per pass for every walker
+// standing in it), each chunk read in order and double-buffered. It
+// writes W = walk.NumWalks(len(starts), c) rows of Length+1 nodes into
+// out (c.OutputLen(len(starts)) entries, e.g. the data of a
+// memory-mapped .npy), row-major, -1 after a walk ends: exactly
+// walk.Reference's (the devices compute the candidates, rng.Candidate;
+// the host the decisions, rng.Decide). The walker holds per walk only its
+// current and previous node; the output is written a group of steps at a
+// time (walkStageSteps).
 //
 // Passes per step: deepwalk and PPR one (one candidate per walker).
 // node2vec from step 2 draws walk2vecBlock candidates per walker per pass
 // and settles each in order: a candidate whose decision its draw alone
 // settles needs nothing more; the others need "is the candidate in the
-// previous node's adjacency", answered by a pass over the chunks that
-// hold the previous nodes (read on the host, in order). A step takes as
-// many rounds of these as its slowest walker needs (usually one or two).
-// The statistics have one entry per pass (Layer = the step).
-func (s *Sampler) Walks(ctx context.Context, starts []uint32, c WalkConfig) ([]int32, *Stats, error) {
-	if err := c.Check(); err != nil {
-		return nil, nil, err
-	}
-	out := make([]int32, NumWalks(len(starts), c)*(c.Length+1))
-	st, err := s.WalksInto(ctx, starts, c, out)
-	if err != nil {
-		return nil, nil, err
-	}
-	return out, st, nil
-}
-
-// WalksInto is Walks writing the walks into out (NumWalks(len(starts),
-// c)·(Length+1) entries, e.g. the data of a memory-mapped .npy), step by
-// step: the walker holds per walk only its current and previous node.
-func (s *Sampler) WalksInto(ctx context.Context, starts []uint32, c WalkConfig, out []int32) (*Stats, error) {
-	if err := c.Check(); err != nil {
-		return nil, err
-	}
-	nw := NumWalks(len(starts), c)
-	if err := c.CheckStarts(starts, s.manifest.NumNodes); err != nil {
-		return nil, err
-	}
-	if len(out) != nw*(c.Length+1) {
-		return nil, fmt.Errorf("%w: output of %d entries for %d walks of %d nodes", ErrInvalid, len(out), nw, c.Length+1)
+// previous node's adjacency", answered by a membership pass over the
+// chunks that hold the previous nodes (read on the host, in order). A step takes as many rounds of these as its slowest
+// walker needs (usually one or two). The statistics have one entry per
+// pass. A bad request is an error wrapping both ErrInvalid and
+// walk.ErrInvalid; walks do not change LastStats (an epoch's).
+func (s *Sampler) WalksInto(ctx context.Context, starts []uint32, c walk.Config, out []int32) (*walk.Stats, error) {
+	if err := c.CheckOutput(starts, s.manifest.NumNodes, out); err != nil {
+		return nil, fmt.Errorf("%w: walks: %w", ErrInvalid, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.file == nil {
 		return nil, fmt.Errorf("host: sampler is closed")
 	}
-	st := &Stats{Devices: len(s.lanes), Backend: s.backend, DirectIO: s.direct, Notes: s.notes}
+	st := &walk.Stats{Engine: s.backend, Devices: len(s.lanes)}
 	w := &streamWalker{s: s, st: st, c: c, starts: starts}
 	if err := w.walk(ctx, out); err != nil {
 		return nil, fmt.Errorf("host: walks: %w", err)
 	}
-	s.last = st
 	return st, nil
 }
 
@@ -75,11 +60,11 @@ func (s *Sampler) WalksInto(ctx context.Context, starts []uint32, c WalkConfig, 
 // the chunks whatever its k.
 const walk2vecBlock = 8
 
-// streamWalker is one Walks call.
+// streamWalker is one WalksInto call.
 type streamWalker struct {
 	s      *Sampler
-	st     *Stats
-	c      WalkConfig
+	st     *walk.Stats
+	c      walk.Config
 	starts []uint32
 	lanes  []lane
 	// The step being taken.
@@ -114,7 +99,7 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 		w.lanes[i] = l
 	}
 	n, L := len(w.starts), w.c.Length
-	nw := NumWalks(n, w.c)
+	nw := walk.NumWalks(n, w.c)
 	row := L + 1
 	// Every entry of out is written once: the start, then the steps a
 	// group of g at a time, each group staged step-major in memory and
@@ -129,7 +114,7 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 		out[i*row] = cur[i]
 	}
 	var prev []int32
-	if w.c.Mode == WalkNode2Vec {
+	if w.c.Mode == walk.Node2Vec {
 		prev = make([]int32, nw)
 		fillNone(prev)
 	}
@@ -159,7 +144,7 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 			}
 			next = grow(next, len(active))
 			var err error
-			if w.c.Mode == WalkNode2Vec && t >= 2 {
+			if w.c.Mode == walk.Node2Vec && t >= 2 {
 				err = w.node2vecStep(ctx, active, cur, prev, next, thr.Node2Vec)
 			} else {
 				err = w.firstCandidates(ctx, active, cur, next)
@@ -170,7 +155,7 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 			col := stage[(t-tg)*nw : (t-tg+1)*nw]
 			for j, i := range active {
 				v := next[j]
-				if w.c.Mode == WalkPPR && v >= 0 && PPRRestarts(w.key, i, thr.Restart) {
+				if w.c.Mode == walk.PPR && v >= 0 && walk.PPRRestarts(w.key, i, thr.Restart) {
 					// A restart: back to the start, or the walk ends there.
 					v = int32(w.starts[int(i)%n])
 					if w.c.StopAtRestart {
@@ -285,7 +270,7 @@ func (w *streamWalker) candidates(ctx context.Context, nodes, walks []uint32, a0
 		return nil, nil, err
 	}
 	ls.Wall = time.Since(t0)
-	w.st.Layers = append(w.st.Layers, ls)
+	w.st.AddPass(walkPass(ls, false))
 	return cands, order, nil
 }
 
@@ -334,9 +319,9 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 			a := wk.block*k + uint32(wk.idx)
 			var accept, settled bool
 			if wk.known {
-				accept, settled = Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.isNear(wk.idx)), true
+				accept, settled = walk.Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.isNear(wk.idx)), true
 			} else {
-				accept, settled = Node2VecSettle(th, w.key, i, a, uint32(x), u)
+				accept, settled = walk.Node2VecSettle(th, w.key, i, a, uint32(x), u)
 			}
 			switch {
 			case !settled:
@@ -512,6 +497,15 @@ func (w *streamWalker) neighborsOf(ctx context.Context, us, xs []uint32) ([]bool
 		lo += len(part)
 	}
 	ls.Wall = time.Since(t0)
-	w.st.Layers = append(w.st.Layers, ls)
+	w.st.AddPass(walkPass(ls, true))
 	return near, nil
+}
+
+// walkPass is a pass's statistics as walk.Stats reports them.
+func walkPass(ls LayerStats, membership bool) walk.Pass {
+	return walk.Pass{
+		Step: ls.Layer, Membership: membership, Candidates: ls.Fanout, Targets: ls.Targets,
+		ChunksRead: ls.ChunksRead, ChunksReused: ls.ChunksReused, ChunksSkipped: ls.ChunksSkipped, Launches: ls.Launches,
+		BytesRead: ls.BytesRead, ReadTime: ls.ReadTime, KernelTime: ls.KernelTime, SyncTime: ls.SyncTime, Wall: ls.Wall,
+	}
 }
