@@ -34,7 +34,8 @@ var _ walk.Walker = (*Sampler)(nil)
 // and settles each in order: a candidate whose decision its draw alone
 // settles needs nothing more; the others need "is the candidate in the
 // previous node's adjacency", answered by a membership pass over the
-// chunks that hold the previous nodes (read on the host, in order). A step takes as many rounds of these as its slowest
+// chunks that hold the previous nodes (read on the host by the lanes'
+// reader, readHost). A step takes as many rounds of these as its slowest
 // walker needs (usually one or two). The statistics have one entry per
 // pass. A bad request is an error wrapping both ErrInvalid and
 // walk.ErrInvalid; walks do not change LastStats (an epoch's).
@@ -80,7 +81,7 @@ type streamWalker struct {
 	targets, pw, nodes []uint32
 	order              []int
 	cands              []int32
-	chunkBuf           []byte // node2vec's membership passes' chunk, kept from pass to pass
+	chunkBufs          [2][]byte // node2vec's membership passes' chunks (two: one read while one is searched), kept from pass to pass
 }
 
 // grow returns s with length n, reusing its array where it is large
@@ -436,10 +437,14 @@ func sortedKeys(m map[uint32][]int) []uint32 {
 }
 
 // neighborsOf answers, for each query q, whether xs[q] is in us[q]'s
-// adjacency: one pass over the chunks that hold the us, in order, each
-// read into host memory, checked, and searched. The queries are grouped
-// by u with a radix sort of (u<<32 | q) pairs in the walker's scratch:
-// a node2vec step at scale may ask tens of millions of them.
+// adjacency: a membership pass over the chunks that hold the us, in
+// order, each read into host memory by the lanes' chunk reader
+// (Sampler.readHost: pieces read in parallel and checksummed as they
+// land, then checked against the manifest) and searched while the next
+// is read into the other of two buffers, as a lane reads its next chunk
+// while the kernel runs on the current one. The queries are grouped by u
+// with a radix sort of (u<<32 | q) pairs in the walker's scratch: a
+// node2vec step at scale may ask tens of millions of them.
 func (w *streamWalker) neighborsOf(ctx context.Context, us, xs []uint32) ([]bool, error) {
 	t0 := time.Now()
 	m := len(us)
@@ -453,52 +458,99 @@ func (w *streamWalker) neighborsOf(ctx context.Context, us, xs []uint32) ([]bool
 		sortedUs[p] = uint32(e >> 32)
 	}
 	ls := LayerStats{Layer: int(w.step), Targets: m}
+	jobs, err := chunkJobs(w.s.index, sortedUs, &ls)
+	if err != nil {
+		return nil, fmt.Errorf("previous %w", err)
+	}
 	near := make([]bool, m)
-	buf := w.chunkBuf // page-aligned: the file may be open with O_DIRECT
-	defer func() { w.chunkBuf = buf }()
-	lo := 0
-	for c, part := range w.s.index.Split(sortedUs) {
-		if len(part) == 0 {
-			ls.ChunksSkipped++
-			continue
+	reads, stop := w.readChunks(ctx, jobs)
+	defer stop()
+	for r := range reads {
+		if r.err != nil {
+			return nil, fmt.Errorf("chunk %d: read for node2vec's neighbor test: %w", r.job.chunk, r.err)
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		n := w.s.readSize(c)
-		if int64(cap(buf)) < n {
-			buf = alignedBuffer(int(n), ioAlign)
-		}
-		buf = buf[:n]
-		t := time.Now()
-		if _, err := w.s.file.ReadAt(buf, w.s.manifest.ChunkOffset(c)); err != nil {
-			return nil, fmt.Errorf("chunk %d: read for node2vec's neighbor test: %w", c, err)
-		}
-		ls.ReadTime += time.Since(t)
-		if err := w.s.manifest.CheckChunk(w.s.file.Name(), c, buf); err != nil {
-			return nil, err
-		}
+		n := int64(len(r.data))
 		ls.ChunksRead++
 		ls.BytesRead += n
+		ls.ReadTime += r.took
 		if w.s.onChunk != nil {
-			w.s.onChunk(int(w.step), c, n)
+			w.s.onChunk(int(w.step), r.job.chunk, n)
 		}
-		words, ok := hostorder.Words(buf)
+		words, ok := hostorder.Words(r.data)
 		if !ok {
-			return nil, fmt.Errorf("chunk %d: cannot view it as words on this host", c)
+			return nil, fmt.Errorf("chunk %d: cannot view it as words on this host", r.job.chunk)
 		}
 		view := chunkfmt.ChunkView(words)
 		start := view.StartNode()
-		for _, e := range qs[lo : lo+len(part)] {
+		for _, e := range qs[r.job.lo : r.job.lo+len(r.job.targets)] {
 			q := uint32(e)
 			nb := view.Neighbors(uint32(e>>32) - start)
 			_, near[q] = slices.BinarySearch(nb, xs[q])
 		}
-		lo += len(part)
+		r.release()
+	}
+	// The reader stops short of the last chunk only when ctx is done.
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	ls.Wall = time.Since(t0)
 	w.st.AddPass(walkPass(ls, true))
 	return near, nil
+}
+
+// hostChunk is a chunk a membership pass read into one of the walker's
+// host buffers, or the error that stopped the reader.
+type hostChunk struct {
+	job     chunkJob
+	data    []byte // the chunk's bytes (readSize), in the buffer
+	took    time.Duration
+	err     error
+	release func() // hands the buffer back to the reader
+}
+
+// readChunks reads the jobs' chunks, in order, into the walker's two host
+// buffers (kept from pass to pass) on a goroutine of its own, which reads
+// the next chunk while the caller searches the one it received; the
+// caller releases each chunk when done with it. The reader stops at its
+// first error (sent as a chunk) or when ctx is done. stop, which the
+// caller must call, returns once the reader has exited: no buffer is then
+// in use.
+func (w *streamWalker) readChunks(ctx context.Context, jobs []chunkJob) (_ <-chan hostChunk, stop func()) {
+	bufs := &w.chunkBufs
+	free := make(chan int, len(bufs))
+	for b := range bufs {
+		free <- b
+	}
+	reads := make(chan hostChunk, len(bufs)) // as many as there are buffers: a send never blocks
+	rctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer close(reads)
+		for _, j := range jobs {
+			var b int
+			select {
+			case <-rctx.Done():
+				return
+			case b = <-free:
+			}
+			if rctx.Err() != nil {
+				return
+			}
+			if n := w.s.readSize(j.chunk); int64(cap(bufs[b])) < n {
+				bufs[b] = alignedBuffer(int(n), ioAlign) // page-aligned: the file may be open with O_DIRECT
+			}
+			t := time.Now()
+			data, err := w.s.readHost(j.chunk, bufs[b])
+			reads <- hostChunk{job: j, data: data, took: time.Since(t), err: err, release: func() { free <- b }}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return reads, func() {
+		cancel()
+		for range reads { // closed when the reader has exited
+		}
+	}
 }
 
 // walkPass is a pass's statistics as walk.Stats reports them.

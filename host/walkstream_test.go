@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/walk"
 )
 
@@ -187,5 +189,82 @@ func TestStreamedWalksIntoOverwrites(t *testing.T) {
 		if want[w*41+40] != -1 {
 			t.Fatalf("walk %d reaches step 40: the all-ended case does not end them all", w)
 		}
+	}
+}
+
+// TestMembershipPass: node2vec's membership pass (neighborsOf), reading
+// through the lanes' chunk reader, answers "is x in u's adjacency" as the
+// graph does, over many chunks and pass after pass with its buffers
+// reused; a cancelled context stops it, and a chunk that fails its
+// checksum fails it naming the chunk. A pass that stops early leaves no
+// reader behind: the next one reuses the buffers (under -race, a reader
+// still running would be a race).
+func TestMembershipPass(t *testing.T) {
+	g := randomRepeatsCSR(1500, 6, 21)
+	dir := writeMultigraph(t, g, 4096)
+	s := openSampler(t, dir, Options{})
+	chunks := len(s.manifest.Chunks)
+	if chunks < 4 {
+		t.Fatalf("%d chunks: the test wants several", chunks)
+	}
+	w := &streamWalker{s: s, st: &walk.Stats{}, step: 2}
+	r := rand.New(rand.NewPCG(1, 2))
+	queries := func(m int, chunk int) (us, xs []uint32) {
+		us, xs = make([]uint32, m), make([]uint32, m)
+		for q := range m {
+			u := uint32(r.IntN(int(g.NumNodes())))
+			for chunk >= 0 && s.index.ChunkOf(u) != chunk {
+				u = uint32(r.IntN(int(g.NumNodes())))
+			}
+			nb, _ := g.Neighbors(u)
+			x := uint32(r.IntN(int(g.NumNodes())))
+			if len(nb) > 0 && r.IntN(2) == 0 {
+				x = nb[r.IntN(len(nb))]
+			}
+			us[q], xs[q] = u, x
+		}
+		return us, xs
+	}
+	ctx := context.Background()
+	for pass := range 3 {
+		us, xs := queries(4000, -1)
+		near, err := w.neighborsOf(ctx, us, xs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		yes := 0
+		for q := range us {
+			nb, _ := g.Neighbors(us[q])
+			if want := walk.IsNeighbor(nb, xs[q]); near[q] != want {
+				t.Fatalf("pass %d, query %d: is %d a neighbor of %d: %v, want %v", pass, q, xs[q], us[q], near[q], want)
+			}
+			if near[q] {
+				yes++
+			}
+		}
+		if yes == 0 || yes == len(us) {
+			t.Fatalf("pass %d: %d of %d queries near: the test tests one answer only", pass, yes, len(us))
+		}
+		p := w.st.Passes[len(w.st.Passes)-1]
+		if !p.Membership || p.Step != 2 || p.Targets != len(us) || p.ChunksRead+p.ChunksSkipped != chunks || p.BytesRead <= 0 {
+			t.Fatalf("pass %d: statistics %+v; want a membership pass over the %d chunks", pass, p, chunks)
+		}
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	us, xs := queries(1000, -1)
+	if _, err := w.neighborsOf(cctx, us, xs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+
+	editWord(1, midAdjacency(1), func(v uint32) uint32 { return v ^ 1 })(t, dir, s.manifest)
+	us, xs = queries(1000, -1)
+	if _, err := w.neighborsOf(ctx, us, xs); !errors.Is(err, chunkfmt.ErrChecksum) || !strings.Contains(err.Error(), "chunk 1") {
+		t.Fatalf("a corrupt chunk 1: %v, want a checksum error naming it", err)
+	}
+	us, xs = queries(1000, 0) // chunk 0 alone, still whole
+	if _, err := w.neighborsOf(ctx, us, xs); err != nil {
+		t.Fatalf("after a failed pass: %v", err)
 	}
 }
