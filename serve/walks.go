@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -66,8 +67,10 @@ func DecodeWalksRequest(p []byte) ([]uint32, walk.Config, error) {
 
 // Walks runs the walks of a request through the server's walker
 // (Config.Walk) into a reply buffer of its own: W = walk.NumWalks rows of
-// c.Length+1 nodes, -1 padded. A reply over the connection's in-flight
-// share is refused before the walker runs.
+// c.Length+1 nodes, -1 padded. A bad configuration or a start that is not
+// a node (walk.ErrInvalid) is a bad request, a reply over the
+// connection's in-flight share is refused before the walker runs, and a
+// failure of the walker (a device, a read) is an internal error.
 func (s *Server) Walks(ctx context.Context, starts []uint32, c walk.Config) ([]int32, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
@@ -84,7 +87,11 @@ func (s *Server) Walks(ctx context.Context, starts []uint32, c walk.Config) ([]i
 	}
 	out := make([]int32, c.OutputLen(len(starts)))
 	if _, err := s.cfg.Walk.WalksInto(ctx, starts, c, out); err != nil {
-		return nil, newRequestError(CodeBadRequest, "walks: %v", err)
+		code := CodeInternal
+		if errors.Is(err, walk.ErrInvalid) {
+			code = CodeBadRequest
+		}
+		return nil, newRequestError(code, "walks: %v", err)
 	}
 	return out, nil
 }

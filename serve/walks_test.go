@@ -1,17 +1,26 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/walk"
 )
 
+// failingWalker is a walker whose device fails.
+type failingWalker struct{}
+
+func (failingWalker) WalksInto(context.Context, []uint32, walk.Config, []int32) (*walk.Stats, error) {
+	return nil, errors.New("device lost")
+}
+
 // TestWalks: a walks request is answered with the walker's rows exactly,
-// in every mode; bad configurations, oversized requests and a server
-// without a walker are refused with their codes.
+// in every mode; bad configurations, oversized requests, a server
+// without a walker and a walker that fails are refused with their codes.
 func TestWalks(t *testing.T) {
 	g := randomCSR(800, 6, 4)
 	cfg := Config{
@@ -63,5 +72,11 @@ func TestWalks(t *testing.T) {
 	cl2 := dial(t, serveUnix(t, s2))
 	if _, _, err := cl2.Walks(starts, walk.Config{Length: 3, WalksPerNode: 1}); !errors.As(err, &re) || re.Code != CodeBadRequest {
 		t.Fatalf("a server without a walker: %v", err)
+	}
+	cfg.Walk = failingWalker{}
+	s3 := newTestServer(t, cfg)
+	cl3 := dial(t, serveUnix(t, s3))
+	if _, _, err := cl3.Walks(starts, walk.Config{Length: 3, WalksPerNode: 1}); !errors.As(err, &re) || re.Code != CodeInternal || !strings.Contains(re.Message, "device lost") {
+		t.Fatalf("a walker that fails: %v", err)
 	}
 }
