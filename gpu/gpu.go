@@ -347,8 +347,11 @@ var _ walk.Walker = (*Backend)(nil)
 // exactly c.OutputLen(len(starts)) entries, for callers that hold no
 // output of their own.
 func (b *Backend) Walks(ctx context.Context, starts []uint32, c walk.Config) ([]int32, error) {
-	if err := b.checkWalks(ctx, starts, c, nil); err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if err := c.CheckStarts(starts, b.numNodes); err != nil {
+		return nil, invalidWalks(err)
 	}
 	out := make([]int32, c.OutputLen(len(starts)))
 	if _, err := b.walksInto(ctx, starts, c, out); err != nil {
@@ -367,28 +370,18 @@ func (b *Backend) Walks(ctx context.Context, starts []uint32, c walk.Config) ([]
 // The statistics are what the library times (ssg_last_timings): the walk
 // kernels, the copies of the rows, and the call's wall time.
 func (b *Backend) WalksInto(ctx context.Context, starts []uint32, c walk.Config, out []int32) (*walk.Stats, error) {
-	if err := b.checkWalks(ctx, starts, c, out); err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if err := c.CheckOutput(starts, b.numNodes, out); err != nil {
+		return nil, invalidWalks(err)
 	}
 	return b.walksInto(ctx, starts, c, out)
 }
 
-// checkWalks refuses a walk set before anything is allocated or written:
-// a context already done, or a request walk.Config.CheckStarts (out nil)
-// or CheckOutput refuses.
-func (b *Backend) checkWalks(ctx context.Context, starts []uint32, c walk.Config, out []int32) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	check := c.CheckStarts(starts, b.numNodes)
-	if out != nil && check == nil {
-		check = c.CheckOutput(starts, b.numNodes, out)
-	}
-	if check != nil {
-		return fmt.Errorf("%w: walks: %w", ErrInvalid, check)
-	}
-	return nil
-}
+// invalidWalks is a walk set's refusal as the engine reports it: a bad
+// request of this package's (ErrInvalid) and of walk's.
+func invalidWalks(err error) error { return fmt.Errorf("%w: walks: %w", ErrInvalid, err) }
 
 // walksInto is WalksInto after its checks.
 func (b *Backend) walksInto(ctx context.Context, starts []uint32, c walk.Config, out []int32) (*walk.Stats, error) {
