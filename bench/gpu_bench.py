@@ -99,7 +99,7 @@ class Lib:
         return int(e[0])
 
     def walk(self, ctx, mode, starts, walks_per_node, length, seed=1, restart=0, stop=0, n2v=(0, 0, 0), out=None):
-        """ssg_walk: W = walks_per_node*len(starts) rows of length+1 int32 (-1 padded), as host.ReferenceWalks.
+        """ssg_walk: W = walks_per_node*len(starts) rows of length+1 int32 (-1 padded), as walk.Reference.
         Thresholds are integers (threshold(), node2vec_thresholds()); out may be a preallocated int32 array."""
         starts = np.ascontiguousarray(starts, dtype=np.uint32)
         need = len(starts) * walks_per_node * (length + 1)

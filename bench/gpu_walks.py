@@ -79,7 +79,7 @@ def below(r, m):
 
 
 def reference_walk(indptr, indices, start, w, length, seed, mode, n2v):
-    """One walk of DESIGN §3 (host.ReferenceWalks' rows), in plain Python."""
+    """One walk of DESIGN §3 (walk.Reference's rows), in plain Python."""
     row = [start]
     for t in range(1, length + 1):
         v = row[-1]

@@ -10,7 +10,7 @@
 #   deepwalk   streamed (--backend emu), RUNS (3) times, page cache
 #              dropped before each; the median
 #   node2vec   the same with --mode node2vec --p 0.5 --q 2, N2V_RUNS times
-#   in-memory  --in-memory (host.LoadCSR, host.ReferenceWalks) for each
+#   in-memory  --in-memory (host.LoadCSR, walk.InMemory) for each
 #              mode, cache dropped, once (its load included)
 #
 #   bounded    with BOUND_LIMIT (e.g. 2GiB; default none), deepwalk
@@ -18,7 +18,7 @@
 #              cache included, smaller than the output: its peak RSS
 #
 # and the I/O floor of each streamed mode: the chunk bytes its passes
-# read (walk --json chunk_bytes, host.Stats.BytesRead: /proc/self/io
+# read (walk --json chunk_bytes, walk.Stats.BytesRead: /proc/self/io
 # misses O_DIRECT reads of a chunk still in a device buffer) at the
 # O_DIRECT sequential read rate of edges.chunks measured in the same run
 # (dd iflag=direct, cache dropped). Target (issue 14): streamed ≤ 1.5 ×

@@ -9,7 +9,8 @@
 //
 // A Backend holds the graph's CSR in GPU memory (or, with Options.UVA, in
 // pinned host memory read over UVA) and implements host.Backend: its epoch
-// results are bit-identical to host.Reference's (DESIGN §3–4).
+// results are bit-identical to host.Reference's (DESIGN §3–4). It also
+// walks (walk.Walker): its walks are walk.Reference's.
 package gpu
 
 import (
@@ -24,8 +25,8 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/rng"
+	"github.com/streamsampler/streamsampler/walk"
 )
 
 // LibName is the file name of the CUDA library.
@@ -324,10 +325,10 @@ func (b *Backend) SampleBlocks(ctx context.Context, seeds []uint32, fanouts []in
 }
 
 // walkRequest is one ssg_walk call: a walk set with its thresholds
-// computed on the host (host.WalkConfig.Thresholds), so that no device
+// computed on the host (walk.Config.Thresholds), so that no device
 // floating point decides a walk.
 type walkRequest struct {
-	mode          host.WalkMode // SSG_WALK_*: the same numbers (header_test.go)
+	mode          walk.Mode // SSG_WALK_*: the same numbers (header_test.go)
 	starts        []uint32
 	walksPerNode  uint32
 	length        uint32
@@ -337,19 +338,54 @@ type walkRequest struct {
 	node2vec      rng.Node2VecThresholds
 }
 
-// Walks runs a walk set on the GPU: every start c.WalksPerNode times, one
-// kernel for whole walks (docs/GPU.md, "Walks"). It returns W =
-// c.WalksPerNode·len(starts) rows of c.Length+1 int32, row-major, -1
-// after a walk ends: exactly host.ReferenceWalks over the same graph. The
-// config is checked as host.WalkConfig.CheckStarts does; a bad one is an
-// error wrapping both ErrInvalid and host.ErrInvalid.
-func (b *Backend) Walks(ctx context.Context, starts []uint32, c host.WalkConfig) ([]int32, error) {
+// EngineGPU is the GPU engine's walk.Stats.Engine.
+const EngineGPU = "gpu"
+
+var _ walk.Walker = (*Backend)(nil)
+
+// Walks runs a walk set on the GPU (WalksInto) into a new slice of
+// exactly c.OutputLen(len(starts)) entries, for callers that hold no
+// output of their own.
+func (b *Backend) Walks(ctx context.Context, starts []uint32, c walk.Config) ([]int32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := c.CheckStarts(starts, b.numNodes); err != nil {
-		return nil, fmt.Errorf("%w: walks: %w", ErrInvalid, err)
+		return nil, invalidWalks(err)
 	}
+	out := make([]int32, c.OutputLen(len(starts)))
+	if _, err := b.walksInto(ctx, starts, c, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// WalksInto runs a walk set on the GPU (walk.Walker): every start
+// c.WalksPerNode times, one kernel for whole walks (docs/GPU.md,
+// "Walks"), the rows copied by the library straight into out (the
+// caller's memory: a buffer, a memory-mapped .npy), which must have
+// exactly c.OutputLen(len(starts)) entries. The rows are walk.Reference's
+// over the same graph. A request walk.Config.CheckOutput refuses is an
+// error wrapping both ErrInvalid and walk.ErrInvalid, and writes nothing.
+// The statistics are what the library times (ssg_last_timings): the walk
+// kernels, the copies of the rows, and the call's wall time.
+func (b *Backend) WalksInto(ctx context.Context, starts []uint32, c walk.Config, out []int32) (*walk.Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.CheckOutput(starts, b.numNodes, out); err != nil {
+		return nil, invalidWalks(err)
+	}
+	return b.walksInto(ctx, starts, c, out)
+}
+
+// invalidWalks is a walk set's refusal as the engine reports it: a bad
+// request of this package's (ErrInvalid) and of walk's.
+func invalidWalks(err error) error { return fmt.Errorf("%w: walks: %w", ErrInvalid, err) }
+
+// walksInto is WalksInto after its checks.
+func (b *Backend) walksInto(ctx context.Context, starts []uint32, c walk.Config, out []int32) (*walk.Stats, error) {
+	t0 := time.Now()
 	thr := c.Thresholds()
 	req := walkRequest{
 		mode:          c.Mode,
@@ -361,7 +397,6 @@ func (b *Backend) Walks(ctx context.Context, starts []uint32, c host.WalkConfig)
 		stopAtRestart: c.StopAtRestart,
 		node2vec:      thr.Node2Vec,
 	}
-	out := make([]int32, host.NumWalks(len(starts), c)*(c.Length+1))
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.eng == nil {
@@ -370,8 +405,18 @@ func (b *Backend) Walks(ctx context.Context, starts []uint32, c host.WalkConfig)
 	if err := b.eng.walk(req, out); err != nil {
 		return nil, fmt.Errorf("gpu: %s walks from %d starts: %w", c.Mode, len(starts), err)
 	}
-	return out, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tm := b.eng.timings() // ms: walk kernels, copies, the whole call
+	return &walk.Stats{
+		Engine: EngineGPU, Devices: 1,
+		KernelTime: msDuration(tm[0]), SyncTime: msDuration(tm[1]), Wall: time.Since(t0),
+	}, nil
 }
+
+// msDuration converts the library's milliseconds.
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 // Close frees the GPU context. It is safe to call twice.
 func (b *Backend) Close() error {

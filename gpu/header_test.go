@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/walk"
 )
 
 // The C header streamsampler_gpu.h is the one definition of what the Go
@@ -60,16 +60,16 @@ func TestModesMatchHeader(t *testing.T) {
 	}
 }
 
-// TestWalkModesMatchHeader ties ssg_walk's SSG_WALK_* to host.WalkMode,
-// which Backend.Walks passes as the mode number.
+// TestWalkModesMatchHeader ties ssg_walk's SSG_WALK_* to walk.Mode,
+// which Backend.WalksInto passes as the mode number.
 func TestWalkModesMatchHeader(t *testing.T) {
 	h := headerConstants(t)
 	for _, c := range []struct {
 		name string
-		mode host.WalkMode
-	}{{"SSG_WALK_DEEPWALK", host.WalkDeepWalk}, {"SSG_WALK_PPR", host.WalkPPR}, {"SSG_WALK_NODE2VEC", host.WalkNode2Vec}} {
+		mode walk.Mode
+	}{{"SSG_WALK_DEEPWALK", walk.DeepWalk}, {"SSG_WALK_PPR", walk.PPR}, {"SSG_WALK_NODE2VEC", walk.Node2Vec}} {
 		if v, ok := h[c.name]; !ok || v != int(c.mode) {
-			t.Errorf("%s = %d (defined: %v) in %s, but host.WalkMode %s = %d", c.name, v, ok, headerFile, c.mode, int(c.mode))
+			t.Errorf("%s = %d (defined: %v) in %s, but walk.Mode %s = %d", c.name, v, ok, headerFile, c.mode, int(c.mode))
 		}
 	}
 }

@@ -57,7 +57,7 @@ enum {
     SSG_MODE_BSP = 1    /* one launch per hop, CUB sort+unique between hops (DGL-style) */
 };
 
-/* Walk modes of ssg_walk (host.WalkMode; header_test.go ties them). */
+/* Walk modes of ssg_walk (walk.Mode; header_test.go ties them). */
 enum {
     SSG_WALK_DEEPWALK = 0, /* uniform over the current node's adjacency */
     SSG_WALK_PPR = 1,      /* personalized PageRank: restart to the start on decision 0 */
@@ -161,7 +161,7 @@ int ssg_fetch_edges(ssg_ctx *ctx, int64_t *edge_ids, uint64_t edge_ids_cap, char
  * GPU (the sampled edges of the epoch). */
 int ssg_count_edges(ssg_ctx *ctx, uint64_t *edges, char *err, size_t err_len);
 
-/* Random walks (DESIGN §3, "Walks"), bit-identical to host.ReferenceWalks:
+/* Random walks (DESIGN §3, "Walks"), bit-identical to walk.Reference:
  * W = walks_per_node · n_starts walks, walk w = r·n_starts + i starting at
  * starts[i], each `length` steps. out receives W rows of length + 1 int32,
  * row-major: row w is [starts[i], v_1, …, v_length], -1 after the walk

@@ -9,8 +9,24 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/gpu"
-	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/walk"
 )
+
+// csrGraph is a walk.Graph over a CSR in memory: the walk tests need the
+// reference walker only, not host (nor its devices).
+type csrGraph struct {
+	indptr  []uint64
+	indices []uint32
+}
+
+func (c csrGraph) NumNodes() uint32 { return uint32(len(c.indptr) - 1) }
+
+func (c csrGraph) Neighbors(v uint32) ([]uint32, error) {
+	if uint64(v)+1 >= uint64(len(c.indptr)) {
+		return nil, fmt.Errorf("node %d: not below the graph's %d nodes", v, c.NumNodes())
+	}
+	return c.indices[c.indptr[v]:c.indptr[v+1]], nil
+}
 
 // walkGraph is an R-MAT multigraph (every neighbor one to three times)
 // in which every 31st node has lost its adjacency: walks reach nodes
@@ -30,14 +46,14 @@ func walkGraph(n uint32, edges int, seed uint64) (indptr []uint64, indices []uin
 
 // walkConfigs are the walk sets every backend is compared on: each mode,
 // PPR jumping back and stopping, node2vec with p and q on both sides of 1.
-func walkConfigs(length, perNode int) []host.WalkConfig {
-	return []host.WalkConfig{
-		{Mode: host.WalkDeepWalk, Length: length, WalksPerNode: perNode, Seed: 1},
-		{Mode: host.WalkPPR, Length: length, WalksPerNode: perNode, Seed: 2, Restart: 0.3},
-		{Mode: host.WalkPPR, Length: length, WalksPerNode: perNode, Seed: 3, Restart: 0.15, StopAtRestart: true},
-		{Mode: host.WalkNode2Vec, Length: length, WalksPerNode: perNode, Seed: 4, P: 0.5, Q: 2},
-		{Mode: host.WalkNode2Vec, Length: length, WalksPerNode: perNode, Seed: 5, P: 4, Q: 0.25},
-		{Mode: host.WalkNode2Vec, Length: length, WalksPerNode: perNode, Seed: 6},
+func walkConfigs(length, perNode int) []walk.Config {
+	return []walk.Config{
+		{Mode: walk.DeepWalk, Length: length, WalksPerNode: perNode, Seed: 1},
+		{Mode: walk.PPR, Length: length, WalksPerNode: perNode, Seed: 2, Restart: 0.3},
+		{Mode: walk.PPR, Length: length, WalksPerNode: perNode, Seed: 3, Restart: 0.15, StopAtRestart: true},
+		{Mode: walk.Node2Vec, Length: length, WalksPerNode: perNode, Seed: 4, P: 0.5, Q: 2},
+		{Mode: walk.Node2Vec, Length: length, WalksPerNode: perNode, Seed: 5, P: 4, Q: 0.25},
+		{Mode: walk.Node2Vec, Length: length, WalksPerNode: perNode, Seed: 6},
 	}
 }
 
@@ -59,11 +75,12 @@ func diffWalks(got, want []int32, length int) error {
 	return nil
 }
 
-// checkWalks compares b.Walks with host.ReferenceWalks for every config.
-func checkWalks(t *testing.T, b *gpu.Backend, csr *host.CSR, starts []uint32, configs []host.WalkConfig, what string) {
+// checkWalks compares b.Walks, and b.WalksInto over an output that held
+// something else, with walk.Reference for every config.
+func checkWalks(t *testing.T, b *gpu.Backend, g walk.Graph, starts []uint32, configs []walk.Config, what string) {
 	t.Helper()
 	for _, c := range configs {
-		want, err := host.ReferenceWalks(csr, starts, c)
+		want, err := walk.Reference(g, starts, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,6 +92,22 @@ func checkWalks(t *testing.T, b *gpu.Backend, csr *host.CSR, starts []uint32, co
 			t.Errorf("%s %+v: %v", what, c, err)
 			continue
 		}
+		into := make([]int32, len(want))
+		for i := range into {
+			into[i] = 12345
+		}
+		var w walk.Walker = b
+		st, err := w.WalksInto(context.Background(), starts, c, into)
+		if err != nil {
+			t.Fatalf("%s %+v: WalksInto: %v", what, c, err)
+		}
+		if err := diffWalks(into, want, c.Length); err != nil {
+			t.Errorf("%s %+v: WalksInto: %v", what, c, err)
+			continue
+		}
+		if st == nil || st.Engine != gpu.EngineGPU || st.Devices != 1 || len(st.Passes) != 0 || st.Wall <= 0 {
+			t.Errorf("%s %+v: WalksInto's statistics %+v", what, c, st)
+		}
 		ended := 0
 		for w := range len(want) / (c.Length + 1) {
 			if want[(w+1)*(c.Length+1)-1] < 0 {
@@ -82,13 +115,13 @@ func checkWalks(t *testing.T, b *gpu.Backend, csr *host.CSR, starts []uint32, co
 			}
 		}
 		tm := b.Timings()
-		t.Logf("%s %s walks: %d of %d steps, %d ended early; identical to host.ReferenceWalks; kernels %.2f ms, call %.2f ms",
+		t.Logf("%s %s walks: %d of %d steps, %d ended early; identical to walk.Reference; kernels %.2f ms, call %.2f ms",
 			what, c.Mode, len(want)/(c.Length+1), c.Length, ended, tm[0], tm[2])
 	}
 }
 
 // TestWalksWithCPUStandIn runs Backend.Walks over the CPU stand-in
-// library, whose ssg_walk follows DESIGN §3 as host.ReferenceWalks does:
+// library, whose ssg_walk follows DESIGN §3 as walk.Reference does:
 // the Go side's request (mode, thresholds from the host, starts, the
 // output's shape and capacity) and error mapping, against the reference
 // for every mode, on a multigraph with dangling nodes.
@@ -102,10 +135,10 @@ func TestWalksWithCPUStandIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	csr := &host.CSR{Indptr: indptr, Indices: indices}
+	g := csrGraph{indptr, indices}
 	starts := walkStarts(n, 0.1, 4)
-	checkWalks(t, b, csr, starts, walkConfigs(12, 3), "stand-in")
-	checkWalks(t, b, csr, starts[len(starts)-8:], walkConfigs(1, 1), "stand-in one step")
+	checkWalks(t, b, g, starts, walkConfigs(12, 3), "stand-in")
+	checkWalks(t, b, g, starts[len(starts)-8:], walkConfigs(1, 1), "stand-in one step")
 
 	ctx := context.Background()
 	if got, err := b.Walks(ctx, nil, walkConfigs(5, 2)[0]); err != nil || len(got) != 0 {
@@ -113,21 +146,37 @@ func TestWalksWithCPUStandIn(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		starts []uint32
-		c      host.WalkConfig
+		c      walk.Config
 		want   string
 	}{
-		{starts, host.WalkConfig{Length: 0, WalksPerNode: 1}, "walk length 0"},
-		{starts, host.WalkConfig{Length: 3, WalksPerNode: 0}, "0 walks per node"},
-		{starts, host.WalkConfig{Mode: host.WalkPPR, Length: 3, WalksPerNode: 1, Restart: 1}, "restart probability 1"},
-		{starts, host.WalkConfig{Mode: host.WalkNode2Vec, Length: 3, WalksPerNode: 1, P: -1}, "node2vec p"},
-		{[]uint32{1, n}, host.WalkConfig{Length: 3, WalksPerNode: 1}, "start 1500 (position 1)"},
+		{starts, walk.Config{Length: 0, WalksPerNode: 1}, "walk length 0"},
+		{starts, walk.Config{Length: 3, WalksPerNode: 0}, "0 walks per node"},
+		{starts, walk.Config{Mode: walk.PPR, Length: 3, WalksPerNode: 1, Restart: 1}, "restart probability 1"},
+		{starts, walk.Config{Mode: walk.Node2Vec, Length: 3, WalksPerNode: 1, P: -1}, "node2vec p"},
+		{[]uint32{1, n}, walk.Config{Length: 3, WalksPerNode: 1}, "start 1500 (position 1)"},
 	} {
 		_, err := b.Walks(ctx, tc.starts, tc.c)
-		if !errors.Is(err, gpu.ErrInvalid) || !errors.Is(err, host.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+		if !errors.Is(err, gpu.ErrInvalid) || !errors.Is(err, walk.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want ErrInvalid naming %q", tc.c, err, tc.want)
 		}
 	}
-	_, err = b.Walks(ctx, starts, host.WalkConfig{Length: 3, WalksPerNode: 1, Seed: 0xdead})
+	// WalksInto refuses an output of the wrong size as a bad request,
+	// writing nothing.
+	c3 := walk.Config{Length: 3, WalksPerNode: 1}
+	for _, n := range []int{c3.OutputLen(len(starts)) - 1, c3.OutputLen(len(starts)) + 1, 0} {
+		out := make([]int32, n)
+		for i := range out {
+			out[i] = 77
+		}
+		_, err := b.WalksInto(ctx, starts, c3, out)
+		if !errors.Is(err, gpu.ErrInvalid) || !errors.Is(err, walk.ErrInvalid) || !strings.Contains(err.Error(), "output of") {
+			t.Errorf("WalksInto, output of %d entries: %v, want ErrInvalid", n, err)
+		}
+		if slices.ContainsFunc(out, func(x int32) bool { return x != 77 }) {
+			t.Errorf("WalksInto, output of %d entries: written although refused", n)
+		}
+	}
+	_, err = b.Walks(ctx, starts, walk.Config{Length: 3, WalksPerNode: 1, Seed: 0xdead})
 	if !errors.Is(err, gpu.ErrCUDA) || !strings.Contains(err.Error(), "cudaErrorLaunchFailure") {
 		t.Errorf("launch failure: %v", err)
 	}
@@ -157,14 +206,14 @@ func TestWalksWithCPUStandIn(t *testing.T) {
 	}
 }
 
-// TestGPUWalks compares the CUDA walk kernel with host.ReferenceWalks for
+// TestGPUWalks compares the CUDA walk kernel with walk.Reference for
 // every mode, on an R-MAT multigraph with dangling nodes, with the graph
 // in device memory and in pinned host memory (UVA).
 func TestGPUWalks(t *testing.T) {
 	needGPU(t)
 	const n = 1 << 16
 	indptr, indices := walkGraph(n, 400_000, 17)
-	csr := &host.CSR{Indptr: indptr, Indices: indices}
+	g := csrGraph{indptr, indices}
 	starts := walkStarts(n, 0.2, 6)
 	for _, uva := range []bool{false, true} {
 		b, err := gpu.OpenCSR("", 0, indptr, indices, gpu.Options{UVA: uva})
@@ -172,8 +221,8 @@ func TestGPUWalks(t *testing.T) {
 			t.Fatal(err)
 		}
 		what := fmt.Sprintf("%s uva=%v", b.Device(), uva)
-		checkWalks(t, b, csr, starts, walkConfigs(40, 4), what)
-		checkWalks(t, b, csr, starts[len(starts)-8:], walkConfigs(1, 1), what+" one step")
+		checkWalks(t, b, g, starts, walkConfigs(40, 4), what)
+		checkWalks(t, b, g, starts[len(starts)-8:], walkConfigs(1, 1), what+" one step")
 		b.Close()
 	}
 }

@@ -10,4 +10,8 @@
 // is its per-minibatch counterpart: one batch's blocks sampled from
 // scratch, DGL-style, the peer the epoch assembly is measured against
 // (internal/hostbench, behind `streamsampler bench`).
+//
+// The Sampler also streams random walks through the same devices, a pass
+// per step (Sampler.WalksInto, DESIGN §5b): it is a walk.Walker, and its
+// walks are walk.Reference's.
 package host

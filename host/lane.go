@@ -175,22 +175,58 @@ func (l *deviceLane) load(slot, c int) (int64, error) {
 	return n, nil
 }
 
-// readPiece is the unit in which readSummed reads a chunk (a multiple of
+// readPiece is the unit in which readPieces reads a chunk (a multiple of
 // xrt.P2PBufferAlign and xrt.P2PBlock).
 const readPiece = 16 << 20
 
 // readSummed P2P-reads the n bytes of the file at off into slot's chunk
-// buffer and returns their CRC-32C. It reads in pieces, on as many
-// goroutines as there are cores (at most one per piece), each of which
-// checksums a piece from the buffer as soon as it has read it: the check
-// overlaps the reading instead of following it on one core, and the disk
-// sees more than one request at a time. The bytes and the checksum are
-// those of one read of the whole range.
+// buffer and returns their CRC-32C (readPieces).
 func (l *deviceLane) readSummed(slot int, off, n int64) (uint32, error) {
 	m, err := l.chunk[slot].Map()
 	if err != nil {
 		return 0, fmt.Errorf("map chunk buffer to check it: %w", err)
 	}
+	return readPieces(n, func(lo, size int64) ([]byte, error) {
+		if err := xrt.ReadP2P(l.s.file, l.chunk[slot], int(lo), off+lo, int(size)); err != nil {
+			return nil, err
+		}
+		return m[lo : lo+size], nil
+	})
+}
+
+// readHost reads chunk c into host memory as a lane reads it into a
+// device buffer (readPieces, then the manifest's CRC-32C) and returns its
+// bytes: buf[:readSize(c)], buf being page-aligned (the file may be open
+// with O_DIRECT) with room for them. The streaming walker's membership
+// passes read with it: the kernel has no membership mode, so node2vec's
+// neighbor tests search the previous nodes' chunks on the host.
+func (s *Sampler) readHost(c int, buf []byte) ([]byte, error) {
+	n, off := s.readSize(c), s.manifest.ChunkOffset(c)
+	buf = buf[:n]
+	crc, err := readPieces(n, func(lo, size int64) ([]byte, error) {
+		b := buf[lo : lo+size]
+		if _, err := s.file.ReadAt(b, off+lo); err != nil {
+			return nil, err
+		}
+		return b, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.manifest.CheckChunkSum(s.file.Name(), c, crc, n); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// readPieces reads n bytes with read(lo, size), which reads bytes
+// [lo, lo+size) of them and returns them, and returns their CRC-32C. It
+// reads in pieces, on as many goroutines as there are cores (at most one
+// per piece), each of which checksums a piece as soon as it has read it:
+// the check overlaps the reading instead of following it on one core, and
+// the disk sees more than one request at a time. The checksum is that of
+// one read of the whole range.
+func readPieces(n int64, read func(lo, size int64) ([]byte, error)) (uint32, error) {
 	pieces := int((n + readPiece - 1) / readPiece)
 	crcs := make([]uint32, pieces)
 	errs := make([]error, pieces)
@@ -202,11 +238,11 @@ func (l *deviceLane) readSummed(slot int, off, n int64) (uint32, error) {
 			defer wg.Done()
 			for k := int(next.Add(1) - 1); k < pieces; k = int(next.Add(1) - 1) {
 				lo := int64(k) * readPiece
-				size := min(readPiece, n-lo)
-				if errs[k] = xrt.ReadP2P(l.s.file, l.chunk[slot], int(lo), off+lo, int(size)); errs[k] != nil {
+				b, err := read(lo, min(readPiece, n-lo))
+				if errs[k] = err; err != nil {
 					return
 				}
-				crcs[k] = crc32c.Checksum(m[lo : lo+size])
+				crcs[k] = crc32c.Checksum(b)
 			}
 		}()
 	}

@@ -10,63 +10,49 @@ import (
 	"github.com/streamsampler/streamsampler/internal/hostorder"
 	"github.com/streamsampler/streamsampler/internal/radix"
 	"github.com/streamsampler/streamsampler/rng"
+	"github.com/streamsampler/streamsampler/walk"
 )
 
-// Walks runs the random walks of c from every start (DESIGN §3, "Walks")
-// by streaming the graph's chunks through the devices, as SampleEpoch
-// does for neighbor sampling: a walk step is a pass whose targets are the
-// walkers' current nodes, grouped by chunk (transit-parallel: a chunk is
-// read once per pass for every walker standing in it), each chunk read in
-// order and double-buffered. The result is W = NumWalks(len(starts), c)
-// rows of Length+1 nodes, row-major, -1 after a walk ends: exactly
-// ReferenceWalks' (the devices compute the candidates, rng.Candidate; the
-// host the decisions, rng.Decide).
+var _ walk.Walker = (*Sampler)(nil)
+
+// WalksInto runs the random walks of c from every start (DESIGN §3,
+// "Walks"; walk.Walker) by streaming the graph's chunks through the
+// devices, as SampleEpoch does for neighbor sampling: a walk step is a
+// pass whose targets are the walkers' current nodes, grouped by chunk
+// (transit-parallel: a chunk is read once per pass for every walker
+// standing in it), each chunk read in order and double-buffered. It
+// writes W = walk.NumWalks(len(starts), c) rows of Length+1 nodes into
+// out (c.OutputLen(len(starts)) entries, e.g. the data of a
+// memory-mapped .npy), row-major, -1 after a walk ends: exactly
+// walk.Reference's (the devices compute the candidates, rng.Candidate;
+// the host the decisions, rng.Decide). The walker holds per walk only its
+// current and previous node; the output is written a group of steps at a
+// time (walkStageSteps).
 //
 // Passes per step: deepwalk and PPR one (one candidate per walker).
 // node2vec from step 2 draws walk2vecBlock candidates per walker per pass
 // and settles each in order: a candidate whose decision its draw alone
 // settles needs nothing more; the others need "is the candidate in the
-// previous node's adjacency", answered by a pass over the chunks that
-// hold the previous nodes (read on the host, in order). A step takes as
-// many rounds of these as its slowest walker needs (usually one or two).
-// The statistics have one entry per pass (Layer = the step).
-func (s *Sampler) Walks(ctx context.Context, starts []uint32, c WalkConfig) ([]int32, *Stats, error) {
-	if err := c.Check(); err != nil {
-		return nil, nil, err
-	}
-	out := make([]int32, NumWalks(len(starts), c)*(c.Length+1))
-	st, err := s.WalksInto(ctx, starts, c, out)
-	if err != nil {
-		return nil, nil, err
-	}
-	return out, st, nil
-}
-
-// WalksInto is Walks writing the walks into out (NumWalks(len(starts),
-// c)·(Length+1) entries, e.g. the data of a memory-mapped .npy), step by
-// step: the walker holds per walk only its current and previous node.
-func (s *Sampler) WalksInto(ctx context.Context, starts []uint32, c WalkConfig, out []int32) (*Stats, error) {
-	if err := c.Check(); err != nil {
-		return nil, err
-	}
-	nw := NumWalks(len(starts), c)
-	if err := c.CheckStarts(starts, s.manifest.NumNodes); err != nil {
-		return nil, err
-	}
-	if len(out) != nw*(c.Length+1) {
-		return nil, fmt.Errorf("%w: output of %d entries for %d walks of %d nodes", ErrInvalid, len(out), nw, c.Length+1)
+// previous node's adjacency", answered by a membership pass over the
+// chunks that hold the previous nodes (read on the host by the lanes'
+// reader, readHost). A step takes as many rounds of these as its slowest
+// walker needs (usually one or two). The statistics have one entry per
+// pass. A bad request is an error wrapping both ErrInvalid and
+// walk.ErrInvalid; walks do not change LastStats (an epoch's).
+func (s *Sampler) WalksInto(ctx context.Context, starts []uint32, c walk.Config, out []int32) (*walk.Stats, error) {
+	if err := c.CheckOutput(starts, s.manifest.NumNodes, out); err != nil {
+		return nil, fmt.Errorf("%w: walks: %w", ErrInvalid, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.file == nil {
 		return nil, fmt.Errorf("host: sampler is closed")
 	}
-	st := &Stats{Devices: len(s.lanes), Backend: s.backend, DirectIO: s.direct, Notes: s.notes}
+	st := &walk.Stats{Engine: s.backend, Devices: len(s.lanes)}
 	w := &streamWalker{s: s, st: st, c: c, starts: starts}
 	if err := w.walk(ctx, out); err != nil {
 		return nil, fmt.Errorf("host: walks: %w", err)
 	}
-	s.last = st
 	return st, nil
 }
 
@@ -75,11 +61,11 @@ func (s *Sampler) WalksInto(ctx context.Context, starts []uint32, c WalkConfig, 
 // the chunks whatever its k.
 const walk2vecBlock = 8
 
-// streamWalker is one Walks call.
+// streamWalker is one WalksInto call.
 type streamWalker struct {
 	s      *Sampler
-	st     *Stats
-	c      WalkConfig
+	st     *walk.Stats
+	c      walk.Config
 	starts []uint32
 	lanes  []lane
 	// The step being taken.
@@ -95,7 +81,7 @@ type streamWalker struct {
 	targets, pw, nodes []uint32
 	order              []int
 	cands              []int32
-	chunkBuf           []byte // node2vec's membership passes' chunk, kept from pass to pass
+	chunkBufs          [2][]byte // node2vec's membership passes' chunks (two: one read while one is searched), kept from pass to pass
 }
 
 // grow returns s with length n, reusing its array where it is large
@@ -114,7 +100,7 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 		w.lanes[i] = l
 	}
 	n, L := len(w.starts), w.c.Length
-	nw := NumWalks(n, w.c)
+	nw := walk.NumWalks(n, w.c)
 	row := L + 1
 	// Every entry of out is written once: the start, then the steps a
 	// group of g at a time, each group staged step-major in memory and
@@ -129,7 +115,7 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 		out[i*row] = cur[i]
 	}
 	var prev []int32
-	if w.c.Mode == WalkNode2Vec {
+	if w.c.Mode == walk.Node2Vec {
 		prev = make([]int32, nw)
 		fillNone(prev)
 	}
@@ -159,7 +145,7 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 			}
 			next = grow(next, len(active))
 			var err error
-			if w.c.Mode == WalkNode2Vec && t >= 2 {
+			if w.c.Mode == walk.Node2Vec && t >= 2 {
 				err = w.node2vecStep(ctx, active, cur, prev, next, thr.Node2Vec)
 			} else {
 				err = w.firstCandidates(ctx, active, cur, next)
@@ -170,7 +156,7 @@ func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 			col := stage[(t-tg)*nw : (t-tg+1)*nw]
 			for j, i := range active {
 				v := next[j]
-				if w.c.Mode == WalkPPR && v >= 0 && PPRRestarts(w.key, i, thr.Restart) {
+				if w.c.Mode == walk.PPR && v >= 0 && walk.PPRRestarts(w.key, i, thr.Restart) {
 					// A restart: back to the start, or the walk ends there.
 					v = int32(w.starts[int(i)%n])
 					if w.c.StopAtRestart {
@@ -285,7 +271,7 @@ func (w *streamWalker) candidates(ctx context.Context, nodes, walks []uint32, a0
 		return nil, nil, err
 	}
 	ls.Wall = time.Since(t0)
-	w.st.Layers = append(w.st.Layers, ls)
+	w.st.AddPass(walkPass(ls, false))
 	return cands, order, nil
 }
 
@@ -334,9 +320,9 @@ func (w *streamWalker) node2vecStep(ctx context.Context, active []uint32, cur, p
 			a := wk.block*k + uint32(wk.idx)
 			var accept, settled bool
 			if wk.known {
-				accept, settled = Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.isNear(wk.idx)), true
+				accept, settled = walk.Node2VecAccepts(th, w.key, i, a, uint32(x), u, wk.isNear(wk.idx)), true
 			} else {
-				accept, settled = Node2VecSettle(th, w.key, i, a, uint32(x), u)
+				accept, settled = walk.Node2VecSettle(th, w.key, i, a, uint32(x), u)
 			}
 			switch {
 			case !settled:
@@ -451,10 +437,14 @@ func sortedKeys(m map[uint32][]int) []uint32 {
 }
 
 // neighborsOf answers, for each query q, whether xs[q] is in us[q]'s
-// adjacency: one pass over the chunks that hold the us, in order, each
-// read into host memory, checked, and searched. The queries are grouped
-// by u with a radix sort of (u<<32 | q) pairs in the walker's scratch:
-// a node2vec step at scale may ask tens of millions of them.
+// adjacency: a membership pass over the chunks that hold the us, in
+// order, each read into host memory by the lanes' chunk reader
+// (Sampler.readHost: pieces read in parallel and checksummed as they
+// land, then checked against the manifest) and searched while the next
+// is read into the other of two buffers, as a lane reads its next chunk
+// while the kernel runs on the current one. The queries are grouped by u
+// with a radix sort of (u<<32 | q) pairs in the walker's scratch: a
+// node2vec step at scale may ask tens of millions of them.
 func (w *streamWalker) neighborsOf(ctx context.Context, us, xs []uint32) ([]bool, error) {
 	t0 := time.Now()
 	m := len(us)
@@ -468,50 +458,106 @@ func (w *streamWalker) neighborsOf(ctx context.Context, us, xs []uint32) ([]bool
 		sortedUs[p] = uint32(e >> 32)
 	}
 	ls := LayerStats{Layer: int(w.step), Targets: m}
+	jobs, err := chunkJobs(w.s.index, sortedUs, &ls)
+	if err != nil {
+		return nil, fmt.Errorf("previous %w", err)
+	}
 	near := make([]bool, m)
-	buf := w.chunkBuf // page-aligned: the file may be open with O_DIRECT
-	defer func() { w.chunkBuf = buf }()
-	lo := 0
-	for c, part := range w.s.index.Split(sortedUs) {
-		if len(part) == 0 {
-			ls.ChunksSkipped++
-			continue
+	reads, stop := w.readChunks(ctx, jobs)
+	defer stop()
+	for r := range reads {
+		if r.err != nil {
+			return nil, fmt.Errorf("chunk %d: read for node2vec's neighbor test: %w", r.job.chunk, r.err)
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		n := w.s.readSize(c)
-		if int64(cap(buf)) < n {
-			buf = alignedBuffer(int(n), ioAlign)
-		}
-		buf = buf[:n]
-		t := time.Now()
-		if _, err := w.s.file.ReadAt(buf, w.s.manifest.ChunkOffset(c)); err != nil {
-			return nil, fmt.Errorf("chunk %d: read for node2vec's neighbor test: %w", c, err)
-		}
-		ls.ReadTime += time.Since(t)
-		if err := w.s.manifest.CheckChunk(w.s.file.Name(), c, buf); err != nil {
-			return nil, err
-		}
+		n := int64(len(r.data))
 		ls.ChunksRead++
 		ls.BytesRead += n
+		ls.ReadTime += r.took
 		if w.s.onChunk != nil {
-			w.s.onChunk(int(w.step), c, n)
+			w.s.onChunk(int(w.step), r.job.chunk, n)
 		}
-		words, ok := hostorder.Words(buf)
+		words, ok := hostorder.Words(r.data)
 		if !ok {
-			return nil, fmt.Errorf("chunk %d: cannot view it as words on this host", c)
+			return nil, fmt.Errorf("chunk %d: cannot view it as words on this host", r.job.chunk)
 		}
 		view := chunkfmt.ChunkView(words)
 		start := view.StartNode()
-		for _, e := range qs[lo : lo+len(part)] {
+		for _, e := range qs[r.job.lo : r.job.lo+len(r.job.targets)] {
 			q := uint32(e)
 			nb := view.Neighbors(uint32(e>>32) - start)
 			_, near[q] = slices.BinarySearch(nb, xs[q])
 		}
-		lo += len(part)
+		r.release()
+	}
+	// The reader stops short of the last chunk only when ctx is done.
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	ls.Wall = time.Since(t0)
-	w.st.Layers = append(w.st.Layers, ls)
+	w.st.AddPass(walkPass(ls, true))
 	return near, nil
+}
+
+// hostChunk is a chunk a membership pass read into one of the walker's
+// host buffers, or the error that stopped the reader.
+type hostChunk struct {
+	job     chunkJob
+	data    []byte // the chunk's bytes (readSize), in the buffer
+	took    time.Duration
+	err     error
+	release func() // hands the buffer back to the reader
+}
+
+// readChunks reads the jobs' chunks, in order, into the walker's two host
+// buffers (kept from pass to pass) on a goroutine of its own, which reads
+// the next chunk while the caller searches the one it received; the
+// caller releases each chunk when done with it. The reader stops at its
+// first error (sent as a chunk) or when ctx is done. stop, which the
+// caller must call, returns once the reader has exited: no buffer is then
+// in use.
+func (w *streamWalker) readChunks(ctx context.Context, jobs []chunkJob) (_ <-chan hostChunk, stop func()) {
+	bufs := &w.chunkBufs
+	free := make(chan int, len(bufs))
+	for b := range bufs {
+		free <- b
+	}
+	reads := make(chan hostChunk, len(bufs)) // as many as there are buffers: a send never blocks
+	rctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer close(reads)
+		for _, j := range jobs {
+			var b int
+			select {
+			case <-rctx.Done():
+				return
+			case b = <-free:
+			}
+			if rctx.Err() != nil {
+				return
+			}
+			if n := w.s.readSize(j.chunk); int64(cap(bufs[b])) < n {
+				bufs[b] = alignedBuffer(int(n), ioAlign) // page-aligned: the file may be open with O_DIRECT
+			}
+			t := time.Now()
+			data, err := w.s.readHost(j.chunk, bufs[b])
+			reads <- hostChunk{job: j, data: data, took: time.Since(t), err: err, release: func() { free <- b }}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return reads, func() {
+		cancel()
+		for range reads { // closed when the reader has exited
+		}
+	}
+}
+
+// walkPass is a pass's statistics as walk.Stats reports them.
+func walkPass(ls LayerStats, membership bool) walk.Pass {
+	return walk.Pass{
+		Step: ls.Layer, Membership: membership, Candidates: ls.Fanout, Targets: ls.Targets,
+		ChunksRead: ls.ChunksRead, ChunksReused: ls.ChunksReused, ChunksSkipped: ls.ChunksSkipped, Launches: ls.Launches,
+		BytesRead: ls.BytesRead, ReadTime: ls.ReadTime, KernelTime: ls.KernelTime, SyncTime: ls.SyncTime, Wall: ls.Wall,
+	}
 }

@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/walk"
 )
 
 // Client is a minimal Go client of the protocol, one request at a time;
@@ -176,7 +176,7 @@ func (c *Client) sample(e uint32, seeds []uint32) (*epoch.Blocks, *Features, err
 
 // Walks asks for random walks (Server.Walks): the rows, row-major, and
 // the row length.
-func (c *Client) Walks(starts []uint32, wc host.WalkConfig) ([]int32, int, error) {
+func (c *Client) Walks(starts []uint32, wc walk.Config) ([]int32, int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f, err := c.roundTrip(OpWalks, AppendWalksRequest(nil, starts, wc))

@@ -23,6 +23,7 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/pipeline"
+	"github.com/streamsampler/streamsampler/walk"
 )
 
 // EpochSampler samples a whole epoch; host.Backend satisfies it.
@@ -64,9 +65,10 @@ type Config struct {
 	// TCP listener without one is refused (ErrNoToken).
 	Token []byte
 
-	// Walk, when not nil, answers walks requests (OpWalks); without it
-	// they are refused.
-	Walk WalkFunc
+	// Walk, when not nil, answers walks requests (OpWalks): the
+	// streaming sampler, the GPU engine, a graph in memory
+	// (walk.InMemory). Without it they are refused.
+	Walk walk.Walker
 
 	// Features, when not nil, is the graph's feature store: every
 	// minibatch reply carries its nodes' feature rows and its seeds'

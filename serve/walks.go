@@ -3,17 +3,14 @@ package serve
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"net"
 
-	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/internal/hostorder"
+	"github.com/streamsampler/streamsampler/walk"
 )
-
-// WalkFunc runs random walks (host.Sampler.Walks without its statistics):
-// W = host.NumWalks(len(starts), c) rows of c.Length+1 nodes, -1 padded.
-type WalkFunc func(ctx context.Context, starts []uint32, c host.WalkConfig) ([]int32, error)
 
 // walk request flags.
 const walkStopAtRestart uint8 = 1 << 0
@@ -24,7 +21,7 @@ const walkStopAtRestart uint8 = 1 << 0
 const walkRequestFixed = 1 + 1 + 4 + 4 + 8 + 8 + 8 + 8
 
 // AppendWalksRequest appends the payload of a walks request.
-func AppendWalksRequest(dst []byte, starts []uint32, c host.WalkConfig) []byte {
+func AppendWalksRequest(dst []byte, starts []uint32, c walk.Config) []byte {
 	var flags uint8
 	if c.StopAtRestart {
 		flags |= walkStopAtRestart
@@ -40,14 +37,14 @@ func AppendWalksRequest(dst []byte, starts []uint32, c host.WalkConfig) []byte {
 }
 
 // DecodeWalksRequest decodes a walks request payload; the configuration
-// is not checked (host.WalkConfig.Check does).
-func DecodeWalksRequest(p []byte) ([]uint32, host.WalkConfig, error) {
+// is not checked (walk.Config.Check does).
+func DecodeWalksRequest(p []byte) ([]uint32, walk.Config, error) {
 	d := &decoder{p: p}
-	var c host.WalkConfig
+	var c walk.Config
 	if len(p) < walkRequestFixed {
 		return nil, c, d.fail(fmt.Sprintf("walks request of %d bytes, at least %d before the starts", len(p), walkRequestFixed))
 	}
-	c.Mode = host.WalkMode(p[0])
+	c.Mode = walk.Mode(p[0])
 	flags := p[1]
 	if flags&^walkStopAtRestart != 0 {
 		d.off = 1
@@ -68,8 +65,13 @@ func DecodeWalksRequest(p []byte) ([]uint32, host.WalkConfig, error) {
 	return starts, c, d.end()
 }
 
-// Walks runs the walks of a request through the server's walker.
-func (s *Server) Walks(ctx context.Context, starts []uint32, c host.WalkConfig) ([]int32, error) {
+// Walks runs the walks of a request through the server's walker
+// (Config.Walk) into a reply buffer of its own: W = walk.NumWalks rows of
+// c.Length+1 nodes, -1 padded. A bad configuration or a start that is not
+// a node (walk.ErrInvalid) is a bad request, a reply over the
+// connection's in-flight share is refused before the walker runs, and a
+// failure of the walker (a device, a read) is an internal error.
+func (s *Server) Walks(ctx context.Context, starts []uint32, c walk.Config) ([]int32, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -79,15 +81,19 @@ func (s *Server) Walks(ctx context.Context, starts []uint32, c host.WalkConfig) 
 	if err := c.Check(); err != nil {
 		return nil, newRequestError(CodeBadRequest, "walks: %v", err)
 	}
-	if n := int64(host.NumWalks(len(starts), c)) * int64(c.Length+1) * 4; n > s.connSize {
+	if n := int64(walk.NumWalks(len(starts), c)) * int64(c.Length+1) * 4; n > s.connSize {
 		return nil, newRequestError(CodeOverBudget, "walks: %d walks of %d nodes are %d bytes, more than this connection's in-flight share of %d bytes (--max-inflight); ask for fewer starts per request",
-			host.NumWalks(len(starts), c), c.Length+1, n, s.connSize)
+			walk.NumWalks(len(starts), c), c.Length+1, n, s.connSize)
 	}
-	w, err := s.cfg.Walk(ctx, starts, c)
-	if err != nil {
-		return nil, newRequestError(CodeBadRequest, "walks: %v", err)
+	out := make([]int32, c.OutputLen(len(starts)))
+	if _, err := s.cfg.Walk.WalksInto(ctx, starts, c, out); err != nil {
+		code := CodeInternal
+		if errors.Is(err, walk.ErrInvalid) {
+			code = CodeBadRequest
+		}
+		return nil, newRequestError(code, "walks: %v", err)
 	}
-	return w, nil
+	return out, nil
 }
 
 // walksReply is a walks reply: a 2-D i32 array [W, Length+1].

@@ -4,39 +4,45 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/pipeline"
+	"github.com/streamsampler/streamsampler/walk"
 )
 
+// failingWalker is a walker whose device fails.
+type failingWalker struct{}
+
+func (failingWalker) WalksInto(context.Context, []uint32, walk.Config, []int32) (*walk.Stats, error) {
+	return nil, errors.New("device lost")
+}
+
 // TestWalks: a walks request is answered with the walker's rows exactly,
-// in every mode; bad configurations, oversized requests and a server
-// without a walker are refused with their codes.
+// in every mode; bad configurations, oversized requests, a server
+// without a walker and a walker that fails are refused with their codes.
 func TestWalks(t *testing.T) {
 	g := randomCSR(800, 6, 4)
 	cfg := Config{
-		Config:  pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(800, 5), Fanouts: []int{3}}, BatchSize: 16},
-		Sampler: &refSampler{g: g},
-		Walk: func(ctx context.Context, starts []uint32, c host.WalkConfig) ([]int32, error) {
-			return host.ReferenceWalks(g, starts, c)
-		},
+		Config:      pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(800, 5), Fanouts: []int{3}}, BatchSize: 16},
+		Sampler:     &refSampler{g: g},
+		Walk:        walk.InMemory{Graph: g},
 		MaxInflight: 1 << 20, MaxRequest: 1 << 16,
 	}
 	s := newTestServer(t, cfg)
 	cl := dial(t, serveUnix(t, s))
 	starts := []uint32{5, 0, 799, 5}
-	for _, wc := range []host.WalkConfig{
-		{Mode: host.WalkDeepWalk, Length: 8, WalksPerNode: 3, Seed: 9},
-		{Mode: host.WalkPPR, Length: 8, WalksPerNode: 2, Seed: 9, Restart: 0.3, StopAtRestart: true},
-		{Mode: host.WalkNode2Vec, Length: 8, WalksPerNode: 2, Seed: 9, P: 0.5, Q: 2},
+	for _, wc := range []walk.Config{
+		{Mode: walk.DeepWalk, Length: 8, WalksPerNode: 3, Seed: 9},
+		{Mode: walk.PPR, Length: 8, WalksPerNode: 2, Seed: 9, Restart: 0.3, StopAtRestart: true},
+		{Mode: walk.Node2Vec, Length: 8, WalksPerNode: 2, Seed: 9, P: 0.5, Q: 2},
 	} {
 		got, cols, err := cl.Walks(starts, wc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := host.ReferenceWalks(g, starts, wc)
+		want, err := walk.Reference(g, starts, wc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,16 +54,16 @@ func TestWalks(t *testing.T) {
 		}
 	}
 	var re *RemoteError
-	if _, _, err := cl.Walks(starts, host.WalkConfig{Length: 0, WalksPerNode: 1}); !errors.As(err, &re) || re.Code != CodeBadRequest {
+	if _, _, err := cl.Walks(starts, walk.Config{Length: 0, WalksPerNode: 1}); !errors.As(err, &re) || re.Code != CodeBadRequest {
 		t.Fatalf("length 0: %v", err)
 	}
-	if _, _, err := cl.Walks([]uint32{800}, host.WalkConfig{Length: 3, WalksPerNode: 1}); !errors.As(err, &re) || re.Code != CodeBadRequest {
+	if _, _, err := cl.Walks([]uint32{800}, walk.Config{Length: 3, WalksPerNode: 1}); !errors.As(err, &re) || re.Code != CodeBadRequest {
 		t.Fatalf("start outside the graph: %v", err)
 	}
-	if _, _, err := cl.Walks(starts, host.WalkConfig{Length: 1000, WalksPerNode: 1000}); !errors.As(err, &re) || re.Code != CodeOverBudget {
+	if _, _, err := cl.Walks(starts, walk.Config{Length: 1000, WalksPerNode: 1000}); !errors.As(err, &re) || re.Code != CodeOverBudget {
 		t.Fatalf("a reply beyond the connection's share: %v", err)
 	}
-	bad := AppendWalksRequest(nil, starts, host.WalkConfig{Length: 3, WalksPerNode: 1})
+	bad := AppendWalksRequest(nil, starts, walk.Config{Length: 3, WalksPerNode: 1})
 	bad[1] = 4
 	if _, _, err := DecodeWalksRequest(bad); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("unknown flag: %v", err)
@@ -65,7 +71,13 @@ func TestWalks(t *testing.T) {
 	cfg.Walk = nil
 	s2 := newTestServer(t, cfg)
 	cl2 := dial(t, serveUnix(t, s2))
-	if _, _, err := cl2.Walks(starts, host.WalkConfig{Length: 3, WalksPerNode: 1}); !errors.As(err, &re) || re.Code != CodeBadRequest {
+	if _, _, err := cl2.Walks(starts, walk.Config{Length: 3, WalksPerNode: 1}); !errors.As(err, &re) || re.Code != CodeBadRequest {
 		t.Fatalf("a server without a walker: %v", err)
+	}
+	cfg.Walk = failingWalker{}
+	s3 := newTestServer(t, cfg)
+	cl3 := dial(t, serveUnix(t, s3))
+	if _, _, err := cl3.Walks(starts, walk.Config{Length: 3, WalksPerNode: 1}); !errors.As(err, &re) || re.Code != CodeInternal || !strings.Contains(re.Message, "device lost") {
+		t.Fatalf("a walker that fails: %v", err)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/internal/progress"
+	"github.com/streamsampler/streamsampler/walk"
 )
 
 // backendFlags are the flags that pick and configure the sampling engine.
@@ -23,7 +23,7 @@ type backendFlags struct {
 	VerifyReads bool
 	// EdgeIDs asks the engine for edge ids (--edge-ids; host.Options and
 	// gpu.Options EdgeIDs). Commands with a state directory record it
-	// there (epoch.FieldEdgeIDs) and take the recorded value.
+	// there (statedir.FieldEdgeIDs) and take the recorded value.
 	EdgeIDs bool
 	// GPU holds the --gpu-* flags (backend_gpu.go).
 	GPU gpuOptions
@@ -116,19 +116,13 @@ func chunkProgress(stderr io.Writer, quiet bool, label string, total int64) (fun
 	return func(_, _ int, n int64) { bar.Add(n); bar.AddItems(1) }, bar
 }
 
-// backendWalker returns be's random walker (host.Sampler.Walks or
-// gpu.Backend.Walks), or nil where the backend does not walk.
-func backendWalker(be host.Backend) func(ctx context.Context, starts []uint32, c host.WalkConfig) ([]int32, error) {
-	switch w := be.(type) {
-	case *host.Sampler:
-		return func(ctx context.Context, starts []uint32, c host.WalkConfig) ([]int32, error) {
-			walks, _, err := w.Walks(ctx, starts, c)
-			return walks, err
-		}
-	case interface {
-		Walks(ctx context.Context, starts []uint32, c host.WalkConfig) ([]int32, error)
-	}:
-		return w.Walks
+// backendWalker returns be as a walk.Walker where it walks (the
+// streaming sampler, the GPU engine), nil where it does not: the one
+// place the commands (walk, serve) ask a backend to walk, by what it
+// implements, not by its name.
+func backendWalker(be host.Backend) walk.Walker {
+	if w, ok := be.(walk.Walker); ok {
+		return w
 	}
 	return nil
 }

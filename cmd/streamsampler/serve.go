@@ -184,10 +184,9 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		return err
 	}
 	defer be.Close()
-	walk := serve.WalkFunc(backendWalker(be))
 	srv, err := serve.New(serve.Config{
 		Config: cfg, Sampler: be, MaxRequest: f.maxRequest, MaxInflight: maxInflight,
-		NumNodes: int64(m.NumNodes), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs, Walk: walk,
+		NumNodes: int64(m.NumNodes), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs, Walk: backendWalker(be),
 	})
 	if err != nil {
 		return usageError{err}

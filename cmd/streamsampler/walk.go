@@ -16,6 +16,7 @@ import (
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/internal/progress"
+	"github.com/streamsampler/streamsampler/walk"
 )
 
 type walkOptions struct {
@@ -30,10 +31,9 @@ type walkOptions struct {
 
 func newWalkCmd() *cobra.Command { return walkCmd(nil) }
 
-// walkCmd builds the walk command walking with walk; nil chooses by the
-// flags: the streaming walker of --backend, or with --in-memory
-// memoryWalker.
-func walkCmd(walk walker) *cobra.Command {
+// walkCmd builds the walk command walking with w; nil opens the walker
+// the flags name (openWalker).
+func walkCmd(w walk.Walker) *cobra.Command {
 	var o walkOptions
 	cmd := &cobra.Command{
 		Use:   "walk --graph DIR (--start FILE | --all) --length L -o walks.npy",
@@ -58,20 +58,13 @@ The walks are a pure function of --seed, the start nodes and the walk flags
 written atomically, through a memory mapping of its data: the walks are
 never held in memory whole. With --json, one JSON line summarises the run:
 walks, steps taken, seconds, walks/s, the bytes the process read from
-storage, and the streaming walker's passes, chunk bytes and time split.`,
+storage, the engine, and the streaming walker's passes, chunk bytes and
+time split (the GPU engine's kernel and copy time).`,
 		Example: `  streamsampler walk --graph g --all --walks-per-node 10 --length 80 --seed 1 -o walks.npy
   streamsampler walk --graph g --start nodes.txt --length 20 --mode ppr --restart 0.15 -o ppr.npy
   streamsampler walk --graph g --all --length 80 --mode node2vec --p 0.5 --q 2 -o n2v.npy --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			w := walk
-			switch {
-			case w != nil:
-			case o.inMemory:
-				w = memoryWalker
-			default:
-				w = streamingWalker(o.backend)
-			}
 			return runWalk(cmd, o, w)
 		},
 	}
@@ -89,7 +82,7 @@ storage, and the streaming walker's passes, chunk bytes and time split.`,
 	f.Uint64Var(&o.seed, "seed", 0, "random seed; the walks are a pure function of it, the start nodes and the walk flags")
 	f.StringVarP(&o.out, "output", "o", "", "the .npy file to write (int32, shape [walks, length+1])")
 	f.BoolVar(&o.json, "json", false, "print a JSON summary line on stdout")
-	f.BoolVar(&o.inMemory, "in-memory", false, "walk the graph loaded into memory (host.ReferenceWalks) instead of streaming its chunks through --backend")
+	f.BoolVar(&o.inMemory, "in-memory", false, "walk the graph loaded into memory (walk.Reference) instead of streaming its chunks through --backend")
 	o.backend.add(cmd)
 	addQuietFlag(f, &o.quiet, "progress")
 	cmd.MarkFlagRequired("graph")
@@ -98,83 +91,35 @@ storage, and the streaming walker's passes, chunk bytes and time split.`,
 	return cmd
 }
 
-// walker walks starts over the graph directory under cfg (checked by the
-// command) and writes host.ReferenceWalks' rows into out, which has room
-// for exactly them (the memory-mapped data of the output .npy): W =
-// R·len(starts) rows of L+1 int32, -1 padded, row r·len(starts)+i from
-// starts[i]. It shows its progress on bar (walks done as items; nil draws
-// nothing) and returns its streaming statistics (nil for a walker that
-// streams nothing). Every backend is one: a streaming walker plugs in
-// here beside memoryWalker.
-type walker func(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar, out []int32) (*host.Stats, error)
-
-// streamingWalker walks on the backend of b: by streaming the graph's
-// chunks through the devices (host.Sampler.WalksInto; emu or xrt), a pass
-// per step, with the bytes read as progress; or on the GPU engine
-// (gpu.Backend.Walks, the graph in GPU memory), its rows copied into out.
-func streamingWalker(b backendFlags) walker {
-	return func(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar, out []int32) (*host.Stats, error) {
-		if b.Backend == "gpu" {
-			bar.SetLabel("walk: gpu")
-			be, err := openBackend(graph, b)
-			if err != nil {
-				return nil, err
-			}
-			defer be.Close()
-			walk := backendWalker(be)
-			if walk == nil {
-				return nil, fmt.Errorf("backend %s does not walk", b.Backend)
-			}
-			rows, err := walk(ctx, starts, cfg)
-			if err != nil {
-				return nil, err
-			}
-			if len(rows) != len(out) {
-				return nil, fmt.Errorf("the gpu backend returned %d values for %d", len(rows), len(out))
-			}
-			copy(out, rows)
-			bar.AddItems(int64(host.NumWalks(len(starts), cfg)))
-			return nil, nil
-		}
-		if b.EdgeIDs {
-			return nil, usagef("--edge-ids: walks carry no edge ids")
-		}
-		bar.SetLabel("walk: streaming")
-		b.OnChunk = func(_, _ int, n int64) { bar.Add(n) }
-		be, err := openBackend(graph, b)
+// openWalker opens the walker the flags name over the graph: with
+// --in-memory the graph loaded whole (host.LoadCSR) and walked by
+// walk.InMemory; otherwise the engine of --backend, which walks where it
+// is a walk.Walker (backendWalker): the streaming sampler (emu, xrt; a
+// pass per step, its chunk bytes drawn on bar) or the GPU engine (the
+// graph in GPU memory). release closes it.
+func openWalker(o walkOptions, bar *progress.Bar) (_ walk.Walker, release func() error, _ error) {
+	if o.inMemory {
+		bar.SetLabel("walk: loading graph")
+		g, err := host.LoadCSR(o.graph)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		defer be.Close()
-		s, ok := be.(*host.Sampler)
-		if !ok {
-			return nil, fmt.Errorf("backend %s does not walk", b.Backend)
-		}
-		st, err := s.WalksInto(ctx, starts, cfg, out)
-		if err == nil {
-			bar.AddItems(int64(host.NumWalks(len(starts), cfg)))
-		}
-		return st, err
+		bar.SetLabel("walk: in memory")
+		return walk.InMemory{Graph: g}, func() error { return nil }, nil
 	}
-}
-
-// memoryWalker loads the whole graph into memory (host.LoadCSR) and walks
-// it with host.ReferenceWalks.
-func memoryWalker(ctx context.Context, graph string, starts []uint32, cfg host.WalkConfig, bar *progress.Bar, out []int32) (*host.Stats, error) {
-	bar.SetLabel("walk: loading graph")
-	g, err := host.LoadCSR(graph)
+	b := o.backend
+	b.OnChunk = func(_, _ int, n int64) { bar.Add(n) }
+	be, err := openBackend(o.graph, b)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	w := backendWalker(be)
+	if w == nil {
+		be.Close()
+		return nil, nil, fmt.Errorf("--backend %s does not walk", b.Backend)
 	}
-	bar.SetLabel("walk: walking")
-	err = host.ReferenceWalksInto(g, starts, cfg, out)
-	if err == nil {
-		bar.AddItems(int64(host.NumWalks(len(starts), cfg)))
-	}
-	return nil, err
+	bar.SetLabel("walk: " + b.Backend)
+	return w, be.Close, nil
 }
 
 // walkSummary is what walk --json prints.
@@ -189,16 +134,18 @@ type walkSummary struct {
 	WalksPerS float64 `json:"walks_per_s"`
 	ReadBytes int64   `json:"read_bytes"` // storage reads while walking (/proc/self/io read_bytes; -1: unknown)
 	Output    string  `json:"output"`
-	// The streaming walker's passes (host.Stats; zero in memory):
-	// /proc/self/io misses O_DIRECT reads served from a device buffer, so
-	// the I/O floor is computed from these. The seconds split the walk:
-	// reading chunks and running the kernel (summed over devices, so
-	// they may overlap each other), the passes' wall time, and the host's
-	// time outside the passes (grouping walkers, deciding their steps).
+	Engine    string  `json:"engine"` // walk.Stats.Engine: emu, xrt, gpu or memory
+	// The streaming walker's passes (walk.Stats; zero in memory and on
+	// the GPU): /proc/self/io misses O_DIRECT reads served from a device
+	// buffer, so the I/O floor is computed from these. The seconds split
+	// the walk: reading chunks and running the kernel (summed over
+	// devices, so they may overlap each other; the GPU engine's kernels
+	// and copies of the rows), the passes' wall time, and the host's time
+	// outside the passes (grouping walkers, deciding their steps).
 	Passes        int     `json:"passes"`
 	ChunksRead    int     `json:"chunks_read"`
 	ChunksReused  int     `json:"chunks_reused"` // needed by a pass but still in a device buffer: not read
-	ChunkBytes    int64   `json:"chunk_bytes"`   // host.Stats.BytesRead: the passes' chunk bytes, summed
+	ChunkBytes    int64   `json:"chunk_bytes"`   // walk.Stats.BytesRead: the passes' chunk bytes, summed
 	ReadSeconds   float64 `json:"read_seconds"`
 	KernelSeconds float64 `json:"kernel_seconds"`
 	SyncSeconds   float64 `json:"sync_seconds"`
@@ -207,12 +154,12 @@ type walkSummary struct {
 	OutputSeconds float64 `json:"output_seconds"` // sizing, mapping and syncing the output file
 }
 
-// walkConfig checks the flags and turns them into a host.WalkConfig;
-// every error is a usage error naming its flag.
-func walkConfig(cmd *cobra.Command, o walkOptions) (host.WalkConfig, error) {
-	c := host.WalkConfig{Length: o.length, WalksPerNode: o.walksPerNode, Seed: o.seed}
+// walkConfig checks the flags and turns them into a walk.Config; every
+// error is a usage error naming its flag.
+func walkConfig(cmd *cobra.Command, o walkOptions) (walk.Config, error) {
+	c := walk.Config{Length: o.length, WalksPerNode: o.walksPerNode, Seed: o.seed}
 	var err error
-	if c.Mode, err = host.ParseWalkMode(o.mode); err != nil {
+	if c.Mode, err = walk.ParseMode(o.mode); err != nil {
 		return c, usagef("--mode %q: want deepwalk, ppr or node2vec", o.mode)
 	}
 	switch {
@@ -220,25 +167,27 @@ func walkConfig(cmd *cobra.Command, o walkOptions) (host.WalkConfig, error) {
 		return c, usagef("give exactly one of --start and --all")
 	case o.length < 1 || uint64(o.length) > math.MaxUint32:
 		return c, usagef("--length %d: want 1..%d steps", o.length, uint32(math.MaxUint32))
-	case o.walksPerNode < 1 || uint64(o.walksPerNode) > host.MaxWalks:
-		return c, usagef("--walks-per-node %d: want 1..%d", o.walksPerNode, uint32(host.MaxWalks))
+	case o.walksPerNode < 1 || uint64(o.walksPerNode) > walk.MaxWalks:
+		return c, usagef("--walks-per-node %d: want 1..%d", o.walksPerNode, uint32(walk.MaxWalks))
+	case o.backend.EdgeIDs:
+		return c, usagef("--edge-ids: walks carry no edge ids")
 	}
 	// A parameter of another mode is a mistake: it would change nothing.
 	for _, f := range []struct {
 		name string
-		mode host.WalkMode
-	}{{"restart", host.WalkPPR}, {"stop-at-restart", host.WalkPPR}, {"p", host.WalkNode2Vec}, {"q", host.WalkNode2Vec}} {
+		mode walk.Mode
+	}{{"restart", walk.PPR}, {"stop-at-restart", walk.PPR}, {"p", walk.Node2Vec}, {"q", walk.Node2Vec}} {
 		if cmd.Flags().Changed(f.name) && c.Mode != f.mode {
 			return c, usagef("--%s applies to --mode %s only (this is --mode %s)", f.name, f.mode, c.Mode)
 		}
 	}
 	switch c.Mode {
-	case host.WalkPPR:
+	case walk.PPR:
 		if !(o.restart >= 0 && o.restart < 1) {
 			return c, usagef("--restart %v: want a probability in [0, 1)", o.restart)
 		}
 		c.Restart, c.StopAtRestart = o.restart, o.stop
-	case host.WalkNode2Vec:
+	case walk.Node2Vec:
 		for _, x := range []struct {
 			name string
 			v    float64
@@ -255,7 +204,10 @@ func walkConfig(cmd *cobra.Command, o walkOptions) (host.WalkConfig, error) {
 	return c, nil
 }
 
-func runWalk(cmd *cobra.Command, o walkOptions, walk walker) error {
+// runWalk walks with w (nil: the walker the flags name, opened here:
+// its opening counts in the walk's seconds, as a load of the graph is
+// part of an in-memory walk) into the mapped output, and commits it.
+func runWalk(cmd *cobra.Command, o walkOptions, w walk.Walker) error {
 	cfg, err := walkConfig(cmd, o)
 	if err != nil {
 		return err
@@ -279,7 +231,7 @@ func runWalk(cmd *cobra.Command, o walkOptions, walk walker) error {
 		return usagef("no start nodes (--start %s, or a graph without nodes)", o.start)
 	}
 	if err := cfg.CheckStarts(starts, numNodes); err != nil {
-		if errors.Is(err, host.ErrInvalid) {
+		if errors.Is(err, walk.ErrInvalid) {
 			return usagef("--walks-per-node %d, --length %d with %d starts: %w", o.walksPerNode, o.length, len(starts), err)
 		}
 		return err
@@ -289,7 +241,7 @@ func runWalk(cmd *cobra.Command, o walkOptions, walk walker) error {
 	f, _ := stderr.(*os.File)
 	bar := progress.New(stderr, 0, "walk", progress.Enabled(f, o.quiet))
 	bar.SetUnit("walks")
-	nw := host.NumWalks(len(starts), cfg)
+	nw := walk.NumWalks(len(starts), cfg)
 	t0 := time.Now()
 	npyOut, err := createWalksNPY(o.out, nw, cfg.Length+1)
 	if err != nil {
@@ -299,13 +251,14 @@ func runWalk(cmd *cobra.Command, o walkOptions, walk walker) error {
 	tOut := time.Since(t0)
 	read0 := procReadBytes()
 	t0 = time.Now()
-	st, err := walk(cmd.Context(), o.graph, starts, cfg, bar, npyOut.data)
+	st, err := walkInto(cmd.Context(), o, w, starts, cfg, bar, npyOut.data)
 	secs := time.Since(t0).Seconds()
 	read1 := procReadBytes()
 	bar.Done()
 	if err != nil {
 		return err
 	}
+	bar.AddItems(int64(nw))
 
 	s := walkSummary{Mode: cfg.Mode.String(), Starts: len(starts), Walks: nw, Length: cfg.Length, Seconds: secs, ReadBytes: -1, Output: o.out}
 	// The figures come from the mapped output: what the file will hold.
@@ -333,19 +286,14 @@ func runWalk(cmd *cobra.Command, o walkOptions, walk walker) error {
 		s.ReadBytes = read1 - read0
 	}
 	if st != nil {
-		s.Passes = len(st.Layers)
-		s.ChunkBytes = st.BytesRead()
-		var pass time.Duration
-		for _, l := range st.Layers {
-			s.ChunksRead += l.ChunksRead
-			s.ChunksReused += l.ChunksReused
-			s.ReadSeconds += l.ReadTime.Seconds()
-			s.KernelSeconds += l.KernelTime.Seconds()
-			s.SyncSeconds += l.SyncTime.Seconds()
-			pass += l.Wall
-		}
-		s.PassSeconds = pass.Seconds()
-		s.HostSeconds = (st.Wall - pass).Seconds()
+		s.Engine = st.Engine
+		s.Passes = len(st.Passes)
+		s.ChunksRead, s.ChunksReused, s.ChunkBytes = st.ChunksRead, st.ChunksReused, st.BytesRead
+		s.ReadSeconds = st.ReadTime.Seconds()
+		s.KernelSeconds = st.KernelTime.Seconds()
+		s.SyncSeconds = st.SyncTime.Seconds()
+		s.PassSeconds = st.PassTime.Seconds()
+		s.HostSeconds = st.HostTime().Seconds()
 	}
 	if o.json {
 		return writeJSONLine(cmd.OutOrStdout(), s)
@@ -353,6 +301,20 @@ func runWalk(cmd *cobra.Command, o walkOptions, walk walker) error {
 	_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %d walks of %d steps from %d starts (%d steps taken, %d ended early) in %.3f s, %.0f walks/s -> %s\n",
 		s.Mode, s.Walks, s.Length, s.Starts, s.Steps, s.Ended, s.Seconds, s.WalksPerS, s.Output)
 	return err
+}
+
+// walkInto walks with w, or with the walker the flags name (openWalker),
+// closed again when done.
+func walkInto(ctx context.Context, o walkOptions, w walk.Walker, starts []uint32, cfg walk.Config, bar *progress.Bar, out []int32) (*walk.Stats, error) {
+	if w == nil {
+		opened, release, err := openWalker(o, bar)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		w = opened
+	}
+	return w.WalksInto(ctx, starts, cfg, out)
 }
 
 // procReadBytes is the process's read_bytes so far (/proc/self/io: bytes

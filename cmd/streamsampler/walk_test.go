@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/host"
-	"github.com/streamsampler/streamsampler/internal/progress"
+	"github.com/streamsampler/streamsampler/walk"
 )
 
 // readWalksNPY reads an int32 2-D .npy as walk writes it, checking its
@@ -50,7 +50,7 @@ func readWalksNPY(t *testing.T, path string) (walks []int32, rows, cols int) {
 }
 
 // TestWalkCommand: on the bundled email-Eu-core graph, every mode writes
-// exactly host.ReferenceWalks' walks as a [W, L+1] int32 .npy whose
+// exactly walk.Reference' walks as a [W, L+1] int32 .npy whose
 // consecutive pairs are edges (or PPR's jump back to the start), from
 // --all or a --start file, and the --json summary counts them.
 func TestWalkCommand(t *testing.T) {
@@ -70,18 +70,18 @@ func TestWalkCommand(t *testing.T) {
 		name   string
 		args   []string
 		starts []uint32
-		cfg    host.WalkConfig
+		cfg    walk.Config
 	}{
-		{"deepwalk all", []string{"--all"}, all, host.WalkConfig{}},
-		{"deepwalk start", []string{"--start", startFile, "--mode", "deepwalk"}, picked, host.WalkConfig{}},
-		{"ppr", []string{"--all", "--mode", "ppr", "--restart", "0.3"}, all, host.WalkConfig{Mode: host.WalkPPR, Restart: 0.3}},
-		{"ppr default restart", []string{"--start", startFile, "--mode", "ppr"}, picked, host.WalkConfig{Mode: host.WalkPPR, Restart: 0.15}},
-		{"ppr stop", []string{"--all", "--mode", "ppr", "--stop-at-restart"}, all, host.WalkConfig{Mode: host.WalkPPR, Restart: 0.15, StopAtRestart: true}},
-		{"node2vec", []string{"--all", "--mode", "node2vec", "--p", "0.5", "--q", "2"}, all, host.WalkConfig{Mode: host.WalkNode2Vec, P: 0.5, Q: 2}},
+		{"deepwalk all", []string{"--all"}, all, walk.Config{}},
+		{"deepwalk start", []string{"--start", startFile, "--mode", "deepwalk"}, picked, walk.Config{}},
+		{"ppr", []string{"--all", "--mode", "ppr", "--restart", "0.3"}, all, walk.Config{Mode: walk.PPR, Restart: 0.3}},
+		{"ppr default restart", []string{"--start", startFile, "--mode", "ppr"}, picked, walk.Config{Mode: walk.PPR, Restart: 0.15}},
+		{"ppr stop", []string{"--all", "--mode", "ppr", "--stop-at-restart"}, all, walk.Config{Mode: walk.PPR, Restart: 0.15, StopAtRestart: true}},
+		{"node2vec", []string{"--all", "--mode", "node2vec", "--p", "0.5", "--q", "2"}, all, walk.Config{Mode: walk.Node2Vec, P: 0.5, Q: 2}},
 		// The default streams the chunks through --backend; these walk in
 		// memory, or over three emulated devices.
-		{"node2vec in memory", []string{"--all", "--mode", "node2vec", "--p", "0.5", "--q", "2", "--in-memory"}, all, host.WalkConfig{Mode: host.WalkNode2Vec, P: 0.5, Q: 2}},
-		{"ppr three devices", []string{"--start", startFile, "--mode", "ppr", "--devices", "3"}, picked, host.WalkConfig{Mode: host.WalkPPR, Restart: 0.15}},
+		{"node2vec in memory", []string{"--all", "--mode", "node2vec", "--p", "0.5", "--q", "2", "--in-memory"}, all, walk.Config{Mode: walk.Node2Vec, P: 0.5, Q: 2}},
+		{"ppr three devices", []string{"--start", startFile, "--mode", "ppr", "--devices", "3"}, picked, walk.Config{Mode: walk.PPR, Restart: 0.15}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "walks.npy")
@@ -96,12 +96,12 @@ func TestWalkCommand(t *testing.T) {
 			if rows != 3*len(tc.starts) || cols != 7 {
 				t.Fatalf("shape [%d, %d], want [%d, 7]", rows, cols, 3*len(tc.starts))
 			}
-			want, err := host.ReferenceWalks(g, tc.starts, c)
+			want, err := walk.Reference(g, tc.starts, c)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(walks, want) {
-				t.Fatal("walks differ from host.ReferenceWalks'")
+				t.Fatal("walks differ from walk.Reference's")
 			}
 			var steps int64
 			for w := range rows {
@@ -118,7 +118,7 @@ func TestWalkCommand(t *testing.T) {
 					}
 					steps++
 					nb, _ := g.Neighbors(uint32(row[s-1]))
-					if !host.IsNeighbor(nb, uint32(row[s])) && !(c.Mode == host.WalkPPR && row[s] == row[0]) {
+					if !walk.IsNeighbor(nb, uint32(row[s])) && !(c.Mode == walk.PPR && row[s] == row[0]) {
 						t.Fatalf("walk %d step %d: %d → %d is not an edge", w, s, row[s-1], row[s])
 					}
 				}
@@ -134,10 +134,12 @@ func TestWalkCommand(t *testing.T) {
 			// and PPR exactly one), each reading at least one chunk.
 			switch {
 			case slices.Contains(tc.args, "--in-memory"):
-				if sum.Passes != 0 || sum.ChunkBytes != 0 {
-					t.Fatalf("in memory, but summary %+v has passes", sum)
+				if sum.Passes != 0 || sum.ChunkBytes != 0 || sum.Engine != walk.EngineMemory {
+					t.Fatalf("in memory, but summary %+v has passes or another engine", sum)
 				}
-			case sum.Passes < 6 || c.Mode != host.WalkNode2Vec && sum.Passes != 6 || sum.ChunksRead < sum.Passes || sum.ChunkBytes <= 0 || sum.PassSeconds <= 0:
+			case sum.Engine != "emu":
+				t.Fatalf("summary %+v: engine %q, want emu", sum, sum.Engine)
+			case sum.Passes < 6 || c.Mode != walk.Node2Vec && sum.Passes != 6 || sum.ChunksRead < sum.Passes || sum.ChunkBytes <= 0 || sum.PassSeconds <= 0:
 				t.Fatalf("summary %+v: want 6 steps' passes (exactly 6 outside node2vec), each reading chunks", sum)
 			}
 			if stderr != "" {
@@ -192,6 +194,7 @@ func TestWalkCommandErrors(t *testing.T) {
 		{[]string{"--all", "--length", "3", "--mode", "node2vec", "--q", "-1"}, 2, "--q -1"},
 		{[]string{"--all", "--length", "3", "--mode", "node2vec", "--q", "NaN"}, 2, "--q NaN"},
 		{[]string{"--all", "--length", "3", "--seed", "-1"}, 2, `invalid argument "-1" for "--seed"`},
+		{[]string{"--all", "--length", "3", "--edge-ids"}, 2, "--edge-ids: walks carry no edge ids"},
 		{[]string{"--start", empty, "--length", "3"}, 2, "no start nodes"},
 		{[]string{"--start", beyond, "--length", "3"}, 1, beyond},
 		{[]string{"--start", filepath.Join(dir, "missing.txt"), "--length", "3"}, 1, "missing.txt"},
@@ -215,6 +218,16 @@ func TestWalkCommandErrors(t *testing.T) {
 	}
 }
 
+// halfWalker writes half its output, then fails as a lost device would.
+type halfWalker struct{}
+
+func (halfWalker) WalksInto(_ context.Context, _ []uint32, _ walk.Config, out []int32) (*walk.Stats, error) {
+	for i := range out[:len(out)/2] {
+		out[i] = 7
+	}
+	return nil, errors.New("device lost")
+}
+
 // TestWalkCommandKeepsOldFileOnFailure: the output is replaced only by a
 // complete file: a walker that fails after writing part of the mapped
 // output, or a walk cancelled midway, leave the previous file as it was
@@ -226,22 +239,21 @@ func TestWalkCommandKeepsOldFileOnFailure(t *testing.T) {
 	if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	g, err := host.LoadCSR(graph)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, tc := range []struct {
 		name string
 		ctx  context.Context
-		walk walker
+		walk walk.Walker
 		want string
 	}{
-		{"failure", context.Background(), func(_ context.Context, _ string, _ []uint32, _ host.WalkConfig, _ *progress.Bar, out []int32) (*host.Stats, error) {
-			for i := range out[:len(out)/2] {
-				out[i] = 7
-			}
-			return nil, errors.New("device lost")
-		}, "device lost"},
+		{"failure", context.Background(), halfWalker{}, "device lost"},
 		{"cancelled stream", cancelled, nil, "context canceled"},
-		{"cancelled in memory", cancelled, memoryWalker, "context canceled"},
+		{"cancelled in memory", cancelled, walk.InMemory{Graph: g}, "context canceled"},
 	} {
 		cmd := walkCmd(tc.walk)
 		var stdout, stderr bytes.Buffer

@@ -58,7 +58,7 @@ static void ref_sample(int32_t *out, int64_t *eid, int k, const uint32_t *nb, ui
     }
 }
 
-// Walks (DESIGN §3, "Walks"), as host.ReferenceWalks writes them.
+// Walks (DESIGN §3, "Walks"), as walk.Reference writes them.
 static uint64_t wkey(uint64_t seed, uint32_t t) { return mix64(seed) ^ mix64((uint64_t(1) << 63) | t); }
 static uint32_t wcand(uint64_t key, uint32_t w, uint32_t a, uint32_t d) { return below(draw(key, w, 2 * a), d); }
 static bool wdecide(uint64_t key, uint32_t w, uint32_t a, uint64_t thr) { return (draw(key, w, 2 * a + 1) >> 32) < thr; }

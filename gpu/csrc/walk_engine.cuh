@@ -1,4 +1,4 @@
-// walk_engine.cuh — random walks (DESIGN §3, "Walks"; host.ReferenceWalks):
+// walk_engine.cuh — random walks (DESIGN §3, "Walks"; walk.Reference):
 // one kernel runs every step of a walk, a thread per walk.
 //
 // A thread per walk, not a warp per walk: a walk's steps are a chain of
@@ -47,7 +47,7 @@ struct WalkArgs {
 };
 
 // is_neighbor reports whether x is in the sorted adj[0..d) (repeats
-// allowed): a lower bound, then a look (host.IsNeighbor).
+// allowed): a lower bound, then a look (walk.IsNeighbor).
 __device__ __forceinline__ bool is_neighbor(const uint32_t *__restrict__ adj, uint64_t d, uint32_t x) {
     uint64_t lo = 0, hi = d;
     while (lo < hi) {

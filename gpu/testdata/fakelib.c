@@ -311,7 +311,7 @@ int ssg_count_edges(ssg_ctx *c, uint64_t *edges, char *err, size_t len) {
     return SSG_OK;
 }
 
-/* Walks: DESIGN §3 "Walks" as host.ReferenceWalks writes it, step by
+/* Walks: DESIGN §3 "Walks" as walk.Reference writes it, step by
  * step, with the checks of the CUDA library. */
 static uint64_t wdraw(uint64_t key, uint32_t w, uint32_t t) { return mix64(key ^ (((uint64_t)w << 32) | t)); }
 static int wdecide(uint64_t key, uint32_t w, uint32_t a, uint64_t thr) { return (wdraw(key, w, 2 * a + 1) >> 32) < thr; }

@@ -39,7 +39,7 @@ OP_SPLIT = 7  # u32 batch size, array nodes: register a node list served beside 
 OP_SPLIT_BATCH = 8  # u32 split, u32 index[, u8 semantics]: one of its minibatches
 OP_WALKS = 9  # a walk configuration and array starts: random walks, i32 [walks, length+1]
 
-#: Walk modes of a walks request (host.WalkMode).
+#: Walk modes of a walks request (walk.Mode).
 WALK_MODES = {"deepwalk": 0, "ppr": 1, "node2vec": 2}
 
 #: The protocol version this client speaks (epoch_info's "protocol").

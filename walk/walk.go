@@ -1,6 +1,21 @@
-package host
+// Package walk is the random-walk contract of DESIGN §3 ("Walks"): a walk
+// set's parameters (Config, Mode) and their checks, the decision
+// thresholds the host computes once (Thresholds), the per-step decisions
+// every walker makes the same way (UniformStep, PPRRestarts,
+// Node2VecAccepts, Node2VecSettle, …), the in-memory reference walker
+// (Reference, ReferenceInto), which is the definition every backend is
+// tested against, and the one interface walkers implement (Walker): the
+// chunk-streaming sampler (host.Sampler), the GPU engine (gpu.Backend)
+// and a graph held in memory (InMemory).
+//
+// The random numbers are rng's (rng/walk.go); this package says what a
+// walk does with them. It imports nothing of the project but rng, so that
+// the GPU engine and the server take walks without importing the
+// streaming sampler, and through it the devices and the HLS kernel.
+package walk
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -8,34 +23,42 @@ import (
 	"github.com/streamsampler/streamsampler/rng"
 )
 
-// WalkMode is how a random walk chooses its next node (DESIGN §3, "Walks").
-type WalkMode int
+// ErrInvalid is wrapped by every error about a walk set the caller asked
+// for: a parameter out of range, a start that is not a node, an output of
+// the wrong size. Callers branch on it to tell a bad request (a usage
+// error, a refused protocol request) from a failure of the walker.
+var ErrInvalid = errors.New("walk: invalid walk set")
+
+// Mode is how a random walk chooses its next node (DESIGN §3, "Walks").
+// Its numbers are the GPU library's SSG_WALK_* and the protocol's walk
+// modes, so they must not change.
+type Mode int
 
 // The walk modes. The zero value is DeepWalk.
 const (
-	WalkDeepWalk WalkMode = iota // uniform over the current node's adjacency
-	WalkPPR                      // personalized PageRank: restart to the start with probability Restart
-	WalkNode2Vec                 // node2vec's second-order walk with return P and in-out Q
+	DeepWalk Mode = iota // uniform over the current node's adjacency
+	PPR                  // personalized PageRank: restart to the start with probability Restart
+	Node2Vec             // node2vec's second-order walk with return P and in-out Q
 )
 
-// walkModeNames are the modes' names, as ParseWalkMode reads them and
-// String writes them.
-var walkModeNames = [...]string{WalkDeepWalk: "deepwalk", WalkPPR: "ppr", WalkNode2Vec: "node2vec"}
+// modeNames are the modes' names, as ParseMode reads them and String
+// writes them.
+var modeNames = [...]string{DeepWalk: "deepwalk", PPR: "ppr", Node2Vec: "node2vec"}
 
 // String returns "deepwalk", "ppr" or "node2vec".
-func (m WalkMode) String() string {
-	if m >= 0 && int(m) < len(walkModeNames) {
-		return walkModeNames[m]
+func (m Mode) String() string {
+	if m >= 0 && int(m) < len(modeNames) {
+		return modeNames[m]
 	}
-	return fmt.Sprintf("WalkMode(%d)", int(m))
+	return fmt.Sprintf("Mode(%d)", int(m))
 }
 
-// ParseWalkMode reads "deepwalk", "ppr" or "node2vec"; anything else is
-// an error wrapping ErrInvalid.
-func ParseWalkMode(s string) (WalkMode, error) {
-	for m, name := range walkModeNames {
+// ParseMode reads "deepwalk", "ppr" or "node2vec"; anything else is an
+// error wrapping ErrInvalid.
+func ParseMode(s string) (Mode, error) {
+	for m, name := range modeNames {
 		if s == name {
-			return WalkMode(m), nil
+			return Mode(m), nil
 		}
 	}
 	return 0, fmt.Errorf("%w: walk mode %q: want deepwalk, ppr or node2vec", ErrInvalid, s)
@@ -45,10 +68,10 @@ func ParseWalkMode(s string) (WalkMode, error) {
 // 2^32).
 const MaxWalks = 1<<32 - 1
 
-// WalkConfig is a walk set's parameters: with the start nodes they fix
-// every walk (DESIGN §3, "Walks").
-type WalkConfig struct {
-	Mode          WalkMode
+// Config is a walk set's parameters: with the start nodes they fix every
+// walk (DESIGN §3, "Walks").
+type Config struct {
+	Mode          Mode
 	Length        int     // steps L >= 1; a walk row has L+1 nodes
 	WalksPerNode  int     // R >= 1
 	Seed          uint64  // the walks are a pure function of it
@@ -62,9 +85,9 @@ type WalkConfig struct {
 // Restart in [0, 1), P and Q positive and finite (or 0, meaning 1), a
 // known Mode. Parameters of other modes are checked too, so that a typo
 // is not silently ignored.
-func (c WalkConfig) Check() error {
+func (c Config) Check() error {
 	switch {
-	case c.Mode < WalkDeepWalk || c.Mode > WalkNode2Vec:
+	case c.Mode < DeepWalk || c.Mode > Node2Vec:
 		return fmt.Errorf("%w: walk mode %d", ErrInvalid, int(c.Mode))
 	case c.Length < 1 || uint64(c.Length) > math.MaxUint32:
 		return fmt.Errorf("%w: walk length %d, want 1..%d steps", ErrInvalid, c.Length, uint32(math.MaxUint32))
@@ -85,9 +108,10 @@ func (c WalkConfig) Check() error {
 }
 
 // CheckStarts is Check for a walk set over starts on a graph of numNodes
-// nodes: also node ids fitting int32, W = R·len(starts) <= MaxWalks, each row's L+1 nodes fitting
-// memory's indexing, and every start a node of the graph.
-func (c WalkConfig) CheckStarts(starts []uint32, numNodes uint32) error {
+// nodes: also node ids fitting int32, W = R·len(starts) <= MaxWalks, each
+// row's L+1 nodes fitting memory's indexing, and every start a node of
+// the graph.
+func (c Config) CheckStarts(starts []uint32, numNodes uint32) error {
 	if err := c.Check(); err != nil {
 		return err
 	}
@@ -108,21 +132,40 @@ func (c WalkConfig) CheckStarts(starts []uint32, numNodes uint32) error {
 	return nil
 }
 
+// CheckOutput is CheckStarts for a walker about to write into out: also
+// out's length, which must be OutputLen(len(starts)) exactly (a walker
+// writes every entry, and a mapped .npy has no room for more). Every
+// WalksInto starts with it.
+func (c Config) CheckOutput(starts []uint32, numNodes uint32, out []int32) error {
+	if err := c.CheckStarts(starts, numNodes); err != nil {
+		return err
+	}
+	if n := c.OutputLen(len(starts)); len(out) != n {
+		return fmt.Errorf("%w: output of %d entries for %d walks of %d nodes (want %d)", ErrInvalid, len(out), NumWalks(len(starts), c), c.Length+1, n)
+	}
+	return nil
+}
+
 // NumWalks is the number of walks W = R·starts of a walk set (the rows of
 // its output).
-func NumWalks(starts int, c WalkConfig) int { return c.WalksPerNode * starts }
+func NumWalks(starts int, c Config) int { return c.WalksPerNode * starts }
 
-// WalkThresholds are a walk set's decision thresholds (rng.Threshold),
+// OutputLen is the entries of the output of a walk set from starts start
+// nodes: NumWalks rows of Length+1 int32 (valid after CheckStarts, which
+// bounds it).
+func (c Config) OutputLen(starts int) int { return NumWalks(starts, c) * (c.Length + 1) }
+
+// Thresholds are a walk set's decision thresholds (rng.Threshold),
 // computed once on the host in float64 and handed to every device as
 // integers, so that no device's floating point decides a walk.
-type WalkThresholds struct {
+type Thresholds struct {
 	Restart  uint64                 // PPR: threshold(α)
 	Node2Vec rng.Node2VecThresholds // node2vec: by candidate kind
 }
 
 // Thresholds returns c's thresholds; P and Q of 0 count as 1.
-func (c WalkConfig) Thresholds() WalkThresholds {
-	return WalkThresholds{Restart: rng.Threshold(c.Restart), Node2Vec: rng.Node2Vec(orOne(c.P), orOne(c.Q))}
+func (c Config) Thresholds() Thresholds {
+	return Thresholds{Restart: rng.Threshold(c.Restart), Node2Vec: rng.Node2Vec(orOne(c.P), orOne(c.Q))}
 }
 
 // orOne is x, or 1 for the zero value.
@@ -203,82 +246,4 @@ func Node2VecStep(t rng.Node2VecThresholds, key uint64, walk uint32, nb []uint32
 			return x
 		}
 	}
-}
-
-// ReferenceWalks walks every start R times over g, in memory and as
-// plainly as possible: it is the definition every walker is tested
-// against (DESIGN §3, "Walks"). It returns W = R·len(starts) rows of L+1
-// int32, row-major: row w = r·len(starts) + i is walk w, from starts[i];
-// a walk that ends (a node without neighbors, or PPR's first restart with
-// StopAtRestart) is padded with -1. It reads adjacencies only through
-// g.Neighbors.
-func ReferenceWalks(g Adjacency, starts []uint32, c WalkConfig) ([]int32, error) {
-	if err := c.CheckStarts(starts, g.NumNodes()); err != nil {
-		return nil, err
-	}
-	out := make([]int32, NumWalks(len(starts), c)*(c.Length+1))
-	if err := ReferenceWalksInto(g, starts, c, out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// ReferenceWalksInto is ReferenceWalks writing the walks into out
-// (NumWalks(len(starts), c)·(Length+1) entries, e.g. the data of a
-// memory-mapped .npy), a row at a time.
-func ReferenceWalksInto(g Adjacency, starts []uint32, c WalkConfig, out []int32) error {
-	if err := c.CheckStarts(starts, g.NumNodes()); err != nil {
-		return err
-	}
-	n, row := len(starts), c.Length+1
-	if len(out) != NumWalks(n, c)*row {
-		return fmt.Errorf("%w: output of %d entries for %d walks of %d nodes", ErrInvalid, len(out), NumWalks(n, c), row)
-	}
-	thr := c.Thresholds()
-	keys := make([]uint64, row) // keys[t] for step t >= 1
-	for t := 1; t < row; t++ {
-		keys[t] = rng.WalkKey(c.Seed, uint32(t))
-	}
-	for w := range NumWalks(n, c) {
-		walk := out[w*row : (w+1)*row]
-		if err := referenceWalk(g, walk, uint32(w), starts[w%n], keys, c, thr); err != nil {
-			return fmt.Errorf("reference walk %d from node %d: %w", w, starts[w%n], err)
-		}
-	}
-	return nil
-}
-
-// referenceWalk fills walk (L+1 nodes) with walk w from start.
-func referenceWalk(g Adjacency, walk []int32, w, start uint32, keys []uint64, c WalkConfig, thr WalkThresholds) error {
-	walk[0] = int32(start)
-	for t := 1; t < len(walk); t++ {
-		v := uint32(walk[t-1])
-		nb, err := g.Neighbors(v)
-		if err != nil {
-			return fmt.Errorf("step %d at node %d: %w", t, v, err)
-		}
-		next, ok := uint32(0), len(nb) > 0
-		switch {
-		case !ok:
-		case c.Mode == WalkPPR && PPRRestarts(keys[t], w, thr.Restart):
-			next, ok = start, !c.StopAtRestart
-		case c.Mode == WalkNode2Vec && t >= 2:
-			u := uint32(walk[t-2])
-			prev, err := g.Neighbors(u)
-			if err != nil {
-				return fmt.Errorf("step %d at node %d from %d: %w", t, v, u, err)
-			}
-			next = Node2VecStep(thr.Node2Vec, keys[t], w, nb, u, prev)
-		default:
-			next = UniformStep(keys[t], w, nb)
-		}
-		if !ok {
-			for i := t; i < len(walk); i++ {
-				walk[i] = -1
-			}
-			return nil
-		}
-		walk[t] = int32(next)
-	}
-	return nil
 }

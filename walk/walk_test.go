@@ -1,4 +1,4 @@
-package host
+package walk
 
 import (
 	"errors"
@@ -12,8 +12,8 @@ import (
 )
 
 // csrOf builds a CSR from adjacency lists (each sorted; repeats allowed).
-func csrOf(adj [][]uint32) *CSR {
-	c := &CSR{Indptr: make([]uint64, len(adj)+1)}
+func csrOf(adj [][]uint32) *csrGraph {
+	c := &csrGraph{Indptr: make([]uint64, len(adj)+1)}
 	for v, nb := range adj {
 		if !slices.IsSorted(nb) {
 			panic("csrOf: unsorted adjacency")
@@ -28,7 +28,7 @@ func csrOf(adj [][]uint32) *CSR {
 // twice), a dangling node (4) and, for node2vec, transitions (u, v) whose
 // candidates are of all three kinds (from 0 to 2: 0 returns, 1, 3 and 5
 // are near, 6 is far).
-func smallWalkGraph() *CSR {
+func smallWalkGraph() *csrGraph {
 	return csrOf([][]uint32{
 		0: {1, 2, 2, 3, 5},
 		1: {0, 2, 4},
@@ -42,7 +42,7 @@ func smallWalkGraph() *CSR {
 
 // randomRepeatsCSR is randomCSR with some neighbors repeated (adjacency
 // lists keep their duplicates when a graph is built without dedup).
-func randomRepeatsCSR(n uint32, avgDeg int, seed uint64) *CSR {
+func randomRepeatsCSR(n uint32, avgDeg int, seed uint64) *csrGraph {
 	g := randomCSR(n, avgDeg, seed)
 	r := rand.New(rand.NewPCG(seed, 3))
 	adj := make([][]uint32, n)
@@ -58,41 +58,41 @@ func randomRepeatsCSR(n uint32, avgDeg int, seed uint64) *CSR {
 	return csrOf(adj)
 }
 
-func TestWalkModeNames(t *testing.T) {
-	for _, m := range []WalkMode{WalkDeepWalk, WalkPPR, WalkNode2Vec} {
-		got, err := ParseWalkMode(m.String())
+func TestModeNames(t *testing.T) {
+	for _, m := range []Mode{DeepWalk, PPR, Node2Vec} {
+		got, err := ParseMode(m.String())
 		if err != nil || got != m {
-			t.Errorf("ParseWalkMode(%q) = %v, %v", m.String(), got, err)
+			t.Errorf("ParseMode(%q) = %v, %v", m.String(), got, err)
 		}
 	}
-	if _, err := ParseWalkMode("DeepWalk"); !errors.Is(err, ErrInvalid) {
-		t.Errorf("ParseWalkMode(DeepWalk): %v, want ErrInvalid", err)
+	if _, err := ParseMode("DeepWalk"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("ParseMode(DeepWalk): %v, want ErrInvalid", err)
 	}
-	if WalkMode(0) != WalkDeepWalk || WalkMode(9).String() != "WalkMode(9)" {
+	if Mode(0) != DeepWalk || Mode(9).String() != "Mode(9)" {
 		t.Error("zero value or unknown mode's name")
 	}
 }
 
-func TestWalkConfigRejects(t *testing.T) {
-	ok := WalkConfig{Length: 3, WalksPerNode: 2}
+func TestConfigRejects(t *testing.T) {
+	ok := Config{Length: 3, WalksPerNode: 2}
 	g := smallWalkGraph()
 	for _, tc := range []struct {
 		name   string
-		edit   func(*WalkConfig)
+		edit   func(*Config)
 		starts []uint32
 	}{
-		{"length 0", func(c *WalkConfig) { c.Length = 0 }, nil},
-		{"length 2^32", func(c *WalkConfig) { c.Length = 1 << 32 }, nil},
-		{"walks per node 0", func(c *WalkConfig) { c.WalksPerNode = 0 }, nil},
-		{"restart 1", func(c *WalkConfig) { c.Restart = 1 }, nil},
-		{"restart negative", func(c *WalkConfig) { c.Restart = -0.1 }, nil},
-		{"restart NaN", func(c *WalkConfig) { c.Restart = math.NaN() }, nil},
-		{"p negative", func(c *WalkConfig) { c.P = -1 }, nil},
-		{"q infinite", func(c *WalkConfig) { c.Q = math.Inf(1) }, nil},
-		{"p denormal", func(c *WalkConfig) { c.P = 5e-324 }, nil},
-		{"mode", func(c *WalkConfig) { c.Mode = 3 }, nil},
-		{"start beyond graph", func(*WalkConfig) {}, []uint32{1, 7}},
-		{"2^32 walks", func(c *WalkConfig) { c.WalksPerNode = 1 << 31 }, []uint32{1, 2}},
+		{"length 0", func(c *Config) { c.Length = 0 }, nil},
+		{"length 2^32", func(c *Config) { c.Length = 1 << 32 }, nil},
+		{"walks per node 0", func(c *Config) { c.WalksPerNode = 0 }, nil},
+		{"restart 1", func(c *Config) { c.Restart = 1 }, nil},
+		{"restart negative", func(c *Config) { c.Restart = -0.1 }, nil},
+		{"restart NaN", func(c *Config) { c.Restart = math.NaN() }, nil},
+		{"p negative", func(c *Config) { c.P = -1 }, nil},
+		{"q infinite", func(c *Config) { c.Q = math.Inf(1) }, nil},
+		{"p denormal", func(c *Config) { c.P = 5e-324 }, nil},
+		{"mode", func(c *Config) { c.Mode = 3 }, nil},
+		{"start beyond graph", func(*Config) {}, []uint32{1, 7}},
+		{"2^32 walks", func(c *Config) { c.WalksPerNode = 1 << 31 }, []uint32{1, 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok
@@ -104,15 +104,15 @@ func TestWalkConfigRejects(t *testing.T) {
 					t.Errorf("Check: %v, want ErrInvalid", err)
 				}
 			}
-			if _, err := ReferenceWalks(g, starts, c); !errors.Is(err, ErrInvalid) {
-				t.Errorf("ReferenceWalks: %v, want ErrInvalid", err)
+			if _, err := Reference(g, starts, c); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Reference: %v, want ErrInvalid", err)
 			}
 		})
 	}
 	if err := ok.Check(); err != nil {
 		t.Fatalf("valid config: %v", err)
 	}
-	if w, err := ReferenceWalks(g, nil, ok); err != nil || len(w) != 0 {
+	if w, err := Reference(g, nil, ok); err != nil || len(w) != 0 {
 		t.Fatalf("no starts: %v, %v", w, err)
 	}
 }
@@ -121,32 +121,32 @@ func TestWalkConfigRejects(t *testing.T) {
 // option.
 var walkModes = []struct {
 	name string
-	cfg  WalkConfig
+	cfg  Config
 }{
-	{"deepwalk", WalkConfig{Mode: WalkDeepWalk, Seed: 1}},
-	{"ppr", WalkConfig{Mode: WalkPPR, Restart: 0.3, Seed: 2}},
-	{"ppr-stop", WalkConfig{Mode: WalkPPR, Restart: 0.3, StopAtRestart: true, Seed: 2}},
-	{"ppr-0", WalkConfig{Mode: WalkPPR, Seed: 2}},
-	{"node2vec", WalkConfig{Mode: WalkNode2Vec, P: 0.5, Q: 2, Seed: 3}},
-	{"node2vec-default", WalkConfig{Mode: WalkNode2Vec, Seed: 3}},
-	{"node2vec-extreme", WalkConfig{Mode: WalkNode2Vec, P: 100, Q: 0.01, Seed: 4}},
+	{"deepwalk", Config{Mode: DeepWalk, Seed: 1}},
+	{"ppr", Config{Mode: PPR, Restart: 0.3, Seed: 2}},
+	{"ppr-stop", Config{Mode: PPR, Restart: 0.3, StopAtRestart: true, Seed: 2}},
+	{"ppr-0", Config{Mode: PPR, Seed: 2}},
+	{"node2vec", Config{Mode: Node2Vec, P: 0.5, Q: 2, Seed: 3}},
+	{"node2vec-default", Config{Mode: Node2Vec, Seed: 3}},
+	{"node2vec-extreme", Config{Mode: Node2Vec, P: 100, Q: 0.01, Seed: 4}},
 }
 
-// TestReferenceWalksEdges: every consecutive pair of a walk is an edge of
+// TestReferenceEdges: every consecutive pair of a walk is an edge of
 // the graph, or PPR's jump back to the start; -1 comes only after a node
 // without neighbors or at PPR's first restart with StopAtRestart, and
 // stays to the end of the row; row w starts at starts[w mod n].
-func TestReferenceWalksEdges(t *testing.T) {
+func TestReferenceEdges(t *testing.T) {
 	for _, gc := range []struct {
 		name string
-		g    *CSR
+		g    *csrGraph
 	}{{"small", smallWalkGraph()}, {"random", randomRepeatsCSR(2000, 5, 11)}} {
 		starts := randomSeeds(gc.g.NumNodes(), 300, 5)
 		for _, tc := range walkModes {
 			t.Run(gc.name+"/"+tc.name, func(t *testing.T) {
 				c := tc.cfg
 				c.Length, c.WalksPerNode = 12, 3
-				walks, err := ReferenceWalks(gc.g, starts, c)
+				walks, err := Reference(gc.g, starts, c)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -156,17 +156,17 @@ func TestReferenceWalksEdges(t *testing.T) {
 	}
 }
 
-// TestReferenceWalksInto: writing into a caller's slice gives exactly
-// ReferenceWalks' rows, overwriting whatever was there, and an output of
+// TestReferenceInto: writing into a caller's slice gives exactly
+// Reference's rows, overwriting whatever was there, and an output of
 // the wrong size is refused with ErrInvalid.
-func TestReferenceWalksInto(t *testing.T) {
+func TestReferenceInto(t *testing.T) {
 	g := randomRepeatsCSR(500, 5, 3)
 	starts := randomSeeds(g.NumNodes(), 100, 4)
 	for _, tc := range walkModes {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.cfg
 			c.Length, c.WalksPerNode, c.Seed = 9, 2, 17
-			want, err := ReferenceWalks(g, starts, c)
+			want, err := Reference(g, starts, c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,14 +174,14 @@ func TestReferenceWalksInto(t *testing.T) {
 			for i := range out {
 				out[i] = 12345 // garbage the walker must overwrite
 			}
-			if err := ReferenceWalksInto(g, starts, c, out); err != nil {
+			if err := ReferenceInto(g, starts, c, out); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(out, want) {
-				t.Fatal("ReferenceWalksInto differs from ReferenceWalks")
+				t.Fatal("ReferenceInto differs from Reference")
 			}
 			for _, n := range []int{len(want) - 1, len(want) + 1, 0} {
-				if err := ReferenceWalksInto(g, starts, c, make([]int32, n)); !errors.Is(err, ErrInvalid) {
+				if err := ReferenceInto(g, starts, c, make([]int32, n)); !errors.Is(err, ErrInvalid) {
 					t.Errorf("output of %d entries (want %d): %v, want ErrInvalid", n, len(want), err)
 				}
 			}
@@ -190,7 +190,7 @@ func TestReferenceWalksInto(t *testing.T) {
 }
 
 // checkWalkEdges checks the edge and padding properties of walks.
-func checkWalkEdges(t *testing.T, g *CSR, starts []uint32, c WalkConfig, walks []int32) {
+func checkWalkEdges(t *testing.T, g *csrGraph, starts []uint32, c Config, walks []int32) {
 	t.Helper()
 	n, row := len(starts), c.Length+1
 	if len(walks) != NumWalks(n, c)*row {
@@ -213,7 +213,7 @@ func checkWalkEdges(t *testing.T, g *CSR, starts []uint32, c WalkConfig, walks [
 				continue
 			}
 			nb, _ := g.Neighbors(uint32(prev))
-			restart := c.Mode == WalkPPR && len(nb) > 0 && rng.Decide(rng.WalkKey(c.Seed, uint32(s)), uint32(w), 0, thr.Restart)
+			restart := c.Mode == PPR && len(nb) > 0 && rng.Decide(rng.WalkKey(c.Seed, uint32(s)), uint32(w), 0, thr.Restart)
 			switch {
 			case cur == -1 && len(nb) == 0, cur == -1 && restart && c.StopAtRestart:
 				ended++
@@ -228,23 +228,23 @@ func checkWalkEdges(t *testing.T, g *CSR, starts []uint32, c WalkConfig, walks [
 			}
 		}
 	}
-	if c.Mode == WalkPPR && c.StopAtRestart && ended == 0 {
+	if c.Mode == PPR && c.StopAtRestart && ended == 0 {
 		t.Error("no walk ended: the test has no restarts to check")
 	}
 }
 
-// TestReferenceWalksStopIsPrefix: with StopAtRestart a PPR walk is the
+// TestReferenceStopIsPrefix: with StopAtRestart a PPR walk is the
 // walk that jumps back, up to its first restart.
-func TestReferenceWalksStopIsPrefix(t *testing.T) {
+func TestReferenceStopIsPrefix(t *testing.T) {
 	g := randomRepeatsCSR(1000, 4, 2)
 	starts := randomSeeds(g.NumNodes(), 200, 9)
-	c := WalkConfig{Mode: WalkPPR, Restart: 0.2, Length: 10, WalksPerNode: 2, Seed: 77}
-	jump, err := ReferenceWalks(g, starts, c)
+	c := Config{Mode: PPR, Restart: 0.2, Length: 10, WalksPerNode: 2, Seed: 77}
+	jump, err := Reference(g, starts, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.StopAtRestart = true
-	stop, err := ReferenceWalks(g, starts, c)
+	stop, err := Reference(g, starts, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,21 +265,21 @@ func TestReferenceWalksStopIsPrefix(t *testing.T) {
 	}
 }
 
-// TestReferenceWalksDefinition spells out DESIGN §3's definition with
+// TestReferenceDefinition spells out DESIGN §3's definition with
 // rng's functions alone (not the walker's helpers) and compares every
 // walk; it also checks determinism.
-func TestReferenceWalksDefinition(t *testing.T) {
+func TestReferenceDefinition(t *testing.T) {
 	g := randomRepeatsCSR(1500, 6, 4)
 	starts := randomSeeds(g.NumNodes(), 100, 8)
 	for _, tc := range walkModes {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.cfg
 			c.Length, c.WalksPerNode = 9, 4
-			got, err := ReferenceWalks(g, starts, c)
+			got, err := Reference(g, starts, c)
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, err := ReferenceWalks(g, starts, c)
+			again, err := Reference(g, starts, c)
 			if err != nil || !slices.Equal(got, again) {
 				t.Fatalf("a second run differs (%v)", err)
 			}
@@ -295,7 +295,7 @@ func TestReferenceWalksDefinition(t *testing.T) {
 }
 
 // definitionWalk is DESIGN §3's walk w from start, written from the text.
-func definitionWalk(g *CSR, start, w uint32, c WalkConfig) []int32 {
+func definitionWalk(g *csrGraph, start, w uint32, c Config) []int32 {
 	p, q := c.P, c.Q
 	if p == 0 {
 		p = 1
@@ -318,12 +318,12 @@ func definitionWalk(g *CSR, start, w uint32, c WalkConfig) []int32 {
 		switch {
 		case d == 0:
 			next = -1
-		case c.Mode == WalkPPR && rng.Decide(key, w, 0, rng.Threshold(c.Restart)):
+		case c.Mode == PPR && rng.Decide(key, w, 0, rng.Threshold(c.Restart)):
 			next = int32(start)
 			if c.StopAtRestart {
 				next = -1
 			}
-		case c.Mode == WalkNode2Vec && t >= 2:
+		case c.Mode == Node2Vec && t >= 2:
 			u := uint32(walk[t-2])
 			un, _ := g.Neighbors(u)
 			for a := uint32(0); a < rng.MaxAttempts; a++ {
@@ -362,19 +362,19 @@ func TestWalkDesignVectors(t *testing.T) {
 	// Walk 7 is r = 7 of the single start 0.
 	for _, tc := range []struct {
 		name string
-		cfg  WalkConfig
+		cfg  Config
 		want []int32
 	}{
-		{"deepwalk", WalkConfig{}, []int32{0, 100 + 987, 100 + 634}},
-		{"ppr 0.15", WalkConfig{Mode: WalkPPR, Restart: 0.15}, []int32{0, 100 + 987}},
-		{"ppr 0.5", WalkConfig{Mode: WalkPPR, Restart: 0.5}, []int32{0, 0}},
-		{"ppr 0.5 stop", WalkConfig{Mode: WalkPPR, Restart: 0.5, StopAtRestart: true}, []int32{0, -1, -1}},
-		{"node2vec step 1", WalkConfig{Mode: WalkNode2Vec, P: 0.5, Q: 2}, []int32{0, 100 + 987}},
+		{"deepwalk", Config{}, []int32{0, 100 + 987, 100 + 634}},
+		{"ppr 0.15", Config{Mode: PPR, Restart: 0.15}, []int32{0, 100 + 987}},
+		{"ppr 0.5", Config{Mode: PPR, Restart: 0.5}, []int32{0, 0}},
+		{"ppr 0.5 stop", Config{Mode: PPR, Restart: 0.5, StopAtRestart: true}, []int32{0, -1, -1}},
+		{"node2vec step 1", Config{Mode: Node2Vec, P: 0.5, Q: 2}, []int32{0, 100 + 987}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.cfg
 			c.Seed, c.Length, c.WalksPerNode = 42, 2, 8
-			walks, err := ReferenceWalks(g, []uint32{0}, c)
+			walks, err := Reference(g, []uint32{0}, c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -383,7 +383,7 @@ func TestWalkDesignVectors(t *testing.T) {
 			}
 		})
 	}
-	if th := (WalkConfig{Restart: 0.15}).Thresholds().Restart; th != 644245094 {
+	if th := (Config{Restart: 0.15}).Thresholds().Restart; th != 644245094 {
 		t.Fatalf("threshold(0.15) = %d, want 644245094", th)
 	}
 }
@@ -428,16 +428,16 @@ type walkState struct{ s, u, v int32 }
 // walkTransitions counts, per state, the next nodes (-1: ended) of all
 // walks. The key of u is -1 unless the mode is node2vec, and s is -1
 // unless it is PPR, so that states pool as far as the law allows.
-func walkTransitions(walks []int32, row int, mode WalkMode) map[walkState]map[int32]int {
+func walkTransitions(walks []int32, row int, mode Mode) map[walkState]map[int32]int {
 	out := map[walkState]map[int32]int{}
 	for w := 0; w < len(walks); w += row {
 		walk := walks[w : w+row]
 		for t := 1; t < row && walk[t-1] >= 0; t++ {
 			st := walkState{-1, -1, walk[t-1]}
-			if mode == WalkNode2Vec && t >= 2 {
+			if mode == Node2Vec && t >= 2 {
 				st.u = walk[t-2]
 			}
-			if mode == WalkPPR {
+			if mode == PPR {
 				st.s = walk[0]
 			}
 			if out[st] == nil {
@@ -518,19 +518,19 @@ func TestWalkTransitionsChiSquare(t *testing.T) {
 	starts := []uint32{0, 1, 2, 3, 4, 5, 6}
 	for _, tc := range []struct {
 		name string
-		cfg  WalkConfig
+		cfg  Config
 	}{
-		{"deepwalk", WalkConfig{Mode: WalkDeepWalk, Seed: 101}},
-		{"ppr", WalkConfig{Mode: WalkPPR, Restart: 0.15, Seed: 102}},
-		{"ppr-stop", WalkConfig{Mode: WalkPPR, Restart: 0.4, StopAtRestart: true, Seed: 103}},
-		{"node2vec p=2 q=0.5", WalkConfig{Mode: WalkNode2Vec, P: 2, Q: 0.5, Seed: 104}},
-		{"node2vec p=0.5 q=2", WalkConfig{Mode: WalkNode2Vec, P: 0.5, Q: 2, Seed: 105}},
-		{"node2vec p=4 q=4", WalkConfig{Mode: WalkNode2Vec, P: 4, Q: 4, Seed: 106}},
+		{"deepwalk", Config{Mode: DeepWalk, Seed: 101}},
+		{"ppr", Config{Mode: PPR, Restart: 0.15, Seed: 102}},
+		{"ppr-stop", Config{Mode: PPR, Restart: 0.4, StopAtRestart: true, Seed: 103}},
+		{"node2vec p=2 q=0.5", Config{Mode: Node2Vec, P: 2, Q: 0.5, Seed: 104}},
+		{"node2vec p=0.5 q=2", Config{Mode: Node2Vec, P: 0.5, Q: 2, Seed: 105}},
+		{"node2vec p=4 q=4", Config{Mode: Node2Vec, P: 4, Q: 4, Seed: 106}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.cfg
 			c.Length, c.WalksPerNode = 3, 3000
-			walks, err := ReferenceWalks(g, starts, c)
+			walks, err := Reference(g, starts, c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -544,7 +544,7 @@ func TestWalkTransitionsChiSquare(t *testing.T) {
 				switch {
 				case len(nb) == 0:
 					law = map[int32]float64{-1: 1}
-				case c.Mode == WalkPPR:
+				case c.Mode == PPR:
 					law = map[int32]float64{}
 					for x, p := range uniformLaw(nb) {
 						law[x] = (1 - alpha) * p
@@ -554,7 +554,7 @@ func TestWalkTransitionsChiSquare(t *testing.T) {
 						to = -1
 					}
 					law[to] += alpha
-				case c.Mode == WalkNode2Vec && st.u >= 0:
+				case c.Mode == Node2Vec && st.u >= 0:
 					un, _ := g.Neighbors(uint32(st.u))
 					law = node2vecLaw(thr.Node2Vec, nb, uint32(st.u), un, false)
 					capped := node2vecLaw(thr.Node2Vec, nb, uint32(st.u), un, true)
@@ -613,14 +613,14 @@ func TestNode2VecAttemptCap(t *testing.T) {
 		}
 	}
 	g := csrOf(adj)
-	c := WalkConfig{Mode: WalkNode2Vec, P: 1, Q: 100, Length: 2, WalksPerNode: 20000, Seed: 7}
-	walks, err := ReferenceWalks(g, []uint32{0}, c)
+	c := Config{Mode: Node2Vec, P: 1, Q: 100, Length: 2, WalksPerNode: 20000, Seed: 7}
+	walks, err := Reference(g, []uint32{0}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	thr := c.Thresholds().Node2Vec
 	st := walkState{-1, 0, 1}
-	counts := walkTransitions(walks, 3, WalkNode2Vec)[st]
+	counts := walkTransitions(walks, 3, Node2Vec)[st]
 	capped := node2vecLaw(thr, adj[1], 0, adj[0], true)
 	ideal := node2vecLaw(thr, adj[1], 0, adj[0], false)
 
@@ -650,9 +650,9 @@ func TestNode2VecAttemptCap(t *testing.T) {
 	t.Logf("P(return) ideal %.3f capped %.3f observed %.3f; bias %.4f, bound %.4f", ideal[0], capped[0], emp[0], tv, bound)
 }
 
-// BenchmarkReferenceWalks: the in-memory walker's rate (steps/s) on a
+// BenchmarkReference: the in-memory walker's rate (steps/s) on a
 // random graph of 100k nodes, one walk of 80 steps per node, per mode.
-func BenchmarkReferenceWalks(b *testing.B) {
+func BenchmarkReference(b *testing.B) {
 	g := randomCSR(100_000, 10, 1)
 	starts := make([]uint32, g.NumNodes())
 	for v := range starts {
@@ -660,18 +660,18 @@ func BenchmarkReferenceWalks(b *testing.B) {
 	}
 	for _, tc := range []struct {
 		name string
-		cfg  WalkConfig
+		cfg  Config
 	}{
-		{"deepwalk", WalkConfig{Mode: WalkDeepWalk}},
-		{"ppr", WalkConfig{Mode: WalkPPR, Restart: 0.15}},
-		{"node2vec", WalkConfig{Mode: WalkNode2Vec, P: 0.5, Q: 2}},
+		{"deepwalk", Config{Mode: DeepWalk}},
+		{"ppr", Config{Mode: PPR, Restart: 0.15}},
+		{"node2vec", Config{Mode: Node2Vec, P: 0.5, Q: 2}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			c := tc.cfg
 			c.Length, c.WalksPerNode = 80, 1
 			var steps int
 			for b.Loop() {
-				walks, err := ReferenceWalks(g, starts, c)
+				walks, err := Reference(g, starts, c)
 				if err != nil {
 					b.Fatal(err)
 				}
