@@ -94,19 +94,19 @@ func (ix *Index) ChunkOf(node uint32) int {
 	return sort.Search(len(ix.starts), func(i int) bool { return ix.starts[i] > node }) - 1
 }
 
-// Split cuts a sorted (ascending) frontier into one piece per chunk: piece
+// ByChunk cuts a sorted (ascending) frontier into one piece per chunk: piece
 // i is the sub-slice of sortedFrontier whose nodes lie in chunk i (empty
 // when none do). The pieces share the frontier's memory (their capacity is
 // clipped, so appending to one never overwrites the next). It does one
 // binary search per chunk boundary, O(chunks · log n), and copies nothing.
 // Ids not below the number of nodes belong to no chunk and are left out
 // of every piece; callers check the frontier's range themselves.
-func (ix *Index) Split(sortedFrontier []uint32) [][]uint32 {
-	return ix.SplitInto(make([][]uint32, len(ix.starts)), sortedFrontier)
+func (ix *Index) ByChunk(sortedFrontier []uint32) [][]uint32 {
+	return ix.ByChunkInto(make([][]uint32, len(ix.starts)), sortedFrontier)
 }
 
-// SplitInto is Split writing into dst (reused when it has the capacity).
-func (ix *Index) SplitInto(dst [][]uint32, sortedFrontier []uint32) [][]uint32 {
+// ByChunkInto is ByChunk writing into dst (reused when it has the capacity).
+func (ix *Index) ByChunkInto(dst [][]uint32, sortedFrontier []uint32) [][]uint32 {
 	k := len(ix.starts)
 	if cap(dst) < k {
 		dst = make([][]uint32, k)

@@ -68,7 +68,7 @@ func TestIndexChunkOfSplit(t *testing.T) {
 			f[i] = r.Uint32N(n + 5)
 		}
 		slices.Sort(f)
-		parts := ix.Split(f)
+		parts := ix.ByChunk(f)
 		if len(parts) != ix.NumChunks() {
 			t.Fatalf("%d parts for %d chunks", len(parts), ix.NumChunks())
 		}
@@ -96,8 +96,8 @@ func TestIndexChunkOfSplit(t *testing.T) {
 		if !slices.Equal(joined, want) {
 			t.Fatalf("parts joined %v, want %v", joined, want)
 		}
-		if again := ix.SplitInto(parts, f); &again[0] != &parts[0] {
-			t.Fatal("SplitInto did not reuse dst")
+		if again := ix.ByChunkInto(parts, f); &again[0] != &parts[0] {
+			t.Fatal("ByChunkInto did not reuse dst")
 		}
 	}
 }
@@ -121,7 +121,7 @@ func BenchmarkSplit(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		dst = ix.SplitInto(dst, f)
+		dst = ix.ByChunkInto(dst, f)
 	}
 	split := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 	b.ReportMetric(split/float64(ix.NumChunks()), "ns/chunk")

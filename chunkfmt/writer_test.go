@@ -202,7 +202,7 @@ func TestEmptyGraphs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g.NumChunks() != 0 || len(g.Index.Split([]uint32{0, 1})) != 0 {
+		if g.NumChunks() != 0 || len(g.Index.ByChunk([]uint32{0, 1})) != 0 {
 			t.Fatal("empty graph has chunks")
 		}
 		if _, err := g.Neighbors(0); err == nil {

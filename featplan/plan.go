@@ -103,18 +103,18 @@ func nidSum(nid []uint32) uint64 {
 	return h
 }
 
-// Batch is the plan of one minibatch, aligned with its n_id.
-type Batch struct {
+// BatchPlan is the plan of one minibatch, aligned with its n_id.
+type BatchPlan struct {
 	NID []uint32
 	act []int32
 }
 
 // Len is the number of rows of the minibatch.
-func (b Batch) Len() int { return len(b.act) }
+func (b BatchPlan) Len() int { return len(b.act) }
 
 // Hit reports whether row i of n_id is served from the cache, and from which
 // slot.
-func (b Batch) Hit(i int) (slot int, ok bool) {
+func (b BatchPlan) Hit(i int) (slot int, ok bool) {
 	s := b.act[i]
 	return int(s), s >= 0
 }
@@ -122,7 +122,7 @@ func (b Batch) Hit(i int) (slot int, ok bool) {
 // Keep reports, for a row read from disk, the cache slot it is written to
 // after the read (ok false: the row is not cached). For a hit it reports
 // false.
-func (b Batch) Keep(i int) (slot int, ok bool) {
+func (b BatchPlan) Keep(i int) (slot int, ok bool) {
 	s := b.act[i]
 	return int(-s - 2), s <= -2
 }
@@ -131,8 +131,8 @@ func (b Batch) Keep(i int) (slot int, ok bool) {
 func (p *Plan) NumBatches() int { return len(p.off) - 1 }
 
 // Batch returns the plan of minibatch b (NID nil after ForgetNodes).
-func (p *Plan) Batch(b int) Batch {
-	bp := Batch{act: p.act[p.off[b]:p.off[b+1]]}
+func (p *Plan) Batch(b int) BatchPlan {
+	bp := BatchPlan{act: p.act[p.off[b]:p.off[b+1]]}
 	if p.batches != nil {
 		bp.NID = p.batches[b]
 	}

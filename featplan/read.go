@@ -123,7 +123,7 @@ func (r *Reader) NextNodes(nid []uint32, dst []byte) (int, error) {
 }
 
 // read serves minibatch r.next, whose plan and n_id are bp.
-func (r *Reader) read(bp Batch, dst []byte) (int, error) {
+func (r *Reader) read(bp BatchPlan, dst []byte) (int, error) {
 	b := r.next
 	rb := r.rowBytes
 	if int64(len(dst)) < int64(bp.Len())*rb {
@@ -175,7 +175,7 @@ const hitsPerWorker = 8192
 // copyHits copies minibatch bp's cache hits to their positions in dst, on
 // every core for a large minibatch: with the rows preloaded every row is a
 // hit, and the copy (tens of megabytes a minibatch) is the Reader's work.
-func (r *Reader) copyHits(bp Batch, dst []byte) {
+func (r *Reader) copyHits(bp BatchPlan, dst []byte) {
 	rb := r.rowBytes
 	n := len(bp.NID)
 	copyRange := func(lo, hi int) {
@@ -205,7 +205,7 @@ func (r *Reader) copyHits(bp Batch, dst []byte) {
 // at its position in dst and in its cache slot. Rows and cache slots of
 // one minibatch are distinct (the plan writes a slot at most once per
 // minibatch), so the readers never write the same bytes.
-func (r *Reader) readExtents(b int, bp Batch, dst []byte, keys []uint64, rows []uint32, ext []Extent) error {
+func (r *Reader) readExtents(b int, bp BatchPlan, dst []byte, keys []uint64, rows []uint32, ext []Extent) error {
 	rb := r.rowBytes
 	return r.readEach(fmt.Sprintf("minibatch %d", b), rows, ext, func(e Extent, buf []byte) {
 		for j := e.First; j < e.Last; j++ {

@@ -90,13 +90,13 @@ func TestBytesReadEqualsChunksRead(t *testing.T) {
 			probe := s.readSize(0)
 			var want int64
 			targeted := 0
-			for c, part := range s.index.Split(sortedUnique(tc.seeds)) {
+			for c, part := range s.index.ByChunk(sortedUnique(tc.seeds)) {
 				if len(part) > 0 {
 					want += s.readSize(c)
 					targeted++
 				}
 			}
-			usesChunk0 := len(s.index.Split(sortedUnique(tc.seeds))[0]) > 0
+			usesChunk0 := len(s.index.ByChunk(sortedUnique(tc.seeds))[0]) > 0
 			if !usesChunk0 {
 				want += probe
 			}

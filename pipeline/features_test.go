@@ -22,7 +22,7 @@ import (
 func TestPipelineFeatures(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(9)
-	run := func(fp *FeaturePlanning) [][]*Batch {
+	run := func(fp *FeaturePlanning) [][]*Minibatch {
 		var calls atomic.Int64
 		cfg := Config{Sampling: epoch.Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 5}, BatchSize: 7, Epochs: 2, Features: fp}
 		l, err := NewPipeline(cfg, f.sampler(&calls), nil)
@@ -30,8 +30,8 @@ func TestPipelineFeatures(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		var out [][]*Batch
-		err = l.RunOrdered(ctx, 3, func(b *Batch) error {
+		var out [][]*Minibatch
+		err = l.RunOrdered(ctx, 3, func(b *Minibatch) error {
 			if b.Index == 0 {
 				out = append(out, nil)
 			}
@@ -48,7 +48,7 @@ func TestPipelineFeatures(t *testing.T) {
 	planned := run(&FeaturePlanning{CacheRows: 20})
 	reordered := run(&FeaturePlanning{CacheRows: 20, Reorder: true})
 	again := run(&FeaturePlanning{CacheRows: 20, Reorder: true})
-	seedKey := func(b *Batch) string { return fmt.Sprint(b.Blocks.Seeds) }
+	seedKey := func(b *Minibatch) string { return fmt.Sprint(b.Blocks.Seeds) }
 	for e := range plain {
 		var sets [][]uint32
 		for i, b := range planned[e] {
@@ -70,7 +70,7 @@ func TestPipelineFeatures(t *testing.T) {
 			t.Fatalf("epoch %d: plan misses %d, recomputed %v (%v)", e, planned[e][0].Features.Plan.TotalMisses(), want.TotalMisses(), err)
 		}
 		// Reordered: a permutation of the same minibatches, reproducible.
-		byKey := map[string]*Batch{}
+		byKey := map[string]*Minibatch{}
 		for _, b := range plain[e] {
 			byKey[seedKey(b)] = b
 		}

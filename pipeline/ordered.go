@@ -14,7 +14,7 @@ import (
 // or claimed minibatches are held at once, so the working memory beyond
 // the resident epochs is bounded by that many minibatches' blocks.
 // workers < 2 is Run.
-func (p *Pipeline) RunOrdered(ctx context.Context, workers int, fn func(*Batch) error) error {
+func (p *Pipeline) RunOrdered(ctx context.Context, workers int, fn func(*Minibatch) error) error {
 	if workers < 2 {
 		return p.Run(ctx, fn)
 	}
@@ -31,7 +31,7 @@ func (p *Pipeline) RunOrdered(ctx context.Context, workers int, fn func(*Batch) 
 	}
 	type assembled struct {
 		seq int
-		b   *Batch
+		b   *Minibatch
 		err error
 	}
 	slots := make(chan struct{}, window) // a slot per minibatch between claim and fn

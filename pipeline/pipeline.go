@@ -87,8 +87,8 @@ func (c Config) Check() error {
 	return c.Features.check()
 }
 
-// Batch is one minibatch handed out by a Pipeline.
-type Batch struct {
+// Minibatch is one minibatch handed out by a Pipeline.
+type Minibatch struct {
 	Epoch  uint32
 	Index  int // position of this minibatch in its epoch
 	Count  int // minibatches in this epoch
@@ -427,12 +427,12 @@ func (p *Pipeline) Claim(ctx context.Context, e uint32) (Claim, error) {
 // holds its epoch current (Advance waits for claims in flight); AssembleAt
 // pins the epoch anyway, so a bug there fails loudly instead of mixing
 // epochs.
-func (p *Pipeline) Assemble(c Claim) (*Batch, error) { return p.AssembleAs(c, p.cfg.Semantics) }
+func (p *Pipeline) Assemble(c Claim) (*Minibatch, error) { return p.AssembleAs(c, p.cfg.Semantics) }
 
 // AssembleAs is Assemble with the given semantics. The epoch's feature
-// plan (Batch.Features) holds the node sets of Config.Semantics: a
+// plan (Minibatch.Features) holds the node sets of Config.Semantics: a
 // minibatch assembled otherwise needs its rows read by its own n_id.
-func (p *Pipeline) AssembleAs(c Claim, sem epoch.Semantics) (*Batch, error) {
+func (p *Pipeline) AssembleAs(c Claim, sem epoch.Semantics) (*Minibatch, error) {
 	if c.End || c.slot == nil {
 		return nil, fmt.Errorf("epoch: assembling a claim of epoch %d that holds no minibatch", c.Epoch)
 	}
@@ -442,7 +442,7 @@ func (p *Pipeline) AssembleAs(c Claim, sem epoch.Semantics) (*Batch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("epoch: epoch %d minibatch %d: %w", c.Epoch, c.Index, err)
 	}
-	out := &Batch{Epoch: c.Epoch, Index: c.Index, Count: c.Count, Blocks: b, Features: c.slot.features}
+	out := &Minibatch{Epoch: c.Epoch, Index: c.Index, Count: c.Count, Blocks: b, Features: c.slot.features}
 	if out.Features != nil && sem != p.cfg.Semantics {
 		if out.PlanNodes, err = p.store.NodeSetAt(c.Epoch, seeds, p.cfg.Semantics); err != nil {
 			return nil, fmt.Errorf("epoch: epoch %d minibatch %d: %w", c.Epoch, c.Index, err)
@@ -454,7 +454,7 @@ func (p *Pipeline) AssembleAs(c Claim, sem epoch.Semantics) (*Batch, error) {
 // Next claims and assembles the next minibatch, advancing to the next
 // epoch when the current one's are all claimed; after the last epoch it
 // returns io.EOF. It waits (under ctx) when the next epoch is not ready.
-func (p *Pipeline) Next(ctx context.Context) (*Batch, error) {
+func (p *Pipeline) Next(ctx context.Context) (*Minibatch, error) {
 	for {
 		c, err := p.Claim(ctx, CurrentEpoch)
 		if err != nil {
@@ -474,7 +474,7 @@ func (p *Pipeline) Next(ctx context.Context) (*Batch, error) {
 
 // Run calls fn for every minibatch until the last epoch ends (nil), fn
 // fails, or ctx is done.
-func (p *Pipeline) Run(ctx context.Context, fn func(*Batch) error) error {
+func (p *Pipeline) Run(ctx context.Context, fn func(*Minibatch) error) error {
 	for {
 		b, err := p.Next(ctx)
 		if err == io.EOF {

@@ -250,7 +250,7 @@ func TestPipelineResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	if err := l.Run(ctx, func(b *Batch) error {
+	if err := l.Run(ctx, func(b *Minibatch) error {
 		if err := epochtest.EqualBlocks(b.Blocks, epochtest.BruteBlocks(f.result(b.Epoch), b.Blocks.Seeds)); err != nil {
 			return err
 		}
@@ -310,15 +310,15 @@ func TestPipelineRunOrdered(t *testing.T) {
 	f := newFixture(10)
 	cfg := Config{Sampling: epoch.Sampling{Train: f.train, Fanouts: f.fanouts, Seed: 3, Rank: 1, World: 2},
 		BatchSize: 7, Epochs: 3, PrepareAt: 0.5}
-	collect := func(workers int) []*Batch {
+	collect := func(workers int) []*Minibatch {
 		var calls atomic.Int64
 		p, err := NewPipeline(cfg, f.sampler(&calls), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		var got []*Batch
-		if err := p.RunOrdered(ctx, workers, func(b *Batch) error { got = append(got, b); return nil }); err != nil {
+		var got []*Minibatch
+		if err := p.RunOrdered(ctx, workers, func(b *Minibatch) error { got = append(got, b); return nil }); err != nil {
 			t.Fatalf("%d workers: %v", workers, err)
 		}
 		return got
@@ -347,7 +347,7 @@ func TestPipelineRunOrdered(t *testing.T) {
 	defer p.Close()
 	stop := errors.New("stop")
 	n := 0
-	err := p.RunOrdered(ctx, 4, func(b *Batch) error {
+	err := p.RunOrdered(ctx, 4, func(b *Minibatch) error {
 		if n++; n == 5 {
 			return stop
 		}
@@ -360,7 +360,7 @@ func TestPipelineRunOrdered(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	p2, _ := NewPipeline(cfg, f.sampler(&calls), nil)
 	defer p2.Close()
-	err = p2.RunOrdered(cctx, 4, func(b *Batch) error { cancel(); return nil })
+	err = p2.RunOrdered(cctx, 4, func(b *Minibatch) error { cancel(); return nil })
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}

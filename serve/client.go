@@ -104,11 +104,11 @@ func (c *Client) Advance(e uint32) (EpochInfo, error) {
 }
 
 // NextBatch asks for the next minibatch of epoch e.
-func (c *Client) NextBatch(e uint32) (Batch, error) { return c.NextBatchAs(e, DefaultSemantics) }
+func (c *Client) NextBatch(e uint32) (Minibatch, error) { return c.NextBatchAs(e, DefaultSemantics) }
 
 // NextBatchAs asks for the next minibatch of epoch e with the given
 // semantics (DefaultSemantics: the server's).
-func (c *Client) NextBatchAs(e uint32, sem epoch.Semantics) (Batch, error) {
+func (c *Client) NextBatchAs(e uint32, sem epoch.Semantics) (Minibatch, error) {
 	return c.batch(OpNextBatch, AppendBatchRequest(nil, e, sem))
 }
 
@@ -126,27 +126,27 @@ func (c *Client) Split(nodes []uint32, batchSize int) (SplitInfo, error) {
 
 // SplitBatch asks for minibatch index of a split (Server.SplitBatch); past
 // the last it answers End.
-func (c *Client) SplitBatch(split, index uint32, sem epoch.Semantics) (Batch, error) {
+func (c *Client) SplitBatch(split, index uint32, sem epoch.Semantics) (Minibatch, error) {
 	return c.batch(OpSplitBatch, AppendSplitBatchRequest(nil, split, index, sem))
 }
 
 // batch sends a request answered by a minibatch or an end marker.
-func (c *Client) batch(op uint8, payload []byte) (Batch, error) {
+func (c *Client) batch(op uint8, payload []byte) (Minibatch, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f, err := c.roundTrip(op, payload)
 	if err != nil {
-		return Batch{}, err
+		return Minibatch{}, err
 	}
 	if f.Status == StatusEnd {
 		ee, err := DecodeEpochRequest(f.Payload)
-		return Batch{Epoch: ee, End: true}, err
+		return Minibatch{Epoch: ee, End: true}, err
 	}
 	b, i, feat, err := DecodeBatch(f.Payload)
 	if err != nil {
-		return Batch{}, err
+		return Minibatch{}, err
 	}
-	return Batch{Epoch: b.Epoch, Index: i, Blocks: b, Features: feat}, nil
+	return Minibatch{Epoch: b.Epoch, Index: i, Blocks: b, Features: feat}, nil
 }
 
 // Sample assembles the blocks of seeds from epoch e.

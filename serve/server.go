@@ -240,9 +240,9 @@ func asRequestError(err error) error {
 	return &requestError{code: code, msg: err.Error()}
 }
 
-// Batch is NextBatch's answer: a minibatch and its index in the epoch,
+// Minibatch is NextBatch's answer: a minibatch and its index in the epoch,
 // or End once the epoch's minibatches are all handed out.
-type Batch struct {
+type Minibatch struct {
 	Epoch  uint32
 	Index  int
 	End    bool
@@ -256,10 +256,10 @@ type Batch struct {
 // current one). Once epoch e's minibatches are all handed out it answers
 // End; asking for epoch e+1 then advances the server (waiting for the
 // epoch's preparation if needed).
-func (s *Server) NextBatch(ctx context.Context, e uint32) (Batch, error) {
+func (s *Server) NextBatch(ctx context.Context, e uint32) (Minibatch, error) {
 	c, err := s.claim(ctx, e)
 	if err != nil || c.End {
-		return Batch{Epoch: c.Epoch, End: c.End}, err
+		return Minibatch{Epoch: c.Epoch, End: c.End}, err
 	}
 	return s.assemble(c, nil, DefaultSemantics)
 }
@@ -293,7 +293,7 @@ func (s *Server) semantics(sem epoch.Semantics) epoch.Semantics {
 // server's semantics; a minibatch of the other semantics still takes
 // that turn with the plan's node set (the cache later minibatches read
 // from is filled by it), then reads its own rows directly.
-func (s *Server) assemble(c pipeline.Claim, pool *rowPool, sem epoch.Semantics) (Batch, error) {
+func (s *Server) assemble(c pipeline.Claim, pool *rowPool, sem epoch.Semantics) (Minibatch, error) {
 	b, err := s.pipe.AssembleAs(c, s.semantics(sem))
 	if err != nil {
 		if s.features != nil {
@@ -301,9 +301,9 @@ func (s *Server) assemble(c pipeline.Claim, pool *rowPool, sem epoch.Semantics) 
 			// later minibatches would wait for it forever.
 			s.features.planned(s.baseCtx, c.Epoch, c.Index, c.Features(), nil, nil, nil)
 		}
-		return Batch{}, newRequestError(CodeInternal, "assembling batch %d of epoch %d: %v", c.Index, c.Epoch, err)
+		return Minibatch{}, newRequestError(CodeInternal, "assembling batch %d of epoch %d: %v", c.Index, c.Epoch, err)
 	}
-	out := Batch{Epoch: b.Epoch, Index: b.Index, Blocks: b.Blocks}
+	out := Minibatch{Epoch: b.Epoch, Index: b.Index, Blocks: b.Blocks}
 	if s.features == nil {
 		return out, nil
 	}
@@ -313,7 +313,7 @@ func (s *Server) assemble(c pipeline.Claim, pool *rowPool, sem epoch.Semantics) 
 		out.Features, err = s.features.direct(b.Blocks, pool)
 	}
 	if err != nil {
-		return Batch{}, newRequestError(CodeInternal, "reading the features of batch %d of epoch %d: %v", b.Index, b.Epoch, err)
+		return Minibatch{}, newRequestError(CodeInternal, "reading the features of batch %d of epoch %d: %v", b.Index, b.Epoch, err)
 	}
 	return out, nil
 }

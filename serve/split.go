@@ -74,13 +74,13 @@ func splitInfo(id uint32, sp *pipeline.Split) SplitInfo {
 // epoch with the given semantics (DefaultSemantics: the server's); its
 // features, with a feature store, are read directly. Past the split's last
 // minibatch it answers End.
-func (s *Server) SplitBatch(ctx context.Context, id uint32, index uint32, sem epoch.Semantics) (Batch, error) {
+func (s *Server) SplitBatch(ctx context.Context, id uint32, index uint32, sem epoch.Semantics) (Minibatch, error) {
 	return s.splitBatch(ctx, id, index, sem, nil)
 }
 
-func (s *Server) splitBatch(ctx context.Context, id uint32, index uint32, sem epoch.Semantics, pool *rowPool) (Batch, error) {
+func (s *Server) splitBatch(ctx context.Context, id uint32, index uint32, sem epoch.Semantics, pool *rowPool) (Minibatch, error) {
 	if err := s.checkOpen(); err != nil {
-		return Batch{}, err
+		return Minibatch{}, err
 	}
 	s.splitMu.Lock()
 	var sp *pipeline.Split
@@ -89,21 +89,21 @@ func (s *Server) splitBatch(ctx context.Context, id uint32, index uint32, sem ep
 	}
 	s.splitMu.Unlock()
 	if sp == nil {
-		return Batch{}, newRequestError(CodeUnknownSplit, "unknown split %d", id)
+		return Minibatch{}, newRequestError(CodeUnknownSplit, "unknown split %d", id)
 	}
 	if int64(index) >= int64(sp.NumBatches()) {
-		return Batch{End: true}, nil
+		return Minibatch{End: true}, nil
 	}
 	b, err := sp.Batch(ctx, int(index), s.semantics(sem))
 	if err != nil {
 		if errors.Is(err, pipeline.ErrSplit) {
-			return Batch{}, newRequestError(CodeBadRequest, "%v", err)
+			return Minibatch{}, newRequestError(CodeBadRequest, "%v", err)
 		}
-		return Batch{}, asRequestError(err)
+		return Minibatch{}, asRequestError(err)
 	}
-	out := Batch{Epoch: b.Epoch, Index: int(index), Blocks: b}
+	out := Minibatch{Epoch: b.Epoch, Index: int(index), Blocks: b}
 	if out.Features, err = s.sampleFeatures(b, pool); err != nil {
-		return Batch{}, err
+		return Minibatch{}, err
 	}
 	return out, nil
 }

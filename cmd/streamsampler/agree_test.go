@@ -55,7 +55,7 @@ func TestRunAndServeAgree(t *testing.T) {
 				// run assembles on one goroutine or several: the order holds.
 				for _, workers := range []string{"1", "4"} {
 					var fromRun []string
-					run := newRunCmdWith(func(b *pipeline.Batch, x []byte, y []int32) {
+					run := newRunCmdWith(func(b *pipeline.Minibatch, x []byte, y []int32) {
 						if features.flags != nil && x == nil {
 							t.Errorf("%s: run --features delivered minibatch %d of epoch %d without rows", name, b.Index, b.Epoch)
 						}

@@ -91,7 +91,7 @@ func newFeatureReader(fs *featstore.Store) *featureReader {
 }
 
 // begin starts the reads of b's epoch under its plan.
-func (fr *featureReader) begin(b *pipeline.Batch) error {
+func (fr *featureReader) begin(b *pipeline.Minibatch) error {
 	fp := b.Features
 	if fp == nil {
 		return errors.New("the pipeline made no feature plan")
@@ -112,7 +112,7 @@ func (fr *featureReader) begin(b *pipeline.Batch) error {
 // next reads minibatch b's rows (its blocks' last src, which must be the
 // plan's node set for it) and its seeds' labels; they stay in fr.x and
 // fr.y until the next call.
-func (fr *featureReader) next(ctx context.Context, b *pipeline.Batch) error {
+func (fr *featureReader) next(ctx context.Context, b *pipeline.Minibatch) error {
 	nodes := b.Blocks.Nodes()
 	need := int64(len(nodes)) * fr.rowBytes
 	if int64(cap(fr.x)) < need {

@@ -67,7 +67,7 @@ func TestRunFeatures(t *testing.T) {
 	runWith := func(extra ...string) (recs []epochRecord, seeds map[string]bool) {
 		seeds = map[string]bool{}
 		var out bytes.Buffer
-		cmd := newRunCmdWith(func(b *pipeline.Batch, x []byte, y []int32) {
+		cmd := newRunCmdWith(func(b *pipeline.Minibatch, x []byte, y []int32) {
 			nodes := b.Blocks.Hops[len(b.Blocks.Hops)-1].Src
 			want := make([]byte, int64(len(nodes))*fs.RowBytes())
 			if err := fs.ReadRows(nodes, want); err != nil {

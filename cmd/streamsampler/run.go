@@ -32,7 +32,7 @@ type runOptions struct {
 // batchSeen sees a minibatch as run hands it out: its blocks and, with
 // --features, its feature rows (n_id order) and its seeds' labels (nil
 // without --features; valid only during the call).
-type batchSeen func(b *pipeline.Batch, x []byte, y []int32)
+type batchSeen func(b *pipeline.Minibatch, x []byte, y []int32)
 
 func newRunCmd() *cobra.Command { return newRunCmdWith(nil) }
 
@@ -205,7 +205,7 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) (err error) {
 	// The time between minibatches, as a consumer sees it: assembly (on
 	// every core) plus any wait for the epoch's preparation.
 	t0 := time.Now()
-	err = pipe.RunOrdered(ctx, o.workers, func(b *pipeline.Batch) error {
+	err = pipe.RunOrdered(ctx, o.workers, func(b *pipeline.Minibatch) error {
 		el := time.Since(t0).Seconds()
 		if cur == nil || b.Epoch != cur.Epoch {
 			if fr != nil && cur != nil {

@@ -135,7 +135,7 @@ func measurePipeline(ctx context.Context, stream pipeline.Config, store *pipelin
 	}
 	got := 0
 	t0 := time.Now()
-	err = p.RunOrdered(ctx, workers, func(b *pipeline.Batch) error {
+	err = p.RunOrdered(ctx, workers, func(b *pipeline.Minibatch) error {
 		edges += int64(b.Blocks.NumEdges())
 		if got++; got == n {
 			return errEnough

@@ -91,7 +91,7 @@ func readSeq(f *os.File, buf []byte, limit int64) (readCount, error) {
 // away).
 func GatherFloor(g *chunkfmt.Graph, targets []uint32, k, workers int) (time.Duration, uint64, error) {
 	workers = max(1, min(workers, runtime.GOMAXPROCS(0)))
-	parts := g.Index.Split(targets)
+	parts := g.Index.ByChunk(targets)
 	type piece struct {
 		chunk   chunkfmt.ChunkView
 		start   uint32
@@ -153,7 +153,7 @@ func GatherFloor(g *chunkfmt.Graph, targets []uint32, k, workers int) (time.Dura
 // cost of streaming: reads, transfers, scheduling and merging.
 func KernelFloor(g *chunkfmt.Graph, targets []uint32, k int, key uint64, replace bool, workers int) (time.Duration, []int32, error) {
 	workers = max(1, min(workers, runtime.GOMAXPROCS(0)))
-	parts := g.Index.Split(targets)
+	parts := g.Index.ByChunk(targets)
 	out := make([]int32, len(targets)*k)
 	type piece struct {
 		words   []uint32

@@ -1,3 +1,7 @@
+// The chunk stream: an epoch's layers (and the walker's passes) as jobs of
+// one chunk each, read in order and double-buffered into the lanes, one
+// lane per device.
+
 package host
 
 import (
@@ -11,7 +15,7 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 )
 
-// lane is one device's share of the streaming pipeline. It owns two chunk
+// lane is one device's share of the chunk stream. It owns two chunk
 // buffers (slots 0 and 1) so that the next chunk is read while the current
 // one is being sampled, and one targets/results buffer pair sized for
 // maxTargets targets at the largest fanout.
@@ -52,11 +56,11 @@ type launch struct {
 	Attempt0   uint32
 }
 
-// splitter partitions a sorted frontier by chunk (chunkfmt.Index).
-type splitter interface {
+// chunkIndex partitions a sorted frontier by chunk (chunkfmt.Index).
+type chunkIndex interface {
 	NumChunks() int
 	NumNodes() uint32
-	Split(sortedFrontier []uint32) [][]uint32
+	ByChunk(sortedFrontier []uint32) [][]uint32
 }
 
 // chunkJob is one chunk's contiguous slice of the frontier.
@@ -70,8 +74,8 @@ type chunkJob struct {
 // each chunk that holds some, the others counted in ls.ChunksSkipped.
 // Seeds, samples and walk starts are range-checked, so a target no chunk
 // holds (beyond the graph's nodes) is a defence, not an expected error.
-func chunkJobs(ix splitter, targets []uint32, ls *LayerStats) ([]chunkJob, error) {
-	parts := ix.Split(targets)
+func chunkJobs(ix chunkIndex, targets []uint32, ls *LayerStats) ([]chunkJob, error) {
+	parts := ix.ByChunk(targets)
 	jobs := make([]chunkJob, 0, len(parts))
 	lo := 0
 	for c, p := range parts {
@@ -97,7 +101,7 @@ type loadedJob struct {
 // sampleEpoch runs the layers of DESIGN §4 over lanes. With edgeBase
 // (chunk c's first global edge, and its end at c+1: prefix sums of the
 // manifest's NEdges; nil for no edge ids) every layer gets EdgeIDs.
-func sampleEpoch(ctx context.Context, lanes []lane, ix splitter, seeds []uint32, fanouts []int, key epoch.Key, st *Stats, onChunk func(layer, chunk int, bytes int64), edgeBase []int64) (*epoch.Result, error) {
+func sampleEpoch(ctx context.Context, lanes []lane, ix chunkIndex, seeds []uint32, fanouts []int, key epoch.Key, st *Stats, onChunk func(layer, chunk int, bytes int64), edgeBase []int64) (*epoch.Result, error) {
 	start := time.Now()
 	frontier := sortedUnique(seeds)
 	res := &epoch.Result{Key: key, Layers: make([]epoch.Layer, 0, len(fanouts))}

@@ -24,7 +24,7 @@ type rangeSplit struct {
 
 func (r rangeSplit) NumChunks() int   { return len(r.starts) }
 func (r rangeSplit) NumNodes() uint32 { return r.n }
-func (r rangeSplit) Split(f []uint32) [][]uint32 {
+func (r rangeSplit) ByChunk(f []uint32) [][]uint32 {
 	out := make([][]uint32, len(r.starts))
 	for i := range r.starts {
 		end := r.n
@@ -80,7 +80,7 @@ func (f *fakeLane) run(slot int, la launch) (time.Duration, time.Duration, error
 	}
 	time.Sleep(f.delay)
 	for i, v := range targets {
-		if f.split.Split([]uint32{v})[c] == nil || len(f.split.Split([]uint32{v})[c]) == 0 {
+		if f.split.ByChunk([]uint32{v})[c] == nil || len(f.split.ByChunk([]uint32{v})[c]) == 0 {
 			return 0, 0, fmt.Errorf("target %d not in chunk %d", v, c)
 		}
 		nb, _ := f.g.Neighbors(v)
