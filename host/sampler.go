@@ -12,6 +12,7 @@ import (
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/hls"
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 	"github.com/streamsampler/streamsampler/xrt"
 )
 
@@ -211,6 +212,11 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 	return sm, nil
 }
 
+// FailpointOpenDirect is hit before edges.chunks is opened with O_DIRECT
+// (internal/failpoint): an error there is the open's, as a filesystem that
+// refuses O_DIRECT gives.
+const FailpointOpenDirect = "host/open-direct"
+
 // openFile (re)opens edges.chunks, with O_DIRECT when asked and allowed.
 func (s *Sampler) openFile(path string, direct bool) error {
 	if s.file != nil {
@@ -218,7 +224,12 @@ func (s *Sampler) openFile(path string, direct bool) error {
 		s.file = nil
 	}
 	if direct {
-		f, err := openDirect(path)
+		// The failpoint plays a filesystem that refuses O_DIRECT.
+		err := failpoint.Hit(FailpointOpenDirect)
+		var f *os.File
+		if err == nil {
+			f, err = openDirectFile(path)
+		}
 		if err == nil {
 			s.file, s.direct = f, true
 			return s.checkSize()
@@ -363,7 +374,3 @@ func checkHeaders(path string, m *chunkfmt.Manifest) error {
 }
 
 func roundUpTo(x, a int64) int64 { return (x + a - 1) / a * a }
-
-// openDirect opens edges.chunks with O_DIRECT; a variable so that tests can
-// play a filesystem that refuses it.
-var openDirect = openDirectFile

@@ -14,6 +14,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 )
 
 // writeGraph packs g into a graph directory with the given chunk size.
@@ -272,10 +273,14 @@ func TestSamplerBufferedFallback(t *testing.T) {
 	seeds := randomSeeds(2000, 100, 1)
 	want, _ := Reference(g, seeds, []int{5, 5}, epoch.Key{Seed: 2})
 
-	saved := openDirect
-	openDirect = func(string) (*os.File, error) { return nil, errors.New("invalid argument") }
+	restore := failpoint.Enable(func(name string) error {
+		if name == FailpointOpenDirect {
+			return errors.New("invalid argument")
+		}
+		return nil
+	})
 	s, err := Open(dir, Options{})
-	openDirect = saved
+	restore()
 	if err != nil {
 		t.Fatal(err)
 	}
