@@ -10,23 +10,25 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 )
 
 // TestWriterKilledAtEveryStep SIGKILLs a child process packing a store
-// at each step of the Writer (through testHookStep, not timing luck).
+// at each step of the Writer (through its failpoints, not timing luck).
 // After every kill the directory holds no store, the old store, or the
 // whole new one, each passing Verify; the next Writer removes whatever
 // the killed one left and commits a store with nothing beside it.
 func TestWriterKilledAtEveryStep(t *testing.T) {
 	if dir := os.Getenv("FEATSTORE_KILL_DIR"); dir != "" {
 		step := os.Getenv("FEATSTORE_KILL_STEP")
-		testHookStep = func(s string) error {
+		failpoint.Enable(func(s string) error { // never restored: the process is killed at the step
 			if s == step {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 				select {}
 			}
 			return nil
-		}
+		})
 		pack(t, dir, Options{DType: Float32, Dim: 8, BlockSize: 4096, Force: true}, randomBytes(7, 500*32), randomLabels(7, 500, 4))
 		t.Fatal("not killed")
 	}

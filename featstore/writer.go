@@ -15,6 +15,7 @@ import (
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/internal/atomicfile"
 	"github.com/streamsampler/streamsampler/internal/crc32c"
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 )
 
 // Options describe the store a Writer packs.
@@ -48,27 +49,18 @@ type Writer struct {
 	done   bool
 }
 
-// testHookStep, when set, is called at each step of a Writer (see the
-// step constants); an error it returns fails the step. It is the fault
-// seam of the tests.
-var testHookStep func(step string) error
-
-// Steps of a Writer, in order, for testHookStep.
+// Steps of a Writer, in order: each is a failpoint (internal/failpoint)
+// whose error fails the step, the seam of the kill and fault tests.
 const (
-	stepCreate   = "create"   // the temporary data files exist
-	stepAppend   = "append"   // before each Append / AppendLabels writes
-	stepSync     = "sync"     // Close: before the data files are flushed and fsynced
-	stepRename   = "rename"   // Close: the feature file has its final name, the labels not yet
-	stepManifest = "manifest" // Close: the data files are in place, features.json not yet
-	stepCleanup  = "cleanup"  // Close: features.json written, the old data files not yet removed
+	stepCreate   = "featstore/create"   // the temporary data files exist
+	stepAppend   = "featstore/append"   // before each Append / AppendLabels writes
+	stepSync     = "featstore/sync"     // Close: before the data files are flushed and fsynced
+	stepRename   = "featstore/rename"   // Close: the feature file has its final name, the labels not yet
+	stepManifest = "featstore/manifest" // Close: the data files are in place, features.json not yet
+	stepCleanup  = "featstore/cleanup"  // Close: features.json written, the old data files not yet removed
 )
 
-func hook(step string) error {
-	if testHookStep != nil {
-		return testHookStep(step)
-	}
-	return nil
-}
+func hook(step string) error { return failpoint.Hit(step) }
 
 // Create starts a feature store in the graph directory dir, which must
 // hold a graph (chunkfmt manifest.json): the store has one row per node

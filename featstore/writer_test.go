@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -202,12 +204,12 @@ func TestWriterFaults(t *testing.T) {
 				pack(t, dir, o, old, nil)
 				want = storeFiles("1", false)
 			}
-			testHookStep = func(s string) error {
+			restore := failpoint.Enable(func(s string) error {
 				if s == step {
 					return boom
 				}
 				return nil
-			}
+			})
 			err := func() error {
 				o.Labels = true
 				w, err := Create(dir, o)
@@ -223,7 +225,7 @@ func TestWriterFaults(t *testing.T) {
 				}
 				return w.Close()
 			}()
-			testHookStep = nil
+			restore()
 			if !errors.Is(err, boom) {
 				t.Fatalf("fault at %s: err = %v", step, err)
 			}
