@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/epoch/epochtest"
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 )
 
 func TestWriteReadRoundTrip(t *testing.T) {
@@ -320,3 +322,59 @@ func editEpochManifest(f func(m map[string]any)) func(t *testing.T, dir string) 
 
 // array is the manifest's i-th array entry.
 func array(m map[string]any, i int) map[string]any { return m["arrays"].([]any)[i].(map[string]any) }
+
+// TestWriteFaultAtEveryStep fails Write at each of its steps, as a full
+// disk would: every failure, including one after the rename (syncing the
+// parent), leaves the parent directory as it was.
+func TestWriteFaultAtEveryStep(t *testing.T) {
+	res := epochtest.NewResult(t, 3, 300, []int{3, 2})
+	for _, comp := range []string{"", "zstd"} {
+		var steps []string
+		dir := filepath.Join(t.TempDir(), "epoch-4")
+		restore := failpoint.Enable(func(s string) error {
+			// Write's own steps (atomicfile's calls under them are
+			// named by random temporary paths, and failed in its tests).
+			if step, ok := strings.CutPrefix(s, FailpointPrefix); ok {
+				steps = append(steps, step)
+			}
+			return nil
+		})
+		err := Write(dir, res, WriteOptions{Compress: comp})
+		restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if steps[0] != StepMkdir || steps[len(steps)-2] != StepInstall || steps[len(steps)-1] != StepInstalled || len(steps) != 3+6 {
+			t.Fatalf("steps %v", steps)
+		}
+		for i, step := range steps {
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "epoch-4")
+			restore := failpoint.Enable(func(s string) error {
+				if s == FailpointPrefix+step {
+					return syscall.ENOSPC
+				}
+				return nil
+			})
+			err := Write(dir, res, WriteOptions{Compress: comp})
+			restore()
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("%q step %d (%s): %v", comp, i, step, err)
+			}
+			if ents, _ := os.ReadDir(parent); len(ents) != 0 {
+				t.Fatalf("%q: failing at %s left %v", comp, step, ents[0].Name())
+			}
+		}
+	}
+}
+
+func TestWriteRefusesMisnamedEpoch(t *testing.T) {
+	res := epochtest.NewResult(t, 3, 100, []int{2}) // epoch 4
+	parent := t.TempDir()
+	if err := Write(filepath.Join(parent, "epoch-5"), res, WriteOptions{}); err == nil || !strings.Contains(err.Error(), "epoch 4") {
+		t.Fatalf("epoch 4 filed as epoch-5: %v", err)
+	}
+	if ents, _ := os.ReadDir(parent); len(ents) != 0 {
+		t.Fatalf("left %v", ents)
+	}
+}

@@ -7,13 +7,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch/epochtest"
 	"github.com/streamsampler/streamsampler/epochdir"
-	"github.com/streamsampler/streamsampler/internal/failpoint"
 )
 
 // committedState writes a state directory as prepare and advance leave
@@ -254,58 +252,6 @@ func TestStateOpenLeftovers(t *testing.T) {
 			t.Fatalf("%+v %v", c, err)
 		}
 	})
-}
-
-// TestWriteFaultAtEveryStep fails Write at each of its steps, as a full
-// disk would: every failure, including one after the rename (syncing the
-// parent), leaves the parent directory as it was.
-func TestWriteFaultAtEveryStep(t *testing.T) {
-	res := epochtest.NewResult(t, 3, 300, []int{3, 2})
-	for _, comp := range []string{"", "zstd"} {
-		var steps []string
-		dir := filepath.Join(t.TempDir(), "epoch-4")
-		restore := failpoint.Enable(func(s string) error {
-			steps = append(steps, strings.TrimPrefix(s, epochdir.FailpointPrefix))
-			return nil
-		})
-		err := epochdir.Write(dir, res, epochdir.WriteOptions{Compress: comp})
-		restore()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if steps[0] != epochdir.StepMkdir || steps[len(steps)-2] != epochdir.StepInstall || steps[len(steps)-1] != epochdir.StepInstalled || len(steps) != 3+6 {
-			t.Fatalf("steps %v", steps)
-		}
-		for i, step := range steps {
-			parent := t.TempDir()
-			dir := filepath.Join(parent, "epoch-4")
-			restore := failpoint.Enable(func(s string) error {
-				if s == epochdir.FailpointPrefix+step {
-					return syscall.ENOSPC
-				}
-				return nil
-			})
-			err := epochdir.Write(dir, res, epochdir.WriteOptions{Compress: comp})
-			restore()
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("%q step %d (%s): %v", comp, i, step, err)
-			}
-			if ents, _ := os.ReadDir(parent); len(ents) != 0 {
-				t.Fatalf("%q: failing at %s left %v", comp, step, ents[0].Name())
-			}
-		}
-	}
-}
-
-func TestWriteRefusesMisnamedEpoch(t *testing.T) {
-	res := epochtest.NewResult(t, 3, 100, []int{2}) // epoch 4
-	parent := t.TempDir()
-	if err := epochdir.Write(filepath.Join(parent, "epoch-5"), res, epochdir.WriteOptions{}); err == nil || !strings.Contains(err.Error(), "epoch 4") {
-		t.Fatalf("epoch 4 filed as epoch-5: %v", err)
-	}
-	if ents, _ := os.ReadDir(parent); len(ents) != 0 {
-		t.Fatalf("left %v", ents)
-	}
 }
 
 func TestStateLock(t *testing.T) {

@@ -5,13 +5,32 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 )
 
-// Test seams: tests replace them to inject failures.
-var (
-	rename = os.Rename
-	fsync  = (*os.File).Sync
+// The package's failpoints (internal/failpoint): each is hit, with the
+// path appended, before the system call it names, and an error there is
+// that call's: the seam of the tests that fail each step.
+const (
+	FailpointFsync    = "atomicfile/fsync "
+	FailpointRename   = "atomicfile/rename "
+	FailpointExchange = "atomicfile/exchange "
 )
+
+func rename(oldpath, newpath string) error {
+	if err := failpoint.Hit(FailpointRename + oldpath); err != nil {
+		return err
+	}
+	return os.Rename(oldpath, newpath)
+}
+
+func fsync(f *os.File) error {
+	if err := failpoint.Hit(FailpointFsync + f.Name()); err != nil {
+		return err
+	}
+	return f.Sync()
+}
 
 // File is a temporary file that replaces its destination on Commit. Until
 // then the destination is untouched. Write to it, then Commit; defer

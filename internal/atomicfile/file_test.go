@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 )
 
 var errInjected = errors.New("injected failure")
@@ -28,17 +31,38 @@ func entries(t *testing.T, dir string) []string {
 	return names
 }
 
-// recordSyncs makes fsync record the name of every file and directory it
-// syncs, until the test ends.
-func recordSyncs(t *testing.T) *[]string {
-	orig := fsync
-	t.Cleanup(func() { fsync = orig })
-	var synced []string
-	fsync = func(f *os.File) error {
-		synced = append(synced, f.Name())
-		return f.Sync()
+// faults is a test's failpoint hook for the package's system calls: each
+// function (nil: none) sees the path and may fail the call; a nil error
+// lets the real call run.
+type faults struct {
+	fsync, rename, exchange func(path string) error
+	synced                  []string // every fsync's path, in order
+}
+
+// useFaults enables a faults hook until the test ends.
+func useFaults(t *testing.T) *faults {
+	f := &faults{}
+	t.Cleanup(failpoint.Enable(f.hook))
+	return f
+}
+
+func (f *faults) hook(name string) error {
+	for _, c := range []struct {
+		prefix string
+		fn     func(string) error
+	}{{FailpointFsync, f.fsync}, {FailpointRename, f.rename}, {FailpointExchange, f.exchange}} {
+		path, ok := strings.CutPrefix(name, c.prefix)
+		if !ok {
+			continue
+		}
+		if c.prefix == FailpointFsync {
+			f.synced = append(f.synced, path)
+		}
+		if c.fn != nil {
+			return c.fn(path)
+		}
 	}
-	return &synced
+	return nil
 }
 
 func mustRead(t *testing.T, path string) string {
@@ -221,8 +245,7 @@ func TestOSFile(t *testing.T) {
 // error comes back, the old content stays, no temporary is left — except
 // for the directory fsync, which fails after the rename.
 func TestCommitFailures(t *testing.T) {
-	origRename, origSync := rename, fsync
-	defer func() { rename, fsync = origRename, origSync }()
+	fl := useFaults(t)
 	for _, tc := range []struct {
 		step    string
 		renamed bool // whether the destination holds the new content after the failure
@@ -232,18 +255,18 @@ func TestCommitFailures(t *testing.T) {
 		{"fsync dir", true},
 	} {
 		t.Run(tc.step, func(t *testing.T) {
-			rename, fsync = origRename, origSync
+			fl.fsync, fl.rename = nil, nil
 			switch tc.step {
 			case "fsync file", "fsync dir":
 				wantDir := tc.step == "fsync dir"
-				fsync = func(f *os.File) error {
-					if st, err := f.Stat(); err == nil && st.IsDir() == wantDir {
+				fl.fsync = func(path string) error {
+					if st, err := os.Stat(path); err == nil && st.IsDir() == wantDir {
 						return errInjected
 					}
-					return f.Sync()
+					return nil
 				}
 			case "rename":
-				rename = func(string, string) error { return errInjected }
+				fl.rename = func(string) error { return errInjected }
 			}
 			dir := t.TempDir()
 			path := filepath.Join(dir, "manifest.json")
@@ -291,7 +314,7 @@ func TestCreateFailure(t *testing.T) {
 }
 
 func TestRename(t *testing.T) {
-	syncs := recordSyncs(t)
+	syncs := &useFaults(t).synced
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "sub")
 	if err := os.Mkdir(b, 0o755); err != nil {
@@ -389,7 +412,8 @@ func TestConcurrentReaders(t *testing.T) {
 // TestWriteNew writes a new file synced; it refuses an existing one, and
 // a failed fsync leaves no partial file.
 func TestWriteNew(t *testing.T) {
-	syncs := recordSyncs(t)
+	fl := useFaults(t)
+	syncs := &fl.synced
 	dir := t.TempDir()
 	path := filepath.Join(dir, "a.u32")
 	if err := WriteNew(path, []byte("new"), 0o600); err != nil {
@@ -407,7 +431,7 @@ func TestWriteNew(t *testing.T) {
 	if got := mustRead(t, path); got != "new" {
 		t.Fatalf("existing file now holds %q", got)
 	}
-	fsync = func(*os.File) error { return errInjected }
+	fl.fsync = func(string) error { return errInjected }
 	if err := WriteNew(filepath.Join(dir, "b.u32"), []byte("x"), 0o644); !errors.Is(err, errInjected) {
 		t.Fatalf("WriteNew with a failing fsync = %v, want the injected error", err)
 	}

@@ -5,15 +5,22 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/streamsampler/streamsampler/internal/failpoint"
 )
 
 // errExchangeUnsupported is what exchange returns where the platform or
 // the file system cannot swap two names atomically.
 var errExchangeUnsupported = errors.New("rename exchange unsupported")
 
-// exchange swaps the directory entries a and b (both exist) atomically;
-// a test seam over the platform's exchangeNames.
-var exchange = exchangeNames
+// exchange swaps the directory entries a and b (both exist) atomically:
+// the platform's exchangeNames, behind its failpoint.
+func exchange(a, b string) error {
+	if err := failpoint.Hit(FailpointExchange + a); err != nil {
+		return err
+	}
+	return exchangeNames(a, b)
+}
 
 // ReplaceDir moves the directory tmpDir to dst, replacing whatever dst
 // holds, so that dst is never seen partial: it names either the old tree

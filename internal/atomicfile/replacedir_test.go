@@ -52,9 +52,8 @@ func sameTree(a, b map[string]string) bool {
 }
 
 func TestReplaceDir(t *testing.T) {
-	origRename, origExchange := rename, exchange
-	defer func() { rename, exchange = origRename, origExchange }()
-	syncs := recordSyncs(t)
+	fl := useFaults(t)
+	syncs := &fl.synced
 	oldTree := map[string]string{"manifest.json": "old", "stale": "only in the old tree"}
 	newTree := map[string]string{"manifest.json": "new", "edges.chunks": "data"}
 	for _, tc := range []struct {
@@ -96,20 +95,20 @@ func TestReplaceDir(t *testing.T) {
 				}
 			}
 			calls := 0
-			rename = func(a, b string) error {
+			fl.rename = func(string) error {
 				calls++
 				if calls == tc.rename {
 					return errInjected
 				}
-				return os.Rename(a, b)
+				return nil
 			}
 			switch tc.exchange {
 			case "real":
-				exchange = origExchange
+				fl.exchange = nil
 			case "unsupported":
-				exchange = func(string, string) error { return errExchangeUnsupported }
+				fl.exchange = func(string) error { return errExchangeUnsupported }
 			case "fail":
-				exchange = func(string, string) error { return errInjected }
+				fl.exchange = func(string) error { return errInjected }
 			}
 			*syncs = nil
 			err := ReplaceDir(tmp, dst)
@@ -180,7 +179,8 @@ func TestReplaceDirExchange(t *testing.T) {
 // never replaces an existing tree, and says fs.ErrExist then; a failed
 // directory fsync after the rename is not mistaken for "exists".
 func TestMoveDir(t *testing.T) {
-	syncs := recordSyncs(t)
+	fl := useFaults(t)
+	syncs := &fl.synced
 	parent := t.TempDir()
 	dst := filepath.Join(parent, "epoch-1")
 	tmp := filepath.Join(parent, ".epoch-1.tmp-1")
@@ -205,11 +205,11 @@ func TestMoveDir(t *testing.T) {
 	}
 
 	dst3 := filepath.Join(parent, "epoch-3")
-	fsync = func(f *os.File) error {
-		if f.Name() == parent {
+	fl.fsync = func(path string) error {
+		if path == parent {
 			return errInjected
 		}
-		return f.Sync()
+		return nil
 	}
 	if err := MoveDir(tmp2, dst3); !errors.Is(err, errInjected) || errors.Is(err, fs.ErrExist) {
 		t.Fatalf("MoveDir with a failing parent fsync = %v, want only the injected error", err)
