@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Optional, Union
+from typing import List, Optional, Set, Tuple
+
+from .typing import PathArg
+
+__all__ = ["MODULE", "find_binary", "find_checkout", "find_chunkify", "find_executable", "is_checkout"]
 
 #: The Go module path that marks a streamsampler checkout's go.mod.
 MODULE = "github.com/streamsampler/streamsampler"
-
-#: A file-system path as the public functions accept it.
-PathArg = Union[str, "os.PathLike[str]"]
 
 
 def is_checkout(directory: PathArg) -> bool:
@@ -91,10 +92,10 @@ def find_executable(name: str, env_var: str, explicit: Optional[PathArg] = None,
         return os.path.abspath(on_path)
     searched.append("%r on PATH" % name)
     cwd = os.getcwd()
-    checkouts = [(c, why) for c, why in ((_package_checkout(), "the checkout this package runs from"),
-                                        (find_checkout(cwd), "the checkout at or above %s" % cwd))
-                 if c is not None]
-    seen = set()
+    candidates = ((_package_checkout(), "the checkout this package runs from"),
+                  (find_checkout(cwd), "the checkout at or above %s" % cwd))
+    checkouts: List[Tuple[str, str]] = [(c, why) for c, why in candidates if c is not None]
+    seen: Set[str] = set()
     for root, why in checkouts:
         if root in seen:
             continue
@@ -109,3 +110,21 @@ def find_executable(name: str, env_var: str, explicit: Optional[PathArg] = None,
         "%s executable not found; searched: %s. Pass %s=, set $%s, put %s on PATH, "
         "or run from inside a checkout after `make build`" % (
             name, "; ".join(searched), argument, env_var, name))
+
+
+def find_binary(binary: Optional[PathArg] = None) -> str:
+    """The streamsampler executable: ``binary``, else $STREAMSAMPLER_BIN,
+    else ``streamsampler`` on PATH, else ``bin/streamsampler`` of the
+    checkout this package runs from or of the nearest checkout at or above
+    the current directory (see the module's doc). Raises
+    FileNotFoundError naming every place searched."""
+    return find_executable("streamsampler", "STREAMSAMPLER_BIN", binary, argument="binary")
+
+
+def find_chunkify(binary: Optional[PathArg] = None) -> str:
+    """The chunkify executable: ``binary``, $STREAMSAMPLER_CHUNKIFY,
+    ``chunkify`` on PATH, else
+    ``bin/chunkify`` of the checkout this package runs from or of the
+    nearest checkout at or above the current directory (see the module's
+    doc)."""
+    return find_executable("chunkify", "STREAMSAMPLER_CHUNKIFY", binary, argument="chunkify")

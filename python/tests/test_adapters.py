@@ -9,7 +9,7 @@ from unittest import mock
 import numpy as np
 
 from streamsampler import dgl_arrays, pyg_arrays, to_dgl, to_pyg
-from streamsampler.protocol import Batch, Hop
+from streamsampler.batch import Batch, Hop
 
 
 def hand_batch():
