@@ -50,14 +50,15 @@ test-xrt:
 
 # The Python client: the type check, then unittest (no pytest needed),
 # numpy from Debian's /usr/bin/python3; the live tests build the Go
-# binaries themselves, and test_install pip-installs the package into a
-# temporary venv (offline; python3-venv and python3-wheel from `make
-# deps`) to run the README's example.
+# binaries themselves, and test_install pip-installs the package (which
+# builds the binaries into it) into a temporary venv (offline;
+# python3-venv and python3-wheel from `make deps`) to run the README's
+# example from outside the checkout.
 test-python: typecheck-python
 	PYTHONPATH=python $(PYTHON) -m unittest discover -v -s python/tests -t python
 
-# mypy (Debian's python3-mypy, from `make deps`) over the package,
-# configured in python/pyproject.toml; zero errors or it fails.
+# mypy (Debian's python3-mypy, from `make deps`) over the package and its
+# setup.py, configured in python/pyproject.toml; zero errors or it fails.
 typecheck-python:
 	cd python && $(PYTHON) -m mypy
 

@@ -8,8 +8,9 @@
 
 Pure Python over numpy; torch, torch_geometric and dgl are imported only
 inside the functions that need them (``to_pyg``, ``to_dgl``, the
-framework loaders' minibatches). See docs/PYTHON.md (the module layout
-too) and docs/PROTOCOL.md.
+framework loaders' minibatches). ``pip install ./python`` builds the Go
+executables (``streamsampler``, ``chunkify``) into the package. See
+docs/PYTHON.md (the module layout too) and docs/PROTOCOL.md.
 """
 
 from .adapters import dgl_arrays, pyg_arrays, to_dgl, to_pyg
