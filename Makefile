@@ -10,7 +10,7 @@ PYTHON       ?= /usr/bin/python3
 GOFLAGS_RACE ?= -race
 STATICCHECK  ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
 
-.PHONY: all deps build test vet lint test-go test-xrt test-python hls-csim gpu test-gpu bench bench-chunkify bench-streamsampler bench-scale bench-features bench-serve demo clean
+.PHONY: all deps build test vet lint test-go test-xrt test-python typecheck-python hls-csim gpu test-gpu bench bench-chunkify bench-streamsampler bench-scale bench-features bench-serve demo clean
 
 all: build
 
@@ -48,13 +48,19 @@ test-xrt:
 	$(GO) test $(GOFLAGS_RACE) -tags xrt,xrt_noop ./xrt/...
 	CGO_ENABLED=0 $(GO) test ./xrt/... ./hls/...
 
-# The Python client: unittest (no pytest needed), numpy from Debian's
-# /usr/bin/python3; the live tests build the Go binaries themselves, and
-# test_install pip-installs the package into a temporary venv (offline;
+# The Python client: the type check, then unittest (no pytest needed),
+# numpy from Debian's /usr/bin/python3; the live tests build the Go
+# binaries themselves, and test_install pip-installs the package (which
+# builds the binaries into it) into a temporary venv (offline;
 # python3-venv and python3-wheel from `make deps`) to run the README's
-# example.
-test-python:
+# example from outside the checkout.
+test-python: typecheck-python
 	PYTHONPATH=python $(PYTHON) -m unittest discover -v -s python/tests -t python
+
+# mypy (Debian's python3-mypy, from `make deps`) over the package and its
+# setup.py, configured in python/pyproject.toml; zero errors or it fails.
+typecheck-python:
+	cd python && $(PYTHON) -m mypy
 
 hls-csim:
 	$(MAKE) -C hls csim

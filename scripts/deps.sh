@@ -3,12 +3,16 @@
 # nothing that is already there: g++ (HLS C-simulation, cgo), libxrt-dev
 # and uuid-dev (the XRT binding under -tags xrt), numpy/scipy for
 # /usr/bin/python3 (the Python client's tests and dataset loaders), venv
-# and wheel (the test that pip-installs the client offline), zstd
-# (compressed-input tests), and staticcheck (make lint).
+# and wheel (the test that pip-installs the client offline), mypy (the
+# client's type check), torch 1.13 for CPU (the client's torch tests:
+# DeltaTransfer, the reference sampler; about 150 MB to download, a
+# minute to install), zstd (compressed-input tests), and staticcheck
+# (make lint).
 set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in build-essential libxrt-dev uuid-dev python3-numpy python3-scipy python3-venv python3-wheel zstd; do
+for p in build-essential libxrt-dev uuid-dev python3-numpy python3-scipy python3-venv python3-wheel python3-mypy \
+         python3-torch zstd; do
   have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -7,18 +7,22 @@
                     data = streamsampler.to_pyg(batch, x=features)
 
 Pure Python over numpy; torch, torch_geometric and dgl are imported only
-inside ``to_pyg`` and ``to_dgl``. See docs/PYTHON.md and docs/PROTOCOL.md.
+inside the functions that need them (``to_pyg``, ``to_dgl``, the
+framework loaders' minibatches). ``pip install ./python`` builds the Go
+executables (``streamsampler``, ``chunkify``) into the package. See
+docs/PYTHON.md (the module layout too) and docs/PROTOCOL.md.
 """
 
 from .adapters import dgl_arrays, pyg_arrays, to_dgl, to_pyg
+from .batch import Batch, Hop
 from .client import Client
 from .convert import GraphInfo, OutputExistsError, from_arrays, from_pyg, load_edge_perm, read_info
 from .delta import DeltaPlan, DeltaPlanner, DeltaStats, DeltaTransfer
+from .executables import find_binary
 from .graph import GraphFormatError, read_csr
 from .loader import Loader
-from .local import LocalServer, find_binary, serve_local
-from .protocol import (Batch, Hop, NotInFrontierError, ProtocolError,
-                       ServerError, UnauthorizedError, UnknownEpochError)
+from .local import LocalServer, serve_local
+from .protocol import NotInFrontierError, ProtocolError, ServerError, UnauthorizedError, UnknownEpochError
 
 __all__ = [
     "Batch", "Client", "DeltaPlan", "DeltaPlanner", "DeltaStats", "DeltaTransfer", "Hop", "Loader", "LocalServer", "NotInFrontierError",

@@ -8,34 +8,19 @@ blocks, importing those libraries when called.
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import numpy as np
+import numpy.typing as npt
 
+from .batch import Batch
 from .delta import DeltaTransfer
-from .protocol import Batch
+from .optional import require
 
 if TYPE_CHECKING:  # only for the annotations; imported when called
     import dgl
     import torch
     from torch_geometric.data import Data
-
-
-def _require(module: str, needed_by: str, needs: str, instead: str) -> ModuleType:
-    """Import ``module`` for ``needed_by``, or raise an ImportError that
-    says what ``needed_by`` needs and which numpy-only function gives the
-    same arrays without it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        # The same class (ModuleNotFoundError for a missing module), a
-        # message that says what to do.
-        raise type(e)(
-            "%s needs %s; importing %s failed: %s. %s(batch) gives the same index arrays as "
-            "numpy, without them" % (needed_by, needs, e.name or module, e, instead),
-            name=e.name) from e
 
 
 def pyg_arrays(batch: Batch) -> Dict[str, Any]:
@@ -72,7 +57,7 @@ def pyg_arrays(batch: Batch) -> Dict[str, Any]:
     seeds = batch.seeds
     hops = batch.hops
     n_id = (hops[-1].src if hops else seeds).astype(np.int64)
-    per_hop: List[np.ndarray] = []
+    per_hop: List[npt.NDArray[np.int64]] = []
     sizes: List[Tuple[int, int]] = []
     num_nodes = [len(seeds)]
     num_edges: List[int] = []
@@ -118,9 +103,9 @@ def to_pyg(batch: Batch, x: Any = None, y: Any = None, device: Any = None,
     the batch's own ``x`` on its device sending only the rows the
     previous minibatch lacked; ``device`` then defaults to its device."""
     needs = "torch and torch_geometric"
-    torch = _require("torch", "to_pyg", needs, "pyg_arrays")
-    _require("torch_geometric", "to_pyg", needs, "pyg_arrays")  # names the package when it is missing
-    Data = _require("torch_geometric.data", "to_pyg", needs, "pyg_arrays").Data
+    torch = require("torch", "to_pyg", needs, "pyg_arrays")
+    require("torch_geometric", "to_pyg", needs, "pyg_arrays")  # names the package when it is missing
+    Data = require("torch_geometric.data", "to_pyg", needs, "pyg_arrays").Data
 
     a = pyg_arrays(batch)
     n_id = torch.from_numpy(a["n_id"])
@@ -151,7 +136,7 @@ def to_pyg(batch: Batch, x: Any = None, y: Any = None, device: Any = None,
     return data
 
 
-def _delta_x(delta: DeltaTransfer, batch: Batch, x: Any, n_id: np.ndarray, caller: str) -> torch.Tensor:
+def _delta_x(delta: DeltaTransfer, batch: Batch, x: Any, n_id: npt.NDArray[Any], caller: str) -> torch.Tensor:
     """The batch's own rows through ``delta``."""
     if x is not None:
         raise ValueError("%s: delta= moves the batch's own rows (serve --features); it does not "
@@ -170,7 +155,7 @@ def _gather(t: Any, idx: torch.Tensor) -> torch.Tensor:
     return t[idx.to(t.device)]
 
 
-def dgl_arrays(batch: Batch, edge_perm: Optional[np.ndarray] = None) -> List[Dict[str, Any]]:
+def dgl_arrays(batch: Batch, edge_perm: Optional[npt.NDArray[np.integer[Any]]] = None) -> List[Dict[str, Any]]:
     """The blocks of ``batch`` in DGL's order, outermost hop first (the
     input layer's block first, the seeds' block last), each a dict with
     ``src_ids``/``dst_ids`` (int64 global ids), ``edge_src``/``edge_dst``
@@ -209,7 +194,7 @@ def dgl_arrays(batch: Batch, edge_perm: Optional[np.ndarray] = None) -> List[Dic
 
 
 def to_dgl(batch: Batch, device: Any = None, delta: Optional[DeltaTransfer] = None,
-           edge_perm: Optional[np.ndarray] = None) -> Tuple[torch.Tensor, torch.Tensor, List[dgl.DGLGraph]]:
+           edge_perm: Optional[npt.NDArray[np.integer[Any]]] = None) -> Tuple[torch.Tensor, torch.Tensor, List[dgl.DGLGraph]]:
     """``(input_nodes, output_nodes, blocks)`` as DGL's DataLoader with a
     neighbor sampler yields them: blocks made by ``dgl.create_block``,
     outermost hop first, with ``srcdata[dgl.NID]``/``dstdata[dgl.NID]``
@@ -220,8 +205,8 @@ def to_dgl(batch: Batch, device: Any = None, delta: Optional[DeltaTransfer] = No
     as ``dgl_arrays``). ``delta``: the input nodes' rows through a
     ``DeltaTransfer``, as in ``to_pyg``; ``device`` defaults to its."""
     needs = "torch and dgl"
-    torch = _require("torch", "to_dgl", needs, "dgl_arrays")
-    dgl = _require("dgl", "to_dgl", needs, "dgl_arrays")
+    torch = require("torch", "to_dgl", needs, "dgl_arrays")
+    dgl = require("dgl", "to_dgl", needs, "dgl_arrays")
 
     if delta is not None and device is None:
         device = delta.device

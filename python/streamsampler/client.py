@@ -11,19 +11,18 @@ import threading
 from typing import Any, Dict, Generator, Iterator, Optional, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import protocol as P
+from . import wire as W
+from .batch import Batch
+from .shm import SharedBuffers
+from .typing import Address, EpochInfo, NodeIds
 
-#: A server address: a Unix socket path, "unix:PATH", "tcp://HOST:PORT",
-#: "tcp:HOST:PORT" or a (host, port) tuple.
-Address = Union[str, "os.PathLike[str]", Tuple[str, int]]
-
-#: An epoch's description as epoch_info and advance return it
-#: (docs/PROTOCOL.md lists the keys).
-EpochInfo = Dict[str, Any]
+__all__ = ["Client"]
 
 
-def _parse_address(address: Address) -> tuple[socket.AddressFamily, Any]:
+def _parse_address(address: Address) -> Tuple[socket.AddressFamily, Any]:
     """(family, sockaddr) of a Unix socket path, "unix:PATH",
     "tcp://HOST:PORT", "tcp:HOST:PORT" or a (host, port) tuple."""
     if isinstance(address, tuple):
@@ -88,19 +87,19 @@ class Client:
         self._stash: dict[int, tuple[int, int, int, memoryview]] = {}
         self._fds: dict[int, int] = {}  # reply id -> the memory file that came with it
         self._shared = False
-        self._bufs: Optional[P.SharedBuffers] = None
+        self._bufs: Optional[SharedBuffers] = None
         self._next_id = 0
-        self._header = bytearray(P.HEADER_SIZE)
+        self._header = bytearray(W.HEADER_SIZE)
         try:
             if token is not None:
-                self._call(P.OP_HELLO, P.token_payload(token))
+                self._call(P.OP_HELLO, W.token_payload(token))
             if shared_rows and family == socket.AF_UNIX:
                 # Read every reply header with recvmsg from here on: a
                 # descriptor passed along would be lost to a plain recv.
                 self._shared = True
                 try:
                     self._call(P.OP_MAP_ROWS)
-                    self._bufs = P.SharedBuffers()
+                    self._bufs = SharedBuffers()
                 except P.ServerError:
                     self._shared = False  # no feature store, or not supported: the stream
         except BaseException:
@@ -117,13 +116,13 @@ class Client:
         with self._lock:
             self._next_id = (self._next_id + 1) & 0xFFFFFFFF
             rid = self._next_id
-            self._sock.sendall(P.encode_frame(op, rid, payload))
+            self._sock.sendall(W.encode_frame(op, rid, payload))
             return rid
 
-    def _recv_exact(self, buf: P.Buffer) -> None:
-        view = memoryview(buf).cast("B")
+    def _recv_exact(self, buf: memoryview) -> None:
+        view = buf.cast("B")
         got = 0
-        while got < len(buf):
+        while got < len(view):
             n = self._sock.recv_into(view[got:])
             if n == 0:
                 raise ConnectionError("server closed the connection")
@@ -133,7 +132,7 @@ class Client:
         """Read a reply header into self._header; with shared rows also the
         descriptors passed along with it."""
         if not self._shared:
-            self._recv_exact(self._header)
+            self._recv_exact(memoryview(self._header))
             return []
         view = memoryview(self._header)
         got = 0
@@ -153,18 +152,19 @@ class Client:
     def _recv(self) -> tuple[int, int, int, memoryview]:
         """One reply frame: (op, status, id, payload as a memoryview)."""
         fds = self._recv_header()
-        length, op, status, rid = P.HEADER.unpack(self._header)
+        length, op, status, rid = W.HEADER.unpack(self._header)
         for fd in fds[1:]:
             os.close(fd)  # one file per reply at most
         if fds:
             self._fds[rid] = fds[0]
-        if length < P.HEADER_SIZE - 4 or length + 4 > P.MAX_REPLY:
+        if length < W.HEADER_SIZE - 4 or length + 4 > P.MAX_REPLY:
             raise P.ProtocolError("reply frame length %d" % length)
         # An uninitialised numpy buffer (a bytearray would be zero-filled
         # first); the decoded arrays are views of it.
-        payload = np.empty(length - (P.HEADER_SIZE - 4), dtype=np.uint8)
-        self._recv_exact(payload)
-        return op, status, rid, memoryview(payload)
+        payload = np.empty(length - (W.HEADER_SIZE - 4), dtype=np.uint8)
+        body = payload.data  # a memoryview of its bytes
+        self._recv_exact(body)
+        return op, status, rid, body
 
     def _wait(self, op: int, rid: int) -> tuple[int, memoryview]:
         """The reply to request ``rid``: (status, payload); error replies
@@ -175,13 +175,13 @@ class Client:
                 if frame[2] == 0 and frame[1] == P.STATUS_ERROR:
                     # The server could not read a request's header (too
                     # large, malformed) and closes the connection.
-                    raise P.decode_error(frame[3])
+                    raise W.decode_error(frame[3])
                 self._stash[frame[2]] = frame
             rop, status, _, body = self._stash.pop(rid)
         if rop != op:
             raise P.ProtocolError("reply op %d to request op %d id %d" % (rop, op, rid))
         if status == P.STATUS_ERROR:
-            raise P.decode_error(body)
+            raise W.decode_error(body)
         if status not in (P.STATUS_OK, P.STATUS_END):
             raise P.ProtocolError("reply status %d" % status)
         return status, body
@@ -196,49 +196,50 @@ class Client:
         ``world_size``, ``fanouts``, ``next_ready`` and more
         (docs/PROTOCOL.md)."""
         _, body = self._call(P.OP_EPOCH_INFO)
-        return json.loads(bytes(body))
+        info: EpochInfo = json.loads(bytes(body))
+        return info
 
-    def _decode(self, rid: int, body: memoryview) -> P.Batch:
+    def _decode(self, rid: int, body: memoryview) -> Batch:
         """The Batch of reply ``rid``, with its memory file if one came."""
         with self._lock:
             fd = self._fds.pop(rid, None)
-        return P.decode_blocks(body, fd, self._bufs)
+        return W.decode_blocks(body, fd, self._bufs)
 
-    def next_batch(self, epoch: Optional[int] = None, semantics: Optional[str] = None) -> Optional[P.Batch]:
+    def next_batch(self, epoch: Optional[int] = None, semantics: Optional[str] = None) -> Optional[Batch]:
         """The next minibatch of ``epoch`` (None: the current one), or None
         once that epoch's minibatches are all handed out. Asking for the
         epoch after an exhausted one advances the server. ``semantics``:
         "pyg", "dgl" or None (the server's ``--semantics``)."""
-        rid = self._send(P.OP_NEXT_BATCH, P.epoch_payload(epoch, semantics))
+        rid = self._send(P.OP_NEXT_BATCH, W.epoch_payload(epoch, semantics))
         status, body = self._wait(P.OP_NEXT_BATCH, rid)
         if status == P.STATUS_END:
             return None
         return self._decode(rid, body)
 
-    def sample(self, seeds: P.NodeIds, epoch: Optional[int] = None, semantics: Optional[str] = None) -> P.Batch:
+    def sample(self, seeds: NodeIds, epoch: Optional[int] = None, semantics: Optional[str] = None) -> Batch:
         """Blocks of the given seeds (training nodes of this rank's shard)
         from ``epoch`` (None: the current one)."""
-        rid = self._send(P.OP_SAMPLE, P.sample_payload(epoch, seeds, semantics))
+        rid = self._send(P.OP_SAMPLE, W.sample_payload(epoch, seeds, semantics))
         _, body = self._wait(P.OP_SAMPLE, rid)
         return self._decode(rid, body)
 
-    def walks(self, starts: P.NodeIds, length: int, walks_per_node: int = 1, mode: str = "deepwalk",
+    def walks(self, starts: NodeIds, length: int, walks_per_node: int = 1, mode: str = "deepwalk",
               seed: int = 0, restart: float = 0.0, stop_at_restart: bool = False, p: float = 1.0,
-              q: float = 1.0) -> np.ndarray:
+              q: float = 1.0) -> npt.NDArray[np.int32]:
         """Random walks from ``starts`` (DESIGN §3, "Walks"): int32
         ``[walks_per_node * len(starts), length + 1]``, walk ``r * n + i``
         from ``starts[i]``, -1 after a walk ends. ``mode``: "deepwalk",
         "ppr" (``restart`` probability; ``stop_at_restart``) or
         "node2vec" (``p``, ``q``). The same arguments give the same walks
         on every backend."""
-        _, body = self._call(P.OP_WALKS, P.walks_payload(starts, length, walks_per_node, mode, seed, restart,
+        _, body = self._call(P.OP_WALKS, W.walks_payload(starts, length, walks_per_node, mode, seed, restart,
                                                          stop_at_restart, p, q))
-        a, off = P.decode_array(body, 0)
+        a, off = W.decode_array(body, 0)
         if off != len(body) or a.ndim != 2 or a.dtype != np.dtype("<i4") or a.shape[1] != length + 1:
             raise P.ProtocolError("walks reply: %s array %s, want int32 [walks, %d]" % (a.dtype, a.shape, length + 1))
         return a
 
-    def split(self, nodes: P.NodeIds, batch_size: int) -> Dict[str, int]:
+    def split(self, nodes: NodeIds, batch_size: int) -> Dict[str, int]:
         """Register a node list served beside the training stream (the
         validation or test nodes, any list of distinct nodes): its
         minibatches are the nodes in this order cut into ``batch_size``
@@ -246,32 +247,34 @@ class Client:
         epoch's random stream. Returns ``{"split", "num_nodes",
         "batch_size", "num_batches"}``; the same nodes and batch size give
         the same split."""
-        _, body = self._call(P.OP_SPLIT, P.split_payload(nodes, batch_size))
-        return json.loads(bytes(body))
+        _, body = self._call(P.OP_SPLIT, W.split_payload(nodes, batch_size))
+        info: Dict[str, int] = json.loads(bytes(body))
+        return info
 
-    def split_batch(self, split: int, index: int, semantics: Optional[str] = None) -> Optional[P.Batch]:
+    def split_batch(self, split: int, index: int, semantics: Optional[str] = None) -> Optional[Batch]:
         """Minibatch ``index`` of a split, or None past its last."""
-        rid = self._send(P.OP_SPLIT_BATCH, P.split_batch_payload(split, index, semantics))
+        rid = self._send(P.OP_SPLIT_BATCH, W.split_batch_payload(split, index, semantics))
         status, body = self._wait(P.OP_SPLIT_BATCH, rid)
         if status == P.STATUS_END:
             return None
         return self._decode(rid, body)
 
     def split_batches(self, split: int, depth: int = 4, semantics: Optional[str] = None,
-                      start: int = 0) -> Iterator[P.Batch]:
+                      start: int = 0) -> Iterator[Batch]:
         """Iterate over a split's minibatches from ``start``, in order,
         keeping ``depth`` requests in flight."""
-        payloads = (P.split_batch_payload(split, i, semantics) for i in itertools.count(start))
+        payloads = (W.split_batch_payload(split, i, semantics) for i in itertools.count(start))
         yield from self._stream(P.OP_SPLIT_BATCH, payloads, depth)
 
     def advance(self, epoch: Optional[int] = None) -> EpochInfo:
         """Leave ``epoch`` (None: the current one) and return the new
         epoch's info; asking again for an epoch already left is harmless."""
-        _, body = self._call(P.OP_ADVANCE, P.epoch_payload(epoch))
-        return json.loads(bytes(body))
+        _, body = self._call(P.OP_ADVANCE, W.epoch_payload(epoch))
+        info: EpochInfo = json.loads(bytes(body))
+        return info
 
     def batches(self, epoch: Optional[int] = None, depth: int = 4, advance: bool = True,
-                max_batches: Optional[int] = None, semantics: Optional[str] = None) -> Iterator[P.Batch]:
+                max_batches: Optional[int] = None, semantics: Optional[str] = None) -> Iterator[Batch]:
         """Iterate over the minibatches of ``epoch`` (None: the current
         one) that the server hands this client, in epoch order, keeping
         ``depth`` requests in flight; then (``advance``) leave the epoch.
@@ -280,14 +283,14 @@ class Client:
         """
         if epoch is None:
             epoch = self.epoch_info()["epoch"]
-        payload = P.epoch_payload(epoch, semantics)
+        payload = W.epoch_payload(epoch, semantics)
         n = itertools.count() if max_batches is None else range(int(max_batches))
         stream = self._stream(P.OP_NEXT_BATCH, (payload for _ in n), depth)
         ended = yield from stream
         if advance and ended:
             self.advance(epoch)
 
-    def _stream(self, op: int, payloads: Iterator[bytes], depth: int) -> Generator[P.Batch, None, bool]:
+    def _stream(self, op: int, payloads: Iterator[bytes], depth: int) -> Generator[Batch, None, bool]:
         """Send the requests of ``payloads`` keeping ``depth`` in flight and
         yield their minibatches in order until one answers the end; return
         whether one did."""
@@ -343,5 +346,5 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __iter__(self) -> Iterator[P.Batch]:
+    def __iter__(self) -> Iterator[Batch]:
         return self.batches()

@@ -96,9 +96,10 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
-from .datasets import find_chunkify
-from .executables import PathArg
+from .executables import find_chunkify
+from .typing import PathArg
 
 #: Default bound, in bytes of input, of one slice read from an array.
 PIECE_BYTES = 16 << 20
@@ -144,7 +145,7 @@ class GraphInfo:
     source: str = ""
 
 
-def _numpy(a: Any, what: str) -> np.ndarray:
+def _numpy(a: Any, what: str) -> npt.NDArray[Any]:
     """``a`` as a numpy array without copying one (a memmap stays a
     memmap); a torch tensor through ``.detach().cpu().numpy()``."""
     if hasattr(a, "detach"):
@@ -163,7 +164,7 @@ def _slices(n: int, per: int) -> Iterator[Tuple[int, int]]:
         yield s, min(n, s + per)
 
 
-def _check_ids(ids: np.ndarray, num_nodes: int, what: str, first: int) -> None:
+def _check_ids(ids: npt.NDArray[Any], num_nodes: int, what: str, first: int) -> None:
     """Raise ValueError naming the first id of ``ids`` (position
     ``first`` + i of ``what``) that is negative or ≥ num_nodes."""
     if not len(ids):
@@ -176,9 +177,11 @@ def _check_ids(ids: np.ndarray, num_nodes: int, what: str, first: int) -> None:
                      % (what, first + bad, int(ids[bad]), num_nodes - 1, num_nodes))
 
 
-def _write_npy_header(f: Any, dtype: np.dtype, shape: Tuple[int, ...]) -> None:
-    np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(dtype),
-                                             "fortran_order": False, "shape": shape})
+def _write_npy_header(f: Any, dtype: np.dtype[Any], shape: Tuple[int, ...]) -> None:
+    # numpy.lib.format has no annotations.
+    descr = np.lib.format.dtype_to_descr(dtype)  # type: ignore[no-untyped-call]
+    np.lib.format.write_array_header_1_0(  # type: ignore[no-untyped-call]
+        f, {"descr": descr, "fortran_order": False, "shape": shape})
 
 
 def _run_chunkify(cmd: Sequence[str], feed: Optional[Iterable[Any]] = None) -> None:
@@ -212,7 +215,7 @@ def _run_chunkify(cmd: Sequence[str], feed: Optional[Iterable[Any]] = None) -> N
             raise RuntimeError("%s failed (exit %d): %s" % (" ".join(cmd[:2]), rc, msg or "no message"))
 
 
-def _edge_pieces(ei: np.ndarray, num_nodes: int, piece_bytes: int) -> Iterator[np.ndarray]:
+def _edge_pieces(ei: npt.NDArray[Any], num_nodes: int, piece_bytes: int) -> Iterator[npt.NDArray[np.uint32]]:
     """The columns of ``ei`` as little-endian uint32 (u, v) pairs, a slice
     at a time, each checked."""
     per = piece_bytes // max(1, 2 * ei.dtype.itemsize)
@@ -227,7 +230,7 @@ def _edge_pieces(ei: np.ndarray, num_nodes: int, piece_bytes: int) -> Iterator[n
         yield pairs
 
 
-def _edge_perm(ei: np.ndarray, num_nodes: int, piece_bytes: int) -> np.ndarray:
+def _edge_perm(ei: npt.NDArray[Any], num_nodes: int, piece_bytes: int) -> npt.NDArray[np.int64]:
     """The stable argsort of the columns by (v, u): stored edge i is
     column result[i]."""
     e = ei.shape[1]
@@ -238,13 +241,13 @@ def _edge_perm(ei: np.ndarray, num_nodes: int, piece_bytes: int) -> np.ndarray:
     return np.argsort(key, kind="stable").astype(np.int64, copy=False)
 
 
-def _feature_pieces(x: np.ndarray, dtype: np.dtype, piece_bytes: int) -> Iterator[np.ndarray]:
+def _feature_pieces(x: npt.NDArray[Any], dtype: np.dtype[Any], piece_bytes: int) -> Iterator[npt.NDArray[Any]]:
     per = piece_bytes // max(1, x.shape[1] * x.dtype.itemsize)
     for s, e in _slices(x.shape[0], per):
         yield np.ascontiguousarray(x[s:e], dtype=dtype)
 
 
-def _labels(y: np.ndarray, num_nodes: int) -> np.ndarray:
+def _labels(y: npt.NDArray[Any], num_nodes: int) -> npt.NDArray[Any]:
     """``y`` as a 1-D array of integers or floats, checked for shape."""
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
@@ -255,7 +258,7 @@ def _labels(y: np.ndarray, num_nodes: int) -> np.ndarray:
     return y
 
 
-def _label_pieces(y: np.ndarray, piece_bytes: int) -> Iterator[np.ndarray]:
+def _label_pieces(y: npt.NDArray[Any], piece_bytes: int) -> Iterator[npt.NDArray[np.int64]]:
     """``y`` as int64 slices, -1 for none (NaN), each checked: class ids
     are integers in -1..2^31-1."""
     for s, e in _slices(len(y), piece_bytes // max(1, y.dtype.itemsize)):
@@ -274,15 +277,15 @@ def _label_pieces(y: np.ndarray, piece_bytes: int) -> Iterator[np.ndarray]:
         yield q
 
 
-def _write_npy(path: str, dtype: np.dtype, count: int, pieces: Iterable[np.ndarray]) -> None:
+def _write_npy(path: str, dtype: np.dtype[Any], count: int, pieces: Iterable[npt.NDArray[Any]]) -> None:
     """A 1-D .npy of ``count`` elements written a piece at a time."""
     with open(path, "wb") as f:
         _write_npy_header(f, dtype, (count,))
         for p in pieces:
-            f.write(np.ascontiguousarray(p, dtype=dtype))
+            f.write(np.ascontiguousarray(p, dtype=dtype).data)
 
 
-def _split_ids(name: str, m: Any, num_nodes: int, piece_bytes: int) -> Tuple[int, Iterator[np.ndarray]]:
+def _split_ids(name: str, m: Any, num_nodes: int, piece_bytes: int) -> Tuple[int, Iterator[npt.NDArray[np.int64]]]:
     """(count, pieces of sorted int64 node ids) of mask or id array ``m``."""
     a = _numpy(m, "masks[%r]" % name)
     if a.dtype == np.bool_:
@@ -292,7 +295,7 @@ def _split_ids(name: str, m: Any, num_nodes: int, piece_bytes: int) -> Tuple[int
         per = piece_bytes
         count = sum(int(np.count_nonzero(a[s:e])) for s, e in _slices(num_nodes, per))
 
-        def gen() -> Iterator[np.ndarray]:
+        def gen() -> Iterator[npt.NDArray[np.int64]]:
             for s, e in _slices(num_nodes, per):
                 yield np.flatnonzero(np.asarray(a[s:e])).astype("<i8") + s
         return count, gen()
@@ -329,7 +332,7 @@ def from_arrays(edge_index: Any, num_nodes: int, out: PathArg, x: Any = None, y:
     ``masks`` (name → bool [N] mask or node-id array, written as
     splits/NAME.npy). ``chunk_size`` is chunkify's --chunk-size (a node's
     in-edges must fit one chunk), ``chunkify`` its executable
-    (:func:`streamsampler.datasets.find_chunkify`), ``piece_bytes`` the
+    (:func:`streamsampler.executables.find_chunkify`), ``piece_bytes`` the
     bound of each slice read from an input. See the module's docstring."""
     return _write(edge_index, num_nodes, out, x, y, masks, chunk_size, force, chunkify, edge_perm, piece_bytes,
                   "from_arrays")
@@ -361,6 +364,7 @@ def _write(edge_index: Any, num_nodes: int, out: PathArg, x: Any, y: Any, masks:
         xa = _numpy(x, "x")
         if xa.ndim != 2 or xa.shape[0] != n or xa.shape[1] < 1:
             raise ValueError("x: shape %s, want [num_nodes, F] = [%d, F]" % (tuple(xa.shape), n))
+        xdt: np.dtype[Any]
         if xa.dtype == np.bool_:
             xdt = np.dtype(np.uint8)
         elif xa.dtype == np.float64:
@@ -508,11 +512,12 @@ def read_info(graph: PathArg) -> GraphInfo:
                      source=m.get("source", ""))
 
 
-def load_edge_perm(graph: PathArg) -> Optional[np.ndarray]:
+def load_edge_perm(graph: PathArg) -> Optional[npt.NDArray[np.int64]]:
     """edge_perm.npy of ``graph`` as a read-only int64 memmap (stored edge
     i is column ``perm[i]`` of the imported ``edge_index``), or None when
     the directory has none."""
     path = os.path.join(os.fspath(graph), "edge_perm.npy")
     if not os.path.exists(path):
         return None
-    return np.load(path, mmap_mode="r")
+    perm: npt.NDArray[np.int64] = np.load(path, mmap_mode="r")
+    return perm

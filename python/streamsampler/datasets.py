@@ -35,11 +35,13 @@ import shutil
 import subprocess
 import sys
 import warnings
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
-from .executables import PathArg, find_executable
+from .executables import find_chunkify as find_chunkify  # re-exported: it was defined here
+from .typing import NodeIds, PathArg
 
 #: The environment variable naming the raw dataset directory when no
 #: ``root`` is given.
@@ -76,8 +78,9 @@ class Dataset:
     once with u < v, no self-loops; ``x`` [N, F] float32; ``y`` [N]
     int64; ``train``/``val``/``test`` sorted int64 node ids."""
 
-    def __init__(self, name: str, num_nodes: int, edges: np.ndarray, x: np.ndarray, y: np.ndarray,
-                 train: np.ndarray, val: np.ndarray, test: np.ndarray, num_classes: int,
+    def __init__(self, name: str, num_nodes: int, edges: npt.NDArray[np.int64], x: npt.NDArray[np.float32],
+                 y: npt.NDArray[np.int64], train: npt.NDArray[np.int64], val: npt.NDArray[np.int64],
+                 test: npt.NDArray[np.int64], num_classes: int,
                  notes: str = "") -> None:
         self.name = name
         self.num_nodes = int(num_nodes)
@@ -101,8 +104,7 @@ class Dataset:
             len(self.train), len(self.val), len(self.test))
 
 
-def undirected_unique(u: Union[Sequence[int], np.ndarray], v: Union[Sequence[int], np.ndarray],
-                      num_nodes: int) -> np.ndarray:
+def undirected_unique(u: NodeIds, v: NodeIds, num_nodes: int) -> npt.NDArray[np.int64]:
     """Each undirected edge once as (min, max), self-loops dropped, sorted."""
     u = np.asarray(u, np.int64)
     v = np.asarray(v, np.int64)
@@ -133,7 +135,7 @@ def _load_pickle(path: str) -> Any:
         return pickle.load(f, encoding="latin1")
 
 
-def _dense(m: Any) -> np.ndarray:
+def _dense(m: Any) -> npt.NDArray[np.float32]:
     return np.asarray(m.todense() if hasattr(m, "todense") else m, dtype=np.float32)
 
 
@@ -220,10 +222,10 @@ def load_musae_facebook(root: Optional[PathArg] = None, seed: int = 0,
     with _open_raw(os.path.join(d, "facebook_features.json"), "r") as f:
         feats = json.load(f)
     indptr = np.zeros(num_nodes + 1, np.int64)
-    lists = [None] * num_nodes
+    given: List[Optional[npt.NDArray[np.int64]]] = [None] * num_nodes
     for k, vals in feats.items():
-        lists[int(k)] = np.unique(np.asarray(vals, np.int64))
-    lists = [a if a is not None else np.empty(0, np.int64) for a in lists]
+        given[int(k)] = np.unique(np.asarray(vals, np.int64))
+    lists = [a if a is not None else np.empty(0, np.int64) for a in given]
     indptr[1:] = np.cumsum([len(a) for a in lists])
     indices = np.concatenate(lists)
     nfeat = int(indices.max()) + 1
@@ -265,15 +267,7 @@ def load(name: str, root: Optional[PathArg] = None, **kw: Any) -> Dataset:
 
 # -- preparing a graph directory ---------------------------------------------
 
-def find_chunkify(binary: Optional[PathArg] = None) -> str:
-    """The chunkify executable: ``binary``, $STREAMSAMPLER_CHUNKIFY,
-    ``chunkify`` on PATH, else ``bin/chunkify`` of the checkout this
-    package runs from or of the nearest checkout at or above the current
-    directory (see :mod:`streamsampler.executables`)."""
-    return find_executable("chunkify", "STREAMSAMPLER_CHUNKIFY", binary, argument="chunkify")
-
-
-def write_ids(path: PathArg, ids: Union[Sequence[int], np.ndarray]) -> None:
+def write_ids(path: PathArg, ids: NodeIds) -> None:
     """Node ids, one per line (what --train reads)."""
     np.savetxt(path, np.asarray(ids, np.int64).reshape(-1), fmt="%d")
 

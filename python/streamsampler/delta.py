@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import numpy as np
+import numpy.typing as npt
 
 if TYPE_CHECKING:  # only for the annotations; imported when called
-    import numpy.typing as npt
     import torch
+    from torch import Tensor
 
 #: Bytes of one entry of the index sent with a delta (int32).
 INDEX_ITEMSIZE = 4
@@ -52,8 +53,8 @@ class DeltaPlan:
 
     rows: int
     prev_rows: int
-    send: np.ndarray
-    index: Optional[np.ndarray]
+    send: npt.NDArray[np.int64]
+    index: Optional[npt.NDArray[np.int32]]
 
     @property
     def kept(self) -> int:
@@ -77,7 +78,7 @@ class DeltaPlanner:
 
     def __init__(self, num_nodes: int = 0, row_bytes: Optional[int] = None) -> None:
         self._pos = np.full(max(0, int(num_nodes)), -1, dtype=np.int32)
-        self._prev: Optional[np.ndarray] = None
+        self._prev: Optional[npt.NDArray[np.intp]] = None
         self.row_bytes = row_bytes
         # Work arrays kept between minibatches: fresh multi-megabyte
         # arrays each time cost page faults that, on a virtual machine,
@@ -246,9 +247,9 @@ class DeltaTransfer:
         self.planner = DeltaPlanner(num_nodes)
         self.stats = DeltaStats()
         self.per_epoch: Dict[int, DeltaStats] = {}
-        self._buf: Optional[torch.Tensor] = None  # rows [0, prev_rows): the previous x
+        self._buf: Optional[Tensor] = None  # rows [0, prev_rows): the previous x
         self._prev_rows = 0
-        self._kind: Optional[tuple] = None  # (dim, numpy dtype) of the previous x
+        self._kind: Optional[Tuple[int, np.dtype[Any]]] = None  # (dim, numpy dtype) of the previous x
         self._slots: List[_Slot] = []
         self._turn = 0
 
@@ -279,7 +280,8 @@ class DeltaTransfer:
             self.reset()  # the device copy and the planner could disagree
             raise
 
-    def _transfer(self, ids: np.ndarray, x: np.ndarray, kind: tuple, epoch: Optional[int]) -> torch.Tensor:
+    def _transfer(self, ids: npt.NDArray[Any], x: npt.NDArray[Any], kind: Tuple[int, np.dtype[Any]],
+                  epoch: Optional[int]) -> torch.Tensor:
         torch = self.torch
         t0 = time.perf_counter()
         if self.delta:
@@ -349,7 +351,7 @@ class DeltaTransfer:
             slot.host = torch.empty(size, dtype=torch.uint8).pin_memory()
         return slot
 
-    def _stage(self, slot: Optional[_Slot], off: int, x: np.ndarray, send: Optional[np.ndarray],
+    def _stage(self, slot: Optional[_Slot], off: int, x: npt.NDArray[Any], send: Optional[npt.NDArray[np.int64]],
                m: int, dim: int) -> torch.Tensor:
         """The rows to send (``x[send]``, or all of ``x``) as a CPU tensor,
         packed into ``slot`` at byte ``off`` when pinning."""
@@ -367,7 +369,7 @@ class DeltaTransfer:
             np.take(x, send, axis=0, out=view, mode="clip")
         return slot.host[off:off + nbytes].view(torch.from_numpy(view[:0]).dtype).view(m, dim)
 
-    def _stage_index(self, slot: Optional[_Slot], off: int, index: np.ndarray) -> torch.Tensor:
+    def _stage_index(self, slot: Optional[_Slot], off: int, index: npt.NDArray[np.int32]) -> torch.Tensor:
         torch = self.torch
         if slot is None:
             return torch.from_numpy(index)

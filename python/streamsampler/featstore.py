@@ -24,14 +24,15 @@ from __future__ import annotations
 import json
 import os
 import struct
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
+import numpy.typing as npt
 
-from .executables import PathArg
+from .typing import PathArg
 
 #: numpy dtypes of the store's feature dtypes (little-endian).
-DTYPES = {"float32": np.dtype("<f4"), "float16": np.dtype("<f2"), "int8": np.dtype("i1"),
+DTYPES: Dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "float16": np.dtype("<f2"), "int8": np.dtype("i1"),
           "uint8": np.dtype("u1")}
 
 #: The manifest file of a store in a graph directory.
@@ -43,7 +44,7 @@ class StoreError(ValueError):
     graph; the message names the file and what was expected."""
 
 
-def _crc32c_table() -> list:
+def _crc32c_table() -> List[int]:
     table = []
     for i in range(256):
         c = i
@@ -116,9 +117,9 @@ class FeatureStore:
             raise StoreError("%s: features.row_bytes %d, want dim %d × %d" % (
                 self.path, feat["row_bytes"], self.dim, self.dtype.itemsize))
         fpath = self._data_file(feat, self.num_nodes * int(feat["row_bytes"]), "features")
-        self.x: np.ndarray = (np.memmap(fpath, dtype=self.dtype, mode="r", shape=(self.num_nodes, self.dim))
+        self.x: npt.NDArray[Any] = (np.memmap(fpath, dtype=self.dtype, mode="r", shape=(self.num_nodes, self.dim))
                               if self.num_nodes * self.dim else np.empty((self.num_nodes, self.dim), self.dtype))
-        self.y: Optional[np.ndarray] = None
+        self.y: Optional[npt.NDArray[np.int32]] = None
         self.num_classes = 0
         if m.get("labels") is not None:
             lab = m["labels"]

@@ -22,8 +22,9 @@ import os
 from typing import Any, Dict, Tuple
 
 import numpy as np
+import numpy.typing as npt
 
-from .executables import PathArg
+from .typing import PathArg
 
 
 class GraphFormatError(ValueError):
@@ -48,7 +49,7 @@ def read_manifest(graph: PathArg) -> Dict[str, Any]:
     return m
 
 
-def read_csr(graph: PathArg) -> Tuple[np.ndarray, np.ndarray]:
+def read_csr(graph: PathArg) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
     """(indptr int64 [num_nodes + 1], indices uint32 [num_edges]) of the
     graph directory ``graph``: node u's stored neighbors are
     ``indices[indptr[u]:indptr[u + 1]]``, ascending, as edges.chunks holds

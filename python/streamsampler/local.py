@@ -8,31 +8,23 @@ import signal
 import subprocess
 import tempfile
 import time
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import IO, Any, Iterable, Optional, Sequence, Union, cast
 
 import numpy as np
 
 from .client import Client
-from .protocol import token_payload
-from .executables import PathArg, find_executable
+from .executables import find_binary
+from .typing import PathArg, TrainNodes
+from .wire import token_payload
+
+__all__ = ["LocalServer", "env_int", "serve_local"]
 
 
-def find_binary(binary: Optional[PathArg] = None) -> str:
-    """The streamsampler executable: ``binary``, else $STREAMSAMPLER_BIN,
-    else ``streamsampler`` on PATH, else ``bin/streamsampler`` of the
-    checkout this package runs from or of the nearest checkout at or above
-    the current directory (see :mod:`streamsampler.executables`). Raises
-    FileNotFoundError naming every place searched."""
-    return find_executable("streamsampler", "STREAMSAMPLER_BIN", binary, argument="binary")
-
-
-def _env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int) -> int:
+    """The integer in environment variable ``name`` (torchrun's ``RANK``,
+    ``WORLD_SIZE``), or ``default`` when it is unset or empty."""
     v = os.environ.get(name)
-    return int(v) if v not in (None, "") else default
-
-
-#: Training nodes: a node-id file (text or .npy) or the ids themselves.
-TrainNodes = Union[PathArg, Sequence[int], "np.ndarray"]
+    return int(v) if v else default
 
 
 class LocalServer:
@@ -58,8 +50,8 @@ class LocalServer:
         self.fanouts = [int(f) for f in fanouts]
         self.batch_size = int(batch_size)
         self.seed = int(seed)
-        self.rank = _env_int("RANK", 0) if rank is None else int(rank)
-        self.world_size = _env_int("WORLD_SIZE", 1) if world_size is None else int(world_size)
+        self.rank = env_int("RANK", 0) if rank is None else int(rank)
+        self.world_size = env_int("WORLD_SIZE", 1) if world_size is None else int(world_size)
         self.prepare_at = float(prepare_at)
         self.replace = replace
         self.extra_args = list(extra_args)
@@ -111,20 +103,21 @@ class LocalServer:
             return self
         log = open(self.log_path, "wb")
         try:
-            self.proc = subprocess.Popen(self.args(), stdout=subprocess.PIPE, stderr=log,
-                                         stdin=subprocess.DEVNULL)
+            proc = self.proc = subprocess.Popen(self.args(), stdout=subprocess.PIPE, stderr=log,
+                                                stdin=subprocess.DEVNULL)
         finally:
             log.close()
+        out = cast(IO[bytes], proc.stdout)  # a pipe: stdout=PIPE
         deadline = time.monotonic() + self.startup_timeout
         # The first stdout line is "ready ..." once the first epoch is
         # prepared; nothing else is printed on stdout.
-        line = self.proc.stdout.readline().decode("utf-8", "replace").strip()
+        line = out.readline().decode("utf-8", "replace").strip()
         if not line.startswith("ready"):
-            self.proc.wait(timeout=max(1, deadline - time.monotonic()))
-            self.proc.stdout.close()
+            proc.wait(timeout=max(1, deadline - time.monotonic()))
+            out.close()
             err = self.log()
             self._cleanup()
-            raise RuntimeError("streamsampler serve exited with status %s: %s" % (self.proc.returncode, err.strip()))
+            raise RuntimeError("streamsampler serve exited with status %s: %s" % (proc.returncode, err.strip()))
         self.ready_line = line
         for word in line.split():
             if word.startswith("tcp:"):
@@ -158,7 +151,8 @@ class LocalServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.proc.stdout.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
         code = self.proc.returncode
         self._cleanup()
         return code

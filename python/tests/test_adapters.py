@@ -9,7 +9,7 @@ from unittest import mock
 import numpy as np
 
 from streamsampler import dgl_arrays, pyg_arrays, to_dgl, to_pyg
-from streamsampler.protocol import Batch, Hop
+from streamsampler.batch import Batch, Hop
 
 
 def hand_batch():
@@ -107,7 +107,8 @@ class WithoutTorch(unittest.TestCase):
 
 
 @unittest.skipUnless(importlib.util.find_spec("torch") and importlib.util.find_spec("torch_geometric"),
-                     "torch_geometric not installed")
+                     "torch_geometric is not importable (not packaged in Debian; pip install "
+                     "torch_geometric to run this)")
 class TorchPyG(unittest.TestCase):
     def test_to_pyg(self):
         import torch
@@ -139,7 +140,8 @@ class TorchPyG(unittest.TestCase):
         self.assertEqual(to_pyg(b, x=x).x[:, 0].tolist(), [10, 20, 30, 40, 50])
 
 
-@unittest.skipUnless(importlib.util.find_spec("dgl"), "dgl not installed")
+@unittest.skipUnless(importlib.util.find_spec("dgl"),
+                     "dgl is not importable (not packaged in Debian; pip install dgl to run this)")
 class TorchDGL(unittest.TestCase):
     def test_to_dgl(self):
         from streamsampler import to_dgl

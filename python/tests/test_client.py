@@ -11,6 +11,7 @@ import numpy as np
 
 from streamsampler import Client, Loader, NotInFrontierError, ProtocolError, ServerError
 from streamsampler import protocol as P
+from streamsampler import wire as W
 
 from .test_protocol import make_batch
 
@@ -45,10 +46,10 @@ class FakeServer:
         c, _ = self.ln.accept()
         with c:
             while True:
-                h = self._recv(c, P.HEADER_SIZE)
+                h = self._recv(c, W.HEADER_SIZE)
                 if h is None:
                     return
-                length, op, _, rid = P.HEADER.unpack(h)
+                length, op, _, rid = W.HEADER.unpack(h)
                 payload = self._recv(c, length - 6)
                 self.requests.append((op, rid, payload))
                 out = self.script(op, rid, payload)
@@ -70,11 +71,11 @@ def info_reply(rid, op=P.OP_EPOCH_INFO, **kw):
     import json
     obj = {"epoch": 0, "num_batches": 3, "served": 0}
     obj.update(kw)
-    return P.encode_frame(op, rid, json.dumps(obj).encode())
+    return W.encode_frame(op, rid, json.dumps(obj).encode())
 
 
 def error_reply(op, rid, code, msg):
-    return P.encode_frame(op, rid, struct.pack("<H", code) + msg.encode(), status=P.STATUS_ERROR)
+    return W.encode_frame(op, rid, struct.pack("<H", code) + msg.encode(), status=P.STATUS_ERROR)
 
 
 class ClientErrors(unittest.TestCase):
@@ -105,7 +106,7 @@ class ClientErrors(unittest.TestCase):
         self.assertEqual(srv.requests[2][2], struct.pack("<I", 9))
 
     def test_closed_mid_reply(self):
-        srv, c = self.run_fake(lambda op, rid, p: [P.encode_blocks(make_batch(), op, rid)[:25], None])
+        srv, c = self.run_fake(lambda op, rid, p: [W.encode_blocks(make_batch(), op, rid)[:25], None])
         with self.assertRaises(ConnectionError):
             c.next_batch()
 
@@ -116,9 +117,9 @@ class ClientErrors(unittest.TestCase):
 
     def test_malformed_replies(self):
         replies = iter([
-            lambda op, rid: P.encode_frame(op, rid, b"\x01\x02"),                # short blocks
-            lambda op, rid: P.encode_frame(P.OP_SAMPLE, rid, b""),               # wrong op
-            lambda op, rid: P.encode_frame(op, rid, b"", status=7),              # bad status
+            lambda op, rid: W.encode_frame(op, rid, b"\x01\x02"),                # short blocks
+            lambda op, rid: W.encode_frame(P.OP_SAMPLE, rid, b""),               # wrong op
+            lambda op, rid: W.encode_frame(op, rid, b"", status=7),              # bad status
             lambda op, rid: struct.pack("<IBBI", 2, op, 0, rid),                 # length below header
         ])
         srv, c = self.run_fake(lambda op, rid, p: [next(replies)(op, rid)])
@@ -160,11 +161,11 @@ class Pipelining(unittest.TestCase):
             if op == P.OP_ADVANCE:
                 return [info_reply(rid, op=op, epoch=5)]
             if count["n"] >= 6:
-                return [P.encode_frame(op, rid, struct.pack("<I", 4), status=P.STATUS_END)] + held[::-1]
+                return [W.encode_frame(op, rid, struct.pack("<I", 4), status=P.STATUS_END)] + held[::-1]
             b = make_batch()
             b.epoch, b.index = 4, count["n"]
             count["n"] += 1
-            held.append(P.encode_blocks(b, op, rid))
+            held.append(W.encode_blocks(b, op, rid))
             if len(held) == 2:
                 out = held[::-1]
                 held.clear()

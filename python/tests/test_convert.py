@@ -246,7 +246,8 @@ class RoundTrip(unittest.TestCase):
                 seeds.append(b.seeds)
         np.testing.assert_array_equal(np.sort(np.concatenate(seeds)), ds.train)
 
-    @unittest.skipUnless(HAVE_PYG, "torch_geometric is not importable")
+    @unittest.skipUnless(HAVE_PYG, "torch_geometric is not importable (not packaged in Debian; pip install "
+                                   "torch_geometric to run this)")
     def test_torch_geometric_data(self):
         """A real torch_geometric Data of torch tensors."""
         import torch

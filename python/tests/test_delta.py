@@ -186,7 +186,7 @@ class Planner(unittest.TestCase):
         self.assertEqual(t.as_dict()["bytes_sent"], 208)
 
 
-@unittest.skipUnless(HAVE_TORCH, "torch not installed")
+@unittest.skipUnless(HAVE_TORCH, "torch is not importable (Debian: python3-torch; scripts/deps.sh installs it)")
 class Transfer(unittest.TestCase):
     def devices(self):
         import torch
@@ -254,7 +254,9 @@ class Transfer(unittest.TestCase):
                 dt(ids[:3], a)
 
 
-@unittest.skipUnless(HAVE_TORCH and importlib.util.find_spec("torch_geometric"), "torch_geometric not installed")
+@unittest.skipUnless(HAVE_TORCH and importlib.util.find_spec("torch_geometric"),
+                     "torch_geometric is not importable (not packaged in Debian; pip install "
+                     "torch_geometric to run this)")
 class ToPyG(unittest.TestCase):
     def test_to_pyg_delta(self):
         import torch
@@ -327,7 +329,10 @@ class Live(unittest.TestCase):
                     self.assertTrue(torch.equal(dt(b.n_id, b.x, epoch=b.epoch).cpu(), torch.from_numpy(b.x)))
         self.assertEqual(batches, 13)
         self.assertGreater(shared, 0, "Match-Reorder's consecutive minibatches share no node")
-        if dt is not None:
+        with self.subTest("DeltaTransfer"):
+            if dt is None:
+                self.skipTest("torch is not importable: DeltaTransfer's checks of this epoch are skipped "
+                              "(the numpy planner's ran; Debian: python3-torch)")
             self.assertEqual(dt.per_epoch[0].rows - dt.per_epoch[0].rows_sent, shared)
 
 

@@ -10,10 +10,11 @@ from unittest import mock
 
 from streamsampler import executables as X
 from streamsampler import find_binary
-from streamsampler.datasets import find_chunkify
+from streamsampler.datasets import find_chunkify  # also streamsampler.executables.find_chunkify
 
 # Before any test replaces it.
 REAL_PACKAGE_CHECKOUT = X._package_checkout
+REAL_BUNDLED_DIR = X.bundled_dir
 
 GO_MOD = "// a comment first\nmodule github.com/streamsampler/streamsampler\n\ngo 1.26\n"
 
@@ -44,6 +45,12 @@ class FindExecutable(unittest.TestCase):
         patcher = mock.patch.object(X, "_package_checkout", return_value=None)
         patcher.start()
         self.addCleanup(patcher.stop)
+        # No executables installed with the package (a source tree has
+        # none; an editable install might).
+        self.bundled = os.path.join(self.tmp, "site-packages", "streamsampler", "_bin")
+        patcher = mock.patch.object(X, "bundled_dir", return_value=self.bundled)
+        patcher.start()
+        self.addCleanup(patcher.stop)
         self.outside = os.path.join(self.tmp, "outside")
         os.makedirs(self.outside)
         os.chdir(self.outside)
@@ -59,13 +66,18 @@ class FindExecutable(unittest.TestCase):
         return root
 
     def test_order(self):
-        """The argument, then the variable, then PATH, then the checkout."""
+        """The argument, then the variable, then the executables installed
+        with the package, then PATH, then the checkout."""
         root = self.checkout()
         os.chdir(os.path.join(root, "deep", "er"))
         self.assertEqual(find_binary(), os.path.join(root, "bin", "streamsampler"))
         self.assertEqual(find_chunkify(), os.path.join(root, "bin", "chunkify"))
         on_path = make_executable(os.path.join(self.path_dir, "streamsampler"))
         self.assertEqual(find_binary(), on_path)
+        bundled = make_executable(os.path.join(self.bundled, "streamsampler"))
+        make_executable(os.path.join(self.bundled, "chunkify"))
+        self.assertEqual(find_binary(), bundled)
+        self.assertEqual(find_chunkify(), os.path.join(self.bundled, "chunkify"))
         env = make_executable(os.path.join(self.tmp, "env", "streamsampler"))
         os.environ["STREAMSAMPLER_BIN"] = env
         self.assertEqual(find_binary(), env)
@@ -107,7 +119,8 @@ class FindExecutable(unittest.TestCase):
             find_binary()
         msg = str(cm.exception)
         for place in ("binary= (not given)", "$STREAMSAMPLER_BIN (not set)", "'streamsampler' on PATH",
-                      "no streamsampler checkout", self.outside, "make build"):
+                      "no streamsampler checkout", self.outside, "make build",
+                      os.path.join(self.bundled, "streamsampler"), "pip install ./python"):
             self.assertIn(place, msg)
 
     def test_checkout_without_build(self):
@@ -132,6 +145,10 @@ class FindExecutable(unittest.TestCase):
         self.checkout(go_mod='module "github.com/streamsampler/streamsampler"\n')
         self.assertEqual(X.find_checkout(os.path.join(self.tmp, "repo", "deep", "er")),
                          os.path.join(self.tmp, "repo"))
+
+    def test_bundled_dir(self):
+        """The executables installed with the package are in its _bin/."""
+        self.assertEqual(REAL_BUNDLED_DIR(), os.path.join(os.path.dirname(os.path.abspath(X.__file__)), "_bin"))
 
     def test_source_tree_is_a_checkout(self):
         """Imported from python/ of this repository, the package finds the

@@ -1,5 +1,5 @@
 """The framework loaders (streamsampler.pyg, streamsampler.dgl and the
-NodeLoader they share) against a live server built from this checkout,
+NodeLoader of streamsampler.loader they share) against a live server built from this checkout,
 numpy only: PyG's hop semantics against an independent rendering of the
 algorithm, edge ids against the stored CSR and edge_index, epochs per
 iter(), splits from the same server, input_id, drop_last and len; the DGL
@@ -13,10 +13,10 @@ import unittest
 import numpy as np
 
 import streamsampler
-from streamsampler import servers as S
+from streamsampler.batch import Batch, Hop
 from streamsampler.dgl import DataLoader, NeighborSampler
 from streamsampler.graph import read_csr
-from streamsampler.protocol import Batch, Hop
+from streamsampler.loader import NodeLoader
 from streamsampler.pyg import NeighborLoader
 from tests.test_live import build_tools
 
@@ -101,7 +101,7 @@ class Loaders(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def loader(self, nodes, shuffle, semantics="pyg", batch_size=32, drop_last=False, fanouts=FANOUTS, seed=3):
-        lo = S.NodeLoader(self.graph, fanouts, batch_size, nodes, shuffle, drop_last, semantics, None, seed=seed,
+        lo = NodeLoader(self.graph, fanouts, batch_size, nodes, shuffle, drop_last, semantics, None, seed=seed,
                           binary=self.ss)
         self.addCleanup(lo.close)
         return lo
@@ -182,8 +182,8 @@ class Loaders(unittest.TestCase):
         mask = np.zeros(N, np.bool_)
         mask[self.test] = True
         te = self.loader(mask, shuffle=False, batch_size=16)
-        self.assertIs(tr._server, va._server)
-        self.assertIs(tr._server, te._server)
+        self.assertIs(tr.server, va.server)
+        self.assertIs(tr.server, te.server)
         next(iter(tr))
         self.assertEqual((len(va), len(te)), (3, 5))
         for lo, nodes in ((va, self.val), (te, self.test)):
@@ -195,7 +195,7 @@ class Loaders(unittest.TestCase):
                     np.testing.assert_array_equal(b.x, self.x[b.n_id])
                 self.assertEqual(got, nodes.tolist())
                 self.assertEqual(ids, list(range(len(nodes))))
-        self.assertIs(tr._server.local, va._server.local)
+        self.assertIs(tr.server.local, va.server.local)
         dl = self.loader(self.val, shuffle=False, batch_size=50, drop_last=True)
         self.assertEqual([len(b.seeds) for b in dl], [50, 50])
 
@@ -218,7 +218,8 @@ class Loaders(unittest.TestCase):
             np.testing.assert_array_equal(blocks[-1]["label"], self.y[blocks[-1]["dst_ids"]])
             self.check_edge_ids(b)
 
-    @unittest.skipUnless(HAVE_PYG, "torch_geometric is not importable")
+    @unittest.skipUnless(HAVE_PYG, "torch_geometric is not importable (not packaged in Debian; pip install "
+                                   "torch_geometric to run this)")
     def test_pyg_neighbor_loader_data(self):
         """NeighborLoader yields PyG's Data: x and y of n_id, edge_index in
         PyG semantics, e_id as columns of the input edge_index, input_id,
@@ -234,7 +235,7 @@ class Loaders(unittest.TestCase):
         val = NeighborLoader(self.graph, num_neighbors=FANOUTS, input_nodes=torch.from_numpy(self.val),
                              batch_size=64, binary=self.ss)
         self.addCleanup(val.close)
-        self.assertIs(lo._server, val._server)
+        self.assertIs(lo.server, val.server)
         seeds = []
         for data in lo:
             n_id = data.n_id.numpy()
@@ -257,11 +258,11 @@ class Loaders(unittest.TestCase):
         self.assertEqual(got, self.val.tolist())
 
     def test_servers_stop_with_their_loaders(self):
-        a = S.NodeLoader(self.graph, [2], 10, self.val, False, False, "pyg", None, seed=99, binary=self.ss)
-        b = S.NodeLoader(self.graph, [2], 10, self.test, False, False, "dgl", None, seed=99, binary=self.ss)
-        self.assertIs(a._server, b._server)
+        a = NodeLoader(self.graph, [2], 10, self.val, False, False, "pyg", None, seed=99, binary=self.ss)
+        b = NodeLoader(self.graph, [2], 10, self.test, False, False, "dgl", None, seed=99, binary=self.ss)
+        self.assertIs(a.server, b.server)
         next(iter(a))
-        proc = a._server.local.proc
+        proc = a.server.local.proc
         a.close()
         self.assertIsNone(proc.poll())
         b.close()
@@ -298,20 +299,25 @@ class BundledGraphs(unittest.TestCase):
 
         try:
             import scipy.sparse  # noqa: F401
-            names = ["cora", "citeseer", "musae-facebook"]
+            have_scipy = True
         except ImportError:  # pragma: no cover
-            names = ["musae-facebook"]
+            have_scipy = False
         tmp = tempfile.mkdtemp(prefix="ss-bundled-")
         self.addCleanup(shutil.rmtree, tmp, True)
         ss, chunkify = build_tools(tmp)
         root = os.path.join(os.path.dirname(__file__), "..", "..", "testdata")
-        for name in names:
+        for name in ["cora", "citeseer", "musae-facebook"]:
+            if name != "musae-facebook" and not have_scipy:
+                with self.subTest(dataset=name):
+                    self.skipTest("scipy is not importable: it reads the Planetoid pickles of %s "
+                                  "(Debian: python3-scipy; scripts/deps.sh installs it)" % name)
+                continue
             ds = D.load(name, root=root)
             ei = np.concatenate([ds.edges.T, ds.edges.T[::-1]], axis=1)
             graph = os.path.join(tmp, name)
             streamsampler.from_arrays(ei, ds.num_nodes, graph, chunkify=chunkify)
             perm = streamsampler.load_edge_perm(graph)
-            lo = S.NodeLoader(graph, [10, 10], 64, ds.train, True, False, "pyg", None, seed=1, binary=ss)
+            lo = NodeLoader(graph, [10, 10], 64, ds.train, True, False, "pyg", None, seed=1, binary=ss)
             self.addCleanup(lo.close)
             c = lo.client()
             for i, b in enumerate(lo.batches()):

@@ -1,13 +1,16 @@
-"""Wire format: the byte-level example of docs/PROTOCOL.md (also pinned by
+"""Wire format (streamsampler.wire, with the numbers of
+streamsampler.protocol and the model of streamsampler.batch): the
+byte-level example of docs/PROTOCOL.md (also pinned by
 serve/protocol_test.go), round trips and malformed payloads."""
 
-import os
 import struct
 import unittest
 
 import numpy as np
 
 from streamsampler import protocol as P
+from streamsampler import wire as W
+from streamsampler.batch import Batch, Hop
 
 # A next_batch reply: epoch 2, batch 0, one hop, flags 0 (DGL semantics, no
 # edge ids), seeds [5], src [5 8], one edge 8 -> 5 (local 1 -> 0). Identical
@@ -25,11 +28,11 @@ EXAMPLE_REQUEST = bytes([10, 0, 0, 0, 2, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff])
 
 
 def make_batch():
-    h1 = P.Hop(np.array([7, 2], np.uint32), np.array([7, 2, 9, 4], np.uint32),
+    h1 = Hop(np.array([7, 2], np.uint32), np.array([7, 2, 9, 4], np.uint32),
                np.array([2, 3, 0], np.int32), np.array([0, 0, 1], np.int32))
-    h2 = P.Hop(np.array([7, 2, 9, 4], np.uint32), np.array([7, 2, 9, 4, 11], np.uint32),
+    h2 = Hop(np.array([7, 2, 9, 4], np.uint32), np.array([7, 2, 9, 4, 11], np.uint32),
                np.array([4], np.int32), np.array([3], np.int32))
-    return P.Batch(3, np.array([7, 2], np.uint32), [h1, h2], index=5)
+    return Batch(3, np.array([7, 2], np.uint32), [h1, h2], index=5)
 
 
 # A hello with token "s3cret", id 1: the example of docs/PROTOCOL.md
@@ -39,35 +42,35 @@ EXAMPLE_HELLO = bytes([0x0c, 0, 0, 0, 5, 0, 1, 0, 0, 0]) + b"s3cret"
 
 class WireFormat(unittest.TestCase):
     def test_hello(self):
-        self.assertEqual(P.encode_frame(P.OP_HELLO, 1, P.token_payload(" s3cret\n")), EXAMPLE_HELLO)
-        self.assertEqual(P.token_payload(b"s3cret"), b"s3cret")
+        self.assertEqual(W.encode_frame(P.OP_HELLO, 1, W.token_payload(" s3cret\n")), EXAMPLE_HELLO)
+        self.assertEqual(W.token_payload(b"s3cret"), b"s3cret")
         with self.assertRaises(ValueError):
-            P.token_payload(" \n")
+            W.token_payload(" \n")
         with self.assertRaises(ValueError):
-            P.token_payload("x" * (P.MAX_TOKEN + 1))
-        self.assertEqual(len(P.token_payload("x" * P.MAX_TOKEN)), P.MAX_TOKEN)
-        err = P.decode_error(struct.pack("<H", P.CODE_UNAUTHORIZED) + b"wrong token")
+            W.token_payload("x" * (P.MAX_TOKEN + 1))
+        self.assertEqual(len(W.token_payload("x" * P.MAX_TOKEN)), P.MAX_TOKEN)
+        err = W.decode_error(struct.pack("<H", P.CODE_UNAUTHORIZED) + b"wrong token")
         self.assertIsInstance(err, P.UnauthorizedError)
         self.assertIsInstance(err, PermissionError)
         self.assertEqual((err.code, err.message), (P.CODE_UNAUTHORIZED, "wrong token"))
 
     def test_example_bytes(self):
-        self.assertEqual(P.encode_frame(P.OP_NEXT_BATCH, 1, P.epoch_payload(None)), EXAMPLE_REQUEST)
-        length, op, status, rid = P.HEADER.unpack_from(EXAMPLE_REPLY)
+        self.assertEqual(W.encode_frame(P.OP_NEXT_BATCH, 1, W.epoch_payload(None)), EXAMPLE_REQUEST)
+        length, op, status, rid = W.HEADER.unpack_from(EXAMPLE_REPLY)
         self.assertEqual((length, op, status, rid), (len(EXAMPLE_REPLY) - 4, P.OP_NEXT_BATCH, P.STATUS_OK, 1))
-        b = P.decode_blocks(bytearray(EXAMPLE_REPLY[P.HEADER_SIZE:]))
+        b = W.decode_blocks(bytearray(EXAMPLE_REPLY[W.HEADER_SIZE:]))
         self.assertEqual((b.epoch, b.index), (2, 0))
         self.assertEqual(b.seeds.tolist(), [5])
         self.assertEqual(len(b.hops), 1)
         h = b.hops[0]
         self.assertEqual((h.dst.tolist(), h.src.tolist(), h.edge_src.tolist(), h.edge_dst.tolist()),
                          ([5], [5, 8], [1], [0]))
-        self.assertEqual(P.encode_blocks(b, P.OP_NEXT_BATCH, 1), EXAMPLE_REPLY)
+        self.assertEqual(W.encode_blocks(b, P.OP_NEXT_BATCH, 1), EXAMPLE_REPLY)
 
     def test_round_trip(self):
         b = make_batch()
-        wire = P.encode_blocks(b, P.OP_SAMPLE, 9)
-        got = P.decode_blocks(bytearray(wire[P.HEADER_SIZE:]))
+        wire = W.encode_blocks(b, P.OP_SAMPLE, 9)
+        got = W.decode_blocks(bytearray(wire[W.HEADER_SIZE:]))
         self.assertEqual((got.epoch, got.index), (3, 5))
         np.testing.assert_array_equal(got.seeds, b.seeds)
         for g, w in zip(got.hops, b.hops):
@@ -86,71 +89,67 @@ class WireFormat(unittest.TestCase):
         b.hops[1].edge_dst = np.array([1], np.int32)
         for h, n in zip(b.hops, (3, 1)):
             h.e_id = np.arange(100, 100 + n, dtype=np.int64) * 2**33
-        got = P.decode_blocks(bytearray(P.encode_blocks(b, P.OP_NEXT_BATCH, 2)[P.HEADER_SIZE:]))
+        got = W.decode_blocks(bytearray(W.encode_blocks(b, P.OP_NEXT_BATCH, 2)[W.HEADER_SIZE:]))
         self.assertEqual((got.semantics, got.has_edge_ids), ("pyg", True))
         for g, w in zip(got.hops, b.hops):
             for name in ("dst", "src", "edge_src", "edge_dst", "e_id"):
                 np.testing.assert_array_equal(getattr(g, name), getattr(w, name))
         self.assertEqual(got.hops[0].e_id.dtype, np.dtype("<i8"))
-        payload = bytearray(P.encode_blocks(b, P.OP_NEXT_BATCH, 2)[P.HEADER_SIZE:])
+        payload = bytearray(W.encode_blocks(b, P.OP_NEXT_BATCH, 2)[W.HEADER_SIZE:])
         payload[9] = 4  # an unknown flag
         with self.assertRaises(P.ProtocolError):
-            P.decode_blocks(payload)
+            W.decode_blocks(payload)
 
     def test_from_json(self):
-        b = P.Batch.from_json('{"epoch":1,"seeds":[3],"hops":[{"dst":[3],"src":[3,4],"edge_src":[1],"edge_dst":[0]}]}')
+        b = Batch.from_json('{"epoch":1,"seeds":[3],"hops":[{"dst":[3],"src":[3,4],"edge_src":[1],"edge_dst":[0]}]}')
         self.assertEqual((b.epoch, b.seeds.tolist(), b.hops[0].src.tolist()), (1, [3], [3, 4]))
         self.assertEqual(b.hops[0].edge_src.dtype, np.int32)
         # `streamsampler sample --format json` omits seeds: hop 1's dst.
-        b = P.Batch.from_json({"epoch": 0, "hops": [{"dst": [6, 2], "src": [6, 2], "edge_src": [], "edge_dst": []}]})
+        b = Batch.from_json({"epoch": 0, "hops": [{"dst": [6, 2], "src": [6, 2], "edge_src": [], "edge_dst": []}]})
         self.assertEqual(b.seeds.tolist(), [6, 2])
 
     def test_truncated_and_trailing(self):
-        payload = P.encode_blocks(make_batch(), P.OP_SAMPLE, 1)[P.HEADER_SIZE:]
+        payload = W.encode_blocks(make_batch(), P.OP_SAMPLE, 1)[W.HEADER_SIZE:]
         for n in range(len(payload)):
             with self.assertRaises(P.ProtocolError, msg="cut at %d" % n):
-                P.decode_blocks(bytearray(payload[:n]))
+                W.decode_blocks(bytearray(payload[:n]))
         with self.assertRaises(P.ProtocolError):
-            P.decode_blocks(bytearray(payload + b"\0"))
+            W.decode_blocks(bytearray(payload + b"\0"))
 
     def test_bad_dtype(self):
-        payload = bytearray(P.encode_blocks(make_batch(), P.OP_SAMPLE, 1)[P.HEADER_SIZE:])
+        payload = bytearray(W.encode_blocks(make_batch(), P.OP_SAMPLE, 1)[W.HEADER_SIZE:])
         payload[10] = 2  # seeds as int32
         with self.assertRaises(P.ProtocolError):
-            P.decode_blocks(payload)
+            W.decode_blocks(payload)
         payload[10] = 77
         with self.assertRaises(P.ProtocolError):
-            P.decode_blocks(payload)
+            W.decode_blocks(payload)
 
     def test_sample_payload(self):
-        p = P.sample_payload(4, [9, 0, 2**31])
+        p = W.sample_payload(4, [9, 0, 2**31])
         self.assertEqual(p, struct.pack("<IBBQ3I", 4, 1, 1, 3, 9, 0, 2**31))
-        self.assertEqual(P.sample_payload(4, [9, 0, 2**31], "pyg"), p + b"\x01")
-        self.assertEqual(P.epoch_payload(3, "dgl"), struct.pack("<IB", 3, 0))
-        self.assertEqual(P.split_payload([5, 1], 64), struct.pack("<IBBQ2I", 64, 1, 1, 2, 5, 1))
-        self.assertEqual(P.split_batch_payload(2, 7, "pyg"), struct.pack("<IIB", 2, 7, 1))
+        self.assertEqual(W.sample_payload(4, [9, 0, 2**31], "pyg"), p + b"\x01")
+        self.assertEqual(W.epoch_payload(3, "dgl"), struct.pack("<IB", 3, 0))
+        self.assertEqual(W.split_payload([5, 1], 64), struct.pack("<IBBQ2I", 64, 1, 1, 2, 5, 1))
+        self.assertEqual(W.split_batch_payload(2, 7, "pyg"), struct.pack("<IIB", 2, 7, 1))
         with self.assertRaises(ValueError):
-            P.epoch_payload(3, "PyG")
+            W.epoch_payload(3, "PyG")
         with self.assertRaises(ValueError):
-            P.sample_payload(None, [-1])
+            W.sample_payload(None, [-1])
         with self.assertRaises(ValueError):
-            P.sample_payload(None, [2**32])
+            W.sample_payload(None, [2**32])
         with self.assertRaises(ValueError):
-            P.sample_payload(None, [1.5])
+            W.sample_payload(None, [1.5])
         with self.assertRaises(ValueError):
-            P.sample_payload(None, [[1, 2]])
+            W.sample_payload(None, [[1, 2]])
 
     def test_errors(self):
-        e = P.decode_error(struct.pack("<H", P.CODE_NOT_IN_FRONTIER) + b"seed 3")
+        e = W.decode_error(struct.pack("<H", P.CODE_NOT_IN_FRONTIER) + b"seed 3")
         self.assertIsInstance(e, P.NotInFrontierError)
         self.assertEqual((e.code, e.message), (P.CODE_NOT_IN_FRONTIER, "seed 3"))
-        self.assertIsInstance(P.decode_error(struct.pack("<H", P.CODE_UNKNOWN_EPOCH)), P.UnknownEpochError)
-        self.assertEqual(type(P.decode_error(struct.pack("<H", 99))), P.ServerError)
-        self.assertEqual(P.decode_error(b"x").code, P.CODE_BAD_REQUEST)
-
-
-if __name__ == "__main__":
-    unittest.main()
+        self.assertIsInstance(W.decode_error(struct.pack("<H", P.CODE_UNKNOWN_EPOCH)), P.UnknownEpochError)
+        self.assertEqual(type(W.decode_error(struct.pack("<H", 99))), P.ServerError)
+        self.assertEqual(W.decode_error(b"x").code, P.CODE_BAD_REQUEST)
 
 
 class Features(unittest.TestCase):
@@ -170,8 +169,8 @@ class Features(unittest.TestCase):
         for dtype in ("<f4", "<f2", "i1", "u1"):
             for labels in (True, False):
                 b = self.with_features(dtype, labels=labels)
-                wire = P.encode_blocks(b, P.OP_NEXT_BATCH, 4)
-                got = P.decode_blocks(bytearray(wire[P.HEADER_SIZE:]))
+                wire = W.encode_blocks(b, P.OP_NEXT_BATCH, 4)
+                got = W.decode_blocks(bytearray(wire[W.HEADER_SIZE:]))
                 self.assertEqual(got.x.dtype, np.dtype(dtype))
                 np.testing.assert_array_equal(got.x, b.x)
                 if labels:
@@ -181,78 +180,21 @@ class Features(unittest.TestCase):
                 np.testing.assert_array_equal(got.n_id, b.n_id)
 
     def test_malformed(self):
-        payload = P.encode_blocks(self.with_features("<f4"), P.OP_SAMPLE, 1)[P.HEADER_SIZE:]
-        plain = len(P.encode_blocks(make_batch(), P.OP_SAMPLE, 1)) - P.HEADER_SIZE
+        payload = W.encode_blocks(self.with_features("<f4"), P.OP_SAMPLE, 1)[W.HEADER_SIZE:]
+        plain = len(W.encode_blocks(make_batch(), P.OP_SAMPLE, 1)) - W.HEADER_SIZE
         for n in range(plain + 1, len(payload)):
             with self.assertRaises(P.ProtocolError, msg="truncated at %d" % n):
-                P.decode_blocks(bytearray(payload[:n]))
+                W.decode_blocks(bytearray(payload[:n]))
         for flags in (0, P.FEATURE_Y, 4 | P.FEATURE_X):
             bad = bytearray(payload)
             bad[plain] = flags
             with self.assertRaises(P.ProtocolError, msg="flags %d" % flags):
-                P.decode_blocks(bad)
+                W.decode_blocks(bad)
         b = self.with_features("<f4")
         b.x = b.x[:-1]  # one row short of n_id
         with self.assertRaises(P.ProtocolError):
-            P.decode_blocks(bytearray(P.encode_blocks(b, P.OP_SAMPLE, 1)[P.HEADER_SIZE:]))
+            W.decode_blocks(bytearray(W.encode_blocks(b, P.OP_SAMPLE, 1)[W.HEADER_SIZE:]))
 
 
-@unittest.skipUnless(hasattr(os, "memfd_create"), "no memfd_create")
-class SharedRows(unittest.TestCase):
-    """The client's side of shared-rows buffers (docs/PROTOCOL.md): a
-    buffer's memory file is mapped from the reply that brings it, later
-    replies name it, x is a view of its rows, the lease word is cleared
-    once no view is left, and a retired buffer is dropped."""
-
-    def reply(self, b, buf, offset, retire):
-        """A shared-rows reply payload for batch b: x's header and location
-        instead of its bytes."""
-        plain = P.encode_blocks(P.Batch(b.epoch, b.seeds, b.hops, b.index), P.OP_NEXT_BATCH, 1)[P.HEADER_SIZE:]
-        head = struct.pack("<BBBQQ", P.FEATURE_X | P.FEATURE_SHARED, P.DTYPE_CODES[b.x.dtype], 2, b.x.shape[0], b.x.shape[1])
-        return bytearray(plain + head + struct.pack("<IQI", buf, offset, retire))
-
-    def memfile(self, x, offset=4096):
-        fd = os.memfd_create("test-rows")
-        os.ftruncate(fd, offset + x.nbytes + 4096)
-        os.pwrite(fd, struct.pack("<Q", 1), 0)  # leased, as the server leaves it
-        os.pwrite(fd, x.tobytes(), offset)
-        return fd
-
-    def lease(self, fd):
-        return struct.unpack("<Q", os.pread(fd, 8, 0))[0]
-
-    def test_views_leases_and_retire(self):
-        b = make_batch()
-        b.x = np.arange(len(b.n_id) * 3, dtype=np.float32).reshape(len(b.n_id), 3)
-        bufs = P.SharedBuffers()
-        fd = self.memfile(b.x)
-        keep = os.dup(fd)  # the server's side, to watch the lease word
-        got = P.decode_blocks(self.reply(b, 7, 4096, P.NO_BUFFER), fd, bufs)
-        np.testing.assert_array_equal(got.x, b.x)
-        self.assertTrue(got.x.flags.writeable)
-        view = got.x[1:]
-        del got
-        self.assertEqual(self.lease(keep), 1, "released while a view is alive")
-        del view
-        self.assertEqual(self.lease(keep), 0, "not released once every view is gone")
-        # The buffer again, named without a descriptor, with new rows.
-        os.pwrite(keep, struct.pack("<Q", 1), 0)
-        os.pwrite(keep, (b.x + 1).tobytes(), 4096)
-        got = P.decode_blocks(self.reply(b, 7, 4096, P.NO_BUFFER), None, bufs)
-        np.testing.assert_array_equal(got.x, b.x + 1)
-        del got
-        # A new buffer retiring buffer 7.
-        fd2 = self.memfile(b.x * 2, offset=8192)
-        got = P.decode_blocks(self.reply(b, 8, 8192, 7), fd2, bufs)
-        np.testing.assert_array_equal(got.x, b.x * 2)
-        self.assertEqual(sorted(bufs._maps), [8])
-        del got
-        for bad in ((9, 4096, P.NO_BUFFER, None),  # never sent
-                    (8, 4096, 7, None),            # retired twice
-                    (8, 1 << 40, P.NO_BUFFER, None)):  # past the end
-            with self.assertRaises(P.ProtocolError, msg=str(bad)):
-                P.decode_blocks(self.reply(b, *bad[:3]), bad[3], bufs)
-        with self.assertRaises(P.ProtocolError):  # sent twice
-            P.decode_blocks(self.reply(b, 8, 8192, P.NO_BUFFER), self.memfile(b.x), bufs)
-        bufs.close()
-        os.close(keep)
+if __name__ == "__main__":
+    unittest.main()

@@ -12,7 +12,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-@unittest.skipUnless(importlib.util.find_spec("torch"), "torch not installed")
+@unittest.skipUnless(importlib.util.find_spec("torch"),
+                     "torch is not importable (Debian: python3-torch; scripts/deps.sh installs it)")
 class RefSampler(unittest.TestCase):
     def test_uniform_without_replacement(self):
         import torch

@@ -7,21 +7,27 @@ import typing
 import unittest
 
 import streamsampler
-from streamsampler import datasets, executables, featstore, protocol
+from streamsampler import datasets, dgl, executables, featstore, loader, pyg, shm, wire
 
 
 def public_callables():
     """(qualified name, function) of what the package exports, the
-    dataset loaders, the executables search and the feature-store reader,
-    with public methods."""
+    dataset loaders, the executables search, the feature-store reader,
+    the wire codec, the shared buffers and the loaders, with public
+    methods."""
     seen = {}
     for mod, names in ((streamsampler, streamsampler.__all__),
                        (datasets, ["Dataset", "dataset_root", "load", "load_planetoid", "load_musae_facebook",
                                    "prepare", "find_chunkify", "undirected_unique", "write_ids", "main"]),
-                       (executables, ["find_executable", "find_checkout", "is_checkout"]),
+                       (executables, ["find_executable", "find_checkout", "is_checkout", "find_chunkify",
+                                      "bundled_dir"]),
                        (featstore, ["FeatureStore", "crc32c", "graph_fingerprint"]),
-                       (protocol, ["decode_blocks", "encode_blocks", "decode_error", "encode_frame",
-                                   "encode_array", "decode_array", "epoch_payload", "sample_payload"])):
+                       (wire, ["decode_blocks", "encode_blocks", "decode_error", "encode_frame",
+                               "encode_array", "decode_array", "epoch_payload", "sample_payload"]),
+                       (shm, ["SharedBuffers"]),
+                       (loader, loader.__all__),
+                       (pyg, ["NeighborLoader", "to_data"]),
+                       (dgl, dgl.__all__)):
         for name in names:
             obj = getattr(mod, name)
             if inspect.isclass(obj):

@@ -1,0 +1,59 @@
+"""A prefetching loader over a :class:`streamsampler.Client` (a server you
+started), for training loops."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Optional, Union
+
+from ..batch import Batch
+from ..client import Client
+from ..typing import Address
+from .base import EpochLoader
+
+__all__ = ["Loader"]
+
+
+class Loader(EpochLoader):
+    """Iterate one epoch per ``iter()``, with minibatches fetched (and
+    ``transform``-ed, e.g. by ``to_pyg``) in a background thread while the
+    training step runs::
+
+        loader = Loader(client, transform=to_pyg)
+        for epoch in range(10):
+            for data in loader:
+                ...
+
+    ``client`` is a Client or an address. ``prefetch`` bounds the
+    minibatches held ready; ``depth`` is the next_batch requests kept in
+    flight on the connection. Every ``iter()`` is a whole epoch: at an
+    epoch's end the server is advanced, and an iteration left part-way (a
+    ``break``) leaves its epoch for good, so the next ``iter()`` serves the
+    next epoch from its start (:class:`EpochLoader`). ``len(loader)`` is
+    the epoch's minibatch count (this rank's).
+    """
+
+    def __init__(self, client: Union[Client, Address], transform: Optional[Callable[[Batch], Any]] = None,
+                 prefetch: int = 8, depth: int = 4) -> None:
+        super().__init__(transform, prefetch, depth)
+        self._own = not isinstance(client, Client)
+        self.client: Client = client if isinstance(client, Client) else Client(client)
+
+    def __len__(self) -> int:
+        """The minibatches of an epoch."""
+        return int(self.client.epoch_info()["num_batches"])
+
+    def batches(self) -> Iterator[Batch]:
+        """The next epoch's raw minibatches, from the server's training
+        stream (see the class doc)."""
+        return self.stream(self.client)
+
+    def close(self) -> None:
+        """Close the connection if the loader opened it."""
+        if self._own:
+            self.client.close()
+
+    def __enter__(self) -> Loader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

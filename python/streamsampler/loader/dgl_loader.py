@@ -1,0 +1,101 @@
+"""A drop-in for DGL's ``DataLoader`` with a ``NeighborSampler``
+(``dgl.dataloading``).
+
+A DGL script swaps its loader by changing the import and the
+constructor's first argument::
+
+    # from dgl.dataloading import DataLoader, NeighborSampler
+    from streamsampler.dgl import DataLoader, NeighborSampler
+
+    sampler = NeighborSampler([10, 25])          # DGL order: input layer first
+    loader = DataLoader("graph/", train_nids, sampler, batch_size=1024, shuffle=True)
+    for input_nodes, output_nodes, blocks in loader:
+        x = blocks[0].srcdata["feat"]
+        y = blocks[-1].dstdata["label"]
+
+Fanouts are in DGL's order: the first is the input layer's, the last the
+seeds' hop (``NeighborSampler([10, 25])`` samples 25 neighbors of each
+seed, then 10 of each node reached). Blocks follow DGL's ``to_block``:
+each block's dst nodes are its first src nodes; ``srcdata[dgl.NID]`` and
+``dstdata[dgl.NID]`` hold global node ids, ``edata[dgl.EID]`` each edge's
+id (its position in the stored CSR, mapped to the input ``edge_index``
+column where the graph came from :func:`streamsampler.from_pyg`); with a
+feature store ``blocks[0].srcdata["feat"]`` and
+``blocks[-1].dstdata["label"]``. Edges are sampled as DGL samples them, as
+in-edges. Loaders of one graph share a server (see
+:mod:`streamsampler.loader.servers`): ``shuffle=False`` loaders (validation,
+test) are splits of it.
+
+The blocks are :func:`streamsampler.to_dgl`'s (their arrays,
+:func:`streamsampler.dgl_arrays`, tested without DGL); ``dgl.create_block``
+is called only when iterating.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple
+
+from ..adapters import to_dgl
+from ..batch import Batch
+from ..typing import GraphSource, Nodes, PathArg
+from .node_loader import NodeLoader
+from .utils import check_fanouts
+
+__all__ = ["DataLoader", "NeighborSampler"]
+
+
+class NeighborSampler:
+    """DGL's ``NeighborSampler(fanouts, replace=False, ...)``: ``fanouts``
+    per GNN layer, input layer first (each 1 to 64; DGL's -1, every
+    neighbor, is not supported). ``prefetch_node_feats`` and
+    ``prefetch_labels`` are accepted for compatibility: the features and
+    labels of a graph with a feature store always come (as "feat" and
+    "label")."""
+
+    def __init__(self, fanouts: Sequence[int], replace: bool = False, edge_dir: str = "in",
+                 prefetch_node_feats: Any = None, prefetch_labels: Any = None, prefetch_edge_feats: Any = None,
+                 output_device: Any = None, prob: Optional[str] = None, mask: Optional[str] = None) -> None:
+        if edge_dir != "in":
+            raise NotImplementedError("NeighborSampler(edge_dir=%r): streamsampler samples in-edges "
+                                      "(store out-edges by building the graph without --reverse)" % edge_dir)
+        if prob is not None or mask is not None:
+            raise NotImplementedError("NeighborSampler(prob=/mask=): weighted sampling is not supported")
+        self.fanouts = check_fanouts(fanouts, "NeighborSampler: fanout")
+        self.replace = bool(replace)
+        self.output_device = output_device
+
+    @property
+    def hop_fanouts(self) -> List[int]:
+        """The fanouts in hop order (the seeds' hop first), as the server
+        takes them: DGL's order reversed."""
+        return self.fanouts[::-1]
+
+
+class DataLoader(NodeLoader):
+    """DGL's ``DataLoader(graph, indices, graph_sampler, batch_size,
+    shuffle, drop_last, device, ...)`` over a streamsampler graph
+    directory (``graph``: its path, or a PyG ``Data``), yielding
+    ``(input_nodes, output_nodes, blocks)``. ``indices``: node ids or a
+    boolean mask. ``seed`` fixes the samples and shuffles."""
+
+    def __init__(self, graph: GraphSource, indices: Optional[Nodes], graph_sampler: NeighborSampler,
+                 batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, device: Any = None,
+                 seed: Optional[int] = None, prefetch: int = 4, server_args: Sequence[str] = (), binary: Optional[PathArg] = None,
+                 **kwargs: Any) -> None:
+        if not isinstance(graph_sampler, NeighborSampler):
+            raise TypeError("DataLoader: graph_sampler must be a streamsampler.dgl.NeighborSampler, got %s"
+                            % type(graph_sampler).__name__)
+        ignored = {"num_workers", "use_uva", "use_ddp", "ddp_seed", "use_prefetch_thread", "use_alternate_streams",
+                   "pin_prefetcher", "persistent_workers", "pin_memory"}
+        unknown = set(kwargs) - ignored
+        if unknown:
+            raise TypeError("DataLoader got unexpected keyword arguments: %s" % ", ".join(sorted(unknown)))
+        self.sampler = graph_sampler
+        self.device = device if device is not None else graph_sampler.output_device
+        super().__init__(graph, graph_sampler.hop_fanouts, batch_size, indices, shuffle, drop_last, "dgl",
+                         self._to_blocks, replace=graph_sampler.replace, seed=seed, prefetch=prefetch,
+                         server_args=server_args, binary=binary)
+
+    def _to_blocks(self, batch: Batch) -> Tuple[Any, Any, List[Any]]:
+        """A minibatch as DGL's ``(input_nodes, output_nodes, blocks)``."""
+        return to_dgl(batch, device=self.device, edge_perm=self.edge_perm)

@@ -1,0 +1,168 @@
+"""A drop-in for PyG's ``NeighborLoader``
+(``torch_geometric/loader/neighbor_loader.py``).
+
+A PyG script swaps its loader by changing the import and the
+constructor's first argument::
+
+    # from torch_geometric.loader import NeighborLoader
+    from streamsampler.pyg import NeighborLoader
+
+    loader = NeighborLoader("graph/",            # was: data
+                            num_neighbors=[25, 10], batch_size=1024,
+                            input_nodes=train_mask, shuffle=True)
+    for batch in loader:
+        out = model(batch.x, batch.edge_index)[:batch.batch_size]
+        loss = F.cross_entropy(out, batch.y[:batch.batch_size])
+
+``graph/`` is a graph directory written by :func:`streamsampler.from_pyg`
+(the ``Data`` itself is accepted too: it is written to a temporary
+directory once). Each minibatch is a ``torch_geometric.data.Data`` with
+PyG's fields and PyG's hop semantics exactly (docs/PYTHON.md): ``x`` and
+``y`` (from the graph's feature store), ``edge_index``, ``n_id``,
+``e_id``, ``input_id``, ``batch_size``, ``num_sampled_nodes``,
+``num_sampled_edges``, and each split of the graph as a node mask
+(``train_mask`` …, as ``from_pyg`` wrote them). ``len(loader)`` is the
+epoch's minibatch count and every ``iter()`` a whole epoch.
+
+Loaders of the same graph and sampling share one server: a shuffling
+(training) loader's nodes are its epoch stream, prepared ahead in the
+background; every other loader (``shuffle=False``: validation, test, any
+node list) is a split of the same server, its nodes in order, each once.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from ..adapters import pyg_arrays
+from ..batch import Batch
+from ..featstore import FeatureStore
+from ..optional import require
+from ..typing import GraphSource, Nodes, PathArg
+from .node_loader import NodeLoader
+
+__all__ = ["NeighborLoader", "to_data"]
+
+#: Arguments of torch's DataLoader that PyG's NeighborLoader passes on and
+#: that have no meaning here (the server samples; a thread prefetches).
+_IGNORED = {"num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "worker_init_fn", "timeout",
+           "generator", "multiprocessing_context", "collate_fn", "sampler", "batch_sampler",
+           "filter_per_worker", "is_sorted", "directed"}
+
+
+class NeighborLoader(NodeLoader):
+    """PyG's ``NeighborLoader(data, num_neighbors, input_nodes, batch_size,
+    shuffle, drop_last, replace, transform, ...)`` over a streamsampler
+    graph directory (``data``: its path, or a PyG ``Data``).
+
+    ``num_neighbors`` are per hop, hop 1 (the seeds' neighbors) first, 1
+    to 64 each. ``input_nodes``: a boolean mask or node ids (None: every
+    node). ``seed`` fixes the samples and the shuffles (same seed, same
+    minibatches); ``semantics="dgl"`` assembles DGL's blocks instead.
+    ``server_args`` are extra ``streamsampler serve`` flags (e.g.
+    ``["--feature-cache", "4GiB"]``). Homogeneous graphs only; arguments
+    of PyG's loader that need what the server does not do (temporal
+    sampling, disjoint subgraphs, weighted sampling, heterogeneous input)
+    are refused with NotImplementedError.
+    """
+
+    def __init__(self, data: GraphSource, num_neighbors: Sequence[int],
+                 input_nodes: Union[Nodes, Tuple[str, Any], None] = None,
+                 batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, replace: bool = False,
+                 transform: Optional[Callable[[Any], Any]] = None, seed: Optional[int] = None,
+                 semantics: str = "pyg", prefetch: int = 4, server_args: Sequence[str] = (),
+                 binary: Optional[PathArg] = None, **kwargs: Any) -> None:
+        for k in ("input_time", "time_attr", "weight_attr", "temporal_strategy"):
+            if kwargs.pop(k, None) not in (None, "uniform"):
+                raise NotImplementedError("NeighborLoader(%s=...): temporal and weighted sampling are not "
+                                          "supported by streamsampler" % k)
+        if kwargs.pop("disjoint", False):
+            raise NotImplementedError("NeighborLoader(disjoint=True) is not supported by streamsampler")
+        if kwargs.pop("subgraph_type", "directional") != "directional":
+            raise NotImplementedError("NeighborLoader(subgraph_type=...): only 'directional' (PyG's default)")
+        if isinstance(input_nodes, tuple):
+            raise NotImplementedError("NeighborLoader: heterogeneous input_nodes (node type, nodes) are not "
+                                      "supported: streamsampler graphs are homogeneous")
+        unknown = set(kwargs) - _IGNORED
+        if unknown:
+            raise TypeError("NeighborLoader got unexpected keyword arguments: %s" % ", ".join(sorted(unknown)))
+        #: The user's transform, applied to each ``Data``.
+        self.user_transform = transform
+        super().__init__(data, num_neighbors, batch_size, input_nodes, shuffle, drop_last, semantics,
+                         self._to_data, replace=replace, seed=seed, prefetch=prefetch,
+                         server_args=server_args, binary=binary)
+        self._labels: Optional[npt.NDArray[Any]] = None
+        self._masks: Dict[str, npt.NDArray[np.bool_]] = {}
+        self._loaded = False
+
+    def _load(self) -> None:
+        """The graph's labels and split masks, read once."""
+        if self._loaded:
+            return
+        if self.server.features:
+            self._labels = FeatureStore(self.graph).y
+        elif os.path.exists(os.path.join(self.graph, "labels.npy")):
+            self._labels = np.load(os.path.join(self.graph, "labels.npy"), mmap_mode="r")
+        masks = {}
+        splits = os.path.join(self.graph, "splits")
+        if os.path.isdir(splits):
+            for name in sorted(os.listdir(splits)):
+                if name.endswith(".npy"):
+                    m = np.zeros(self.num_nodes, dtype=np.bool_)
+                    m[np.load(os.path.join(splits, name))] = True
+                    masks[name[:-4] + "_mask"] = m
+        self._masks = masks
+        self._loaded = True
+
+    @property
+    def labels(self) -> Optional[npt.NDArray[Any]]:
+        """Every node's label (the feature store's, else the graph's
+        labels.npy; None without), read on first use."""
+        self._load()
+        return self._labels
+
+    @property
+    def masks(self) -> Dict[str, npt.NDArray[np.bool_]]:
+        """Each split of the graph (splits/NAME.npy) as a boolean mask over
+        its nodes, named ``NAME_mask``; read on first use."""
+        self._load()
+        return self._masks
+
+    def _to_data(self, batch: Batch) -> Any:
+        """A minibatch as PyG's ``Data`` (see the class doc)."""
+        return to_data(batch, self)
+
+
+def to_data(batch: Batch, loader: NeighborLoader) -> Any:
+    """``batch`` as the ``torch_geometric.data.Data`` PyG's NeighborLoader
+    yields, with the loader's labels, masks and edge permutation."""
+    needs = "torch and torch_geometric"
+    torch = require("torch", "streamsampler.pyg.NeighborLoader", needs, "pyg_arrays")
+    Data = require("torch_geometric.data", "streamsampler.pyg.NeighborLoader", needs, "pyg_arrays").Data
+    labels, masks, edge_perm = loader.labels, loader.masks, loader.edge_perm
+    a = pyg_arrays(batch)
+    n_id = a["n_id"]
+    data = Data(edge_index=torch.from_numpy(a["edge_index"]), num_nodes=len(n_id))
+    if batch.x is not None:
+        data.x = torch.from_numpy(np.asarray(batch.x))
+    if labels is not None:
+        data.y = torch.from_numpy(np.asarray(labels[n_id], dtype=np.int64))
+    for name, m in masks.items():
+        data[name] = torch.from_numpy(m[n_id])
+    data.n_id = torch.from_numpy(n_id)
+    if a["e_id"] is not None:
+        e_id = a["e_id"]
+        if edge_perm is not None:
+            e_id = np.asarray(edge_perm[e_id], dtype=np.int64)
+        data.e_id = torch.from_numpy(e_id)
+    data.input_id = torch.from_numpy(np.asarray(batch.input_id, dtype=np.int64))
+    data.batch_size = a["batch_size"]
+    data.num_sampled_nodes = a["num_sampled_nodes"]
+    data.num_sampled_edges = a["num_sampled_edges"]
+    if loader.user_transform is not None:
+        data = loader.user_transform(data)
+    return data

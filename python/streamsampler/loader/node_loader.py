@@ -1,0 +1,151 @@
+"""Minibatches of seed nodes from a shared server: what the PyG and DGL
+loaders (:mod:`.neighbor_loader`, :mod:`.dgl_loader`) are made of."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Iterator, List, Optional, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from ..batch import Batch
+from ..client import Client
+from ..convert import load_edge_perm
+from ..local import env_int
+from ..typing import GraphSource, Nodes, PathArg
+from .base import EpochLoader
+from .servers import SharedServer, TrainingStream, acquire, release
+from .utils import check_fanouts, default_seed, graph_dir, graph_num_nodes, node_ids
+
+__all__ = ["NodeLoader"]
+
+
+class NodeLoader(EpochLoader):
+    """Minibatches of seed nodes from a shared server
+    (:mod:`streamsampler.loader.servers`), one epoch per ``iter()``.
+
+    ``graph`` is a graph directory or a PyG ``Data`` (written to a
+    temporary directory once). ``seed`` (default: drawn from torch's
+    generator, see :func:`~streamsampler.loader.utils.default_seed`) fixes
+    the shuffles and the samples. ``shuffle=True``: the nodes are the
+    server's training stream, a fresh seeded shuffle every epoch, cut into
+    ``batch_size`` pieces (the last short unless ``drop_last``); prepared
+    ahead by the server. A stream left part-way (a ``break``) is left for
+    good: the next ``iter()`` is the next epoch (:class:`EpochLoader`).
+    ``shuffle=False``: the nodes are a split, served in the given order,
+    every node once (the last minibatch short unless ``drop_last``),
+    sampled from the server's current epoch.
+
+    Each minibatch is a :class:`streamsampler.Batch` with ``semantics``
+    ("pyg" or "dgl") and ``input_id`` set: int64 positions of its seeds in
+    ``nodes``; ``transform`` maps it to what ``iter`` yields.
+    """
+
+    def __init__(self, graph: GraphSource, fanouts: Sequence[int], batch_size: int, nodes: Optional[Nodes],
+                 shuffle: bool, drop_last: bool, semantics: str, transform: Optional[Callable[[Batch], Any]],
+                 replace: bool = False, seed: Optional[int] = None, prefetch: int = 4, depth: int = 4,
+                 server_args: Sequence[str] = (), binary: Optional[PathArg] = None) -> None:
+        if semantics not in ("pyg", "dgl"):
+            raise ValueError("semantics %r, want 'pyg' or 'dgl'" % (semantics,))
+        if int(batch_size) < 1:
+            raise ValueError("batch_size %r, want >= 1" % (batch_size,))
+        super().__init__(transform, prefetch, depth)
+        self.graph = graph_dir(graph)
+        self.num_nodes = graph_num_nodes(self.graph)
+        self.fanouts = check_fanouts(fanouts, "fanout")
+        self.batch_size = int(batch_size)
+        self.nodes = (np.arange(self.num_nodes, dtype=np.int64) if nodes is None
+                      else node_ids(nodes, self.num_nodes))
+        if len(self.nodes) == 0:
+            raise ValueError("input_nodes: no nodes")
+        if len(np.unique(self.nodes)) != len(self.nodes):
+            raise ValueError("input_nodes: a node appears twice (each node is a seed once per epoch)")
+        self.shuffle = bool(shuffle)
+        self.drop_last = bool(drop_last)
+        self.semantics = semantics
+        self.seed = int(seed) if seed is not None else default_seed()
+        self._order = np.argsort(self.nodes, kind="stable")
+        self._sorted = self.nodes[self._order]
+        training = TrainingStream(self.nodes, self.batch_size, self.drop_last, semantics) if self.shuffle else None
+        #: The shared server this loader's minibatches come from.
+        self.server: SharedServer = acquire(self.graph, self.fanouts, replace, self.seed, training, server_args,
+                                            binary)
+        self._client: Optional[Client] = None
+        self._split: Optional[int] = None
+        self._edge_perm: Optional[npt.NDArray[np.int64]] = None
+        self._edge_perm_loaded = False
+        self._finalizer = weakref.finalize(self, _close, self.server, [None])
+
+    def __len__(self) -> int:
+        """Minibatches per epoch (``iter()``)."""
+        n = len(self.nodes)
+        if self.shuffle:
+            n //= env_int("WORLD_SIZE", 1)  # every rank serves the smallest shard's count
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def client(self) -> Client:
+        """The loader's connection (made on first use, starting the
+        server if needed)."""
+        if self._client is None:
+            local = self.server.start(self.nodes)
+            self._client = local.client(shared_rows=self.server.features)
+            self._finalizer.detach()
+            self._finalizer = weakref.finalize(self, _close, self.server, [self._client])
+        return self._client
+
+    def input_id(self, seeds: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
+        """The seeds' positions in the loader's input nodes."""
+        pos = np.searchsorted(self._sorted, seeds.astype(np.int64))
+        return self._order[pos]
+
+    @property
+    def edge_perm(self) -> Optional[npt.NDArray[np.int64]]:
+        """The graph's ``edge_perm.npy`` (stored edge i is column
+        ``edge_perm[i]`` of the ``edge_index`` it was imported from),
+        memory-mapped on first use; None when the graph has none."""
+        if not self._edge_perm_loaded:
+            self._edge_perm = load_edge_perm(self.graph)
+            self._edge_perm_loaded = True
+        return self._edge_perm
+
+    def batches(self) -> Iterator[Batch]:
+        """The next epoch's raw minibatches (no prefetching, no transform):
+        the training stream's next epoch, or the split's minibatches."""
+        c = self.client()
+        if self.shuffle:
+            it = self.stream(c, self.semantics)
+        else:
+            if self._split is None:
+                self._split = int(c.split(self.nodes.astype(np.uint32), self.batch_size)["split"])
+            it = c.split_batches(self._split, depth=self.depth, semantics=self.semantics)
+        return self._numbered(it, len(self))
+
+    def _numbered(self, it: Iterator[Batch], n: int) -> Iterator[Batch]:
+        """The first ``n`` minibatches of ``it``, each with ``input_id``."""
+        try:
+            for i, b in enumerate(it):
+                if i >= n:
+                    break
+                b.input_id = self.input_id(b.seeds)
+                yield b
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
+
+    def close(self) -> None:
+        """Close the connection; the last loader of a server stops it."""
+        self._finalizer()
+
+    def __enter__(self) -> NodeLoader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _close(server: SharedServer, client: List[Optional[Client]]) -> None:
+    if client[0] is not None:
+        client[0].close()
+    release(server)

@@ -1,0 +1,147 @@
+"""The servers the framework loaders share.
+
+A PyG ``NeighborLoader`` or DGL ``DataLoader`` of this package starts no
+server of its own when another loader of the same graph and sampling
+(fanouts, replacement, seed) has one: the training loader and the
+validation and test loaders of a script are served by one
+``streamsampler serve``, the training nodes as its epoch stream and every
+other node list as a split of it (docs/PROTOCOL.md). A server starts when
+a loader first needs it (``iter`` or a ``split``), with the training nodes
+of a shuffling loader made for it by then, and stops when the last loader
+using it is closed or collected, or at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import numpy.typing as npt
+
+from ..local import LocalServer
+from ..typing import PathArg
+
+__all__ = ["EDGE_IDS", "SharedServer", "TrainingStream", "acquire", "release"]
+
+#: Whether the shared servers sample edge ids (``serve --edge-ids``): PyG's
+#: ``e_id``, DGL's ``dgl.EID``.
+EDGE_IDS = True
+
+
+class TrainingStream:
+    """A server's training stream: its nodes, batch size, drop_last and
+    semantics."""
+
+    def __init__(self, nodes: npt.NDArray[np.int64], batch_size: int, drop_last: bool, semantics: str) -> None:
+        self.nodes = nodes
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.semantics = semantics
+
+    def same(self, o: TrainingStream) -> bool:
+        """Whether ``o`` is the same stream (the same nodes in any order)."""
+        return (self.batch_size, self.drop_last, self.semantics) == (o.batch_size, o.drop_last, o.semantics) \
+            and np.array_equal(np.unique(self.nodes), np.unique(o.nodes))
+
+
+class SharedServer:
+    """One ``streamsampler serve`` of a graph and sampling configuration,
+    shared by the loaders made for them (see the module's doc)."""
+
+    def __init__(self, graph: str, fanouts: Sequence[int], replace: bool, seed: int,
+                 server_args: Sequence[str], binary: Optional[PathArg]) -> None:
+        self.graph = graph
+        self.fanouts = list(fanouts)
+        self.replace = replace
+        self.seed = seed
+        self.server_args = list(server_args)
+        self.binary = binary
+        self.training: Optional[TrainingStream] = None
+        self.local: Optional[LocalServer] = None
+        self.users = 0
+        self._lock = threading.Lock()
+        #: Whether the graph has a feature store (served with --features).
+        self.features = os.path.exists(os.path.join(graph, "features.json"))
+
+    def start(self, fallback: npt.NDArray[np.int64]) -> LocalServer:
+        """The running server, started now if it is not (with the training
+        stream, else with ``fallback`` as its training nodes: a server
+        serves splits beside a stream it must have)."""
+        with self._lock:
+            if self.local is not None:
+                return self.local
+            t = self.training or TrainingStream(fallback, 1024, False, "dgl")
+            args = ["--semantics", t.semantics] + (["--edge-ids"] if EDGE_IDS else []) + \
+                (["--drop-last"] if t.drop_last else [])
+            if self.features:
+                args.append("--features")
+            self.local = LocalServer(self.graph, np.unique(t.nodes), self.fanouts, t.batch_size, seed=self.seed,
+                                     replace=self.replace, binary=self.binary,
+                                     extra_args=args + self.server_args).start()
+            return self.local
+
+    def stop(self) -> None:
+        """Stop the server if it runs."""
+        with self._lock:
+            if self.local is not None:
+                self.local.stop()
+                self.local = None
+
+
+_registry_lock = threading.Lock()
+_registry: Dict[Tuple[str, Tuple[int, ...], bool, Tuple[str, ...]], List[SharedServer]] = {}
+
+
+def acquire(graph: str, fanouts: Sequence[int], replace: bool, seed: int, training: Optional[TrainingStream],
+            server_args: Sequence[str] = (), binary: Optional[PathArg] = None) -> SharedServer:
+    """The shared server for a loader: with ``training`` (a shuffling
+    loader) one whose training stream and seed are the same, or one not
+    started and without a stream yet, which takes them; without, any of
+    the graph's (a split's minibatches come from its server's seed)."""
+    key = (os.path.realpath(graph), tuple(fanouts), bool(replace), tuple(server_args))
+    with _registry_lock:
+        servers = _registry.setdefault(key, [])
+        chosen = None
+        for s in servers:
+            if training is None:
+                chosen = s
+                break
+            if s.training is not None and s.training.same(training) and s.seed == seed:
+                chosen = s
+                break
+            if s.training is None and s.local is None:
+                s.training, s.seed = training, seed
+                chosen = s
+                break
+        if chosen is None:
+            chosen = SharedServer(key[0], fanouts, replace, seed, server_args, binary)
+            chosen.training = training
+            servers.append(chosen)
+        chosen.users += 1
+        return chosen
+
+
+def release(s: SharedServer) -> None:
+    """A loader is done with ``s``; the last one stops it."""
+    with _registry_lock:
+        s.users -= 1
+        if s.users > 0:
+            return
+        for key, servers in list(_registry.items()):
+            if s in servers:
+                servers.remove(s)
+                if not servers:
+                    del _registry[key]
+    s.stop()
+
+
+@atexit.register
+def _stop_all() -> None:
+    with _registry_lock:
+        servers = [s for ss in _registry.values() for s in ss]
+        _registry.clear()
+    for s in servers:
+        s.stop()

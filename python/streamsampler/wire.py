@@ -1,0 +1,263 @@
+"""The bytes of docs/PROTOCOL.md, in numpy: frames, arrays, request
+payloads, minibatch replies and error replies.
+
+Every message, either way::
+
+    u32 length   bytes after this field (6 + len(payload))
+    u8  op
+    u8  status   0 in requests; 0 ok, 1 error, 2 end of epoch in replies
+    u32 id       chosen by the client, echoed by the server
+    payload
+
+all little-endian. Arrays are ``u8 dtype, u8 ndim, u64 shape[ndim]`` and
+the raw little-endian elements. The numbers (op codes, statuses, dtypes,
+flags) are :mod:`streamsampler.protocol`'s.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Any, Optional, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from .batch import Batch, Hop
+from .protocol import (BATCH_EDGE_IDS, BATCH_PYG, CODE_BAD_REQUEST, CURRENT_EPOCH, DTYPE_CODES, DTYPES,
+                       FEATURE_DTYPES, FEATURE_SHARED, FEATURE_X, FEATURE_Y, MAX_TOKEN, SEMANTICS, STATUS_OK,
+                       WALK_MODES, ProtocolError, ServerError, error_class)
+from .shm import SharedBuffers
+from .typing import Buffer, NodeIds
+
+__all__ = [
+    "HEADER", "HEADER_SIZE", "decode_array", "decode_blocks", "decode_error", "encode_array", "encode_blocks",
+    "encode_frame", "epoch_payload", "sample_payload", "semantics_byte", "split_batch_payload", "split_payload",
+    "token_payload", "walks_payload",
+]
+
+HEADER = struct.Struct("<IBBI")
+HEADER_SIZE = HEADER.size  # 10
+
+_U32 = struct.Struct("<I")
+_ARRAY1 = struct.Struct("<BBQ")
+
+
+def encode_frame(op: int, rid: int, payload: bytes = b"", status: int = STATUS_OK) -> bytes:
+    """One frame: header and payload."""
+    return HEADER.pack(HEADER_SIZE - 4 + len(payload), op, status, rid) + bytes(payload)
+
+
+def encode_array(a: NodeIds, dtype: npt.DTypeLike) -> bytes:
+    """A 1-D array in the wire format, converted to ``dtype`` (checked:
+    values that do not fit raise ValueError)."""
+    dt = np.dtype(dtype).newbyteorder("<")
+    arr = np.asarray(a)
+    if arr.ndim != 1:
+        raise ValueError("expected a 1-D array, got shape %s" % (arr.shape,))
+    if arr.size and arr.dtype != dt:
+        info = np.iinfo(dt)
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError("expected integers, got dtype %s" % arr.dtype)
+        if arr.min() < info.min or arr.max() > info.max:
+            raise ValueError("values outside %s: [%d, %d]" % (dt, arr.min(), arr.max()))
+    out = np.ascontiguousarray(arr, dtype=dt)
+    return _ARRAY1.pack(DTYPE_CODES[dt], 1, out.size) + out.tobytes()
+
+
+def decode_array(buf: Buffer, off: int) -> Tuple[npt.NDArray[Any], int]:
+    """Decode one array at ``off`` of ``buf``; returns (array, next offset).
+    The array is a view of ``buf`` (writeable when buf is a bytearray)."""
+    if len(buf) - off < 2:
+        raise ProtocolError("truncated array header at byte %d" % off)
+    code, ndim = int(buf[off]), int(buf[off + 1])
+    dt = DTYPES.get(code)
+    if dt is None:
+        raise ProtocolError("unknown dtype %d at byte %d" % (code, off))
+    off += 2
+    if len(buf) - off < 8 * ndim:
+        raise ProtocolError("truncated array shape at byte %d" % off)
+    shape = struct.unpack_from("<%dQ" % ndim, buf, off)
+    off += 8 * ndim
+    count = 1
+    for s in shape:
+        count *= s
+    nbytes = count * dt.itemsize
+    if nbytes > len(buf) - off:
+        raise ProtocolError("array of %d elements overruns the payload at byte %d" % (count, off))
+    a = np.frombuffer(buf, dtype=dt, count=count, offset=off).reshape(shape)
+    return a, off + nbytes
+
+
+def decode_blocks(payload: Buffer, fd: Optional[int] = None, bufs: Optional[SharedBuffers] = None) -> Batch:
+    """Decode a minibatch reply payload into a Batch whose arrays are views
+    of ``payload``. On a connection with shared rows, ``bufs`` are its
+    shared buffers and ``fd`` the memory file passed with the reply, if
+    any: ``batch.x`` is then a view of a shared buffer (SharedBuffers)."""
+    if len(payload) < 10:
+        raise ProtocolError("truncated minibatch reply (%d bytes)" % len(payload))
+    epoch, index, nhops, flags = struct.unpack_from("<IiBB", payload, 0)
+    if flags & ~(BATCH_PYG | BATCH_EDGE_IDS):
+        raise ProtocolError("minibatch flags %#x" % flags)
+    per = 5 if flags & BATCH_EDGE_IDS else 4
+    off = 10
+    arrays = []
+    for _ in range(1 + per * nhops):
+        a, off = decode_array(payload, off)
+        if a.ndim != 1:
+            raise ProtocolError("minibatch array with %d dimensions" % a.ndim)
+        arrays.append(a)
+    hop_dtypes = [np.dtype("<u4"), np.dtype("<u4"), np.dtype("<i4"), np.dtype("<i4"), np.dtype("<i8")][:per]
+    want = [np.dtype("<u4")] + hop_dtypes * nhops
+    for i, (a, dt) in enumerate(zip(arrays, want)):
+        if a.dtype != dt:
+            raise ProtocolError("minibatch array %d has dtype %s, want %s" % (i, a.dtype, dt))
+    hops = [Hop(*arrays[1 + per * h: 1 + per * (h + 1)]) for h in range(nhops)]
+    for h, hop in enumerate(hops):
+        if hop.e_id is not None and len(hop.e_id) != len(hop.edge_src):
+            raise ProtocolError("hop %d has %d edge ids for %d edges" % (h + 1, len(hop.e_id), len(hop.edge_src)))
+    batch = Batch(epoch, arrays[0], hops, index, semantics="pyg" if flags & BATCH_PYG else "dgl")
+    if off != len(payload):
+        off = _decode_features(payload, off, batch, fd, bufs)
+    elif fd is not None:
+        os.close(fd)
+    if off != len(payload):
+        raise ProtocolError("%d trailing bytes in minibatch reply" % (len(payload) - off))
+    return batch
+
+
+def _decode_features(payload: Buffer, off: int, batch: Batch, fd: Optional[int] = None,
+                     bufs: Optional[SharedBuffers] = None) -> int:
+    """Decode the features after a minibatch's hops into ``batch.x`` (one
+    row per node of ``n_id``) and ``batch.y`` (one label per seed)."""
+    flags = int(payload[off])
+    off += 1
+    shared = bool(flags & FEATURE_SHARED)
+    if not flags & FEATURE_X or flags & ~(FEATURE_X | FEATURE_Y | FEATURE_SHARED) or (fd is not None and not shared):
+        if fd is not None:
+            os.close(fd)
+        raise ProtocolError("feature flags %#x at byte %d%s" % (
+            flags, off - 1, " with a memory file" if fd is not None else ""))
+    if shared:
+        x, off = _decode_shared_x(payload, off, fd, bufs)
+    else:
+        x, off = decode_array(payload, off)
+    if x.ndim != 2 or x.dtype not in FEATURE_DTYPES:
+        raise ProtocolError("feature array x has shape %s and dtype %s" % (x.shape, x.dtype))
+    if x.shape[0] != len(batch.n_id):
+        raise ProtocolError("feature array x has %d rows for %d nodes" % (x.shape[0], len(batch.n_id)))
+    batch.x = x
+    if flags & FEATURE_Y:
+        y, off = decode_array(payload, off)
+        if y.ndim != 1 or y.dtype != np.dtype("<i4") or len(y) != len(batch.seeds):
+            raise ProtocolError("label array y has shape %s and dtype %s for %d seeds" % (y.shape, y.dtype, len(batch.seeds)))
+        batch.y = y
+    return off
+
+
+def _decode_shared_x(payload: Buffer, off: int, fd: Optional[int],
+                     bufs: Optional[SharedBuffers]) -> Tuple[npt.NDArray[Any], int]:
+    """The x of a shared-rows reply: its header and location from the
+    payload, its bytes in a shared buffer (``fd``, where one came with the
+    reply, is that buffer's memory file, and is closed)."""
+    try:
+        if bufs is None:
+            raise ProtocolError("a shared-rows reply on a connection without shared buffers")
+        if len(payload) - off < 18 + 16:
+            raise ProtocolError("truncated header of shared array x at byte %d" % off)
+        code, ndim = int(payload[off]), int(payload[off + 1])
+        dt = DTYPES.get(code)
+        if dt is None or ndim != 2:
+            raise ProtocolError("shared array x with dtype %d and %d dimensions" % (code, ndim))
+        rows, dim = struct.unpack_from("<QQ", payload, off + 2)
+        buf, offset, retire = struct.unpack_from("<IQI", payload, off + 18)
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        raise
+    return bufs.view(buf, offset, retire, fd, dt, rows, dim), off + 18 + 16
+
+
+def encode_blocks(batch: Batch, op: int, rid: int) -> bytes:
+    """The server's reply frame for a Batch (for tests and fakes)."""
+    flags = (BATCH_PYG if batch.semantics == "pyg" else 0) | (BATCH_EDGE_IDS if batch.has_edge_ids else 0)
+    parts = [struct.pack("<IiBB", batch.epoch, batch.index, len(batch.hops), flags),
+             encode_array(batch.seeds, "<u4")]
+    for h in batch.hops:
+        parts += [encode_array(h.dst, "<u4"), encode_array(h.src, "<u4"),
+                  encode_array(h.edge_src, "<i4"), encode_array(h.edge_dst, "<i4")]
+        if flags & BATCH_EDGE_IDS:
+            if h.e_id is None:
+                raise ValueError("encode_blocks: hop 1 has edge ids and a later hop has none")
+            parts.append(encode_array(h.e_id, "<i8"))
+    if batch.x is not None:
+        x = np.ascontiguousarray(batch.x)
+        dt = x.dtype.newbyteorder("<") if x.dtype.byteorder not in "|" else x.dtype
+        parts.append(struct.pack("<BBBQQ", FEATURE_X | (FEATURE_Y if batch.y is not None else 0),
+                                 DTYPE_CODES[np.dtype(dt)], 2, x.shape[0], x.shape[1]))
+        parts.append(x.astype(dt, copy=False).tobytes())
+        if batch.y is not None:
+            parts.append(encode_array(batch.y, "<i4"))
+    return encode_frame(op, rid, b"".join(parts))
+
+
+def decode_error(payload: Buffer) -> ServerError:
+    """The ServerError (or subclass) of an error reply payload."""
+    if len(payload) < 2:
+        return ServerError(CODE_BAD_REQUEST, "malformed error reply")
+    (code,) = struct.unpack_from("<H", payload, 0)
+    msg = bytes(payload[2:]).decode("utf-8", "replace")
+    return error_class(code)(code, msg)
+
+
+def semantics_byte(semantics: Optional[str]) -> bytes:
+    """A request's optional semantics byte: none for the server's."""
+    if semantics is None:
+        return b""
+    if semantics not in SEMANTICS:
+        raise ValueError("semantics %r, want 'pyg' or 'dgl'" % (semantics,))
+    return bytes([SEMANTICS[semantics]])
+
+
+def epoch_payload(epoch: Optional[int], semantics: Optional[str] = None) -> bytes:
+    """The payload of next_batch (with ``semantics``: "pyg", "dgl" or
+    None, the server's) or advance."""
+    return _U32.pack(CURRENT_EPOCH if epoch is None else int(epoch)) + semantics_byte(semantics)
+
+
+def sample_payload(epoch: Optional[int], seeds: NodeIds, semantics: Optional[str] = None) -> bytes:
+    """The payload of a sample request."""
+    return epoch_payload(epoch) + encode_array(seeds, "<u4") + semantics_byte(semantics)
+
+
+def walks_payload(starts: NodeIds, length: int, walks_per_node: int = 1, mode: str = "deepwalk",
+                  seed: int = 0, restart: float = 0.0, stop_at_restart: bool = False, p: float = 1.0,
+                  q: float = 1.0) -> bytes:
+    """The payload of a walks request (docs/PROTOCOL.md)."""
+    if mode not in WALK_MODES:
+        raise ValueError("walk mode %r, want one of %s" % (mode, ", ".join(WALK_MODES)))
+    return struct.pack("<BBIIQddd", WALK_MODES[mode], 1 if stop_at_restart else 0, int(length), int(walks_per_node),
+                       int(seed) & (2**64 - 1), float(restart), float(p), float(q)) + encode_array(starts, "<u4")
+
+
+def split_payload(nodes: NodeIds, batch_size: int) -> bytes:
+    """The payload of a split request."""
+    return _U32.pack(int(batch_size)) + encode_array(nodes, "<u4")
+
+
+def split_batch_payload(split: int, index: int, semantics: Optional[str] = None) -> bytes:
+    """The payload of a split_batch request."""
+    return struct.pack("<II", int(split), int(index)) + semantics_byte(semantics)
+
+
+def token_payload(token: Union[str, bytes]) -> bytes:
+    """The payload of a hello: the token, UTF-8 encoded if a str, with
+    surrounding whitespace removed (as the server removes it from its token
+    file and $STREAMSAMPLER_TOKEN)."""
+    raw = token.encode("utf-8") if isinstance(token, str) else bytes(token)
+    raw = raw.strip()
+    if not raw:
+        raise ValueError("empty token")
+    if len(raw) > MAX_TOKEN:
+        raise ValueError("token of %d bytes, at most %d" % (len(raw), MAX_TOKEN))
+    return raw
