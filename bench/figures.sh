@@ -1,8 +1,13 @@
 # bench/figures.sh — the figure helpers of the benchmark scripts that print
 # PASS/FAIL tables (scale.sh, features.sh, walks.sh). Sourced.
 
-# median: the median of the numbers on stdin, one per line.
-median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+# median: the median of the numbers on stdin, one per line; nan when any
+# line is not a number (a failed run's nan must not slide the median to
+# the faster runs: sort -g puts nan first) or there is none.
+median() {
+  sort -g | awk '$1 !~ /^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/ {bad = 1} {a[NR] = $1}
+    END {if (bad || NR == 0) print "nan"; else print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'
+}
 # ddsecs: the seconds dd reports on its stderr (stdin here).
 ddsecs() { awk '/copied/ {for (i = 1; i <= NF; i++) if ($i == "s," || $i == "s") print $(i - 1)}'; }
 # jnum FILE KEY: the first number after "KEY": in FILE (flat or nested JSON).

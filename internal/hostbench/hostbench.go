@@ -200,8 +200,12 @@ func measureSet(ctx context.Context, cfg Config, be host.Backend, train []uint32
 	set.PeakRSS = peakRSS()
 	set.EpochWalls = walls
 	set.EpochWallS = Median(walls)
+	need, err := bytesNeeded(cfg.Graph, cur)
+	if err != nil {
+		return nil, nil, err
+	}
 	for l := range fan {
-		bl := Layer{Layer: l, Fanout: fan[l], Targets: len(cur.Layers[l].Frontier)}
+		bl := Layer{Layer: l, Fanout: fan[l], Targets: len(cur.Layers[l].Frontier), BytesNeeded: need[l]}
 		var lw, gb []float64
 		for _, ls := range per[l] {
 			lw = append(lw, ls.Wall.Seconds())
@@ -212,13 +216,39 @@ func measureSet(ctx context.Context, cfg Config, be host.Backend, train []uint32
 		if bl.WallS > 0 {
 			bl.SlotsPerS = float64(bl.SampledSlots) / bl.WallS
 		}
-		bl.IOFloorS = float64(bl.BytesRead) / seqRate
+		bl.IOFloorS = float64(bl.BytesNeeded) / seqRate
 		set.BytesRead += bl.BytesRead
+		set.BytesNeeded += bl.BytesNeeded
 		set.Layers = append(set.Layers, bl)
 	}
-	set.IOFloorS = float64(set.BytesRead) / seqRate
+	set.IOFloorS = float64(set.BytesNeeded) / seqRate
 	set.ReadGBps = float64(set.BytesRead) / set.EpochWallS / 1e9
 	return set, cur, nil
+}
+
+// bytesNeeded is, per layer of res, what the work needs from the graph in
+// graphDir: the used bytes of every chunk that holds a frontier node,
+// once. The I/O floor is these bytes at the disk's rate, so that extra
+// passes or re-reads of an implementation raise its bytes read, never its
+// floor.
+func bytesNeeded(graphDir string, res *epoch.Result) ([]int64, error) {
+	m, err := chunkfmt.ReadManifest(graphDir)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := chunkfmt.LoadIndex(graphDir, m)
+	if err != nil {
+		return nil, err
+	}
+	need := make([]int64, len(res.Layers))
+	for l := range res.Layers {
+		for c, part := range ix.ByChunk(res.Layers[l].Frontier) {
+			if len(part) > 0 {
+				need[l] += m.Chunks[c].BytesUsed
+			}
+		}
+	}
+	return need, nil
 }
 
 // measureFloors measures the gather and kernel floors of each layer of res

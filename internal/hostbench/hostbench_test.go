@@ -92,12 +92,21 @@ func TestRun(t *testing.T) {
 		if !slices.Equal(s.Fanouts, cfg.Fanouts[i]) || len(s.Layers) != len(s.Fanouts) || len(s.EpochWalls) != 2 {
 			t.Fatalf("set %d: %+v", i, s)
 		}
-		var bytesRead int64
+		var bytesRead, bytesNeeded int64
 		for l, ly := range s.Layers {
 			if ly.Layer != l || ly.Fanout != s.Fanouts[l] || ly.Targets <= 0 || ly.SampledSlots <= 0 || ly.BytesRead <= 0 || ly.GatherFloorS <= 0 || ly.KernelFloorS <= 0 {
 				t.Fatalf("set %d layer %d: %+v", i, l, ly)
 			}
+			// The floor's bytes are the work's, not the reads': at
+			// least one chunk, at most the graph's used bytes.
+			if ly.BytesNeeded <= 0 || ly.BytesNeeded > usedBytes(t, cfg.Graph) {
+				t.Fatalf("set %d layer %d: %d bytes needed", i, l, ly.BytesNeeded)
+			}
 			bytesRead += ly.BytesRead
+			bytesNeeded += ly.BytesNeeded
+		}
+		if s.BytesNeeded != bytesNeeded || math.Abs(s.IOFloorS-float64(bytesNeeded)/(r.SeqReadGBps*1e9)) > 1e-9*s.IOFloorS {
+			t.Fatalf("set %d: I/O floor %v s for %d bytes needed at %v GB/s", i, s.IOFloorS, bytesNeeded, r.SeqReadGBps)
 		}
 		if s.Layers[0].Targets != r.Train {
 			t.Fatalf("set %d: layer 0 has %d targets, want the %d training nodes", i, s.Layers[0].Targets, r.Train)
@@ -365,4 +374,19 @@ func TestJudge(t *testing.T) {
 	if r.Pass {
 		t.Fatal("a report with differing blocks passed")
 	}
+}
+
+// usedBytes is the graph's chunk bytes in use (manifest), the most a
+// layer can need.
+func usedBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	m, err := chunkfmt.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, c := range m.Chunks {
+		n += c.BytesUsed
+	}
+	return n
 }

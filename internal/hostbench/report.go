@@ -17,6 +17,7 @@ type Layer struct {
 	ChunksRead   int     `json:"chunks_read"`
 	ChunksReused int     `json:"chunks_reused"`
 	BytesRead    int64   `json:"bytes_read"`
+	BytesNeeded  int64   `json:"bytes_needed"` // the used bytes of the chunks holding a frontier node, once
 	WallS        float64 `json:"wall_s"`
 	ReadGBps     float64 `json:"read_gbps"`
 	SlotsPerS    float64 `json:"slots_per_s"`
@@ -34,6 +35,7 @@ type Set struct {
 	EpochWallS     float64   `json:"epoch_wall_s"`
 	EpochWalls     []float64 `json:"epoch_walls_s"`
 	BytesRead      int64     `json:"bytes_read"`
+	BytesNeeded    int64     `json:"bytes_needed"` // the I/O floor's bytes: every chunk a layer needs, once
 	ReadGBps       float64   `json:"read_gbps"`
 	SlotsPerS      float64   `json:"slots_per_s"`
 	GatherSlotsPS  float64   `json:"gather_slots_per_s"`
@@ -172,14 +174,14 @@ func (r *Report) WriteBody(w io.Writer) error {
 		r.Date, r.Host, r.CPUs, r.Backend, r.Devices, ioKind(r.DirectIO), r.Train, r.Runs)
 	for _, s := range r.Sets {
 		fmt.Fprintf(ew, "\nfanouts %v\n", s.Fanouts)
-		fmt.Fprintf(ew, "%5s %6s %10s %12s %6s %6s %12s %9s %8s %12s %9s %9s %9s\n",
-			"layer", "fanout", "targets", "slots", "read", "reused", "bytes", "wall s", "GB/s", "slots/s", "io-floor", "gather", "kernel")
+		fmt.Fprintf(ew, "%5s %6s %10s %12s %6s %6s %12s %12s %9s %8s %12s %9s %9s %9s\n",
+			"layer", "fanout", "targets", "slots", "read", "reused", "bytes read", "bytes needed", "wall s", "GB/s", "slots/s", "io-floor", "gather", "kernel")
 		for _, l := range s.Layers {
-			fmt.Fprintf(ew, "%5d %6d %10d %12d %6d %6d %12d %9.3f %8.2f %12.3g %9.3f %9.3f %9.3f\n",
-				l.Layer, l.Fanout, l.Targets, l.SampledSlots, l.ChunksRead, l.ChunksReused, l.BytesRead, l.WallS, l.ReadGBps, l.SlotsPerS, l.IOFloorS, l.GatherFloorS, l.KernelFloorS)
+			fmt.Fprintf(ew, "%5d %6d %10d %12d %6d %6d %12d %12d %9.3f %8.2f %12.3g %9.3f %9.3f %9.3f\n",
+				l.Layer, l.Fanout, l.Targets, l.SampledSlots, l.ChunksRead, l.ChunksReused, l.BytesRead, l.BytesNeeded, l.WallS, l.ReadGBps, l.SlotsPerS, l.IOFloorS, l.GatherFloorS, l.KernelFloorS)
 		}
-		fmt.Fprintf(ew, "epoch: wall %.3f s (runs %s), %d bytes at %.2f GB/s (sequential %.2f GB/s), %.3g slots/s (gather floor %.3g slots/s)\n",
-			s.EpochWallS, fmtFloats(s.EpochWalls), s.BytesRead, s.ReadGBps, r.SeqReadGBps, s.SlotsPerS, s.GatherSlotsPS)
+		fmt.Fprintf(ew, "epoch: wall %.3f s (runs %s), %d bytes read (%d needed: the I/O floor's) at %.2f GB/s (sequential %.2f GB/s), %.3g slots/s (gather floor %.3g slots/s)\n",
+			s.EpochWallS, fmtFloats(s.EpochWalls), s.BytesRead, s.BytesNeeded, s.ReadGBps, r.SeqReadGBps, s.SlotsPerS, s.GatherSlotsPS)
 		fmt.Fprintf(ew, "%s epoch wall / max(I/O floor %.3f s, gather floor %.3f s) = %.2f (target <= %g)\n",
 			passFail(s.PassFloorRatio), s.IOFloorS, s.GatherFloorS, s.FloorRatio, t.MaxFloorRatio)
 		fmt.Fprintf(ew, "info epoch wall / max(I/O floor, kernel floor %.3f s: hls.Run on in-memory chunks) = %.2f (streaming overhead)\n",
