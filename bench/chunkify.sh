@@ -172,5 +172,9 @@ BEGIN {
   printf "| bin32 | %.0f MiB | %.2f s | %.2fM | %.0f MiB | I/O floor %.2f s (O_DIRECT read %.2f s + O_DIRECT write+fsync %.2f s of %.0f MiB) | %.2fx floor | <= 3x | %s |\n", bbytes / 1048576, bw, edges / bw / 1e6, brss / 1024, floor, bread, bwrite, bout / 1048576, ratio, pf(ratio <= 3) > md
   printf "| text | %.0f MiB | %.2f s | %.2fM | %.0f MiB | `wc -l` %.2f s (%.0f MiB/s) | %.1f%% of wc -l (parse pass alone: %.1f%%) | >= 25%% | %s |\n", tbytes / 1048576, tw, edges / tw / 1e6, trss / 1024, wc, wcrate / 1048576, tpct, p1pct, pf(tpct >= 25) > md
   printf "\nPeak RSS limit 16 B x nodes + 512 MiB = %.0f MiB: %s.\n", rsslim / 1024, pf(brss <= rsslim && trss <= rsslim) > md
-}'
+  # The exit status is the verdict: any target missed, or the two builds
+  # differing, fails the benchmark.
+  exit !(ratio <= 3 && tpct >= 25 && brss <= rsslim && trss <= rsslim && same == "yes")
+}' || status=1
 echo "markdown: $BENCH_DIR/chunkify.md"
+exit ${status:-0}

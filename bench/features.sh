@@ -9,7 +9,8 @@
 # float32 features (`chunkify generate features`: 2 GiB at scale 22), 10%
 # training nodes, batch 1024, [15,10,5]. Each variant runs in a fresh
 # memory cgroup of CGROUP_LIMIT (1GiB; page cache included: the features
-# are twice that), page cache dropped before it, server and consumer both
+# are twice that), page cache dropped before it where permitted (the
+# report says whether it was), server and consumer both
 # inside; the server prepares one epoch at a time (--prepare-at 1) and
 # keeps its Go heap to SERVER_MEM (GOMEMLIMIT; default half the cgroup:
 # it shares the cgroup with the consumer, the shared-rows buffers and the
@@ -67,7 +68,18 @@ CK=$W/bin/chunkify SS=$W/bin/streamsampler
 ROWS=$W/rows.tsv
 : > "$ROWS"
 row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >> "$ROWS"; }
-drop() { sync; (echo 3 > /proc/sys/vm/drop_caches) 2>/dev/null || true; }
+# drop: the page cache dropped before each variant where that is
+# permitted; DROPPED records, as scale.sh does, whether every drop
+# happened (the report's header says so: a variant that ran warm is not
+# the measurement the header would otherwise claim).
+DROPPED=yes
+drop() {
+  sync
+  if ! (echo 3 > /proc/sys/vm/drop_caches) 2>/dev/null; then
+    [[ $DROPPED == no ]] || note "the page cache cannot be dropped here (not root?): variants run with whatever it holds"
+    DROPPED=no
+  fi
+}
 
 # --- the cgroup each variant runs in (none where unavailable or with
 # CGROUP_LIMIT=none): CG is its directory.
@@ -180,6 +192,6 @@ row "  any order, estimated bound (best predecessor each)" "$(fmt "$SBOUND")" ""
 
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 status=0
-report "Measured $DATE on $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo); scale $SCALE, $DIM-dim float32 ($(fmt "$FSIZE / 1073741824") GiB), chunks of $CHUNK, cgroup $CGROUP_LIMIT (server heap $SERVER_MEM), cache $CACHE; commit $(git -C "$REPO" describe --always --dirty); \`bench/features.sh\`." "$W/features.md" || status=$?
+report "Measured $DATE on $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo); scale $SCALE, $DIM-dim float32 ($(fmt "$FSIZE / 1073741824") GiB), chunks of $CHUNK, cgroup $CGROUP_LIMIT (server heap $SERVER_MEM), cache $CACHE, page cache dropped before each variant: $DROPPED; commit $(git -C "$REPO" describe --always --dirty); \`bench/features.sh\`." "$W/features.md" || status=$?
 [[ -n ${KEEP:-} ]] || rm -rf "$G"
 exit $status

@@ -328,19 +328,32 @@ def main():
         verdict = "" if target is None else ("PASS" if val >= target else "FAIL") + f" (target >= {target})"
         print(f"  {label:48s} {val:8.2f}  {verdict}")
     res["checks"] = [dict(name=l, value=v, target=t) for l, v, t in checks]
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=1)
-    # Last (it copies ~250 MB to the host): both engines' epochs are equal.
+    # Before the JSON (it copies ~250 MB to the host): both engines' epochs
+    # are equal, so that the JSON records it and a difference fails the run.
     got = {}
     for mode, label in ((0, "fused"), (1, "bsp")):
         counts = lib.sample(ctx, mode, train, fan, seed=42, epoch=0)
         t0 = time.perf_counter()
         got[label] = (counts,) + lib.fetch(ctx, counts, fan)
         print(f"epoch {label} D2H fetch: {(time.perf_counter()-t0)*1e3:.1f} ms", flush=True)
-    same = all(np.array_equal(x, y) for x, y in zip(got["fused"], got["bsp"]))
-    print(f"fused == bsp on the epoch: {same}", flush=True)
+    epoch_same = all(np.array_equal(x, y) for x, y in zip(got["fused"], got["bsp"]))
+    print(f"fused == bsp on the epoch: {epoch_same}", flush=True)
+    res["fused_equals_bsp_epoch"] = bool(epoch_same)
     lib.l.ssg_destroy(ctx)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+    # The exit status is the verdict: a target missed or the engines
+    # disagreeing (on the batch or the epoch) fails the benchmark.
+    failed = [label for label, val, target in checks if target is not None and not val >= target]
+    if not res["fused_equals_bsp"]:
+        failed.append("fused == bsp on a batch")
+    if not epoch_same:
+        failed.append("fused == bsp on the epoch")
+    if failed:
+        print("FAIL: " + "; ".join(failed), flush=True)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

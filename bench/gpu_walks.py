@@ -302,7 +302,12 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1)
-    return 0 if ok else 1
+    # The exit status is the verdict: a missed target fails the benchmark
+    # as a wrong walk does.
+    missed = [label for label, val, target in checks if target is not None and not val >= target]
+    if missed:
+        print("FAIL: " + "; ".join(missed), flush=True)
+    return 0 if ok and not missed else 1
 
 
 if __name__ == "__main__":

@@ -102,8 +102,20 @@ func runBench(ctx context.Context, w io.Writer, o benchOptions) error {
 		return err
 	}
 	rep.Judge(benchTargets)
+	write := rep.WriteBody
 	if o.json {
-		return rep.WriteJSON(w)
+		write = rep.WriteJSON
 	}
-	return rep.WriteBody(w)
+	if err := write(w); err != nil {
+		return err
+	}
+	// The exit status is the verdict, as for the bench/ scripts.
+	if !rep.Pass {
+		return errTargetsMissed
+	}
+	return nil
 }
+
+// errTargetsMissed is bench's error when the report is complete but a
+// target FAILs: the exit status says so to a script.
+var errTargetsMissed = errors.New("bench: a target was missed (the FAIL lines above)")
