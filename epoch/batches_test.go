@@ -2,8 +2,12 @@ package epoch_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
@@ -42,16 +46,39 @@ func TestShuffleIsPermutation(t *testing.T) {
 
 // TestShuffleGolden pins the order, so that a change of the stream (which
 // would change every user's minibatches) cannot pass unnoticed. The values
-// come from an independent Python rendering of permKey and permute
-// (mix64, below and Fisher–Yates over counters, seed 42, epoch 3).
+// are what testdata/shuffle_golden.py, an independent Python rendering of
+// permKey and permute (mix64, below and Fisher–Yates over counters),
+// prints for seed 42, epoch 3; where a python3 is found, the script is
+// also run for more cases and compared with Shuffle.
 func TestShuffleGolden(t *testing.T) {
-	in := make([]uint32, 12)
-	for i := range in {
-		in[i] = uint32(i)
-	}
 	want := []uint32{6, 1, 5, 10, 0, 3, 9, 8, 11, 7, 2, 4}
-	if got := epoch.Shuffle(in, 42, 3); !slices.Equal(got, want) {
+	if got := epoch.Shuffle(ids(12), 42, 3); !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skipf("no python3 to run testdata/shuffle_golden.py: %v", err)
+	}
+	for _, c := range []struct {
+		seed  uint64
+		epoch uint32
+		n     int
+	}{{42, 3, 12}, {0, 0, 1}, {1, 0, 2}, {7, 99, 1000}, {1<<63 + 5, 1<<32 - 1, 333}} {
+		out, err := exec.Command(py, "testdata/shuffle_golden.py", fmt.Sprint(c.seed), fmt.Sprint(c.epoch), fmt.Sprint(c.n)).Output()
+		if err != nil {
+			t.Fatalf("shuffle_golden.py %+v: %v", c, err)
+		}
+		var ref []uint32
+		for _, f := range strings.Split(strings.TrimSpace(string(out)), ",") {
+			v, err := strconv.ParseUint(f, 10, 32)
+			if err != nil {
+				t.Fatalf("shuffle_golden.py %+v printed %q", c, out)
+			}
+			ref = append(ref, uint32(v))
+		}
+		if got := epoch.Shuffle(ids(c.n), c.seed, c.epoch); !slices.Equal(got, ref) {
+			t.Fatalf("%+v: Shuffle %v, the Python rendering %v", c, got[:min(len(got), 12)], ref[:min(len(ref), 12)])
+		}
 	}
 }
 
@@ -166,4 +193,13 @@ func TestShard(t *testing.T) {
 			t.Fatalf("rank %d world %d: got %v", bad[0], bad[1], err)
 		}
 	}
+}
+
+// ids is 0, 1, …, n-1.
+func ids(n int) []uint32 {
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = uint32(i)
+	}
+	return out
 }
