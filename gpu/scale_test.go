@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +23,10 @@ import (
 // heap, then OpenCSR), optionally over UVA (STREAMSAMPLER_GPU_SCALE_UVA=1),
 // and reports the open time, the Go heap and the process's peak and
 // anonymous RSS, then samples one epoch (10% seeds, [15,10,5]) and logs a
-// hash of its result, so that two processes, one per path, show the same
-// result. Run one process per path: peak RSS is per process.
+// hash of its result. Run one process per path: the figures logged first
+// are that path's alone (peak RSS is per process). It then opens the graph
+// the other way, samples the same epoch and fails unless the two results
+// are equal, layer by layer.
 //
 //	STREAMSAMPLER_GPU_TEST=1 STREAMSAMPLER_GPU_SCALE_GRAPH=dir gpu.test -test.run GPUOpenScale -test.v
 func TestGPUOpenScale(t *testing.T) {
@@ -39,22 +42,15 @@ func TestGPUOpenScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	start := time.Now()
-	var b *gpu.Backend
-	switch path {
-	case "", "stream":
+	if path == "" {
 		path = "stream"
-		b, err = gpu.Open("", 0, g, opts)
-	case "copy":
-		var indptr []uint64
-		var indices []uint32
-		if indptr, indices, err = gpu.CSRFromGraph(g); err == nil {
-			b, err = gpu.OpenCSR("", 0, indptr, indices, opts)
-		}
-		runtime.KeepAlive(indices)
-	default:
+	}
+	other := map[string]string{"stream": "copy", "copy": "stream"}[path]
+	if other == "" {
 		t.Fatalf("STREAMSAMPLER_GPU_SCALE_PATH=%q: want stream or copy", path)
 	}
+	start := time.Now()
+	b, err := openScale(g, path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +78,43 @@ func TestGPUOpenScale(t *testing.T) {
 	t.Logf("epoch %s: %d seeds, %d sampled edges, %d final nodes in %.2f s (GPU %.1f ms); result hash %016x; %s",
 		path, len(seeds), res.NumSampledEdges(), len(res.Final), time.Since(start).Seconds(), b.Timings()[2], h.Sum64(),
 		procStatus("VmHWM"))
+
+	// The other path must give the same epoch.
+	b.Close()
+	b2, err := openScale(g, other, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	res2, err := b2.SampleEpoch(context.Background(), seeds, []int{15, 10, 5}, epoch.Key{Seed: 1, Epoch: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range res.Layers {
+		if !slices.Equal(res.Layers[l].Frontier, res2.Layers[l].Frontier) || !slices.Equal(res.Layers[l].Samples, res2.Layers[l].Samples) {
+			t.Fatalf("layer %d: the %s and %s paths sampled different epochs", l, path, other)
+		}
+	}
+	if !slices.Equal(res.Final, res2.Final) {
+		t.Fatalf("final frontier: the %s and %s paths differ", path, other)
+	}
+	t.Logf("the %s path gives the same epoch", other)
+}
+
+// openScale opens g on the GPU by path: "stream" (Open, chunk by chunk
+// from the mapping) or "copy" (CSRFromGraph into the Go heap, then
+// OpenCSR).
+func openScale(g *chunkfmt.Graph, path string, opts gpu.Options) (*gpu.Backend, error) {
+	if path == "stream" {
+		return gpu.Open("", 0, g, opts)
+	}
+	indptr, indices, err := gpu.CSRFromGraph(g)
+	if err != nil {
+		return nil, err
+	}
+	b, err := gpu.OpenCSR("", 0, indptr, indices, opts)
+	runtime.KeepAlive(indices)
+	return b, err
 }
 
 // bytesOf views a slice of 4-byte words as bytes.
