@@ -242,9 +242,21 @@ def _edge_perm(ei: npt.NDArray[Any], num_nodes: int, piece_bytes: int) -> npt.ND
 
 
 def _feature_pieces(x: npt.NDArray[Any], dtype: np.dtype[Any], piece_bytes: int) -> Iterator[npt.NDArray[Any]]:
+    """``x`` in slices of ``dtype``; a finite value that the narrowing
+    turns into an infinity (float64 beyond float32's range) is an error
+    naming it, never a stored inf."""
     per = piece_bytes // max(1, x.shape[1] * x.dtype.itemsize)
     for s, e in _slices(x.shape[0], per):
-        yield np.ascontiguousarray(x[s:e], dtype=dtype)
+        src = x[s:e]
+        with np.errstate(over="ignore"):
+            out = np.ascontiguousarray(src, dtype=dtype)
+        if out.dtype.kind == "f" and src.dtype.kind == "f" and out.dtype.itemsize < src.dtype.itemsize:
+            bad = np.isinf(out) & np.isfinite(src)
+            if bad.any():
+                r, c = (int(v[0]) for v in np.nonzero(bad))
+                raise ValueError("x[%d, %d] = %r does not fit %s (largest %r): scale or clip x first"
+                                 % (s + r, c, float(src[r, c]), out.dtype, float(np.finfo(out.dtype).max)))
+        yield out
 
 
 def _labels(y: npt.NDArray[Any], num_nodes: int) -> npt.NDArray[Any]:

@@ -305,6 +305,11 @@ class Errors(unittest.TestCase):
         self.refuse(r"num_nodes=2.5: want an integer", ei, 2.5)
         self.refuse(r"x: shape \(4, 2\), want \[num_nodes, F\] = \[3, F\]", ei, n, np.zeros((4, 2)))
         self.refuse(r"x: dtype int64, want float32", ei, n, np.zeros((3, 2), np.int64))
+        # float64 narrowed to float32: a finite value past its range is an
+        # error naming it, not a stored inf (numpy would only warn).
+        wide = np.zeros((3, 2))
+        wide[2, 1] = 1e39
+        self.refuse(r"x\[2, 1\] = 1e\+39 does not fit float32", ei, n, wide)
         self.refuse(r"y: shape \(2,\), want \[num_nodes\] = \[3\]", ei, n, None, np.zeros(2, int))
         self.refuse(r"y\[1\] = 0.5: labels are class ids", ei, n, None, np.array([0, 0.5, 1]))
         self.refuse(r"y\[2\] = -2", ei, n, None, np.array([0, 1, -2]))
