@@ -186,7 +186,7 @@ func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (su
 	// Earlier builds of out that were killed (SIGKILL, the OOM killer, a
 	// crash) could not remove their temporary directories: remove those
 	// whose process is gone, never one of a build still running.
-	stale, err := atomicfile.RemoveStaleTempDirs(out)
+	stale, err := atomicfile.RemoveStaleTemps(out)
 	if err != nil {
 		return nil, fmt.Errorf("build: removing temporary directories of earlier builds of %s: %w", out, err)
 	}

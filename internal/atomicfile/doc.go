@@ -15,7 +15,7 @@
 // Temporaries are named "." + base + ".tmp-" + a random suffix, hidden and
 // recognisable, so that code cleaning up after a crash can find them.
 // Temporary directories made by TempDir also record their owning process
-// (pid, start time, host) in that suffix: RemoveStaleTempDirs removes
+// (pid, start time, host) in that suffix: RemoveStaleTemps removes
 // those whose owner is gone and never one that a running process may
 // still finish.
 package atomicfile

@@ -1,10 +1,13 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/streamsampler/streamsampler/internal/failpoint"
 )
@@ -43,15 +46,33 @@ type File struct {
 	done bool   // committed or aborted
 }
 
+// ErrNotRegular is returned by Create for a destination that exists and
+// is not a regular file: a FIFO, a device, a socket, a directory or a
+// symbolic link, which the rename would replace (destroy) rather than
+// write to.
+var ErrNotRegular = errors.New("not a regular file")
+
 // Create opens a new temporary file in path's directory that Commit will
 // rename to path. Its mode is perm exactly (the umask does not apply), so
 // that the result does not depend on the environment of the process.
+//
+// A destination that exists must be a regular file (ErrNotRegular
+// otherwise). The temporary's name records this process, as TempDir's
+// do, and Create first removes the temporaries of path whose process has
+// died (a killed writer's, which may be as large as its output): no
+// later run leaves them behind.
 func Create(path string, perm fs.FileMode) (*File, error) {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w (%s): writing the result would replace it; give the path of a regular file", path, ErrNotRegular, kindOf(fi.Mode()))
+	}
+	if _, err := RemoveStaleTemps(path); err != nil {
+		return nil, err
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-")
+	f, err := createOwned(filepath.Join(dir, tempPrefix(base, self())))
 	if err != nil {
 		return nil, err
 	}
@@ -176,4 +197,32 @@ func WriteNew(path string, data []byte, perm fs.FileMode) error {
 		os.Remove(path)
 	}
 	return err
+}
+
+// createOwned creates a new file named prefix + a random number.
+func createOwned(prefix string) (*os.File, error) {
+	for range 10000 {
+		f, err := os.OpenFile(prefix+strconv.FormatUint(uint64(rand.Uint32()), 10), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil || !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("atomicfile: no free temporary name %s*", prefix)
+}
+
+// kindOf names a non-regular file's type for an error.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
 }

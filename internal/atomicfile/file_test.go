@@ -7,9 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/streamsampler/streamsampler/internal/failpoint"
@@ -437,5 +439,86 @@ func TestWriteNew(t *testing.T) {
 	}
 	if names := entries(t, dir); !slices.Equal(names, []string{"a.u32"}) {
 		t.Fatalf("directory holds %v, want no partial file", names)
+	}
+}
+
+// TestCreateRefusesNonRegular: a destination that is a FIFO, a device, a
+// directory or a symbolic link is refused, untouched, before anything is
+// written beside it (renaming over it would destroy it).
+func TestCreateRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	before := entries(t, dir)
+	for _, c := range []struct{ path, kind string }{
+		{fifo, "a FIFO"}, {sub, "a directory"}, {link, "a symbolic link"}, {"/dev/null", "a device"},
+	} {
+		f, err := Create(c.path, 0o644)
+		if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), c.kind) || !strings.Contains(err.Error(), c.path) {
+			if f != nil {
+				f.Abort()
+			}
+			t.Fatalf("Create(%s) = %v, want ErrNotRegular naming %s and the path", c.path, err, c.kind)
+		}
+	}
+	if got := entries(t, dir); !slices.Equal(got, before) {
+		t.Fatalf("directory now holds %v, had %v", got, before)
+	}
+	if fi, err := os.Lstat("/dev/null"); err != nil || fi.Mode()&fs.ModeDevice == 0 {
+		t.Fatalf("/dev/null after the refusal: %v %v", fi, err)
+	}
+	if mustRead(t, target) != "keep" {
+		t.Fatal("the link's target changed")
+	}
+}
+
+// TestCreateRemovesDeadTemporaries: a killed writer's temporary (its
+// owner dead) is removed by the next Create of the same destination, a
+// live writer's is kept.
+func TestCreateRemovesDeadTemporaries(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("owner checks need /proc")
+	}
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "walks.npy")
+	dead := filepath.Join(dir, tempPrefix("walks.npy", owner{pid: deadPID(t), start: 1, host: self().host})+"1")
+	live := filepath.Join(dir, tempPrefix("walks.npy", self())+"2")
+	for _, p := range []string{dead, live} {
+		if err := os.WriteFile(p, make([]byte, 4096), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := Create(dst, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Fatalf("the dead writer's temporary is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("the live writer's temporary was removed: %v", err)
+	}
+	if mustRead(t, dst) != "new" {
+		t.Fatal("wrong content")
 	}
 }

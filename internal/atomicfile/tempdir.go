@@ -68,7 +68,7 @@ func parseTempName(base, name string) (owner, bool) {
 // TempDir creates an empty directory beside dst in which to build dst's
 // new content before ReplaceDir or MoveDir moves it into place. Its name,
 // "." + base + ".tmp-PID-START-HOST-" + a random suffix, records the
-// process that owns it, so that RemoveStaleTempDirs can remove it if this
+// process that owns it, so that RemoveStaleTemps can remove it if this
 // process dies (SIGKILL, a crash, the OOM killer) before it could clean
 // up. dst's parent directory must exist. The directory gets the mode
 // mkdir gives (0777 less the umask), not os.MkdirTemp's 0700, since it
@@ -89,15 +89,16 @@ func TempDir(dst string) (string, error) {
 	return "", fmt.Errorf("atomicfile: no free temporary name %s*", prefix)
 }
 
-// RemoveStaleTempDirs removes the directories TempDir made for dst whose
-// owning process has exited, and returns their paths. A directory whose
+// RemoveStaleTemps removes the temporaries TempDir and Create made for
+// dst (directories and files) whose owning process has exited, and
+// returns their paths. A directory whose
 // owner is still running (the same pid with the same start time) is kept,
 // whatever its age; so is one made on another host, one whose owner
 // cannot be checked, and every name TempDir does not make (older
 // ".base.tmp-RANDOM" names included). ReplaceDir's fallback leaves an old
 // tree at TEMP.old, which may be the only copy of dst's old content: such
 // names are never touched either.
-func RemoveStaleTempDirs(dst string) ([]string, error) {
+func RemoveStaleTemps(dst string) ([]string, error) {
 	dst = filepath.Clean(dst)
 	parent, base := filepath.Dir(dst), filepath.Base(dst)
 	ents, err := os.ReadDir(parent)
@@ -108,7 +109,7 @@ func RemoveStaleTempDirs(dst string) ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, e := range ents {
-		if !e.IsDir() {
+		if !e.IsDir() && !e.Type().IsRegular() {
 			continue
 		}
 		o, ok := parseTempName(base, e.Name())

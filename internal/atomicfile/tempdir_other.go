@@ -6,6 +6,6 @@ package atomicfile
 func procStart(int) uint64 { return 0 }
 
 // ownerAlive cannot tell a dead owner from a live one here, so it says
-// alive: RemoveStaleTempDirs then removes nothing rather than risk a
+// alive: RemoveStaleTemps then removes nothing rather than risk a
 // running build's directory.
 func ownerAlive(owner) bool { return true }

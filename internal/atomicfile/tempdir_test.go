@@ -37,10 +37,11 @@ func TestTempDirNameRecordsOwner(t *testing.T) {
 	}
 }
 
-// TestRemoveStaleTempDirs: the temporaries of dead owners (gone, or a
-// reused pid) are removed; those of live owners, of another host, of
-// another destination, and names TempDir does not make are kept.
-func TestRemoveStaleTempDirs(t *testing.T) {
+// TestRemoveStaleTemps: the temporaries of dead owners (gone, or a
+// reused pid), directories (TempDir) and files (Create) alike, are
+// removed; those of live owners, of another host, of another
+// destination, and names neither makes are kept.
+func TestRemoveStaleTemps(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("owner checks need /proc")
 	}
@@ -68,12 +69,16 @@ func TestRemoveStaleTempDirs(t *testing.T) {
 	for n := range names {
 		makeTree(t, filepath.Join(parent, n), map[string]string{"edges.chunks": n})
 	}
-	// A file with a stale name is not a directory TempDir made.
-	fileName := tempPrefix("g", dead) + "666"
-	if err := os.WriteFile(filepath.Join(parent, fileName), nil, 0o644); err != nil {
-		t.Fatal(err)
+	// Files: a dead owner's is a killed writer's temporary (Create's); a
+	// live one's is being written.
+	files := map[string]bool{tempPrefix("g", dead) + "666": true, tempPrefix("g", me) + "777": false}
+	for n, gone := range files {
+		if err := os.WriteFile(filepath.Join(parent, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names[n] = gone
 	}
-	removed, err := RemoveStaleTempDirs(dst)
+	removed, err := RemoveStaleTemps(dst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +99,8 @@ func TestRemoveStaleTempDirs(t *testing.T) {
 			t.Errorf("%s: removed %v, want %v (stat: %v)", n, !gone, gone, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(parent, fileName)); err != nil {
-		t.Errorf("a plain file was removed: %v", err)
-	}
 	// Idempotent: nothing more to remove.
-	if again, err := RemoveStaleTempDirs(dst); err != nil || len(again) != 0 {
+	if again, err := RemoveStaleTemps(dst); err != nil || len(again) != 0 {
 		t.Fatalf("second call removed %v, %v", again, err)
 	}
 }
