@@ -131,7 +131,7 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) (err error) {
 		if err != nil {
 			return err
 		}
-		if err := bindTrainSet(&stCfg, fresh, cfg.Train); err != nil {
+		if err := stCfg.BindTrainSet(cfg.Train, fresh); err != nil {
 			return err
 		}
 		// Held for the whole run: its epochs are committed as it goes.
