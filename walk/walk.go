@@ -155,6 +155,26 @@ func NumWalks(starts int, c Config) int { return c.WalksPerNode * starts }
 // bounds it).
 func (c Config) OutputLen(starts int) int { return NumWalks(starts, c) * (c.Length + 1) }
 
+// Taken counts, in out (rows of Length+1 entries, as a walker writes
+// them), the steps the walks took, the nodes after each start up to its
+// row's last non-negative entry, and the walks that ended before step
+// Length (their rows padded with -1).
+func (c Config) Taken(out []int32) (steps int64, ended int) {
+	cols := c.Length + 1
+	for r := 0; r+cols <= len(out); r += cols {
+		row := out[r : r+cols]
+		taken := c.Length
+		for taken > 0 && row[taken] < 0 {
+			taken--
+		}
+		steps += int64(taken)
+		if taken < c.Length {
+			ended++
+		}
+	}
+	return steps, ended
+}
+
 // Thresholds are a walk set's decision thresholds (rng.Threshold),
 // computed once on the host in float64 and handed to every device as
 // integers, so that no device's floating point decides a walk.

@@ -73,6 +73,24 @@ func TestModeNames(t *testing.T) {
 	}
 }
 
+// TestTaken: steps are counted up to each row's last node, and a row
+// padded with -1 is a walk that ended early.
+func TestTaken(t *testing.T) {
+	c := Config{Length: 3, WalksPerNode: 1}
+	out := []int32{
+		1, 2, 3, 4, // 3 steps
+		5, 6, -1, -1, // 1 step, ended
+		7, -1, -1, -1, // no step, ended
+		8, 8, 9, 8, // 3 steps (PPR's jumps back are steps)
+	}
+	if steps, ended := c.Taken(out); steps != 7 || ended != 2 {
+		t.Fatalf("Taken = %d steps, %d ended; want 7, 2", steps, ended)
+	}
+	if steps, ended := c.Taken(nil); steps != 0 || ended != 0 {
+		t.Fatalf("Taken(nil) = %d, %d", steps, ended)
+	}
+}
+
 func TestConfigRejects(t *testing.T) {
 	ok := Config{Length: 3, WalksPerNode: 2}
 	g := smallWalkGraph()

@@ -24,7 +24,7 @@ and removes, naming each on stderr, what interrupted runs left there.`,
 				return err
 			}
 			// What interrupted runs left is removed first, and said.
-			c, unlock, err := lockAndClean(st, cmd.ErrOrStderr())
+			c, unlock, err := st.OpenLocked(func(l statedir.Leftover) { reportRemoved(cmd.ErrOrStderr(), st, l) })
 			if err != nil {
 				return err
 			}

@@ -99,15 +99,6 @@ func openBackend(graphDir string, b backendFlags) (host.Backend, error) {
 	}
 }
 
-// backendStats returns the statistics of be's last epoch, nil where the
-// backend keeps none.
-func backendStats(be host.Backend) *host.Stats {
-	if s, ok := be.(host.StatsReporter); ok {
-		return s.LastStats()
-	}
-	return nil
-}
-
 // chunkProgress returns an OnChunk hook drawing a progress line on stderr
 // when it is a terminal (nil bar otherwise), and the bar to finish.
 func chunkProgress(stderr io.Writer, quiet bool, label string, total int64) (func(layer, chunk int, bytes int64), *progress.Bar) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/statedir"
 )
@@ -21,53 +20,48 @@ import (
 func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
 
 // stateConfigFor reconciles a command's flags with the configuration of
-// the state directory's contents c (statedir.MergeConfig): set reports
-// which fields the command gives. It returns the configuration, whether
-// it is new (to be written before the first epoch), and the graph's
-// manifest, checked against the recorded fingerprint. It writes nothing.
-func stateConfigFor(st statedir.State, c *statedir.Contents, given statedir.Config, set func(field string) bool) (cfg statedir.Config, fresh bool, m *chunkfmt.Manifest, err error) {
-	if set(statedir.FieldCompress) && given.Compress != "" && given.Compress != "zstd" {
-		return cfg, false, nil, usagef("--compress %q: want zstd or nothing", given.Compress)
-	}
-	rec, have := c.Config, c.Committed
-	for _, p := range []*string{&given.Graph, &given.Train} {
-		if *p != "" {
-			if *p, err = filepath.Abs(*p); err != nil {
-				return cfg, false, nil, err
-			}
+// the state directory's contents c (statedir.State.Reconcile): set
+// reports which fields the command gives. It returns the configuration,
+// whether it is new (to be written before the first epoch), and the
+// graph's manifest, checked against the recorded fingerprint. It writes
+// nothing.
+func stateConfigFor(st statedir.State, c *statedir.Contents, given statedir.Config, set func(field string) bool) (statedir.Config, bool, *chunkfmt.Manifest, error) {
+	if set(statedir.FieldCompress) {
+		if err := checkCompress(given.Compress); err != nil {
+			return statedir.Config{}, false, nil, err
 		}
 	}
-	var recorded *statedir.Config
-	if have {
-		recorded = &rec
+	cfg, fresh, m, err := st.Reconcile(c, given, set)
+	if err != nil {
+		return cfg, false, nil, stateFlagError(st, err)
 	}
-	cfg, err = statedir.MergeConfig(recorded, given, set)
+	return cfg, fresh, m, nil
+}
+
+// checkCompress checks --compress.
+func checkCompress(s string) error {
+	if s != "" && s != "zstd" {
+		return usagef("--compress %q: want zstd or nothing", s)
+	}
+	return nil
+}
+
+// stateFlagError says an error about a state directory's configuration
+// (statedir.MergeConfig's, as Reconcile returns it) in terms of the
+// command's flags, a usage error; other errors are returned as they are.
+func stateFlagError(st statedir.State, err error) error {
 	var conflict *statedir.ConflictError
 	var missing *statedir.MissingError
 	switch {
 	case errors.As(err, &conflict):
-		return cfg, false, nil, usagef("--%s %v conflicts with %v recorded in %s; use a new state directory",
+		return usagef("--%s %v conflicts with %v recorded in %s; use a new state directory",
 			flagName(conflict.Field), flagValue(conflict.Given), flagValue(conflict.Recorded), st.ConfigPath())
 	case errors.As(err, &missing):
-		return cfg, false, nil, usagef("--%s is required on the first prepare of %s", flagName(missing.Field), st.Dir)
+		return usagef("--%s is required on the first prepare of %s", flagName(missing.Field), st.Dir)
 	case errors.Is(err, epoch.ErrConfig):
-		return cfg, false, nil, usageError{err}
-	case err != nil:
-		return cfg, false, nil, err
+		return usageError{err}
 	}
-	m, err = chunkfmt.ReadManifest(cfg.Graph)
-	if err != nil {
-		if have {
-			return cfg, false, nil, fmt.Errorf("graph of state %s: %w", st.Dir, err)
-		}
-		return cfg, false, nil, err
-	}
-	if !have {
-		cfg.Fingerprint = m.Fingerprint()
-	} else if err := cfg.CheckGraph(m); err != nil {
-		return cfg, false, nil, fmt.Errorf("%s: %w", st.ConfigPath(), err)
-	}
-	return cfg, !have, m, nil
+	return err
 }
 
 // flagValue prints a StateConfig field's value as its flag takes it.
@@ -109,71 +103,9 @@ func requireDir(st statedir.State) error {
 	return nil
 }
 
-// lockAndClean takes the state directory's lock and removes what
-// interrupted runs left there (statedir.State.Clean), reporting each removal
-// on w (nil: silently): advance's start. The commands that write epochs
-// begin a statedir.Txn instead. The caller must call unlock.
-func lockAndClean(st statedir.State, w io.Writer) (c *statedir.Contents, unlock func(), err error) {
-	release, err := st.Lock()
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() {
-		if err != nil {
-			release()
-		}
-	}()
-	if c, err = st.Open(); err != nil {
-		return nil, nil, err
-	}
-	removed, err := st.Clean(c)
-	if w != nil {
-		for _, l := range removed {
-			reportRemoved(w, st, l)
-		}
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	// What is left is the committed state alone.
-	if c, err = st.Open(); err != nil {
-		return nil, nil, err
-	}
-	return c, release, nil
-}
-
 // reportRemoved says what Clean removed, one line each.
 func reportRemoved(w io.Writer, st statedir.State, l statedir.Leftover) {
 	fmt.Fprintf(w, "removed %s: %s\n", filepath.Join(st.Dir, l.Name), l.Why)
-}
-
-// bindTrainSet records the training nodes' identity in a new state
-// configuration, or checks them against the recorded one: a training file
-// whose content changed since the first epoch is refused.
-func bindTrainSet(cfg *statedir.Config, fresh bool, train []uint32) error {
-	got := epochdir.TrainSetOf(train)
-	if fresh {
-		cfg.TrainSet = got
-		return nil
-	}
-	if got != cfg.TrainSet {
-		return fmt.Errorf("training nodes in %s (%d, CRC-32C %08x) are not those recorded in %s (%d, CRC-32C %08x): the file changed since the first prepare; use a new state directory",
-			cfg.Train, got.Count, got.CRC32C, statedir.ConfigName, cfg.TrainSet.Count, cfg.TrainSet.CRC32C)
-	}
-	return nil
-}
-
-// checkStateGraph checks the graph a state directory records against its
-// fingerprint.
-func checkStateGraph(st statedir.State, cfg statedir.Config) error {
-	m, err := chunkfmt.ReadManifest(cfg.Graph)
-	if err != nil {
-		return fmt.Errorf("graph of state %s: %w", st.Dir, err)
-	}
-	if err := cfg.CheckGraph(m); err != nil {
-		return fmt.Errorf("%s: %w", st.ConfigPath(), err)
-	}
-	return nil
 }
 
 // readSampling reads the training nodes of trainPath for a graph of

@@ -19,6 +19,7 @@ import (
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/rng"
+	"github.com/streamsampler/streamsampler/runloop"
 )
 
 // The shared datasets: the edge lists a user would chunkify, each built as
@@ -224,7 +225,7 @@ func checkSamplerCLI(t *testing.T, gr *chunkfmt.Graph, dir string, train []uint3
 		t.Fatalf("run printed %d lines:\n%s", len(lines), out)
 	}
 	for i, l := range lines {
-		var r epochRecord
+		var r runloop.EpochReport
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/pipeline"
+	"github.com/streamsampler/streamsampler/runloop"
 )
 
 // writeFeatures packs random rows of dim float32 and labels (some
@@ -64,7 +65,7 @@ func TestRunFeatures(t *testing.T) {
 		train = append(train, v)
 	}
 	tf := writeTrain(t, train)
-	runWith := func(extra ...string) (recs []epochRecord, seeds map[string]bool) {
+	runWith := func(extra ...string) (recs []runloop.EpochReport, seeds map[string]bool) {
 		seeds = map[string]bool{}
 		var out bytes.Buffer
 		cmd := newRunCmdWith(func(b *pipeline.Minibatch, x []byte, y []int32) {
@@ -94,7 +95,7 @@ func TestRunFeatures(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-			var r epochRecord
+			var r runloop.EpochReport
 			if err := json.Unmarshal([]byte(l), &r); err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +111,7 @@ func TestRunFeatures(t *testing.T) {
 		if p == nil || c == nil || r == nil {
 			t.Fatalf("epoch %d: no feature figures", e)
 		}
-		for _, f := range []*featureRecord{p, c, r} {
+		for _, f := range []*runloop.FeatureReport{p, c, r} {
 			rd := f.Reads
 			if rd.RowsNeeded <= 0 || rd.RowsFromCache+rd.RowsFromDisk != rd.RowsNeeded || rd.BytesRead < rd.RowsFromDisk*rd.RowBytes || f.Labels != int64(plain[e].Seeds) {
 				t.Fatalf("epoch %d: %+v", e, f)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -32,7 +30,11 @@ configuration, the current epoch and each prepared epoch's size.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st := statedir.State{Dir: state}
-			c, removed, kept, err := inspectState(st)
+			// A directory that is not there is not a state directory.
+			if err := requireDir(st); err != nil {
+				return err
+			}
+			c, removed, kept, err := st.Inspect()
 			if err != nil {
 				return err
 			}
@@ -54,14 +56,14 @@ configuration, the current epoch and each prepared epoch's size.`,
 			cfg, cur, hasCur := c.Config, c.Current, c.HasCurrent
 			var eps []epochInfo
 			for _, n := range c.Prepared {
-				b, err := dirBytes(st.EpochDir(n))
+				b, err := st.EpochBytes(n)
 				if err != nil {
 					return err
 				}
 				eps = append(eps, epochInfo{Epoch: n, Bytes: b, Current: hasCur && n == cur})
 			}
 			graphNote := "ok"
-			if err := checkStateGraph(st, cfg); err != nil {
+			if _, err := st.ReadGraph(cfg); err != nil {
 				graphNote = err.Error()
 			}
 			if asJSON {
@@ -96,38 +98,6 @@ configuration, the current epoch and each prepared epoch's size.`,
 	return cmd
 }
 
-// inspectState checks a state directory (statedir.State.Open) and removes
-// what interrupted runs left (statedir.State.Clean) when it can take the
-// lock; while another command holds it, the leftovers are returned as
-// kept instead. A directory that is not there is not a state directory.
-func inspectState(st statedir.State) (c *statedir.Contents, removed, kept []statedir.Leftover, err error) {
-	if err := requireDir(st); err != nil {
-		return nil, nil, nil, err
-	}
-	unlock, err := st.Lock()
-	switch {
-	case errors.Is(err, statedir.ErrBusy):
-		c, err := st.Open()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return c, nil, c.Leftovers, nil
-	case err != nil:
-		return nil, nil, nil, err
-	}
-	defer unlock()
-	if c, err = st.Open(); err != nil {
-		return nil, nil, nil, err
-	}
-	if removed, err = st.Clean(c); err != nil {
-		return nil, removed, nil, err
-	}
-	if c, err = st.Open(); err != nil {
-		return nil, removed, nil, err
-	}
-	return c, removed, nil, nil
-}
-
 // leftoverNames lists leftovers' names for JSON (never null).
 func leftoverNames(ls []statedir.Leftover) []string {
 	out := make([]string, 0, len(ls))
@@ -135,22 +105,4 @@ func leftoverNames(ls []statedir.Leftover) []string {
 		out = append(out, l.Name)
 	}
 	return out
-}
-
-func dirBytes(dir string) (int64, error) {
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n, err
 }

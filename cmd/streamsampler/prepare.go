@@ -114,7 +114,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 	if err != nil {
 		return err
 	}
-	if err := bindTrainSet(&cfg, fresh, sampling.Train); err != nil {
+	if err := cfg.BindTrainSet(sampling.Train, fresh); err != nil {
 		return err
 	}
 	// The backend is opened before the directory is created, so that a

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/streamsampler/streamsampler/batchfmt"
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/host"
@@ -75,7 +76,7 @@ func TestPrepareAdvanceSampleRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		var exp strings.Builder
-		writeBlocksJSON(&exp, b, nil)
+		batchfmt.WriteJSON(&exp, b, nil)
 		out, e, code = cli(t, "sample", "--state", state, "--seeds", "15,0,300")
 		if code != 0 {
 			t.Fatalf("sample: %d %s", code, e)

@@ -2,19 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
-	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/pipeline"
+	"github.com/streamsampler/streamsampler/runloop"
 	"github.com/streamsampler/streamsampler/statedir"
 )
 
@@ -26,20 +24,15 @@ type runOptions struct {
 	json     bool
 	backend  backendFlags
 	workers  int
-	onBatch  batchSeen // tests: sees every minibatch handed out
+	onBatch  func(b *pipeline.Minibatch, x []byte, y []int32) // tests: runloop.Options.OnBatch
 }
-
-// batchSeen sees a minibatch as run hands it out: its blocks and, with
-// --features, its feature rows (n_id order) and its seeds' labels (nil
-// without --features; valid only during the call).
-type batchSeen func(b *pipeline.Minibatch, x []byte, y []int32)
 
 func newRunCmd() *cobra.Command { return newRunCmdWith(nil) }
 
 // newRunCmdWith is newRunCmd whose run shows onBatch every minibatch it
-// hands out, with its features (tests compare them with the store's and
-// with serve's).
-func newRunCmdWith(onBatch batchSeen) *cobra.Command {
+// hands out, with its features (runloop.Options.OnBatch: tests compare
+// them with the store's and with serve's).
+func newRunCmdWith(onBatch func(b *pipeline.Minibatch, x []byte, y []int32)) *cobra.Command {
 	o := runOptions{onBatch: onBatch}
 	cmd := &cobra.Command{
 		Use:   "run --graph DIR --train FILE --fanouts 15,10,5 --batch-size B --epochs E",
@@ -68,25 +61,9 @@ With --state it also persists each epoch there, as prepare does.`,
 	return cmd
 }
 
-// epochRecord accumulates one epoch's statistics in run.
-type epochRecord struct {
-	Epoch      uint32         `json:"epoch"`
-	Batches    int            `json:"batches"`
-	Seeds      int            `json:"seeds"`
-	Edges      int64          `json:"edges"`
-	AssembleS  float64        `json:"assemble_s"` // time inside Next (assembly plus any wait for the epoch)
-	MsPerBatch float64        `json:"ms_per_batch"`
-	EdgesPerS  float64        `json:"edges_per_s"`
-	SampleS    float64        `json:"sample_s"` // wall time of sampling this epoch
-	BytesRead  int64          `json:"bytes_read"`
-	ReadGBps   float64        `json:"read_gbps"`
-	Overlapped bool           `json:"overlapped"` // sampled in the background during the previous epoch
-	Stats      *host.Stats    `json:"stats,omitempty"`
-	Features   *featureRecord `json:"features,omitempty"`
-	wallStart  time.Time
-}
-
-func runLoop(ctx context.Context, w io.Writer, o runOptions) (err error) {
+// runLoop checks the flags, turns them into runloop.Options and prints
+// each epoch's report as it ends.
+func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 	if o.epochs < 1 {
 		return usagef("--epochs %d: want at least 1", o.epochs)
 	}
@@ -113,144 +90,31 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) (err error) {
 		defer fs.Close()
 		cfg.Features = planning
 	}
-	var tx *statedir.Txn
+	ro := runloop.Options{
+		Config: cfg, NumNodes: m.NumNodes, Workers: o.workers, Features: fs,
+		Open:    func() (host.Backend, error) { return openBackend(o.stream.graph, o.backend) },
+		OnEpoch: func(r *runloop.EpochReport) { printRunEpoch(w, o.json, r) },
+		OnBatch: o.onBatch,
+	}
 	if o.state != "" {
-		// run gives every field: it must agree with what the directory
-		// records, as a prepare would, and never adopts an orphan epoch.
-		st := statedir.State{Dir: o.state}
-		c, err := st.Open()
-		if err != nil {
+		if err := checkCompress(o.compress); err != nil {
 			return err
 		}
-		if err := c.RefuseOrphans(st.Dir); err != nil {
-			return err
-		}
-		given := statedir.Config{Graph: o.stream.graph, Train: o.stream.train, Fanouts: cfg.Fanouts, Seed: cfg.Seed,
-			Replace: cfg.Replace, Rank: cfg.Rank, WorldSize: cfg.World, Compress: o.compress, EdgeIDs: o.backend.EdgeIDs}
-		stCfg, fresh, _, err := stateConfigFor(st, c, given, func(string) bool { return true })
-		if err != nil {
-			return err
-		}
-		if err := bindTrainSet(&stCfg, fresh, cfg.Train); err != nil {
-			return err
-		}
-		// Held for the whole run: its epochs are committed as it goes.
-		if tx, err = statedir.Begin(st, c, stCfg, fresh, nil); err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, tx.Close()) }()
+		ro.State = &runloop.State{Dir: o.state, Graph: o.stream.graph, Train: o.stream.train, Compress: o.compress, EdgeIDs: o.backend.EdgeIDs}
 	}
-	be, err := openBackend(o.stream.graph, o.backend)
+	rep, err := runloop.Run(ctx, ro)
 	if err != nil {
-		return err
+		return stateFlagError(statedir.State{Dir: o.state}, err)
 	}
-	defer be.Close()
-
-	var mu sync.Mutex
-	sampled := map[uint32]*epochRecord{}
-	sampleFn := func(ctx context.Context, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error) {
-		t0 := time.Now()
-		res, err := be.SampleEpoch(ctx, seeds, fanouts, key)
-		if err != nil {
-			return nil, err
-		}
-		r := &epochRecord{Epoch: key.Epoch, SampleS: time.Since(t0).Seconds(), Stats: backendStats(be)}
-		if r.Stats != nil {
-			r.BytesRead = r.Stats.BytesRead()
-			r.ReadGBps = float64(r.BytesRead) / r.SampleS / 1e9
-		}
-		mu.Lock()
-		sampled[key.Epoch] = r
-		mu.Unlock()
-		return res, nil
-	}
-	opts := []pipeline.StoreOption{pipeline.WithNumNodes(m.NumNodes)}
-	if tx != nil {
-		opts = append(opts, pipeline.WithTxn(tx))
-	}
-	pipe, err := pipeline.NewPipeline(cfg, sampleFn, pipeline.NewStore(opts...))
-	if err != nil {
-		return usageError{err}
-	}
-	defer pipe.Close()
-	if err := pipe.Start(ctx); err != nil {
-		return err
-	}
-
-	var cur *epochRecord
-	var fr *featureReader
-	if fs != nil {
-		fr = newFeatureReader(fs)
-		defer fr.close()
-	}
-	flush := func() {
-		if cur == nil {
-			return
-		}
-		mu.Lock()
-		if s := sampled[cur.Epoch]; s != nil {
-			cur.SampleS, cur.BytesRead, cur.ReadGBps, cur.Stats = s.SampleS, s.BytesRead, s.ReadGBps, s.Stats
-			cur.Overlapped = cur.Epoch > 0
-		}
-		mu.Unlock()
-		if cur.Batches > 0 {
-			cur.MsPerBatch = cur.AssembleS * 1e3 / float64(cur.Batches)
-		}
-		if cur.AssembleS > 0 {
-			cur.EdgesPerS = float64(cur.Edges) / cur.AssembleS
-		}
-		printRunEpoch(w, o.json, cur)
-	}
-	start := time.Now()
-	// The time between minibatches, as a consumer sees it: assembly (on
-	// every core) plus any wait for the epoch's preparation.
-	t0 := time.Now()
-	err = pipe.RunOrdered(ctx, o.workers, func(b *pipeline.Minibatch) error {
-		el := time.Since(t0).Seconds()
-		if cur == nil || b.Epoch != cur.Epoch {
-			if fr != nil && cur != nil {
-				cur.Features = fr.end()
-			}
-			flush()
-			cur = &epochRecord{Epoch: b.Epoch, wallStart: time.Now()}
-			if fr != nil {
-				if err := fr.begin(b); err != nil {
-					return fmt.Errorf("epoch %d: %w", b.Epoch, err)
-				}
-			}
-		}
-		var x []byte
-		var y []int32
-		if fr != nil {
-			if err := fr.next(ctx, b); err != nil {
-				return err
-			}
-			x, y = fr.x, fr.y
-		}
-		if o.onBatch != nil {
-			o.onBatch(b, x, y)
-		}
-		cur.Batches++
-		cur.Seeds += len(b.Blocks.Seeds)
-		cur.Edges += int64(b.Blocks.NumEdges())
-		cur.AssembleS += el
-		t0 = time.Now()
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if fr != nil && cur != nil {
-		cur.Features = fr.end()
-	}
-	flush()
 	if !o.json {
-		fmt.Fprintf(w, "%d epochs in %v\n", o.epochs, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(w, "%d epochs in %v\n", o.epochs, rep.Wall.Round(time.Millisecond))
 	}
 	return nil
 }
 
-func printRunEpoch(w io.Writer, asJSON bool, r *epochRecord) {
+// printRunEpoch prints an epoch's report: a JSON line, or a line (two
+// with features) for a human.
+func printRunEpoch(w io.Writer, asJSON bool, r *runloop.EpochReport) {
 	if asJSON {
 		writeJSONLine(w, r)
 		return

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/runloop"
 )
 
 func TestRunLoop(t *testing.T) {
@@ -22,7 +24,7 @@ func TestRunLoop(t *testing.T) {
 		t.Fatalf("%d lines:\n%s", len(lines), out)
 	}
 	for i, l := range lines {
-		var r epochRecord
+		var r runloop.EpochReport
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)
 		}

@@ -8,11 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/streamsampler/streamsampler/batchfmt"
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/epochdir"
+	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/internal/atomicfile"
-	"github.com/streamsampler/streamsampler/internal/npy"
 	"github.com/streamsampler/streamsampler/statedir"
 )
 
@@ -119,10 +120,14 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 		}
 		return err
 	}
-	var sf *sampleFeatures
+	var f *batchfmt.Features
 	if o.features {
-		if sf, err = readSampleFeatures(cfg.Graph, cfg.Fingerprint, b); err != nil {
-			return err
+		f, err = batchfmt.ReadFeatures(cfg.Graph, cfg.Fingerprint, b)
+		if errors.Is(err, featstore.ErrNoFeatures) {
+			return fmt.Errorf("sample --features: graph %s has no feature store; pack one with `chunkify features FEATURES -o %s` (%w)", cfg.Graph, cfg.Graph, err)
+		}
+		if err != nil {
+			return fmt.Errorf("sample --features: %w", err)
 		}
 	}
 	var w io.Writer = cmd.OutOrStdout()
@@ -139,11 +144,11 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	switch o.format {
 	case "json":
-		err = writeBlocksJSON(bw, b, sf)
+		err = batchfmt.WriteJSON(bw, b, f)
 	case "npz":
-		err = writeBlocksNPZ(bw, b, sf)
+		err = batchfmt.WriteNPZ(bw, b, f)
 	default:
-		err = writeBlocksSummary(bw, b, sf)
+		err = batchfmt.WriteSummary(bw, b, f)
 	}
 	if err == nil {
 		err = bw.Flush()
@@ -152,75 +157,4 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 		err = af.Commit()
 	}
 	return err
-}
-
-// writeBlocksJSON writes b as epoch.Blocks encodes it
-// ({"epoch":N,"seeds":[…],"hops":[{"dst":…,"src":…,"edge_src":…,
-// "edge_dst":…},…]}) and a newline; with features sf (nil: none), "n_id",
-// "dtype", "dim", "x" and "y" follow "hops".
-func writeBlocksJSON(w io.Writer, b *epoch.Blocks, sf *sampleFeatures) error {
-	buf := b.AppendJSONFields(nil)
-	if sf != nil {
-		var err error
-		if buf, err = sf.appendJSON(w, buf); err != nil {
-			return err
-		}
-	}
-	buf = append(buf, "}\n"...)
-	_, err := w.Write(buf)
-	return err
-}
-
-// writeBlocksSummary prints the sizes a reader checks first: per hop the
-// destination and source counts and the number of edges between them;
-// with features sf (nil: none), a line of their sizes.
-func writeBlocksSummary(w io.Writer, b *epoch.Blocks, sf *sampleFeatures) error {
-	buf := fmt.Appendf(nil, "epoch %d, %d seeds\n", b.Epoch, len(b.Seeds))
-	for h, hop := range b.Hops {
-		buf = fmt.Appendf(buf, "hop %d: %d dst <- %d src (%d new), %d edges\n",
-			h+1, len(hop.Dst), len(hop.Src), len(hop.Src)-len(hop.Dst), len(hop.EdgeSrc))
-	}
-	if sf != nil {
-		buf = sf.summaryLine(buf)
-	}
-	_, err := w.Write(buf)
-	return err
-}
-
-// writeBlocksNPZ writes epoch (a scalar), seeds and hopH_{dst,src,
-// edge_src,edge_dst} for H = 1..L as an uncompressed .npz; with features
-// sf (nil: none), also n_id, x and y (sampleFeatures.addNPZ).
-func writeBlocksNPZ(w io.Writer, b *epoch.Blocks, sf *sampleFeatures) error {
-	z := npy.NewNPZWriter(w)
-	if err := npy.AddScalar(z, "epoch", b.Epoch); err != nil {
-		return err
-	}
-	if err := npy.AddArray(z, "seeds", b.Seeds); err != nil {
-		return err
-	}
-	for h := range b.Hops {
-		hop := &b.Hops[h]
-		p := fmt.Sprintf("hop%d_", h+1)
-		for _, err := range []error{
-			npy.AddArray(z, p+"dst", hop.Dst),
-			npy.AddArray(z, p+"src", hop.Src),
-			npy.AddArray(z, p+"edge_src", hop.EdgeSrc),
-			npy.AddArray(z, p+"edge_dst", hop.EdgeDst),
-		} {
-			if err != nil {
-				return err
-			}
-		}
-		if hop.EdgeIDs != nil {
-			if err := npy.AddArray(z, p+"e_id", hop.EdgeIDs); err != nil {
-				return err
-			}
-		}
-	}
-	if sf != nil {
-		if err := sf.addNPZ(z); err != nil {
-			return err
-		}
-	}
-	return z.Close()
 }

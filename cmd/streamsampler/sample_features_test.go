@@ -309,30 +309,6 @@ print("ok")
 	}
 }
 
-// TestFloat16ToFloat32HandChecked: values whose binary16 bits are known.
-func TestFloat16ToFloat32HandChecked(t *testing.T) {
-	for _, tc := range []struct {
-		h    uint16
-		want string // as sample's JSON prints it
-	}{
-		{0x3C00, "1"}, {0xC000, "-2"}, {0x0000, "0"}, {0x8000, "-0"},
-		{0x3555, "0.33325195"}, {0x7BFF, "65504"}, {0x0400, "6.1035156e-05"},
-		{0x0001, "5.9604645e-08"}, {0x03FF, "6.097555e-05"}, {0x2E66, "0.099975586"},
-		{0x7C00, "null"}, {0xFC00, "null"}, {0x7E00, "null"},
-	} {
-		if got := string(appendFloat32JSON(nil, featstore.Float16ToFloat32(tc.h))); got != tc.want {
-			t.Errorf("%#04x: %s, want %s", tc.h, got, tc.want)
-		}
-	}
-	// Every finite binary16 value widens to exactly its value.
-	for h := range 1 << 16 {
-		v := halfValue(uint16(h))
-		if got := float64(featstore.Float16ToFloat32(uint16(h))); got != v && !(math.IsNaN(v) && math.IsNaN(got)) {
-			t.Fatalf("%#04x: %v, want %v", h, got, v)
-		}
-	}
-}
-
 // TestSampleFeaturesErrors: a graph without a feature store, a store
 // packed for another graph, a graph directory that no longer holds the
 // state's graph, and a truncated feature file are clear errors (exit 1).

@@ -72,19 +72,6 @@ at most per connection); a client whose next request does not fit waits.`,
 	return cmd
 }
 
-// envInt reads a non-negative integer from the environment.
-func envInt(name string, def int) (int, error) {
-	v, ok := os.LookupEnv(name)
-	if !ok || v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, usagef("$%s=%q is not a non-negative integer", name, v)
-	}
-	return n, nil
-}
-
 // tokenEnv holds the token when --token-file is not given.
 const tokenEnv = "STREAMSAMPLER_TOKEN"
 

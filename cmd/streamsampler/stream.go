@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"strconv"
+
 	"github.com/spf13/cobra"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
@@ -96,4 +99,17 @@ func (f *streamFlags) config(s epoch.Sampling, m *chunkfmt.Manifest, epochs int)
 		return cfg, usageError{err}
 	}
 	return cfg, nil
+}
+
+// envInt reads a non-negative integer from the environment.
+func envInt(name string, def int) (int, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, usagef("$%s=%q is not a non-negative integer", name, v)
+	}
+	return n, nil
 }

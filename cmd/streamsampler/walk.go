@@ -15,6 +15,7 @@ import (
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/internal/npy"
 	"github.com/streamsampler/streamsampler/internal/progress"
 	"github.com/streamsampler/streamsampler/walk"
 )
@@ -243,15 +244,15 @@ func runWalk(cmd *cobra.Command, o walkOptions, w walk.Walker) error {
 	bar.SetUnit("walks")
 	nw := walk.NumWalks(len(starts), cfg)
 	t0 := time.Now()
-	npyOut, err := createWalksNPY(o.out, nw, cfg.Length+1)
+	npyOut, err := npy.CreateMappedInt32(o.out, nw, cfg.Length+1)
 	if err != nil {
 		return err
 	}
-	defer npyOut.abort()
+	defer npyOut.Abort()
 	tOut := time.Since(t0)
 	read0 := procReadBytes()
 	t0 = time.Now()
-	st, err := walkInto(cmd.Context(), o, w, starts, cfg, bar, npyOut.data)
+	st, err := walkInto(cmd.Context(), o, w, starts, cfg, bar, npyOut.Data)
 	secs := time.Since(t0).Seconds()
 	read1 := procReadBytes()
 	bar.Done()
@@ -262,20 +263,9 @@ func runWalk(cmd *cobra.Command, o walkOptions, w walk.Walker) error {
 
 	s := walkSummary{Mode: cfg.Mode.String(), Starts: len(starts), Walks: nw, Length: cfg.Length, Seconds: secs, ReadBytes: -1, Output: o.out}
 	// The figures come from the mapped output: what the file will hold.
-	walks := npyOut.data
-	for w := range nw {
-		row := walks[w*(cfg.Length+1) : (w+1)*(cfg.Length+1)]
-		taken := cfg.Length
-		for taken > 0 && row[taken] < 0 {
-			taken--
-		}
-		s.Steps += int64(taken)
-		if taken < cfg.Length {
-			s.Ended++
-		}
-	}
+	s.Steps, s.Ended = cfg.Taken(npyOut.Data)
 	t0 = time.Now()
-	if err := npyOut.commit(); err != nil {
+	if err := npyOut.Commit(); err != nil {
 		return err
 	}
 	s.OutputSeconds = (tOut + time.Since(t0)).Seconds()

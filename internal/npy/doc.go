@@ -4,6 +4,8 @@
 // Only what a writer of little-endian numeric arrays needs is here: a
 // header (dtype descriptor, shape, C order) padded so that the data starts
 // on a 64-byte boundary, as NumPy itself writes it, then the raw
-// little-endian data. Readers of .npy live with their callers (ingest
-// reads node-id lists).
+// little-endian data. An int32 matrix too large to hold is written
+// through a memory mapping of its file instead (MappedInt32: walk's
+// output). Readers of .npy live with their callers (ingest reads node-id
+// lists).
 package npy

@@ -1,8 +1,7 @@
-package main
+package batchfmt
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -16,69 +15,67 @@ import (
 	"github.com/streamsampler/streamsampler/internal/npy"
 )
 
-// sampleFeatures are one minibatch's feature rows and labels, as sample
-// --features prints them.
-type sampleFeatures struct {
-	nid   []uint32 // the minibatch's nodes: the last hop's src, or the seeds
-	x     []byte   // len(nid) rows of the store's row bytes, little-endian, in nid's order
-	dtype featstore.DType
-	dim   int
-	y     []int32 // the seeds' labels (featstore.NoLabel: none); nil when the store has none
-	reads featplan.Report
+// Features are one minibatch's feature rows and labels.
+type Features struct {
+	NID   []uint32 // the minibatch's nodes: the last hop's src, or the seeds
+	X     []byte   // len(NID) rows of the store's row bytes, little-endian, in NID's order
+	DType featstore.DType
+	Dim   int
+	Y     []int32         // the seeds' labels (featstore.NoLabel: none); nil when the store has none
+	Reads featplan.Report // the reads that fetched X
 }
 
-// readSampleFeatures reads the rows of b's nodes and its seeds' labels from
-// the feature store of graph, the graph the state was prepared from (fp,
-// its fingerprint in the state's configuration). One minibatch has no
-// plan: its rows are read directly (featrows.Executor.ReadDirect: through
-// the page cache, where a repeated sample finds them).
-func readSampleFeatures(graph string, fp chunkfmt.Fingerprint, b *epoch.Blocks) (*sampleFeatures, error) {
+// ReadFeatures reads the rows of b's nodes and its seeds' labels from
+// the feature store of graph, the graph the blocks were sampled from (fp,
+// its fingerprint as the state directory records it). One minibatch has
+// no plan: its rows are read directly (featrows.Executor.ReadDirect:
+// through the page cache, where a repeated read finds them). Opening the
+// store fails as featstore.Open does (featstore.ErrNoFeatures without
+// one); a store of another graph than fp wraps featstore.ErrGraphMismatch.
+func ReadFeatures(graph string, fp chunkfmt.Fingerprint, b *epoch.Blocks) (*Features, error) {
 	fs, err := featstore.Open(graph)
-	if errors.Is(err, featstore.ErrNoFeatures) {
-		return nil, fmt.Errorf("sample --features: graph %s has no feature store; pack one with `chunkify features FEATURES -o %s` (%w)", graph, graph, err)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("sample --features: %w", err)
+		return nil, err
 	}
 	defer fs.Close()
 	// The store matches the directory's graph (Open checks it); the
-	// directory must also still hold the graph the epoch was sampled from,
-	// or the rows would be another graph's nodes'.
+	// directory must also still hold the graph the blocks were sampled
+	// from, or the rows would be another graph's nodes'.
 	if sg := fs.Manifest().Graph; sg != fp {
-		return nil, fmt.Errorf("sample --features: %w: the feature store of %s was packed for a graph of %d nodes, %d edges (chunk CRCs %08x); the state was prepared from one of %d nodes, %d edges (chunk CRCs %08x)",
+		return nil, fmt.Errorf("%w: the feature store of %s was packed for a graph of %d nodes, %d edges (chunk CRCs %08x); the state was prepared from one of %d nodes, %d edges (chunk CRCs %08x)",
 			featstore.ErrGraphMismatch, graph, sg.NumNodes, sg.NumEdges, sg.ChunkCRCs, fp.NumNodes, fp.NumEdges, fp.ChunkCRCs)
 	}
 	rows := featrows.New(fs)
 	defer rows.Close()
-	sf := &sampleFeatures{nid: b.Nodes(), dtype: fs.DType(), dim: fs.Dim()}
-	sf.x = make([]byte, int64(len(sf.nid))*fs.RowBytes())
-	if sf.reads, err = rows.ReadDirect(sf.nid, sf.x); err != nil {
-		return nil, fmt.Errorf("sample --features: %w", err)
+	f := &Features{NID: b.Nodes(), DType: fs.DType(), Dim: fs.Dim()}
+	f.X = make([]byte, int64(len(f.NID))*fs.RowBytes())
+	if f.Reads, err = rows.ReadDirect(f.NID, f.X); err != nil {
+		return nil, err
 	}
-	if sf.y, err = rows.Labels(b.Seeds, nil); err != nil {
-		return nil, fmt.Errorf("sample --features: %w", err)
+	if f.Y, err = rows.Labels(b.Seeds, nil); err != nil {
+		return nil, err
 	}
-	return sf, nil
+	return f, nil
 }
 
 // addNPZ adds n_id (uint32), x ([len(n_id), dim] of the store's dtype, its
 // bytes as stored) and, with labels, y (int32).
-func (sf *sampleFeatures) addNPZ(z *npy.NPZWriter) error {
-	if err := npy.AddArray(z, "n_id", sf.nid); err != nil {
+func (f *Features) addNPZ(z *npy.NPZWriter) error {
+	if err := npy.AddArray(z, "n_id", f.NID); err != nil {
 		return err
 	}
 	w, err := z.Create("x")
 	if err != nil {
 		return err
 	}
-	if _, err := (npy.Header{Descr: sf.dtype.NumPyDescr(), Shape: []int{len(sf.nid), sf.dim}}).WriteTo(w); err != nil {
+	if _, err := (npy.Header{Descr: f.DType.NumPyDescr(), Shape: []int{len(f.NID), f.Dim}}).WriteTo(w); err != nil {
 		return fmt.Errorf("npz: x: %w", err)
 	}
-	if _, err := w.Write(sf.x); err != nil {
+	if _, err := w.Write(f.X); err != nil {
 		return fmt.Errorf("npz: x: %w", err)
 	}
-	if sf.y != nil {
-		return npy.AddArray(z, "y", sf.y)
+	if f.Y != nil {
+		return npy.AddArray(z, "y", f.Y)
 	}
 	return nil
 }
@@ -89,16 +86,16 @@ const jsonChunk = 64 << 10
 // appendJSON appends `,"n_id":[…],"dtype":"…","dim":D,"x":[[…],…]` and,
 // with labels, `,"y":[…]` to buf, writing to w whenever buf grows past
 // jsonChunk (x may be large); it returns what is left to write.
-func (sf *sampleFeatures) appendJSON(w io.Writer, buf []byte) ([]byte, error) {
+func (f *Features) appendJSON(w io.Writer, buf []byte) ([]byte, error) {
 	buf = append(buf, `,"n_id":`...)
-	buf = appendUints(buf, sf.nid)
-	buf = fmt.Appendf(buf, `,"dtype":%q,"dim":%d,"x":[`, sf.dtype, sf.dim)
-	rb := len(sf.x) / max(1, len(sf.nid))
-	for i := range sf.nid {
+	buf = appendUints(buf, f.NID)
+	buf = fmt.Appendf(buf, `,"dtype":%q,"dim":%d,"x":[`, f.DType, f.Dim)
+	rb := len(f.X) / max(1, len(f.NID))
+	for i := range f.NID {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendRowJSON(buf, sf.dtype, sf.x[i*rb:(i+1)*rb])
+		buf = appendRowJSON(buf, f.DType, f.X[i*rb:(i+1)*rb])
 		if len(buf) >= jsonChunk {
 			if _, err := w.Write(buf); err != nil {
 				return nil, err
@@ -107,9 +104,9 @@ func (sf *sampleFeatures) appendJSON(w io.Writer, buf []byte) ([]byte, error) {
 		}
 	}
 	buf = append(buf, ']')
-	if sf.y != nil {
+	if f.Y != nil {
 		buf = append(buf, `,"y":[`...)
-		for i, v := range sf.y {
+		for i, v := range f.Y {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
@@ -164,14 +161,14 @@ func appendFloat32JSON(buf []byte, v float32) []byte {
 	return strconv.AppendFloat(buf, float64(v), 'g', -1, 32)
 }
 
-// summaryLine is summary's line for the features: rows, dtype, bytes and
-// the reads that fetched them.
-func (sf *sampleFeatures) summaryLine(buf []byte) []byte {
-	buf = fmt.Appendf(buf, "features: %d rows x %d %s = %d bytes", len(sf.nid), sf.dim, sf.dtype, len(sf.x))
-	if sf.y != nil {
-		buf = fmt.Appendf(buf, ", %d labels", len(sf.y))
+// summaryLine is the summary's line for the features: rows, dtype, bytes
+// and the reads that fetched them.
+func (f *Features) summaryLine(buf []byte) []byte {
+	buf = fmt.Appendf(buf, "features: %d rows x %d %s = %d bytes", len(f.NID), f.Dim, f.DType, len(f.X))
+	if f.Y != nil {
+		buf = fmt.Appendf(buf, ", %d labels", len(f.Y))
 	} else {
 		buf = append(buf, ", no labels"...)
 	}
-	return fmt.Appendf(buf, " (read in %d requests, %d bytes)\n", sf.reads.Reads, sf.reads.BytesRead)
+	return fmt.Appendf(buf, " (read in %d requests, %d bytes)\n", f.Reads.Reads, f.Reads.BytesRead)
 }
