@@ -226,29 +226,17 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	return rep, nil
 }
 
-// begin takes the state directory s for a run of cfg: it opens it,
-// refuses orphan epochs, reconciles the run's fields with what it records
-// (every field given), binds the training nodes and begins the
-// transaction the run's epochs are committed through.
+// begin takes the state directory s for a run of cfg: every field is
+// given, so they must all agree with what it records (as a prepare's
+// would), and the run's epochs are committed through the transaction.
 func begin(s *State, cfg pipeline.Config) (*statedir.Txn, error) {
-	st := statedir.State{Dir: s.Dir}
-	c, err := st.Open()
-	if err != nil {
-		return nil, err
-	}
-	if err := c.RefuseOrphans(st.Dir); err != nil {
-		return nil, err
-	}
 	given := statedir.Config{Graph: s.Graph, Train: s.Train, Fanouts: cfg.Fanouts, Seed: cfg.Seed,
 		Replace: cfg.Replace, Rank: cfg.Rank, WorldSize: cfg.World, Compress: s.Compress, EdgeIDs: s.EdgeIDs}
-	stCfg, fresh, _, err := st.Reconcile(c, given, func(string) bool { return true })
+	p, err := statedir.State{Dir: s.Dir}.PlanWrite(given, func(string) bool { return true })
 	if err != nil {
 		return nil, err
 	}
-	if err := stCfg.BindTrainSet(cfg.Train, fresh); err != nil {
-		return nil, err
-	}
-	return statedir.Begin(st, c, stCfg, fresh, nil)
+	return p.Begin(cfg.Train, nil)
 }
 
 // lastStats returns the statistics of be's last epoch, nil where the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/internal/failpoint"
@@ -163,4 +164,48 @@ func (t *Txn) Close() error {
 	t.release()
 	t.release = nil
 	return err
+}
+
+// Plan is a state directory as a command that writes epochs into it finds
+// it before taking it: what Open read (no orphan epochs), the
+// configuration the command's epochs will have (Reconcile: merged with
+// the recorded one, the graph's fingerprint taken or checked) and the
+// graph's manifest. Nothing is written until Begin.
+type Plan struct {
+	State    State
+	Contents *Contents
+	Config   Config
+	Fresh    bool // no configuration recorded: Begin's first commit writes Config
+	Graph    *chunkfmt.Manifest
+}
+
+// PlanWrite opens s for a command giving given (set reports which fields):
+// the first half of every epoch writer's sequence (prepare, run --state),
+// the second being Plan.Begin once the command has checked the rest of
+// its arguments. Its errors about the fields are Reconcile's, for the
+// command to name its flags in.
+func (s State) PlanWrite(given Config, set func(field string) bool) (*Plan, error) {
+	c, err := s.Open()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.RefuseOrphans(s.Dir); err != nil {
+		return nil, err
+	}
+	cfg, fresh, m, err := s.Reconcile(c, given, set)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{State: s, Contents: c, Config: cfg, Fresh: fresh, Graph: m}, nil
+}
+
+// Begin binds the training nodes train to the plan's configuration (a
+// fresh one records their identity; a recorded one refuses a training
+// file that changed) and begins the transaction (Begin, report seeing
+// each leftover removed).
+func (p *Plan) Begin(train []uint32, report func(Leftover)) (*Txn, error) {
+	if err := p.Config.BindTrainSet(train, p.Fresh); err != nil {
+		return nil, err
+	}
+	return Begin(p.State, p.Contents, p.Config, p.Fresh, report)
 }

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/statedir"
@@ -19,23 +18,20 @@ import (
 // flagName is the command-line flag of a StateConfig field.
 func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
 
-// stateConfigFor reconciles a command's flags with the configuration of
-// the state directory's contents c (statedir.State.Reconcile): set
-// reports which fields the command gives. It returns the configuration,
-// whether it is new (to be written before the first epoch), and the
-// graph's manifest, checked against the recorded fingerprint. It writes
-// nothing.
-func stateConfigFor(st statedir.State, c *statedir.Contents, given statedir.Config, set func(field string) bool) (statedir.Config, bool, *chunkfmt.Manifest, error) {
+// planState opens the state directory for a command that writes epochs
+// (statedir.State.PlanWrite) with its flags given (set reports which),
+// and says an error about them in terms of the flags.
+func planState(st statedir.State, given statedir.Config, set func(field string) bool) (*statedir.Plan, error) {
 	if set(statedir.FieldCompress) {
 		if err := checkCompress(given.Compress); err != nil {
-			return statedir.Config{}, false, nil, err
+			return nil, err
 		}
 	}
-	cfg, fresh, m, err := st.Reconcile(c, given, set)
+	p, err := st.PlanWrite(given, set)
 	if err != nil {
-		return cfg, false, nil, stateFlagError(st, err)
+		return nil, stateFlagError(st, err)
 	}
-	return cfg, fresh, m, nil
+	return p, nil
 }
 
 // checkCompress checks --compress.

@@ -99,22 +99,13 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 	if err != nil {
 		return err
 	}
-	c, err := st.Open()
+	plan, err := planState(st, given, set)
 	if err != nil {
 		return err
 	}
-	if err := c.RefuseOrphans(st.Dir); err != nil {
-		return err
-	}
-	cfg, fresh, m, err := stateConfigFor(st, c, given, set)
-	if err != nil {
-		return err
-	}
+	cfg, m := plan.Config, plan.Graph
 	sampling, err := readSampling(cfg.Sampling(nil), cfg.Train, m.NumNodes)
 	if err != nil {
-		return err
-	}
-	if err := cfg.BindTrainSet(sampling.Train, fresh); err != nil {
 		return err
 	}
 	// The backend is opened before the directory is created, so that a
@@ -137,7 +128,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 	if !o.json && !o.quiet {
 		report = func(l statedir.Leftover) { reportRemoved(cmd.ErrOrStderr(), st, l) }
 	}
-	tx, err := statedir.Begin(st, c, cfg, fresh, report)
+	tx, err := plan.Begin(sampling.Train, report)
 	if err != nil {
 		return err
 	}
