@@ -80,6 +80,11 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 	if o.format != "json" && o.format != "npz" && o.format != "summary" {
 		return usagef("--format %q: want json, npz or summary", o.format)
 	}
+	if o.out != "" {
+		if err := checkOutput("-o", o.out); err != nil {
+			return err
+		}
+	}
 	sem, err := epoch.ParseSemantics(o.semantics)
 	if err != nil {
 		return usageError{err}

@@ -213,6 +213,9 @@ func runWalk(cmd *cobra.Command, o walkOptions, w walk.Walker) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOutput("-o", o.out); err != nil {
+		return err
+	}
 	g, err := chunkfmt.Open(o.graph)
 	if err != nil {
 		return err
