@@ -52,7 +52,7 @@ type BuildOptions struct {
 	// partition of the edges, see buildMemory — exceeds it, before
 	// allocating: a --num-nodes at once, a largest id as pass 1 finds it.
 	// What the budget leaves above that holds the edges of one partition;
-	// the others wait in spill files. 0 means AvailableMemory() when the
+	// the others wait in spill files. 0 means memavail.Available() when the
 	// build starts (no check, and one partition, where that is unknown).
 	Memory int64
 	// Progress, when non-nil, receives progress lines (use it for a
@@ -63,7 +63,7 @@ type BuildOptions struct {
 }
 
 // Budget is the memory budget a build with these options checks against:
-// Memory, else AvailableMemory(); 0 means unchecked.
+// Memory, else memavail.Available(); 0 means unchecked.
 func (o BuildOptions) Budget() int64 { return memoryBudget(o) }
 
 // Summary describes a finished build.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/internal/atomicfile"
+	"github.com/streamsampler/streamsampler/internal/memavail"
 	"github.com/streamsampler/streamsampler/internal/progress"
 )
 
@@ -24,7 +25,7 @@ func TestBuildRefusesNumNodesOverBudget(t *testing.T) {
 	in := writeFile(t, t.TempDir(), "two.txt", []byte("0 1\n1 2\n"))
 	need := buildMemory(chunkfmt.MaxNodes, 0, 0, chunkfmt.DefaultChunkSize, max(1, runtime.GOMAXPROCS(0)))
 	budgets := []int64{1 << 30}
-	if avail := AvailableMemory(); avail > 0 && avail < need {
+	if avail := memavail.Available(); avail > 0 && avail < need {
 		budgets = append(budgets, 0) // the default: this machine's available memory
 	} else {
 		t.Logf("available memory %d covers %d: default budget not tested", avail, need)

@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/internal/memavail"
 	"github.com/streamsampler/streamsampler/internal/progress"
 )
 
@@ -71,7 +72,7 @@ func memoryBudget(o BuildOptions) int64 {
 	if o.Memory > 0 {
 		return o.Memory
 	}
-	return AvailableMemory()
+	return memavail.Available()
 }
 
 // memoryCheck refuses a build whose working memory exceeds its budget.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/internal/memavail"
 )
 
 func TestBuildBundledGraph(t *testing.T) {
@@ -125,7 +126,7 @@ func TestBuildNumNodesOverMemory(t *testing.T) {
 	in := filepath.Join(dir, "two.txt")
 	os.WriteFile(in, []byte("0 1\n1 2\n"), 0o644)
 	cases := [][]string{{"--memory", "1GiB"}}
-	if avail := ingest.AvailableMemory(); avail > 0 && avail < 24<<30 {
+	if avail := memavail.Available(); avail > 0 && avail < 24<<30 {
 		cases = append(cases, nil) // the default budget on this machine
 	}
 	for _, extra := range cases {

@@ -7,8 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/streamsampler/streamsampler/featplan"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/internal/memavail"
 	"github.com/streamsampler/streamsampler/pipeline"
 )
 
@@ -23,22 +25,26 @@ type featureFlags struct {
 func (f *featureFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.BoolVar(&f.on, "features", false, "read every minibatch's feature rows (n_id order) and its seeds' labels from the graph's feature store (chunkify features), planned per epoch (the plan, 4 bytes per row of every minibatch, in an unlinked file in $TMPDIR the kernel may write out when memory is short)")
-	fl.StringVar(&f.cache, "feature-cache", "0", "with --features: memory for feature rows kept between minibatches (e.g. 4GiB), managed with the epoch's known future (Belady)")
+	fl.StringVar(&f.cache, "feature-cache", "auto", "with --features: memory for feature rows kept between minibatches (e.g. 4GiB; 0: none), managed with the epoch's known future (Belady); auto: the whole store when it fits in half of the memory this process may use (MemAvailable, or the tightest memory cgroup's room), else that half")
 	fl.StringVar(&f.reorder, "reorder", "none", "with --features: none|match (reorder each epoch's minibatches so consecutive ones share nodes: FastGL's Match-Reorder, seeded)")
 }
 
 // planning opens the graph's feature store and returns it with the
-// pipeline's FeaturePlanning; nil, nil without --features.
-func (f *featureFlags) planning(graph string) (*featstore.Store, *pipeline.FeaturePlanning, error) {
+// pipeline's FeaturePlanning and a line that says the cache chosen (for
+// the command to report at start); nil, nil, "" without --features.
+func (f *featureFlags) planning(graph string) (*featstore.Store, *pipeline.FeaturePlanning, string, error) {
 	if !f.on {
-		if f.cache != "0" || f.reorder != "none" {
-			return nil, nil, usagef("--feature-cache and --reorder need --features")
+		if (f.cache != "auto" && f.cache != "0") || f.reorder != "none" {
+			return nil, nil, "", usagef("--feature-cache and --reorder need --features")
 		}
-		return nil, nil, nil
+		return nil, nil, "", nil
 	}
-	cache, err := ingest.ParseSize(f.cache)
-	if err != nil || cache < 0 {
-		return nil, nil, usagef("--feature-cache %q: want a size such as 4GiB, or 0", f.cache)
+	var cache int64
+	if f.cache != "auto" {
+		var err error
+		if cache, err = ingest.ParseSize(f.cache); err != nil || cache < 0 {
+			return nil, nil, "", usagef("--feature-cache %q: want a size such as 4GiB, 0, or auto", f.cache)
+		}
 	}
 	var reorder bool
 	switch f.reorder {
@@ -46,16 +52,25 @@ func (f *featureFlags) planning(graph string) (*featstore.Store, *pipeline.Featu
 	case "match":
 		reorder = true
 	default:
-		return nil, nil, usagef("--reorder %q: want none or match", f.reorder)
+		return nil, nil, "", usagef("--reorder %q: want none or match", f.reorder)
 	}
 	fs, err := featstore.Open(graph)
 	if err != nil {
 		if errors.Is(err, featstore.ErrNoFeatures) {
-			return nil, nil, fmt.Errorf("--features: %w (pack them with chunkify features FILE -o %s)", err, graph)
+			return nil, nil, "", fmt.Errorf("--features: %w (pack them with chunkify features FILE -o %s)", err, graph)
 		}
-		return nil, nil, err
+		return nil, nil, "", err
 	}
+	data := int64(fs.NumNodes()) * fs.RowBytes()
+	how := "--feature-cache"
+	if f.cache == "auto" {
+		avail := memavail.Available()
+		cache = featplan.AutoCacheBytes(data, avail)
+		how = fmt.Sprintf("auto: half of the %s this process may use, at most the store; --feature-cache sets it", mib(avail))
+	}
+	rows := int(min(cache/fs.RowBytes(), int64(fs.NumNodes())))
+	report := fmt.Sprintf("feature cache %s, %d of %d rows (%s)", mib(int64(rows)*fs.RowBytes()), rows, fs.NumNodes(), how)
 	// The plan's per-access array goes to a file in $TMPDIR, which the
 	// kernel may write out where memory is short (featplan.SpillTo).
-	return fs, &pipeline.FeaturePlanning{CacheRows: int(cache / fs.RowBytes()), Reorder: reorder, RowBytes: fs.RowBytes(), SpillDir: os.TempDir()}, nil
+	return fs, &pipeline.FeaturePlanning{CacheRows: rows, Reorder: reorder, RowBytes: fs.RowBytes(), SpillDir: os.TempDir()}, report, nil
 }

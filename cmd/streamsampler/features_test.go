@@ -103,8 +103,16 @@ func TestRunFeatures(t *testing.T) {
 		}
 		return recs, seeds
 	}
-	plain, plainSeeds := runWith()
+	plain, plainSeeds := runWith("--feature-cache", "0")
 	cached, _ := runWith("--feature-cache", "64KiB")
+	// The default (auto) holds the whole small store: every row is read
+	// from disk once, and every other access is a hit.
+	auto, _ := runWith()
+	for e := range 2 {
+		if a := auto[e].Features; a == nil || a.Reads.RowsFromCache <= cached[e].Features.Reads.RowsFromCache || a.Reads.RowsNeeded != plain[e].Features.Reads.RowsNeeded {
+			t.Fatalf("epoch %d: the default cache's reads %+v, a 64 KiB cache's %+v", e, auto[e].Features, cached[e].Features)
+		}
+	}
 	reordered, reSeeds := runWith("--feature-cache", "64KiB", "--reorder", "match")
 	for e := range 2 {
 		p, c, r := plain[e].Features, cached[e].Features, reordered[e].Features

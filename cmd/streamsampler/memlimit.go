@@ -4,7 +4,7 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/internal/memavail"
 )
 
 // goMemoryLimit is the soft limit streamsampler gives the Go heap inside a
@@ -25,7 +25,7 @@ func goMemoryLimit(env string, room int64, inCgroup bool) (int64, bool) {
 
 // setGoMemoryLimit applies goMemoryLimit to this process.
 func setGoMemoryLimit() {
-	room, ok := ingest.CgroupRoom()
+	room, ok := memavail.CgroupRoom()
 	if limit, ok := goMemoryLimit(os.Getenv("GOMEMLIMIT"), room, ok); ok {
 		debug.SetMemoryLimit(limit)
 	}

@@ -47,7 +47,7 @@ With --state it also persists each epoch there, as prepare does.`,
   streamsampler run --graph g --train train.npy --fanouts 10,5 --devices 2 --prepare-at 0.5 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runLoop(cmd.Context(), cmd.OutOrStdout(), o)
+			return runLoop(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
 	o.stream.add(cmd)
@@ -63,7 +63,7 @@ With --state it also persists each epoch there, as prepare does.`,
 
 // runLoop checks the flags, turns them into runloop.Options and prints
 // each epoch's report as it ends.
-func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
+func runLoop(ctx context.Context, w, ew io.Writer, o runOptions) error {
 	if o.epochs < 1 {
 		return usagef("--epochs %d: want at least 1", o.epochs)
 	}
@@ -82,13 +82,16 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	fs, planning, err := o.stream.features.planning(o.stream.graph)
+	fs, planning, cacheReport, err := o.stream.features.planning(o.stream.graph)
 	if err != nil {
 		return err
 	}
 	if fs != nil {
 		defer fs.Close()
 		cfg.Features = planning
+		if !o.json {
+			fmt.Fprintln(ew, cacheReport)
+		}
 	}
 	ro := runloop.Options{
 		Config: cfg, NumNodes: m.NumNodes, Workers: o.workers, Features: fs,

@@ -150,13 +150,16 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	fs, planning, err := f.stream.features.planning(f.stream.graph)
+	fs, planning, cacheReport, err := f.stream.features.planning(f.stream.graph)
 	if err != nil {
 		return err
 	}
 	if fs != nil {
 		defer fs.Close()
 		cfg.Features = planning
+		if !f.quiet {
+			fmt.Fprintf(cmd.ErrOrStderr(), "streamsampler serve: %s\n", cacheReport)
+		}
 	}
 	if f.tcp != "" && token == nil {
 		return usagef("--tcp needs a token that clients present: --token-file FILE or $%s (any local user could connect otherwise)", tokenEnv)

@@ -67,6 +67,7 @@ var Rules = map[string][]string{
 	"internal/radix":      {},
 	"internal/usage":      {},
 	"internal/layering":   {},
+	"internal/memavail":   {},
 }
 
 // Check returns one line for each import of graph (package → the packages

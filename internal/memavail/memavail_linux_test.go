@@ -1,6 +1,6 @@
 //go:build linux
 
-package ingest
+package memavail
 
 import "testing"
 

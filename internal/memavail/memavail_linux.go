@@ -1,6 +1,6 @@
 //go:build linux
 
-package ingest
+package memavail
 
 import (
 	"bufio"
@@ -14,16 +14,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// AvailableMemory is the memory, in bytes, that the system can give a new
+// Available is the memory, in bytes, that the system can give a new
 // process without swapping: MemAvailable from /proc/meminfo, else (old
 // kernels) free plus buffer memory from sysinfo(2); 0 where neither
 // tells. Inside a memory cgroup with a limit (v1 or v2, on the process's
 // group or an ancestor), it is at most three quarters of the room the
 // tightest limit leaves: the cgroup's page cache (the build's spill files
 // and output being written back) is charged to the same limit, and the
-// kernel must have room to keep it moving. It is the default of
-// BuildOptions.Memory.
-func AvailableMemory() int64 {
+// kernel must have room to keep it moving. It is the default of a build's
+// memory (ingest.BuildOptions.Memory) and what the feature cache is sized
+// from (featplan.AutoCacheBytes).
+func Available() int64 {
 	avail := systemAvailable()
 	if room, ok := cgroupRoom(); ok {
 		room = room / 4 * 3
