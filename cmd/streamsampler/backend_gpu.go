@@ -16,7 +16,7 @@ var _ host.Backend = (*gpu.Backend)(nil)
 // group of the commands that open a backend (backendFlags.add).
 func addGPUFlags(fs *pflag.FlagSet, g *gpuOptions) {
 	fs.StringVar(&g.Lib, "gpu-lib", "", "path of "+gpu.LibName+" for --backend gpu (default: $"+gpu.EnvLib+", then next to the executable, then the system library path)")
-	fs.IntVar(&g.Device, "gpu-device", 0, "CUDA device index for --backend gpu")
+	fs.IntVar(&g.Device, "gpu-device", -1, "CUDA device index for --backend gpu (default: $LOCAL_RANK among the visible devices, as torchrun gives each rank its own GPU; else 0)")
 	fs.BoolVar(&g.UVA, "gpu-uva", false, "--backend gpu: keep the graph in pinned host memory, read over UVA (for graphs larger than GPU memory)")
 	fs.StringVar(&g.Mode, "gpu-mode", "fused", "--backend gpu engine: fused (one persistent multi-hop kernel) or bsp (one kernel per hop)")
 	fs.DurationVar(&g.Timeout, "gpu-timeout", time.Minute, "--backend gpu: watchdog on every GPU wait")
@@ -30,12 +30,18 @@ func openGPU(graphDir string, b backendFlags) (host.Backend, error) {
 	if err != nil {
 		return nil, usagef("--gpu-mode %q: want fused or bsp", b.GPU.Mode)
 	}
+	dev := b.GPU.Device
+	if dev < 0 {
+		if dev, err = rankDevice(); err != nil {
+			return nil, err
+		}
+	}
 	g, err := chunkfmt.Open(graphDir)
 	if err != nil {
 		return nil, err
 	}
 	defer g.Close()
-	be, err := gpu.Open(b.GPU.Lib, b.GPU.Device, g, gpu.Options{Mode: mode, UVA: b.GPU.UVA, Timeout: b.GPU.Timeout, EdgeIDs: b.EdgeIDs})
+	be, err := gpu.Open(b.GPU.Lib, dev, g, gpu.Options{Mode: mode, UVA: b.GPU.UVA, Timeout: b.GPU.Timeout, EdgeIDs: b.EdgeIDs})
 	if err != nil {
 		return nil, fmt.Errorf("--backend gpu: %w", err)
 	}

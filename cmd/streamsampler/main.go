@@ -6,5 +6,6 @@ import "os"
 
 func main() {
 	setGoMemoryLimit()
+	shareCPUs()
 	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
