@@ -14,13 +14,14 @@ import (
 
 // FeatureReport is an epoch's feature figures (EpochReport.Features).
 type FeatureReport struct {
-	PlanS   float64                 `json:"plan_s"` // node sets, reorder and plan, during the epoch's preparation
-	Reorder *featplan.ReorderReport `json:"reorder,omitempty"`
-	Reads   featplan.Report         `json:"reads"`
-	ReadS   float64                 `json:"read_s"` // time in the reader (cache copies and disk reads)
-	GBps    float64                 `json:"gbps"`   // bytes delivered (rows needed × row bytes) / read_s
-	Direct  bool                    `json:"o_direct"`
-	Labels  int64                   `json:"labels"` // seed labels delivered
+	PlanS    float64                 `json:"plan_s"` // node sets, reorder and plan, during the epoch's preparation
+	Reorder  *featplan.ReorderReport `json:"reorder,omitempty"`
+	Reads    featplan.Report         `json:"reads"`
+	ReadS    float64                 `json:"read_s"`     // time in the reader (cache copies and disk reads)
+	GBps     float64                 `json:"gbps"`       // bytes delivered (rows needed × row bytes) / read_s
+	RowsPerS float64                 `json:"rows_per_s"` // rows delivered / read_s
+	Direct   bool                    `json:"o_direct"`
+	Labels   int64                   `json:"labels"` // seed labels delivered
 }
 
 // featureReader delivers a run's minibatches' feature rows and labels
@@ -95,6 +96,7 @@ func (fr *featureReader) end() *FeatureReport {
 	fr.rec.Reads = fr.ep.Report()
 	fr.ep = nil
 	if fr.rec.ReadS > 0 {
+		fr.rec.RowsPerS = float64(fr.rec.Reads.RowsNeeded) / fr.rec.ReadS
 		fr.rec.GBps = float64(fr.rec.Reads.RowsNeeded*fr.rec.Reads.RowBytes) / fr.rec.ReadS / 1e9
 	}
 	rec := fr.rec

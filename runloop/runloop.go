@@ -69,12 +69,21 @@ type State struct {
 
 // EpochReport is one epoch's figures (run's JSON lines).
 type EpochReport struct {
-	Epoch      uint32         `json:"epoch"`
-	Batches    int            `json:"batches"`
-	Seeds      int            `json:"seeds"`
-	Edges      int64          `json:"edges"`
-	AssembleS  float64        `json:"assemble_s"` // time inside Next (assembly plus any wait for the epoch)
-	MsPerBatch float64        `json:"ms_per_batch"`
+	Epoch   uint32 `json:"epoch"`
+	Batches int    `json:"batches"`
+	Seeds   int    `json:"seeds"`
+	Edges   int64  `json:"edges"`
+	// WallS is the epoch as its consumer saw it: from asking for its
+	// first minibatch to receiving its last, assembly, the wait for the
+	// epoch's sampling, feature rows and labels and the consumer's own
+	// time included; MsPerBatch is WallS per minibatch.
+	WallS      float64 `json:"wall_s"`
+	MsPerBatch float64 `json:"ms_per_batch"`
+	// AssembleS is the part spent waiting for assembled minibatches
+	// (assembly on every core, plus any wait for the epoch's sampling);
+	// EdgesPerS is the assembled edges over it: the assembly's rate, not
+	// the epoch's (features are in Features.ReadS).
+	AssembleS  float64        `json:"assemble_s"`
 	EdgesPerS  float64        `json:"edges_per_s"`
 	SampleS    float64        `json:"sample_s"` // wall time of sampling this epoch
 	BytesRead  int64          `json:"bytes_read"`
@@ -159,6 +168,11 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		fr = newFeatureReader(o.Features)
 		defer fr.close()
 	}
+	// t0 is when the consumer last asked for a minibatch (the time until
+	// it gets one is assembly, on every core, plus any wait for the
+	// epoch's preparation); curStart, when it first asked for one of the
+	// epoch under way.
+	var t0, curStart time.Time
 	// end completes the epoch under way with its sampling figures (its
 	// sample function's record) and reports it.
 	end := func() {
@@ -174,8 +188,9 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 			cur.Overlapped = cur.Epoch > 0
 		}
 		mu.Unlock()
+		cur.WallS = t0.Sub(curStart).Seconds() // t0: when its last minibatch was handed over
 		if cur.Batches > 0 {
-			cur.MsPerBatch = cur.AssembleS * 1e3 / float64(cur.Batches)
+			cur.MsPerBatch = cur.WallS * 1e3 / float64(cur.Batches)
 		}
 		if cur.AssembleS > 0 {
 			cur.EdgesPerS = float64(cur.Edges) / cur.AssembleS
@@ -186,14 +201,12 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 	}
 	start := time.Now()
-	// The time between minibatches, as a consumer sees it: assembly (on
-	// every core) plus any wait for the epoch's preparation.
-	t0 := time.Now()
+	t0, curStart = start, start
 	err = pipe.RunOrdered(ctx, o.Workers, func(b *pipeline.Minibatch) error {
 		el := time.Since(t0).Seconds()
 		if cur == nil || b.Epoch != cur.Epoch {
 			end()
-			cur = &EpochReport{Epoch: b.Epoch}
+			cur, curStart = &EpochReport{Epoch: b.Epoch}, t0
 			if fr != nil {
 				if err := fr.begin(b); err != nil {
 					return fmt.Errorf("epoch %d: %w", b.Epoch, err)
