@@ -555,6 +555,14 @@ func decodeBatch(p []byte, shared func(s SharedRows, n int) ([]byte, error)) (*e
 	if flags&^(batchPyG|batchEdgeIDs) != 0 {
 		return nil, 0, nil, d.fail(fmt.Sprintf("minibatch flags %#x", flags))
 	}
+	if flags&batchEdgeIDs != 0 && nh == 0 {
+		// Edge ids travel in the hops: a minibatch without hops has
+		// nowhere to carry them, and EncodeBatch never sets the flag on
+		// one (epoch.Blocks.HasEdgeIDs), so accepting it would decode two
+		// payloads to the same blocks.
+		d.off--
+		return nil, 0, nil, d.fail("minibatch flags say e_id but there are no hops")
+	}
 	b := &epoch.Blocks{Epoch: e, Hops: make([]epoch.Hop, nh)}
 	if flags&batchPyG != 0 {
 		b.Semantics = epoch.PyG
