@@ -62,6 +62,17 @@ func (c *conn) serve() {
 			c.readFailed(err)
 			return
 		}
+		if c.authed && f.Status != StatusOK {
+			// Only replies carry a status: a request with one is not
+			// what its sender thinks it is (a reply looped back, a
+			// stray byte). Its payload is skipped, unread into memory.
+			if _, err := io.CopyN(io.Discard, c.nc, int64(plen)); err != nil {
+				c.readFailed(unexpected(err))
+				return
+			}
+			c.replyCode(f.Op, f.ID, CodeBadRequest, fmt.Sprintf("request status %d, want %d: only replies carry a status", f.Status, StatusOK))
+			continue
+		}
 		if !c.authed || f.Op == OpHello {
 			if !c.hello(f, plen) {
 				return
@@ -172,6 +183,9 @@ func (c *conn) hello(f Frame, plen int) bool {
 	}
 	if f.Op != OpHello {
 		return refuse(fmt.Sprintf("this server requires a token: the first request must be hello (op %d), got op %d", OpHello, f.Op))
+	}
+	if f.Status != StatusOK {
+		return refuse(fmt.Sprintf("hello with status %d, want %d", f.Status, StatusOK))
 	}
 	if plen > MaxToken {
 		return refuse(fmt.Sprintf("hello of %d bytes, a token is at most %d", plen, MaxToken))
