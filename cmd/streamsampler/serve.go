@@ -249,12 +249,8 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if errors.Is(serveErr, serve.ErrServerClosed) {
 		serveErr = nil
 	}
-	if f.socket != "" {
-		// The listener removed its socket; a crash-left file would be
-		// replaced by ListenUnix next time anyway.
-		if fi, err := os.Lstat(f.socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			os.Remove(f.socket)
-		}
-	}
+	// The listener removed its socket file when Shutdown closed it, if the
+	// file was still its own (same device and inode): whatever is at the
+	// path now belongs to a server started since.
 	return serveErr
 }
