@@ -404,6 +404,8 @@ func TestSplitsBudgeted(t *testing.T) {
 			t.Fatalf("%d splits of every node registered against a budget of %d", len(ids), budgetSize)
 		}
 	}
+	// The last reply's bytes are given back just after it is written.
+	waitFor(t, "the replies' bytes to be given back", func() bool { now, _ := s.Inflight(); return now == splitHeld(s) })
 	now, peak := s.Inflight()
 	t.Logf("%d splits of 2000 nodes registered (%d bytes each, %d in all); in flight %d, peak %d of %d", len(ids), per, splitHeld(s), now, peak, budgetSize)
 	if len(ids) != fit || now != int64(fit)*per || peak > budgetSize {
@@ -431,6 +433,7 @@ func TestSplitsBudgeted(t *testing.T) {
 			}
 		}
 	}
+	waitFor(t, "every byte to be given back", func() bool { now, _ := s.Inflight(); return now == 0 })
 	if now, _ := s.Inflight(); now != 0 || splitHeld(s) != 0 {
 		t.Fatalf("%d bytes held (%d by splits) once every split is dropped", now, splitHeld(s))
 	}
