@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/streamsampler/streamsampler/pipeline"
 )
@@ -25,6 +26,7 @@ type budget struct {
 
 type budgetWaiter struct {
 	n     int64
+	since time.Time     // when it began to wait (the janitor's measure of contention)
 	ready chan struct{} // closed once the bytes are granted
 }
 
@@ -43,7 +45,7 @@ func (b *budget) acquire(ctx context.Context, stop <-chan struct{}, n int64) err
 		b.mu.Unlock()
 		return nil
 	}
-	w := &budgetWaiter{n: n, ready: make(chan struct{})}
+	w := &budgetWaiter{n: n, since: time.Now(), ready: make(chan struct{})}
 	el := b.waiters.PushBack(w)
 	b.mu.Unlock()
 	var err error
@@ -71,6 +73,30 @@ func (b *budget) acquire(ctx context.Context, stop <-chan struct{}, n int64) err
 		b.wakeLocked()
 	}
 	return err
+}
+
+// tryAcquire takes n bytes if they are free now and nobody waits (a
+// waiter is first in line), and reports whether it did. It is for what
+// may be had some other way when the budget is busy: a shared-rows
+// buffer, whose rows can travel in the reply instead.
+func (b *budget) tryAcquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.waiters.Len() > 0 || b.used+n > b.size {
+		return false
+	}
+	b.takeLocked(n)
+	return true
+}
+
+// oldestWait is how long the first waiter has waited (0: none waits).
+func (b *budget) oldestWait(now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if el := b.waiters.Front(); el != nil {
+		return now.Sub(el.Value.(*budgetWaiter).since)
+	}
+	return 0
 }
 
 // errStopped is acquire's error when its stop channel closes.

@@ -124,6 +124,14 @@ func (c *Client) Split(nodes []uint32, batchSize int) (SplitInfo, error) {
 	return info, json.Unmarshal(f.Payload, &info)
 }
 
+// DropSplit forgets a split (Server.DropSplit).
+func (c *Client) DropSplit(split uint32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, err := c.roundTrip(OpDropSplit, AppendDropSplitRequest(nil, split))
+	return err
+}
+
 // SplitBatch asks for minibatch index of a split (Server.SplitBatch); past
 // the last it answers End.
 func (c *Client) SplitBatch(split, index uint32, sem epoch.Semantics) (Minibatch, error) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
@@ -17,8 +18,14 @@ import (
 
 // conn is one client connection.
 type conn struct {
-	s        *Server
-	nc       net.Conn
+	s  *Server
+	nc net.Conn
+	// ctx is the context of the connection's requests: it ends when the
+	// client is gone (its reader sees the end of the stream or an error),
+	// when the connection is evicted, and at a forced shutdown. A graceful
+	// shutdown leaves it alone: in-flight requests still reply.
+	ctx      context.Context
+	cancel   context.CancelFunc
 	wmu      sync.Mutex
 	inflight sync.WaitGroup
 	budget   *budget // this connection's share of the server's budget
@@ -26,28 +33,62 @@ type conn struct {
 	// rows is set by OpMapRows: feature rows go in buffers shared with
 	// the client (its pool); nil: in the replies.
 	rows *rowPool
+	// wprog is, while a reply is being written, when the write began or
+	// last moved a byte (UnixNano); 0 when no write is under way. The
+	// janitor (Server.evictStalled) reads it.
+	wprog   atomic.Int64
+	evicted atomic.Bool
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(s.baseCtx)
+	return &conn{s: s, nc: nc, ctx: ctx, cancel: cancel, budget: newBudget(s.connSize)}
 }
 
 // maxConnRequests bounds a connection's concurrent requests.
 const maxConnRequests = 8
+
+// ControlBudget is the pool, beside the in-flight budget (--max-inflight),
+// that small control requests (epoch_info, advance, map_rows, drop_split)
+// reserve their bytes from: they are answered while replies that clients
+// leave unread fill the budget. Each holds controlReply bytes until its
+// reply is built, then the reply's size.
+const ControlBudget = 1 << 20
+
+// controlReply is what a control request reserves for its reply (an
+// epoch_info or advance JSON object is well under a kilobyte); a larger
+// reply trades it for its size in the in-flight budget.
+const controlReply = 4 << 10
+
+// maxControlPayload is the largest payload of a control request: more,
+// and the request reserves from the in-flight budget like any other.
+const maxControlPayload = 16
+
+// A grant is what a request holds while in flight: n bytes of its
+// connection's share and as many of one of the server's pools (the
+// in-flight budget, or the control pool).
+type grant struct {
+	n    int64
+	pool *budget
+}
 
 // The reader of a connection takes one request at a time: it reads the
 // header, reserves the bytes the request may hold (its frame and a bound
 // on its reply: estimate) from the connection's and then the server's
 // budget, waiting while they are spent (so the client's further requests
 // wait in the socket: back-pressure), and only then reads the payload.
-// The handler gives back what the reply does not need once the reply is
-// built, and the rest once it is written (send).
+// A walks request then reserves its reply's exact size before anything
+// is walked. The handler gives back what the reply does not need once the
+// reply is built, and the rest once it is written (sendReply).
 
 func (c *conn) serve() {
 	s := c.s
-	ctx, cancel := context.WithCancel(s.baseCtx)
 	defer func() {
 		c.inflight.Wait() // in-flight requests still reply
 		if c.rows != nil {
 			c.rows.close()
 		}
-		cancel()
+		c.cancel()
 		c.nc.Close()
 		s.mu.Lock()
 		delete(s.conns, c)
@@ -62,19 +103,33 @@ func (c *conn) serve() {
 			c.readFailed(err)
 			return
 		}
+		if c.authed && f.Status != StatusOK {
+			// Only replies carry a status: a request with one is not
+			// what its sender thinks it is (a reply looped back, a
+			// stray byte). Its payload is skipped, unread into memory.
+			if _, err := io.CopyN(io.Discard, c.nc, int64(plen)); err != nil {
+				c.readFailed(unexpected(err))
+				return
+			}
+			c.replyCode(f.Op, f.ID, CodeBadRequest, fmt.Sprintf("request status %d, want %d: only replies carry a status", f.Status, StatusOK))
+			continue
+		}
 		if !c.authed || f.Op == OpHello {
 			if !c.hello(f, plen) {
 				return
 			}
 			continue
 		}
-		held := c.estimate(f, plen)
-		if held > s.connSize {
+		g := grant{n: c.estimate(f, plen), pool: s.budget}
+		if controlRequest(f.Op, plen) {
+			g.pool = s.control
+		}
+		if g.n > s.connSize {
 			if f.Op != OpSample {
 				// A minibatch's bound is loose; the reply rarely needs
 				// it all, and a larger one is written holding the whole
-				// share (send).
-				held = s.connSize
+				// share (sendReply).
+				g.n = s.connSize
 			} else {
 				if _, err := io.CopyN(io.Discard, c.nc, int64(plen)); err != nil {
 					c.readFailed(unexpected(err))
@@ -82,82 +137,104 @@ func (c *conn) serve() {
 				}
 				c.replyCode(f.Op, f.ID, CodeOverBudget, fmt.Sprintf(
 					"a sample of %d seeds may need up to %d bytes in flight, more than this connection's %d (--max-inflight %d); send fewer seeds per request",
-					sampleSeeds(plen), held, s.connSize, s.budget.size))
+					sampleSeeds(plen), g.n, s.connSize, s.budget.size))
 				continue
 			}
 		}
-		if err := c.reserve(ctx, s.stopReading, held); err != nil {
-			return // shutting down
+		if err := c.reserve(s.stopReading, g.pool, g.n); err != nil {
+			return // shutting down, or the connection was evicted
 		}
 		f.Payload = make([]byte, plen)
 		if _, err := io.ReadFull(c.nc, f.Payload); err != nil {
-			c.release(held)
+			c.release(g)
 			c.readFailed(unexpected(err))
 			return
 		}
-		// next_batch claims its minibatch here, in request order, so that
-		// a client pipelining requests on one connection gets its
-		// minibatches in epoch order; assembly runs concurrently.
-		var cl *pipeline.Claim
-		var sem epoch.Semantics
-		if f.Op == OpNextBatch {
-			var e uint32
-			e, sem, err = DecodeBatchRequest(f.Payload)
+		var job func() reply
+		switch f.Op {
+		case OpNextBatch:
+			// next_batch claims its minibatch here, in request order, so
+			// that a client pipelining requests on one connection gets
+			// its minibatches in epoch order; assembly runs concurrently.
+			e, sem, err := DecodeBatchRequest(f.Payload)
 			if err != nil {
-				c.send(ctx, held, errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
+				c.send(g, errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
 				continue
 			}
-			got, err := s.claim(ctx, e)
+			cl, err := s.claim(c.ctx, e)
 			if err != nil {
-				c.send(ctx, held, requestErrorFrame(f.Op, f.ID, err))
+				c.send(g, requestErrorFrame(f.Op, f.ID, err))
 				continue
 			}
-			cl = &got
-			if s.features != nil && !got.End {
-				more := min(c.s.claimBound(got), s.connSize) - held
+			if s.features != nil && !cl.End {
+				more := min(c.s.claimBound(cl), s.connSize) - g.n
 				if more > 0 {
-					if err := c.reserve(ctx, s.stopReading, more); err != nil {
-						c.release(held)
+					if err := c.reserve(s.stopReading, g.pool, more); err != nil {
+						c.release(g)
 						// Shutting down; the minibatch's rows still take
 						// their turn, or the ones claimed after it would
 						// wait for it forever.
-						s.features.planned(s.baseCtx, got.Epoch, got.Index, got.Features(), nil, nil, nil)
+						s.features.planned(s.baseCtx, cl.Epoch, cl.Index, cl.Features(), nil, nil, nil)
 						return
 					}
-					held += more
+					g.n += more
 				}
 			}
-		}
-		if f.Op == OpMapRows {
+			job = func() reply { return c.replyBatch(f, cl, sem) }
+		case OpWalks:
+			w, err := s.walkRequest(f.Payload)
+			if err == nil {
+				err = c.walksFit(w, g.n)
+			}
+			if err != nil {
+				c.send(g, requestErrorFrame(f.Op, f.ID, err))
+				continue
+			}
+			// The reply's exact size, before anything is walked: the
+			// walk waits for it as any request waits for its bound.
+			if err := c.reserve(s.stopReading, g.pool, w.hold); err != nil {
+				c.release(g)
+				return
+			}
+			g.n += w.hold
+			job = func() reply { return c.walks(f, w) }
+		case OpMapRows:
 			// In the reader, so that every later reply sees it.
-			c.send(ctx, held, c.mapRows(f))
+			c.send(g, c.mapRows(f))
 			continue
+		default:
+			job = func() reply { return c.handle(f) }
 		}
 		slots <- struct{}{}
 		c.inflight.Add(1)
 		go func() {
 			defer func() { <-slots; c.inflight.Done() }()
-			if cl != nil {
-				c.sendReply(ctx, held, c.replyBatch(f, *cl, sem))
-				return
-			}
-			c.sendReply(ctx, held, c.handle(ctx, f))
+			c.sendReply(g, job())
 		}()
 	}
 }
 
 // readFailed answers (where it can) and logs a request that could not be
-// read; the connection is then closed.
+// read; the connection is then closed. A client that is gone (the end of
+// its stream, a reset, a connection closed under the reader by eviction)
+// has its in-flight requests cancelled: nobody will read their replies,
+// and a walk could otherwise run on for its whole bound. Shutdown's read
+// deadline, and a frame the server refuses, leave them to finish.
 func (c *conn) readFailed(err error) {
 	switch {
 	case errors.Is(err, ErrFrameTooLarge):
 		c.replyCode(0, 0, CodeTooLarge, err.Error())
+		return
 	case errors.Is(err, ErrMalformed):
 		c.replyCode(0, 0, CodeBadRequest, err.Error())
-	case err == io.EOF, errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded):
+		return
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return // Shutdown stops the reader
+	case err == io.EOF, errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 	default:
 		c.s.logf("connection %v: %v", c.nc.RemoteAddr(), err)
 	}
+	c.cancel()
 }
 
 // hello checks a hello request (or, on a connection that still owes one,
@@ -173,6 +250,9 @@ func (c *conn) hello(f Frame, plen int) bool {
 	if f.Op != OpHello {
 		return refuse(fmt.Sprintf("this server requires a token: the first request must be hello (op %d), got op %d", OpHello, f.Op))
 	}
+	if f.Status != StatusOK {
+		return refuse(fmt.Sprintf("hello with status %d, want %d", f.Status, StatusOK))
+	}
 	if plen > MaxToken {
 		return refuse(fmt.Sprintf("hello of %d bytes, a token is at most %d", plen, MaxToken))
 	}
@@ -185,7 +265,7 @@ func (c *conn) hello(f Frame, plen int) bool {
 		return refuse("wrong token")
 	}
 	c.authed = true
-	c.write(net.Buffers{AppendFrame(nil, f.Op, StatusOK, f.ID, nil)}, -1)
+	c.write(plain(net.Buffers{AppendFrame(nil, f.Op, StatusOK, f.ID, nil)}))
 	return true
 }
 
@@ -194,11 +274,25 @@ func sampleSeeds(plen int) int64 {
 	return max(0, int64(plen-4-arrayHeaderSize)/4)
 }
 
+// controlRequest reports whether a request is a small control request,
+// whose bytes come from the control pool (ControlBudget).
+func controlRequest(op uint8, plen int) bool {
+	switch op {
+	case OpEpochInfo, OpAdvance, OpMapRows, OpDropSplit:
+		return plen <= maxControlPayload
+	}
+	return false
+}
+
 // estimate is the bytes a request may hold in flight: its frame, then its
-// reply; a sample's decoded seeds besides.
+// reply; a sample's decoded seeds besides. A walks request adds its
+// reply's exact size once its payload is read (walkRequest).
 func (c *conn) estimate(f Frame, plen int) int64 {
 	s := c.s
 	frame := int64(HeaderSize + plen)
+	if controlRequest(f.Op, plen) {
+		return frame + controlReply
+	}
 	switch f.Op {
 	case OpSample:
 		n := sampleSeeds(plen)
@@ -211,87 +305,192 @@ func (c *conn) estimate(f Frame, plen int) int64 {
 		return frame + s.replyBound(int64(s.cfg.BatchSize))
 	case OpSplitBatch:
 		return frame + s.replyBound(s.maxSplitBatch.Load())
+	case OpSplit:
+		// Its decoded nodes besides (what the split keeps is the split
+		// budget's: Server.Split).
+		return 2*frame + smallReply
 	default:
 		return frame + smallReply
 	}
 }
 
 // reserve takes n bytes from the connection's share, then from the
-// server's budget (always in this order, so that waits cannot cycle).
-func (c *conn) reserve(ctx context.Context, stop <-chan struct{}, n int64) error {
-	if err := c.budget.acquire(ctx, stop, n); err != nil {
+// server's pool (always in this order, so that waits cannot cycle),
+// waiting while they are spent, until the connection ends or stop closes.
+func (c *conn) reserve(stop <-chan struct{}, pool *budget, n int64) error {
+	if err := c.budget.acquire(c.ctx, stop, n); err != nil {
 		return err
 	}
-	if err := c.s.budget.acquire(ctx, stop, n); err != nil {
+	if err := pool.acquire(c.ctx, stop, n); err != nil {
 		c.budget.release(n)
 		return err
 	}
 	return nil
 }
 
-func (c *conn) release(n int64) {
+// release gives back what a grant holds.
+func (c *conn) release(g grant) {
+	if g.n > 0 {
+		g.pool.release(g.n)
+		c.budget.release(g.n)
+	}
+}
+
+// chargeRows takes n bytes for a shared-rows buffer from the connection's
+// share and the in-flight budget, if they are free now and the buffers of
+// all connections stay within a quarter of the budget (maxRowsShare):
+// buffers a client keeps leased cannot starve anyone's requests. It
+// reports whether it did; if not, the rows travel in the reply.
+func (c *conn) chargeRows(n int64) bool {
+	s := c.s
+	if s.rowsHeld.Add(n) > s.budget.size/maxRowsShare {
+		s.rowsHeld.Add(-n)
+		return false
+	}
+	if !c.budget.tryAcquire(n) {
+		s.rowsHeld.Add(-n)
+		return false
+	}
+	if !s.budget.tryAcquire(n) {
+		c.budget.release(n)
+		s.rowsHeld.Add(-n)
+		return false
+	}
+	return true
+}
+
+// refundRows gives back what chargeRows took for a buffer now dropped.
+func (c *conn) refundRows(n int64) {
 	c.s.budget.release(n)
 	c.budget.release(n)
+	c.s.rowsHeld.Add(-n)
 }
 
-// send writes a reply for a request that holds held bytes: it first
-// trades them for the reply's exact size (giving back the excess, or, for
-// a reply beyond the bound, giving all back and waiting for its size, so
-// that no one waits while holding bytes), and gives those back once the
-// reply is written.
-func (c *conn) send(ctx context.Context, held int64, bufs net.Buffers) {
-	c.sendReply(ctx, held, plain(bufs))
+// rowAccount is what a shared-rows pool charges its buffers to: the
+// connection (chargeRows, refundRows); nil charges nothing.
+type rowAccount interface {
+	chargeRows(n int64) bool
+	refundRows(n int64)
 }
 
-// sendReply is send for a reply that may pass a memory file along.
-func (c *conn) sendReply(ctx context.Context, held int64, r reply) {
-	bufs := r.bufs
+// maxRowsShare: the shared-rows buffers of all connections hold at most
+// 1/maxRowsShare of the in-flight budget.
+const maxRowsShare = 4
+
+// send writes a reply for a request that holds g (sendReply).
+func (c *conn) send(g grant, bufs net.Buffers) {
+	c.sendReply(g, plain(bufs))
+}
+
+// sendReply writes a reply for a request that holds g: it first trades g
+// for the reply's exact size (giving back the excess, or, for a reply
+// beyond it, giving all back and waiting for its size in the in-flight
+// budget, so that no one waits while holding bytes), and gives those back
+// once the reply is written. A reply that cannot be had its bytes (the
+// client is gone, the server stops) is dropped.
+func (c *conn) sendReply(g grant, r reply) {
 	var size int64
-	for _, b := range bufs {
+	for _, b := range r.bufs {
 		size += int64(len(b))
 	}
-	if size <= held {
-		c.release(held - size)
-		held = size
+	if size <= g.n {
+		c.release(grant{n: g.n - size, pool: g.pool})
+		g.n = size
 	} else {
-		c.release(held)
-		held = min(size, c.s.connSize)
-		if held < size {
+		c.release(g)
+		g = grant{n: min(size, c.s.connSize), pool: c.s.budget}
+		if g.n < size {
 			c.s.logf("connection %v: a reply of %d bytes exceeds a connection's in-flight budget of %d bytes; raise --max-inflight", c.nc.RemoteAddr(), size, c.s.connSize)
 		}
-		if err := c.reserve(ctx, nil, held); err != nil {
-			held = 0 // shutdown gave up waiting: write it unaccounted
+		if err := c.reserve(nil, g.pool, g.n); err != nil {
+			r.drop()
+			return
 		}
 	}
-	c.write(bufs, r.fd)
-	c.release(held)
+	c.write(r)
+	c.release(g)
 }
 
 // replyWriteTimeout bounds how long a reply may wait for its client to
-// read it before the connection is dropped (a client that stopped reading
-// but holds its connection would keep the reply's share of the budget
-// forever). A pipelining client reads a reply only after the minibatches
-// before it: a trainer that pauses for an evaluation or a checkpoint, or
-// one that gathers its rows slowly (numpy.memmap at scale 24 took over a
-// minute for four minibatches), must not lose its connection, so the
-// bound is long.
+// read a byte of it before the connection is dropped, when nobody else
+// needs the bytes the reply holds (then the much shorter
+// Config.StallTimeout applies: evictStalled). A pipelining client reads a
+// reply only after the minibatches before it: a trainer that pauses for
+// an evaluation or a checkpoint, or one that gathers its rows slowly
+// (numpy.memmap at scale 24 took over a minute for four minibatches),
+// must not lose its connection, so the bound is long.
 const replyWriteTimeout = 30 * time.Minute
 
-// write writes a reply, with its memory file fd passed along (-1: none).
-func (c *conn) write(bufs net.Buffers, fd int) {
+// writeSlice is how often a blocked write wakes to record its progress
+// (wprog) and check replyWriteTimeout.
+func (c *conn) writeSlice() time.Duration {
+	if t := c.s.cfg.StallTimeout; t > 0 {
+		return min(max(t/4, 5*time.Millisecond), time.Second)
+	}
+	return time.Second
+}
+
+// write writes a reply, with its memory file passed along (r.fd, closed
+// here). A write makes progress as long as the client reads: each byte
+// moved restarts its clock (wprog, replyWriteTimeout). A client gone
+// mid-reply, or one that read nothing for replyWriteTimeout, has its
+// connection closed, which stops the reader too.
+func (c *conn) write(r reply) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.nc.SetWriteDeadline(time.Now().Add(replyWriteTimeout))
-	var err error
-	if fd >= 0 {
-		err = writeWithFD(c.nc, bufs, fd)
-	} else {
-		_, err = bufs.WriteTo(c.nc)
+	if r.fd >= 0 {
+		defer closeFD(r.fd)
 	}
-	if err != nil {
-		// A client gone mid-reply: close so the reader stops too.
+	c.wprog.Store(time.Now().UnixNano())
+	defer c.wprog.Store(0)
+	if err := c.writeAll(r.bufs, r.fd); err != nil {
 		c.nc.Close()
 	}
+}
+
+// writeAll writes bufs, fd along with their first byte (-1: none), in
+// slices of writeSlice, recording each one's progress.
+func (c *conn) writeAll(bufs net.Buffers, fd int) error {
+	slice := c.writeSlice()
+	last := time.Now()
+	for fd >= 0 || buffersLen(bufs) > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(slice))
+		var n int64
+		var err error
+		if fd >= 0 {
+			// The descriptor goes with the frame's first bytes (the
+			// header: never empty), however few of them are sent.
+			var m int
+			m, err = writeFD(c.nc, bufs[0], fd)
+			if m > 0 {
+				fd = -1
+				bufs[0] = bufs[0][m:]
+			}
+			n = int64(m)
+		} else {
+			n, err = bufs.WriteTo(c.nc)
+		}
+		if n > 0 {
+			last = time.Now()
+			c.wprog.Store(last.UnixNano())
+		}
+		switch {
+		case err == nil:
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return err
+		case time.Since(last) >= replyWriteTimeout:
+			return fmt.Errorf("no byte of a reply read for %v: %w", replyWriteTimeout, err)
+		}
+	}
+	return nil
+}
+
+func buffersLen(bufs net.Buffers) int64 {
+	var n int64
+	for _, b := range bufs {
+		n += int64(len(b))
+	}
+	return n
 }
 
 // errorFrame is an error reply.
@@ -325,10 +524,18 @@ type reply struct {
 
 func plain(bufs net.Buffers) reply { return reply{bufs: bufs, fd: -1} }
 
+// drop discards a reply that will not be written.
+func (r reply) drop() {
+	if r.fd >= 0 {
+		closeFD(r.fd)
+	}
+}
+
 // batchReply encodes a minibatch reply; on a connection with shared rows
-// the rows go into a memory file passed with it.
+// the rows go into a memory file passed with it (unless the pool had no
+// room for them: then they are in the reply).
 func (c *conn) batchReply(f Frame, b *epoch.Blocks, index int, feat *Features) reply {
-	if feat == nil || feat.lease == nil {
+	if feat == nil || feat.lease == nil || !feat.lease.shared() {
 		return plain(EncodeBatch(f.Op, f.ID, b, index, feat))
 	}
 	l := feat.lease
@@ -358,7 +565,7 @@ func (c *conn) mapRows(f Frame) net.Buffers {
 		return errorFrame(f.Op, f.ID, CodeBadRequest, "map_rows: shared rows need a Unix socket on Linux")
 	}
 	if c.rows == nil {
-		c.rows = newRowPool()
+		c.rows = newRowPool(c)
 	}
 	return net.Buffers{AppendFrame(nil, f.Op, StatusOK, f.ID, nil)}
 }
@@ -375,10 +582,19 @@ func (c *conn) replyBatch(f Frame, cl pipeline.Claim, sem epoch.Semantics) reply
 	return c.batchReply(f, b.Blocks, b.Index, b.Features)
 }
 
-// handle answers every request but next_batch, hello and map_rows (see
-// serve).
-func (c *conn) handle(ctx context.Context, f Frame) reply {
-	s := c.s
+// walks runs a walks request whose reply's bytes are reserved.
+func (c *conn) walks(f Frame, w *walkRequest) reply {
+	rows, err := c.s.runWalks(c.ctx, c, w)
+	if err != nil {
+		return plain(requestErrorFrame(f.Op, f.ID, err))
+	}
+	return plain(walksReply(f.Op, f.ID, rows, w.c.Length+1))
+}
+
+// handle answers every request but next_batch, walks, hello and map_rows
+// (see serve).
+func (c *conn) handle(f Frame) reply {
+	s, ctx := c.s, c.ctx
 	switch f.Op {
 	case OpEpochInfo:
 		if len(f.Payload) != 0 {
@@ -394,7 +610,7 @@ func (c *conn) handle(ctx context.Context, f Frame) reply {
 		if err != nil {
 			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}
-		feat, err := s.sampleFeatures(b, c.rows)
+		feat, err := s.sampleFeatures(ctx, b, c.rows)
 		if err != nil {
 			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}
@@ -414,21 +630,20 @@ func (c *conn) handle(ctx context.Context, f Frame) reply {
 		if err != nil {
 			return plain(errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
 		}
-		info, err := s.Split(nodes, int(bs))
+		info, err := s.Split(ctx, nodes, int(bs))
 		if err != nil {
 			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}
 		return plain(jsonFrame(f.Op, f.ID, info))
-	case OpWalks:
-		starts, wc, err := DecodeWalksRequest(f.Payload)
+	case OpDropSplit:
+		id, err := DecodeDropSplitRequest(f.Payload)
 		if err != nil {
 			return plain(errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
 		}
-		w, err := s.Walks(ctx, starts, wc)
-		if err != nil {
+		if err := s.DropSplit(id); err != nil {
 			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}
-		return plain(walksReply(f.Op, f.ID, w, wc.Length+1))
+		return plain(net.Buffers{AppendFrame(nil, f.Op, StatusOK, f.ID, nil)})
 	case OpSplitBatch:
 		id, index, sem, err := DecodeSplitBatchRequest(f.Payload)
 		if err != nil {
@@ -448,5 +663,5 @@ func (c *conn) handle(ctx context.Context, f Frame) reply {
 }
 
 func (c *conn) replyCode(op uint8, id uint32, code uint16, msg string) {
-	c.write(errorFrame(op, id, code, msg), -1)
+	c.write(plain(errorFrame(op, id, code, msg)))
 }

@@ -15,8 +15,8 @@ import (
 // The framed protocol of docs/PROTOCOL.md. Every message, either way, is
 //
 //	u32 length   bytes after this field (HeaderSize-4 + len(payload))
-//	u8  op       OpEpochInfo, OpNextBatch, OpSample, OpAdvance, OpHello
-//	u8  status   StatusOK in requests; StatusOK, StatusError or StatusEnd in replies
+//	u8  op       OpEpochInfo, OpNextBatch, ... (the Op constants)
+//	u8  status   StatusOK in requests (any other is refused); StatusOK, StatusError or StatusEnd in replies
 //	u32 id       chosen by the client, echoed in the reply
 //	payload
 //
@@ -45,15 +45,16 @@ const MaxReply = 1 << 30
 
 // Opcodes.
 const (
-	OpEpochInfo  uint8 = 1 // → JSON object (see EpochInfo)
-	OpNextBatch  uint8 = 2 // u32 epoch → Blocks, or StatusEnd with u32 epoch
-	OpSample     uint8 = 3 // u32 epoch, array seeds (u32) → Blocks
-	OpAdvance    uint8 = 4 // u32 epoch to leave → JSON object of the new epoch
-	OpHello      uint8 = 5 // the token (raw bytes) → empty; the first request where a token is required
-	OpMapRows    uint8 = 6 // empty → empty; from then on feature rows travel in shared memory (Unix sockets)
-	OpSplit      uint8 = 7 // u32 batch size, array nodes (u32) → JSON object (see SplitInfo)
-	OpSplitBatch uint8 = 8 // u32 split, u32 index[, u8 semantics] → Blocks, or StatusEnd with u32 split
-	OpWalks      uint8 = 9 // walk configuration, array starts (u32) → 2-D i32 array [walks, length+1]
+	OpEpochInfo  uint8 = 1  // → JSON object (see EpochInfo)
+	OpNextBatch  uint8 = 2  // u32 epoch → Blocks, or StatusEnd with u32 epoch
+	OpSample     uint8 = 3  // u32 epoch, array seeds (u32) → Blocks
+	OpAdvance    uint8 = 4  // u32 epoch to leave → JSON object of the new epoch
+	OpHello      uint8 = 5  // the token (raw bytes) → empty; the first request where a token is required
+	OpMapRows    uint8 = 6  // empty → empty; from then on feature rows travel in shared memory (Unix sockets)
+	OpSplit      uint8 = 7  // u32 batch size, array nodes (u32) → JSON object (see SplitInfo)
+	OpSplitBatch uint8 = 8  // u32 split, u32 index[, u8 semantics] → Blocks, or StatusEnd with u32 split
+	OpWalks      uint8 = 9  // walk configuration, array starts (u32) → 2-D i32 array [walks, length+1]
+	OpDropSplit  uint8 = 10 // u32 split → empty; the split's id is unknown from then on
 )
 
 // DefaultSemantics in a request means the server's semantics: the
@@ -86,7 +87,8 @@ const (
 	CodeDuplicateSeed uint16 = 9
 	CodeUnauthorized  uint16 = 10 // the first request is not a hello with the server's token; the connection is closed
 	CodeOverBudget    uint16 = 11 // the request's reply could exceed the connection's share of the in-flight budget
-	CodeUnknownSplit  uint16 = 12 // split_batch names a split the server does not have
+	CodeUnknownSplit  uint16 = 12 // split_batch or drop_split names a split the server does not have
+	CodeTimedOut      uint16 = 13 // a walks request ran past the server's bound (--walk-timeout) and was stopped
 )
 
 // Minibatch flags, the byte after a minibatch's hop count.
@@ -555,6 +557,14 @@ func decodeBatch(p []byte, shared func(s SharedRows, n int) ([]byte, error)) (*e
 	if flags&^(batchPyG|batchEdgeIDs) != 0 {
 		return nil, 0, nil, d.fail(fmt.Sprintf("minibatch flags %#x", flags))
 	}
+	if flags&batchEdgeIDs != 0 && nh == 0 {
+		// Edge ids travel in the hops: a minibatch without hops has
+		// nowhere to carry them, and EncodeBatch never sets the flag on
+		// one (epoch.Blocks.HasEdgeIDs), so accepting it would decode two
+		// payloads to the same blocks.
+		d.off--
+		return nil, 0, nil, d.fail("minibatch flags say e_id but there are no hops")
+	}
 	b := &epoch.Blocks{Epoch: e, Hops: make([]epoch.Hop, nh)}
 	if flags&batchPyG != 0 {
 		b.Semantics = epoch.PyG
@@ -794,6 +804,20 @@ func DecodeSplitBatchRequest(p []byte) (split, index uint32, sem epoch.Semantics
 		return 0, 0, 0, err
 	}
 	return split, index, sem, d.end()
+}
+
+// AppendDropSplitRequest appends the payload of a drop_split request.
+func AppendDropSplitRequest(dst []byte, split uint32) []byte {
+	return binary.LittleEndian.AppendUint32(dst, split)
+}
+
+// DecodeDropSplitRequest decodes a drop_split request payload.
+func DecodeDropSplitRequest(p []byte) (split uint32, err error) {
+	d := &decoder{p: p}
+	if split, err = d.u32("split"); err != nil {
+		return 0, err
+	}
+	return split, d.end()
 }
 
 // AppendError appends an error payload.

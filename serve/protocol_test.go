@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/walk"
 )
 
 func sampleBlocks() *epoch.Blocks {
@@ -258,6 +259,71 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 		if !bytes.Equal(reencode(b, i, f), p) {
 			t.Fatalf("shared batch re-encodes differently")
+		}
+	})
+}
+
+// FuzzDecodeSplitRequest feeds arbitrary payloads to the split request
+// decoder: none may panic, and whatever decodes re-encodes to the same
+// bytes (one payload, one request).
+func FuzzDecodeSplitRequest(f *testing.F) {
+	f.Add(AppendSplitRequest(nil, 2, []uint32{5, 1, 9}))
+	f.Add(AppendSplitRequest(nil, 0, nil))
+	f.Add(AppendSplitRequest(nil, 1<<31, []uint32{1 << 31}))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		bs, nodes, err := DecodeSplitRequest(p)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not wrap ErrMalformed", err)
+			}
+			return
+		}
+		if re := AppendSplitRequest(nil, bs, nodes); !bytes.Equal(re, p) {
+			t.Fatalf("split request re-encodes differently")
+		}
+	})
+}
+
+// FuzzDecodeSplitBatchRequest is FuzzDecodeSplitRequest for split_batch
+// (and drop_split, whose payload is split_batch's first field).
+func FuzzDecodeSplitBatchRequest(f *testing.F) {
+	f.Add(AppendSplitBatchRequest(nil, 3, 7, DefaultSemantics))
+	f.Add(AppendSplitBatchRequest(nil, 3, 7, epoch.PyG))
+	f.Add(AppendSplitBatchRequest(nil, 0, 0, epoch.DGL))
+	f.Add([]byte{1, 0, 0, 0, 2, 0, 0, 0, 9})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		id, index, sem, err := DecodeSplitBatchRequest(p)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not wrap ErrMalformed", err)
+			}
+		} else if re := AppendSplitBatchRequest(nil, id, index, sem); !bytes.Equal(re, p) {
+			t.Fatalf("split_batch request re-encodes differently")
+		}
+	})
+}
+
+// FuzzDecodeWalksRequest feeds arbitrary payloads to the walks request
+// decoder: none may panic, whatever decodes re-encodes to the same bytes,
+// and checking the decoded configuration (which the server does next)
+// does not panic either.
+func FuzzDecodeWalksRequest(f *testing.F) {
+	f.Add(AppendWalksRequest(nil, []uint32{5, 0, 799}, walk.Config{Mode: walk.DeepWalk, Length: 8, WalksPerNode: 3, Seed: 9}))
+	f.Add(AppendWalksRequest(nil, []uint32{1}, walk.Config{Mode: walk.PPR, Length: 80, WalksPerNode: 1, Restart: 0.15, StopAtRestart: true}))
+	f.Add(AppendWalksRequest(nil, nil, walk.Config{Mode: walk.Node2Vec, Length: 1 << 31, WalksPerNode: 1 << 20, P: 0.25, Q: 4}))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		starts, c, err := DecodeWalksRequest(p)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not wrap ErrMalformed", err)
+			}
+			return
+		}
+		if re := AppendWalksRequest(nil, starts, c); !bytes.Equal(re, p) {
+			t.Fatalf("walks request re-encodes differently")
+		}
+		if err := c.CheckStarts(starts, 1<<20); err != nil && !errors.Is(err, walk.ErrInvalid) {
+			t.Fatalf("checking the configuration: %v does not wrap walk.ErrInvalid", err)
 		}
 	})
 }

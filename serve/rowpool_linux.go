@@ -23,12 +23,25 @@ import (
 // server reuses only free buffers; where none is large enough it maps a
 // new one, and retires the smallest free one that was too small (the
 // client unmaps it when the reply that names it arrives).
+//
+// A client that never frees its leases would otherwise have the pool map
+// a new buffer (a memory file and a descriptor) for every minibatch. So a
+// pool holds at most MaxRowBuffers buffers, each charged to its
+// connection's share and the in-flight budget (acct) while it lives;
+// where no free buffer fits and a new one cannot be had, the lease is of
+// memory on the heap instead, and that minibatch's rows travel in its
+// reply, counted with it.
 type rowPool struct {
 	mu     sync.Mutex
+	acct   rowAccount
 	bufs   []*rowBuf
 	nextID uint32
 	closed bool
 }
+
+// MaxRowBuffers is the most shared-rows buffers (memory files) a
+// connection's pool holds; past it, rows travel in the replies.
+const MaxRowBuffers = 16
 
 // rowBuf is one buffer of a pool.
 type rowBuf struct {
@@ -38,10 +51,13 @@ type rowBuf struct {
 	sent bool   // its descriptor has gone to the client (owned by the lease holder)
 }
 
-// rowLease is a reply's hold on a buffer: its rows are at rowsOffset.
+// rowLease is a reply's hold on a buffer: its rows are at rowsOffset;
+// or, where the pool had no room (buf nil), rows on the heap that travel
+// in the reply.
 type rowLease struct {
 	pool   *rowPool
 	buf    *rowBuf
+	heap   []byte
 	retire uint32 // a buffer the client should unmap (noBuffer: none)
 }
 
@@ -57,16 +73,24 @@ func (b *rowBuf) lease() *uint64 { return (*uint64)(unsafe.Pointer(&b.m[0])) }
 
 func (b *rowBuf) rows() int { return len(b.m) - rowsOffset }
 
-func (b *rowBuf) close() {
+// closeBuf unmaps and closes buffer b, giving back its charge.
+func (p *rowPool) closeBuf(b *rowBuf) {
+	size := int64(len(b.m))
 	unix.Munmap(b.m)
 	unix.Close(b.fd)
+	if p.acct != nil {
+		p.acct.refundRows(size)
+	}
 }
 
-func newRowPool() *rowPool { return &rowPool{} }
+// newRowPool returns an empty pool whose buffers are charged to acct
+// (nil: to nothing).
+func newRowPool(acct rowAccount) *rowPool { return &rowPool{acct: acct} }
 
 // acquire leases a buffer for n bytes of rows: the smallest free one that
 // holds them, or a new one a quarter larger than n (rounded to 2 MiB), so
-// that minibatches of similar sizes reuse it.
+// that minibatches of similar sizes reuse it; or, where the pool may not
+// grow (MaxRowBuffers, its account's refusal), n bytes of heap.
 func (p *rowPool) acquire(n int) (*rowLease, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -90,14 +114,20 @@ func (p *rowPool) acquire(n int) (*rowLease, error) {
 	l := &rowLease{pool: p, buf: best, retire: noBuffer}
 	if best == nil {
 		size := rowsOffset + (n+n/4+poolRound-1)/poolRound*poolRound
+		if small == nil && len(p.bufs) >= MaxRowBuffers || p.acct != nil && !p.acct.chargeRows(int64(size)) {
+			return &rowLease{heap: make([]byte, n), retire: noBuffer}, nil
+		}
 		b, err := newRowBuf(p.nextID, size)
 		if err != nil {
+			if p.acct != nil {
+				p.acct.refundRows(int64(size))
+			}
 			return nil, err
 		}
 		p.nextID++
 		if small != nil {
 			p.bufs = append(p.bufs[:at], p.bufs[at+1:]...)
-			small.close()
+			p.closeBuf(small)
 			if small.sent {
 				l.retire = small.id // the client maps it too
 			}
@@ -131,12 +161,21 @@ func newRowBuf(id uint32, size int) (*rowBuf, error) {
 // id is the leased buffer's id.
 func (l *rowLease) id() uint32 { return l.buf.id }
 
+// shared reports whether the lease is of a shared buffer (else its rows
+// are on the heap and travel in the reply).
+func (l *rowLease) shared() bool { return l.buf != nil }
+
 // bytes is where the lease's n bytes of rows go.
-func (l *rowLease) bytes(n int) []byte { return l.buf.m[rowsOffset : rowsOffset+n] }
+func (l *rowLease) bytes(n int) []byte {
+	if l.buf == nil {
+		return l.heap[:n]
+	}
+	return l.buf.m[rowsOffset : rowsOffset+n]
+}
 
 // abandon frees a lease whose reply will not be sent (nil: none).
 func (l *rowLease) abandon() {
-	if l != nil {
+	if l != nil && l.buf != nil {
 		atomic.StoreUint64(l.buf.lease(), leaseFree)
 	}
 }
@@ -163,7 +202,7 @@ func (p *rowPool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, b := range p.bufs {
-		b.close()
+		p.closeBuf(b)
 	}
 	p.bufs, p.closed = nil, true
 }

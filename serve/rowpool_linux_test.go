@@ -13,7 +13,7 @@ import (
 // such), a held one never; a free one too small is retired when a larger
 // one is made; rows written through one lease stay while it is held.
 func TestRowPool(t *testing.T) {
-	p := newRowPool()
+	p := newRowPool(nil)
 	defer p.close()
 	free := func(l *rowLease) { atomic.StoreUint64(l.buf.lease(), leaseFree) }
 	a, err := p.acquire(1000)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/featplan"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/pipeline"
 	"github.com/streamsampler/streamsampler/walk"
@@ -50,8 +51,12 @@ type Config struct {
 	// 0 means max(DefaultMaxInflight, 4*MaxRequest).
 	MaxInflight int64
 	// MaxConnInflight is one connection's share of MaxInflight; 0 means
-	// half of it. A sample request whose reply could need more is refused
-	// (CodeOverBudget). It must hold a whole request frame (MaxRequest).
+	// half of it. A sample or walks request whose reply could need more is
+	// refused (CodeOverBudget). It must hold a whole request frame
+	// (MaxRequest). Besides requests and replies, MaxInflight counts the
+	// connections' shared-rows buffers and the splits (a quarter of it at
+	// most each); control requests have a pool of their own
+	// (ControlBudget).
 	MaxConnInflight int64
 	// NumNodes is the graph's node count; it tightens the reply bound
 	// (a minibatch has no more distinct nodes per hop). 0: unknown.
@@ -70,6 +75,24 @@ type Config struct {
 	// (walk.InMemory). Without it they are refused.
 	Walk walk.Walker
 
+	// StallTimeout is how long a connection may hold in-flight bytes
+	// without progress (no byte of its replies written, no request read)
+	// while other requests wait for the budget: past it, the connection
+	// is closed and its bytes given back (docs/PROTOCOL.md, "Clients that
+	// stop reading"). A client alone may pause as long as it likes (up to
+	// replyWriteTimeout per reply). 0 means DefaultStallTimeout; negative,
+	// never.
+	StallTimeout time.Duration
+	// WalkTimeout bounds one walks request's turn on the walker: past it
+	// the walk is cancelled and answered CodeTimedOut. 0 means
+	// DefaultWalkTimeout; negative, no bound.
+	WalkTimeout time.Duration
+	// MaxWalkLength is the longest walk (steps) a walks request may ask
+	// for (a longer one is a bad request): the streaming walker's cost is
+	// a pass over the chunks per step, whatever the number of walks.
+	// 0 means DefaultMaxWalkLength.
+	MaxWalkLength int
+
 	// Features, when not nil, is the graph's feature store: every
 	// minibatch reply carries its nodes' feature rows and its seeds'
 	// labels (Features in docs/PROTOCOL.md), read under each epoch's plan,
@@ -77,6 +100,17 @@ type Config struct {
 	// close it.
 	Features *featstore.Store
 }
+
+// DefaultStallTimeout is Config.StallTimeout's default.
+const DefaultStallTimeout = time.Minute
+
+// DefaultWalkTimeout is Config.WalkTimeout's default.
+const DefaultWalkTimeout = 5 * time.Minute
+
+// DefaultMaxWalkLength is Config.MaxWalkLength's default: far beyond
+// DeepWalk's and node2vec's usual 40 to 80 steps, and short enough that
+// one request cannot hold the streaming walker for hours.
+const DefaultMaxWalkLength = 4096
 
 // EpochInfo is the JSON object epoch_info and advance reply with.
 type EpochInfo struct {
@@ -95,20 +129,34 @@ type Server struct {
 	pipe     *pipeline.Pipeline
 	maxReq   int
 	budget   *budget       // all connections' in-flight bytes
+	control  *budget       // small control requests' bytes, beside budget (controlRequest)
 	connSize int64         // one connection's share of budget
+	gate     *samplerGate  // turns on the sampler: epoch sampling, then walks
+	janitor  sync.Once     // starts evictStalled with the first Serve
 	token    []byte        // SHA-256 of Config.Token; nil when none is required
 	features *featureStage // nil without Config.Features
-	baseCtx  context.Context
-	cancel   context.CancelFunc
+	// directReads holds a token per direct feature read running
+	// (MaxDirectReads).
+	directReads chan struct{}
+	baseCtx     context.Context
+	cancel      context.CancelFunc
 	// stopReading is closed when Shutdown begins: readers waiting for
 	// budget stop waiting and take no new request.
 	stopReading chan struct{}
 
 	// splits are the node lists served beside the training stream
-	// (OpSplit), by id; splitIDs finds one by its content.
-	splitMu  sync.Mutex
-	splits   []*pipeline.Split
-	splitIDs map[splitKey]uint32
+	// (OpSplit), by id; splitIDs finds one by its content. splitHeld is
+	// the bytes they hold of budget (at most half of it), nextSplit the
+	// next id (ids are not reused: a dropped split's id stays unknown).
+	splitMu       sync.Mutex
+	splits        map[uint32]*heldSplit
+	splitIDs      map[splitKey]uint32
+	splitHeld     int64
+	splitsPending int // registrations waiting for their bytes
+	nextSplit     uint32
+	// rowsHeld is the bytes of all connections' shared-rows buffers (at
+	// most a quarter of budget: conn.chargeRows).
+	rowsHeld atomic.Int64
 	// maxSplitBatch is the largest batch size of a split (the reply
 	// bound of a split_batch request).
 	maxSplitBatch atomic.Int64
@@ -161,17 +209,42 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	pipe, err := pipeline.NewPipeline(cfg.Config, cfg.Sampler.SampleEpoch, nil)
+	if cfg.StallTimeout == 0 {
+		cfg.StallTimeout = DefaultStallTimeout
+	}
+	if cfg.WalkTimeout == 0 {
+		cfg.WalkTimeout = DefaultWalkTimeout
+	}
+	if cfg.MaxWalkLength == 0 {
+		cfg.MaxWalkLength = DefaultMaxWalkLength
+	}
+	if cfg.MaxWalkLength < 0 {
+		return nil, fmt.Errorf("%w: walk length limit %d", ErrConfig, cfg.MaxWalkLength)
+	}
+	gate := newSamplerGate()
+	sampler := cfg.Sampler
+	// Epoch and split sampling take their turn on the sampler, ahead of
+	// any walk (samplerGate).
+	sample := func(ctx context.Context, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error) {
+		if err := gate.enter(ctx, nil, true); err != nil {
+			return nil, err
+		}
+		defer gate.leave()
+		return sampler.SampleEpoch(ctx, seeds, fanouts, key)
+	}
+	pipe, err := pipeline.NewPipeline(cfg.Config, sample, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg: cfg, pipe: pipe, maxReq: cfg.MaxRequest, features: stage,
-		budget: newBudget(cfg.MaxInflight), connSize: cfg.MaxConnInflight,
+		budget: newBudget(cfg.MaxInflight), control: newBudget(ControlBudget),
+		connSize: cfg.MaxConnInflight, gate: gate, directReads: make(chan struct{}, MaxDirectReads),
 		baseCtx: ctx, cancel: cancel, stopReading: make(chan struct{}),
 		lns:      map[net.Listener]struct{}{},
 		conns:    map[*conn]struct{}{},
+		splits:   map[uint32]*heldSplit{},
 		splitIDs: map[splitKey]uint32{},
 	}
 	if len(cfg.Token) > 0 {
@@ -180,9 +253,14 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Inflight returns the request and reply bytes the server holds now
-// against its MaxInflight budget, and the most it has held at once.
+// Inflight returns the bytes the server holds now against its
+// MaxInflight budget (requests and replies in flight, shared-rows buffers,
+// splits), and the most it has held at once.
 func (s *Server) Inflight() (now, peak int64) { return s.budget.inUse() }
+
+// ControlInflight is Inflight for the control requests' pool
+// (ControlBudget), which the server holds beside MaxInflight.
+func (s *Server) ControlInflight() (now, peak int64) { return s.control.inUse() }
 
 func (s *Server) logf(format string, a ...any) {
 	if s.cfg.Logf != nil {
@@ -310,7 +388,7 @@ func (s *Server) assemble(c pipeline.Claim, pool *rowPool, sem epoch.Semantics) 
 	if b.PlanNodes == nil {
 		out.Features, err = s.features.planned(s.baseCtx, b.Epoch, b.Index, b.Features, b.Blocks.Nodes(), b.Blocks.Seeds, pool)
 	} else if _, err = s.features.planned(s.baseCtx, b.Epoch, b.Index, b.Features, b.PlanNodes, nil, nil); err == nil {
-		out.Features, err = s.features.direct(b.Blocks, pool)
+		out.Features, err = s.directFeatures(s.baseCtx, b.Blocks, pool)
 	}
 	if err != nil {
 		return Minibatch{}, newRequestError(CodeInternal, "reading the features of batch %d of epoch %d: %v", b.Index, b.Epoch, err)
@@ -347,15 +425,40 @@ func (s *Server) Sample(ctx context.Context, e uint32, seeds []uint32, sem epoch
 
 // sampleFeatures reads the features of a sample reply's blocks (nil
 // without a feature store): directly, as the seeds are outside any plan.
-func (s *Server) sampleFeatures(b *epoch.Blocks, pool *rowPool) (*Features, error) {
+func (s *Server) sampleFeatures(ctx context.Context, b *epoch.Blocks, pool *rowPool) (*Features, error) {
 	if s.features == nil {
 		return nil, nil
 	}
-	f, err := s.features.direct(b, pool)
+	f, err := s.directFeatures(ctx, b, pool)
 	if err != nil {
 		return nil, newRequestError(CodeInternal, "reading features: %v", err)
 	}
 	return f, nil
+}
+
+// MaxDirectReads is how many direct feature reads (the rows of a sample,
+// a split's minibatch, a minibatch of the other semantics) run at once;
+// the others wait. Each reads through buffers of its own beside the
+// reply (featrows.Executor.ReadDirect: up to DirectReadBuffers, whatever
+// the rows), which the in-flight budget does not count: bounded here
+// instead, to MaxDirectReads of them.
+const MaxDirectReads = 2
+
+// DirectReadBuffers bounds the buffers of one direct feature read:
+// featrows reads with featplan's default extent options, up to
+// DefaultDepth aligned buffers of DefaultMaxExtent (16 MiB and 64 KiB).
+const DirectReadBuffers = featplan.DefaultDepth * (featplan.DefaultMaxExtent + featplan.Align)
+
+// directFeatures is featureStage.direct in one of MaxDirectReads turns,
+// waited for until ctx ends.
+func (s *Server) directFeatures(ctx context.Context, b *epoch.Blocks, pool *rowPool) (*Features, error) {
+	select {
+	case s.directReads <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.directReads }()
+	return s.features.direct(b, pool)
 }
 
 // Info returns the current epoch's info.
@@ -369,6 +472,41 @@ func (s *Server) epochInfo(info pipeline.Info) EpochInfo {
 		ei.Features = s.features.info()
 	}
 	return ei
+}
+
+// evictStalled closes the connections that hold the budget hostage: while
+// a request has waited for the in-flight budget (or the control pool) for
+// StallTimeout, every connection with a reply whose write has moved no
+// byte for StallTimeout (its client does not read) is closed, which gives
+// back its bytes and cancels its requests. A client that stops reading
+// while nobody needs its bytes keeps its connection (replyWriteTimeout).
+// It runs from the first Serve until Shutdown ends.
+func (s *Server) evictStalled() {
+	stall := s.cfg.StallTimeout
+	tick := time.NewTicker(max(stall/4, 5*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.baseCtx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		if max(s.budget.oldestWait(now), s.control.oldestWait(now)) < stall {
+			continue
+		}
+		s.mu.Lock()
+		for c := range s.conns {
+			p := c.wprog.Load()
+			if p == 0 || now.Sub(time.Unix(0, p)) < stall || c.evicted.Swap(true) {
+				continue
+			}
+			s.logf("connection %v: closed: a reply unread for %v holds in-flight bytes that other requests wait for (--stall-timeout)", c.nc.RemoteAddr(), now.Sub(time.Unix(0, p)).Round(time.Millisecond))
+			c.cancel()
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+	}
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -395,6 +533,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.lns[ln] = struct{}{}
 	s.mu.Unlock()
+	if s.cfg.StallTimeout > 0 {
+		s.janitor.Do(func() { go s.evictStalled() })
+	}
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -414,7 +555,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		delay = 0
-		c := &conn{s: s, nc: nc, budget: newBudget(s.connSize)}
+		c := newConn(s, nc)
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()

@@ -13,20 +13,17 @@ import (
 // over in memory files (memfd_create and SCM_RIGHTS).
 const sharedRowsSupported = true
 
-// writeWithFD writes the reply bufs on a Unix connection with fd passed
-// along the frame's first bytes (SCM_RIGHTS), then closes this process's
-// copy of fd.
-func writeWithFD(nc net.Conn, bufs net.Buffers, fd int) error {
-	defer unix.Close(fd)
+// writeFD writes (some of) b on a Unix connection with fd passed along
+// its first byte (SCM_RIGHTS), in one sendmsg: it returns how many bytes
+// went, and fd went with them if any did. The caller still owns fd.
+func writeFD(nc net.Conn, b []byte, fd int) (int, error) {
 	uc, ok := nc.(*net.UnixConn)
 	if !ok {
-		return fmt.Errorf("shared rows on a %T", nc)
+		return 0, fmt.Errorf("shared rows on a %T", nc)
 	}
-	first := bufs[0]
-	if _, _, err := uc.WriteMsgUnix(first, unix.UnixRights(fd), nil); err != nil {
-		return err
-	}
-	rest := bufs[1:]
-	_, err := rest.WriteTo(nc)
-	return err
+	n, _, err := uc.WriteMsgUnix(b, unix.UnixRights(fd), nil)
+	return n, err
 }
+
+// closeFD closes a descriptor of this process.
+func closeFD(fd int) { unix.Close(fd) }

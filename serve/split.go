@@ -10,9 +10,23 @@ import (
 	"github.com/streamsampler/streamsampler/pipeline"
 )
 
-// MaxSplits is the most splits a server holds; each keeps its nodes and,
-// per epoch, its sample.
+// MaxSplits is the most splits a server holds at once; each keeps its
+// nodes and, per epoch, its sample. drop_split (Server.DropSplit) makes
+// room.
 const MaxSplits = 64
+
+// maxSplitShare: the splits together hold at most 1/maxSplitShare of the
+// in-flight budget (--max-inflight), so that requests always have the
+// rest.
+const maxSplitShare = 4
+
+// heldSplit is a registered split and the bytes it holds of the in-flight
+// budget (splitBytes).
+type heldSplit struct {
+	sp   *pipeline.Split
+	key  splitKey
+	held int64
+}
 
 // SplitInfo is the JSON object a split request is answered with.
 type SplitInfo struct {
@@ -30,10 +44,37 @@ type splitKey struct {
 	crc          uint32
 }
 
+// splitBytes bounds what a split of n nodes keeps while registered: its
+// nodes twice (as given, and sorted), and one epoch's sample of them: per
+// hop its frontier and its samples (and their edge ids), then the last
+// frontier, each frontier at most the previous one with all its samples
+// (and at most the graph's nodes). Sums saturate at 1<<62.
+func (s *Server) splitBytes(n int64) int64 {
+	perSample := int64(4)
+	if s.cfg.EdgeIDs {
+		perSample += 8
+	}
+	size := satMul(8, n)
+	d := n
+	for _, f := range s.cfg.Fanouts {
+		edges := satMul(d, int64(f))
+		size = satAdd(size, satAdd(satMul(4, d), satMul(perSample, edges)))
+		d = satAdd(d, edges)
+		if s.cfg.NumNodes > 0 {
+			d = min(d, s.cfg.NumNodes)
+		}
+	}
+	return satAdd(size, satMul(4, d))
+}
+
 // Split registers a node list served beside the training stream (the
 // validation or test nodes; pipeline.Split) and returns its id. The same
-// nodes and batch size give the same split.
-func (s *Server) Split(nodes []uint32, batchSize int) (SplitInfo, error) {
+// nodes and batch size give the same split. A split holds splitBytes of
+// the in-flight budget until it is dropped (DropSplit), waiting for them
+// as a request waits for its bytes (until ctx ends); the splits together
+// hold at most a quarter of the budget and number at most MaxSplits, and
+// a split past either is refused with CodeOverBudget.
+func (s *Server) Split(ctx context.Context, nodes []uint32, batchSize int) (SplitInfo, error) {
 	if err := s.checkOpen(); err != nil {
 		return SplitInfo{}, err
 	}
@@ -45,25 +86,82 @@ func (s *Server) Split(nodes []uint32, batchSize int) (SplitInfo, error) {
 		}
 	}
 	key := splitKey{n: len(nodes), batchSize: batchSize, crc: crc32c.Checksum(hostorder.Bytes(nodes))}
+	need := s.splitBytes(int64(len(nodes)))
+	limit := s.budget.size / maxSplitShare
 	s.splitMu.Lock()
-	defer s.splitMu.Unlock()
 	if id, ok := s.splitIDs[key]; ok {
-		return splitInfo(id, s.splits[id]), nil
+		info := splitInfo(id, s.splits[id].sp)
+		s.splitMu.Unlock()
+		return info, nil
 	}
-	if len(s.splits) >= MaxSplits {
-		return SplitInfo{}, newRequestError(CodeBadRequest, "split: the server holds %d splits already, its most", MaxSplits)
+	if len(s.splits)+s.splitsPending >= MaxSplits {
+		s.splitMu.Unlock()
+		return SplitInfo{}, newRequestError(CodeOverBudget, "split: the server holds %d splits, its most; drop one (drop_split) first", MaxSplits)
+	}
+	if s.splitHeld+need > limit {
+		held := s.splitHeld
+		s.splitMu.Unlock()
+		return SplitInfo{}, newRequestError(CodeOverBudget, "split: %d nodes may keep %d bytes (with one epoch's sample), and the splits hold %d of their %d (a quarter of --max-inflight %d); drop one (drop_split) or raise --max-inflight",
+			len(nodes), need, held, limit, s.budget.size)
+	}
+	// Claimed under the lock, so that splits registered at once cannot
+	// pass the limit together.
+	s.splitHeld += need
+	s.splitsPending++
+	s.splitMu.Unlock()
+	unclaim := func() {
+		s.splitMu.Lock()
+		s.splitHeld -= need
+		s.splitsPending--
+		s.splitMu.Unlock()
+	}
+	if err := s.budget.acquire(ctx, s.stopReading, need); err != nil {
+		unclaim()
+		return SplitInfo{}, newRequestError(CodeShuttingDown, "split: stopped waiting for the in-flight budget: %v", err)
 	}
 	sp, err := s.pipe.NewSplit(nodes, batchSize)
 	if err != nil {
+		s.budget.release(need)
+		unclaim()
 		return SplitInfo{}, newRequestError(CodeBadRequest, "%v", err)
 	}
-	id := uint32(len(s.splits))
-	s.splits = append(s.splits, sp)
+	s.splitMu.Lock()
+	defer s.splitMu.Unlock()
+	s.splitsPending--
+	if id, ok := s.splitIDs[key]; ok {
+		// Registered meanwhile by another request.
+		s.splitHeld -= need
+		s.budget.release(need)
+		return splitInfo(id, s.splits[id].sp), nil
+	}
+	id := s.nextSplit
+	s.nextSplit++
+	s.splits[id] = &heldSplit{sp: sp, key: key, held: need}
 	if int64(batchSize) > s.maxSplitBatch.Load() {
 		s.maxSplitBatch.Store(int64(batchSize))
 	}
 	s.splitIDs[key] = id
 	return splitInfo(id, sp), nil
+}
+
+// DropSplit forgets split id and gives back what it held of the in-flight
+// budget; its id is unknown from then on (CodeUnknownSplit), also to
+// split_batch requests already sent. Minibatches of it being assembled
+// finish.
+func (s *Server) DropSplit(id uint32) error {
+	s.splitMu.Lock()
+	h, ok := s.splits[id]
+	if ok {
+		delete(s.splits, id)
+		delete(s.splitIDs, h.key)
+		s.splitHeld -= h.held
+	}
+	s.splitMu.Unlock()
+	if !ok {
+		return newRequestError(CodeUnknownSplit, "unknown split %d", id)
+	}
+	s.budget.release(h.held)
+	return nil
 }
 
 func splitInfo(id uint32, sp *pipeline.Split) SplitInfo {
@@ -84,8 +182,8 @@ func (s *Server) splitBatch(ctx context.Context, id uint32, index uint32, sem ep
 	}
 	s.splitMu.Lock()
 	var sp *pipeline.Split
-	if int(id) < len(s.splits) {
-		sp = s.splits[id]
+	if h := s.splits[id]; h != nil {
+		sp = h.sp
 	}
 	s.splitMu.Unlock()
 	if sp == nil {
@@ -102,7 +200,7 @@ func (s *Server) splitBatch(ctx context.Context, id uint32, index uint32, sem ep
 		return Minibatch{}, asRequestError(err)
 	}
 	out := Minibatch{Epoch: b.Epoch, Index: int(index), Blocks: b}
-	if out.Features, err = s.sampleFeatures(b, pool); err != nil {
+	if out.Features, err = s.sampleFeatures(ctx, b, pool); err != nil {
 		return Minibatch{}, err
 	}
 	return out, nil

@@ -29,6 +29,13 @@ type serveFlags struct {
 	tokenFile  string
 	quiet      bool
 	backend    backendFlags
+
+	// The bounds on what one client may make the server hold or do
+	// (docs/PROTOCOL.md): serve.Config's StallTimeout, WalkTimeout and
+	// MaxWalkLength, 0 meaning none for the timeouts.
+	stallTimeout time.Duration
+	walkTimeout  time.Duration
+	maxWalkLen   int
 }
 
 func newServeCmd() *cobra.Command {
@@ -53,7 +60,14 @@ needs a token, read from --token-file or $STREAMSAMPLER_TOKEN (surrounding
 whitespace removed); once a token is set, every connection, on the socket
 too, must present it first (the Python Client sends $STREAMSAMPLER_TOKEN).
 All requests and replies in flight share --max-inflight bytes (half of it
-at most per connection); a client whose next request does not fit waits.`,
+at most per connection); a client whose next request does not fit waits.
+Shared-rows buffers and splits count against it too (a quarter each at
+most); control requests (epoch_info, advance) have 1 MiB of their own.
+While a request waits for the budget, a connection whose reply has not
+been read for --stall-timeout is closed, giving its bytes back. A walks
+request asks for at most --max-walk-length steps, runs for at most
+--walk-timeout, takes turns on the sampler with other connections' walks
+(epoch sampling goes first), and stops when its client disconnects.`,
 		Example: `  streamsampler serve --graph out/email --train train.txt --fanouts 15,10,5 --batch-size 64 --socket /tmp/ss.sock
   STREAMSAMPLER_TOKEN=$(cat ~/.ss-token) streamsampler serve --graph g --train train.npy --fanouts 10,5 --rank 1 --world-size 2 --tcp 127.0.0.1:7071 -q`,
 		Args: cobra.NoArgs,
@@ -67,9 +81,21 @@ at most per connection); a client whose next request does not fit waits.`,
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the token clients must present (default: $"+tokenEnv+"); required with --tcp")
 	fl.IntVar(&f.maxRequest, "max-request", serve.DefaultMaxRequest, "largest request frame accepted, in bytes")
 	fl.StringVar(&f.maxInfl, "max-inflight", "", "budget for all requests and replies in flight, e.g. 512MiB (default: 256MiB or 4 × --max-request, whichever is larger)")
+	fl.DurationVar(&f.stallTimeout, "stall-timeout", serve.DefaultStallTimeout, "close a connection whose reply goes unread this long while other requests wait for the in-flight budget (0: never)")
+	fl.DurationVar(&f.walkTimeout, "walk-timeout", serve.DefaultWalkTimeout, "stop a walks request that runs longer, answering it timed out (0: no bound)")
+	fl.IntVar(&f.maxWalkLen, "max-walk-length", serve.DefaultMaxWalkLength, "longest walk (steps) a walks request may ask for")
 	addQuietFlag(fl, &f.quiet, "log lines")
 	f.backend.add(cmd)
 	return cmd
+}
+
+// noneIfZero maps a timeout flag's 0 ("none") to serve.Config's
+// negative "none" (its 0 is the default).
+func noneIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // tokenEnv holds the token when --token-file is not given.
@@ -130,6 +156,14 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		}
 		maxInflight = n
 	}
+	switch {
+	case f.stallTimeout < 0:
+		return usagef("--stall-timeout %v: want a duration >= 0", f.stallTimeout)
+	case f.walkTimeout < 0:
+		return usagef("--walk-timeout %v: want a duration >= 0", f.walkTimeout)
+	case f.maxWalkLen < 1:
+		return usagef("--max-walk-length %d: want at least 1 step", f.maxWalkLen)
+	}
 	sockMode, err := parseSocketMode(f.socketMode)
 	if err != nil {
 		return err
@@ -177,6 +211,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	srv, err := serve.New(serve.Config{
 		Config: cfg, Sampler: be, MaxRequest: f.maxRequest, MaxInflight: maxInflight,
 		NumNodes: int64(m.NumNodes), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs, Walk: backendWalker(be),
+		StallTimeout: noneIfZero(f.stallTimeout), WalkTimeout: noneIfZero(f.walkTimeout), MaxWalkLength: f.maxWalkLen,
 	})
 	if err != nil {
 		return usageError{err}
@@ -239,12 +274,8 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if errors.Is(serveErr, serve.ErrServerClosed) {
 		serveErr = nil
 	}
-	if f.socket != "" {
-		// The listener removed its socket; a crash-left file would be
-		// replaced by ListenUnix next time anyway.
-		if fi, err := os.Lstat(f.socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			os.Remove(f.socket)
-		}
-	}
+	// The listener removed its socket file when Shutdown closed it, if the
+	// file was still its own (same device and inode): whatever is at the
+	// path now belongs to a server started since.
 	return serveErr
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +17,7 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/serve"
+	"github.com/streamsampler/streamsampler/walk"
 )
 
 // TestServeCommand runs `streamsampler serve` on a graph directory, pulls
@@ -119,6 +122,9 @@ func TestServeUsage(t *testing.T) {
 		{append(base, "--socket", sock, "--socket-mode", "0999"), 2, "--socket-mode"},
 		{append(base, "--socket", sock, "--socket-mode", "01777"), 2, "--socket-mode"},
 		{append(base, "--socket", sock, "--prepare-at", "1.5"), 2, "--prepare-at"},
+		{append(base, "--socket", sock, "--stall-timeout", "-1s"), 2, "--stall-timeout"},
+		{append(base, "--socket", sock, "--walk-timeout", "-1s"), 2, "--walk-timeout"},
+		{append(base, "--socket", sock, "--max-walk-length", "0"), 2, "--max-walk-length"},
 		{append(base, "--socket", sock, "--rank", "2", "--world-size", "2"), 2, "rank 2"},
 		{append(base, "--socket", sock, "--world-size", "5"), 2, "3 training nodes for 5 ranks"},
 		{[]string{"serve", "--graph", filepath.Join(dir, "nope"), "--train", train, "--fanouts", "2", "--socket", sock}, 1, "nope"},
@@ -200,4 +206,88 @@ func TestServeAccess(t *testing.T) {
 			t.Fatal("serve did not stop on SIGTERM")
 		}
 	}
+}
+
+// TestServeLeavesSuccessorsSocket: a server stopping with a reply in
+// flight (its client reads it only later) removes its own socket file
+// when it stops listening, and not the file of a server started at the
+// same path meanwhile, when it finally exits.
+func TestServeLeavesSuccessorsSocket(t *testing.T) {
+	dir, _ := testGraph(t, 500, 6, 4096)
+	trainFile := writeTrain(t, []uint32{1, 2, 3, 4, 5, 6, 7, 8})
+	sock := filepath.Join(t.TempDir(), "ss.sock")
+	pr, pw := io.Pipe()
+	exit := make(chan int, 1)
+	go func() {
+		exit <- execute([]string{"serve", "--graph", dir, "--train", trainFile, "--fanouts", "3",
+			"--batch-size", "4", "--socket", sock, "--quiet"}, strings.NewReader(""), pw, io.Discard)
+		pw.Close()
+	}()
+	lines := bufio.NewScanner(pr)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "ready unix:"+sock) {
+		t.Fatalf("first line %q, want ready", lines.Text())
+	}
+	go io.Copy(io.Discard, pr)
+
+	// A walks reply of 2.2 MB, far more than the socket buffers: the
+	// server's write waits for this client, which reads only the header.
+	nc, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(time.Minute))
+	starts := make([]uint32, 100)
+	for i := range starts {
+		starts[i] = uint32(i)
+	}
+	req := serve.AppendWalksRequest(nil, starts, walk.Config{Mode: walk.DeepWalk, Length: 10, WalksPerNode: 500, Seed: 1})
+	if _, err := nc.Write(serve.AppendFrame(nil, serve.OpWalks, serve.StatusOK, 1, req)); err != nil {
+		t.Fatal(err)
+	}
+	hdr := make([]byte, serve.HeaderSize)
+	if _, err := io.ReadFull(nc, hdr); err != nil || hdr[5] != serve.StatusOK {
+		t.Fatalf("walks reply header % x: %v", hdr, err)
+	}
+
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Lstat(sock); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stopping server kept its socket file")
+		}
+	}
+	next, err := serve.ListenUnix(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	mine, err := os.Lstat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Now the client reads its reply; the first server finishes and exits.
+	if _, err := io.CopyN(io.Discard, nc, int64(binary.LittleEndian.Uint32(hdr))-(serve.HeaderSize-4)); err != nil {
+		t.Fatalf("rest of the walks reply: %v", err)
+	}
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("exit status %d after SIGTERM", code)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("serve did not stop on SIGTERM")
+	}
+	if fi, err := os.Lstat(sock); err != nil || !os.SameFile(fi, mine) {
+		t.Fatalf("the next server's socket file is gone or replaced (%v)", err)
+	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatalf("the next server is unreachable: %v", err)
+	}
+	c.Close()
 }

@@ -251,6 +251,13 @@ class Client:
         info: Dict[str, int] = json.loads(bytes(body))
         return info
 
+    def drop_split(self, split: int) -> None:
+        """Forget a split: the server gives back the memory it holds (its
+        nodes and its sample count against ``--max-inflight``), and its id
+        is unknown from then on. Splits are shared: drop one only when no
+        worker still reads it."""
+        self._call(P.OP_DROP_SPLIT, W.drop_split_payload(split))
+
     def split_batch(self, split: int, index: int, semantics: Optional[str] = None) -> Optional[Batch]:
         """Minibatch ``index`` of a split, or None past its last."""
         rid = self._send(P.OP_SPLIT_BATCH, W.split_batch_payload(split, index, semantics))

@@ -24,6 +24,7 @@ OP_MAP_ROWS = 6  # empty: from then on feature rows come in memory files (Unix s
 OP_SPLIT = 7  # u32 batch size, array nodes: register a node list served beside training
 OP_SPLIT_BATCH = 8  # u32 split, u32 index[, u8 semantics]: one of its minibatches
 OP_WALKS = 9  # a walk configuration and array starts: random walks, i32 [walks, length+1]
+OP_DROP_SPLIT = 10  # u32 split: forget a split, giving back the memory it holds
 
 #: Walk modes of a walks request (walk.Mode).
 WALK_MODES = {"deepwalk": 0, "ppr": 1, "node2vec": 2}
@@ -58,7 +59,8 @@ CODE_TOO_LARGE = 8        # the request exceeds the server's cap; the connection
 CODE_DUPLICATE_SEED = 9   # a sample request names a seed twice
 CODE_UNAUTHORIZED = 10    # no hello with the server's token first; the connection is closed
 CODE_OVER_BUDGET = 11     # the reply could exceed the connection's share of the in-flight budget
-CODE_UNKNOWN_SPLIT = 12   # split_batch names a split the server does not have
+CODE_UNKNOWN_SPLIT = 12   # split_batch or drop_split names a split the server does not have
+CODE_TIMED_OUT = 13       # a walks request ran past the server's bound (--walk-timeout) and was stopped
 
 #: The environment variable that holds the token, for the server and clients.
 TOKEN_ENV = "STREAMSAMPLER_TOKEN"

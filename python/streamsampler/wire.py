@@ -245,6 +245,11 @@ def split_payload(nodes: NodeIds, batch_size: int) -> bytes:
     return _U32.pack(int(batch_size)) + encode_array(nodes, "<u4")
 
 
+def drop_split_payload(split: int) -> bytes:
+    """The payload of a drop_split request."""
+    return _U32.pack(int(split))
+
+
 def split_batch_payload(split: int, index: int, semantics: Optional[str] = None) -> bytes:
     """The payload of a split_batch request."""
     return struct.pack("<II", int(split), int(index)) + semantics_byte(semantics)

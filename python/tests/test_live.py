@@ -227,6 +227,14 @@ class Live(unittest.TestCase):
             with self.assertRaises(ServerError) as cm:
                 c.sample(self.train[:2] * 0 + 2)  # duplicate seed
             self.assertEqual(cm.exception.code, P.CODE_DUPLICATE_SEED)
+            # A split dropped is gone: its id is unknown from then on.
+            sp = c.split(self.train[:10], 4)["split"]
+            self.assertIsNotNone(c.split_batch(sp, 0))
+            c.drop_split(sp)
+            for call in (lambda: c.split_batch(sp, 0), lambda: c.drop_split(sp)):
+                with self.assertRaises(ServerError) as cm:
+                    call()
+                self.assertEqual(cm.exception.code, P.CODE_UNKNOWN_SPLIT)
             self.assertEqual(c.epoch_info()["epoch"], 0)  # still usable
         big = srv.client()
         with self.assertRaises(ServerError) as cm:
