@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -220,62 +219,16 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	// stop children with SIGTERM.
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var lns []net.Listener
-	closeAll := func() {
-		for _, ln := range lns {
-			ln.Close()
+	err = serve.Run(ctx, srv, serve.Addresses{Socket: f.socket, SocketMode: sockMode, TCP: f.tcp}, func(addrs []net.Addr, info serve.EpochInfo) {
+		where := ""
+		for _, a := range addrs {
+			where += " " + a.Network() + ":" + a.String()
 		}
+		fmt.Fprintf(cmd.OutOrStdout(), "ready%s epoch=%d num_batches=%d rank=%d world_size=%d\n",
+			where, info.Epoch, info.NumBatches, info.Rank, info.WorldSize)
+	})
+	if errors.Is(err, serve.ErrNotLoopback) {
+		return usageError{err}
 	}
-	// Listen before sampling the first epoch, so that a bad address fails
-	// fast; clients' connections wait in the backlog meanwhile.
-	if f.socket != "" {
-		ln, err := serve.ListenUnixMode(f.socket, sockMode)
-		if err != nil {
-			return err
-		}
-		lns = append(lns, ln)
-	}
-	if f.tcp != "" {
-		ln, err := serve.ListenTCP(f.tcp)
-		if err != nil {
-			closeAll()
-			if errors.Is(err, serve.ErrNotLoopback) {
-				return usageError{err}
-			}
-			return err
-		}
-		lns = append(lns, ln)
-	}
-	if err := srv.Start(ctx); err != nil {
-		closeAll()
-		return err
-	}
-	errc := make(chan error, len(lns))
-	for _, ln := range lns {
-		go func() { errc <- srv.Serve(ln) }()
-	}
-	info := srv.Info()
-	addrs := ""
-	for _, ln := range lns {
-		addrs += " " + ln.Addr().Network() + ":" + ln.Addr().String()
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "ready%s epoch=%d num_batches=%d rank=%d world_size=%d\n",
-		addrs, info.Epoch, info.NumBatches, info.Rank, info.WorldSize)
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-errc:
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && serveErr == nil {
-		serveErr = fmt.Errorf("shutdown: %w", err)
-	}
-	if errors.Is(serveErr, serve.ErrServerClosed) {
-		serveErr = nil
-	}
-	// The listener removed its socket file when Shutdown closed it, if the
-	// file was still its own (same device and inode): whatever is at the
-	// path now belongs to a server started since.
-	return serveErr
+	return err
 }
