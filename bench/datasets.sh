@@ -45,7 +45,7 @@ echo "|---|---|---|---|---|---|---|---|---|---|"
 sampler() {
   local name=$1 graph=$2 train=$3 nodes=$4 edges=$5 chunks=$6 build_s=$7
   local w="$WORK/$name" verify prep=() sampled="" seeds summary run
-  if "$BIN/chunkify" verify -q "$graph"; then verify=ok; else verify=FAILED; fi
+  if "$BIN/chunkify" verify -q "$graph"; then verify=ok; else verify=FAILED; STATUS=1; fi
   for e in 0 1; do
     "$BIN/streamsampler" prepare --state "$w/state" --graph "$graph" --train "$train" \
       --fanouts "$FANOUTS" --seed "$SEED" --json >"$w/prepare-$e.json"
@@ -101,3 +101,6 @@ if "$PY" -c 'import numpy, scipy' 2>/dev/null; then
 else
   echo "datasets.sh: $PY lacks numpy or scipy: Cora and CiteSeer skipped" >&2
 fi
+
+# A graph that failed verify fails the script (its row says FAILED).
+exit "${STATUS:-0}"
