@@ -1,0 +1,322 @@
+"""Minibatches delivered on a device (streamsampler/loader/device.py,
+streams.py; the loaders' device=, prefetch=, pin_memory=, delta=).
+
+Without a GPU the ring and ordering logic runs against LateStreams
+(tests/fakes.py), whose copies run only when something waits for them:
+a ring that packed a slot again before its copies ran, a consumer that
+did not wait for its minibatch's event, or shared rows let go before
+their copy, all show as wrong values; a deliberately broken ring is
+checked to be caught. The loaders' arguments are checked on all three
+loaders (PyG's and DGL's through stand-in modules), and device="cpu"
+against device=None on live servers. What needs CUDA is skipped without
+it (python/examples/device_prefetch_check.py is the GPU check)."""
+
+import collections
+import mmap
+import os
+import shutil
+import sys
+import tempfile
+import time
+import unittest
+import warnings
+import weakref
+from unittest import mock
+
+import numpy as np
+
+try:
+    import torch
+    HAVE_TORCH = True
+except ImportError:  # pragma: no cover
+    HAVE_TORCH = False
+
+import streamsampler
+from streamsampler.shm import Registrar
+
+NO_TORCH = "torch is not importable (Debian: python3-torch; scripts/deps.sh installs it)"
+CUDA = HAVE_TORCH and torch.cuda.is_available()
+
+if HAVE_TORCH:
+    from streamsampler import DeltaTransfer
+    from streamsampler.loader.device import DeviceTransfer, PinnedOutput, host_key, walk
+    from tests.fakes import Block, Data, LateStreams, assert_same
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def host_minibatch(rng, k):
+    """A host minibatch of every kind of value, sizes growing with k."""
+    rows = 20 + 15 * k
+    return {
+        "x": torch.from_numpy(rng.standard_normal((rows, 5)).astype(np.float32)),
+        "edge_index": torch.from_numpy(rng.integers(0, rows, (2, 3 * rows))),
+        "hops": [torch.from_numpy(rng.integers(0, 9, 7).astype(np.int32)), torch.ones(3, dtype=torch.bool)],
+        "pair": Pair(torch.tensor(k), torch.arange(4, dtype=torch.uint8)[::2]),  # a 0-d, a strided
+        "empty": torch.empty((0, 5)),
+        "batch_size": 7,
+        "name": "mb%d" % k,
+    }
+
+
+def clone(obj):
+    return walk(obj, lambda t: t.clone() if torch.is_tensor(t) else t, lambda o: o)
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class Ring(unittest.TestCase):
+    """DeviceTransfer against copies that run late."""
+
+    def run_epoch(self, transfer, streams, count=14, ahead=3, seed=0):
+        """Produce ``ahead`` minibatches before the consumer takes one;
+        the consumer reads each on its stream, which runs now and then.
+        Returns (what each step read, what was sent)."""
+        rng = np.random.default_rng(seed)
+        sent, got, queue = [], {}, collections.deque()
+        for k in range(count + ahead):
+            if k < count:
+                mb = host_minibatch(rng, k)
+                sent.append(clone(mb))
+                queue.append(transfer.produce(lambda: mb))
+                del mb  # the host tensors are the transfer's to keep, or not
+            if k >= ahead and queue:
+                i = k - ahead
+                out = transfer.deliver(queue.popleft())
+                streams.on_compute(lambda out=out, i=i: got.__setitem__(i, clone(out)))
+                if rng.random() < 0.3:
+                    streams.compute.run()
+        streams.run_all()
+        return got, sent
+
+    def test_values_under_late_copies(self):
+        streams = LateStreams()
+        transfer = DeviceTransfer(torch.device("cpu"), streams=streams, slots=2)
+        got, sent = self.run_epoch(transfer, streams)
+        self.assertEqual(sorted(got), list(range(len(sent))))
+        for i, mb in enumerate(sent):
+            assert_same(self, got[i], mb, "minibatch %d" % i)
+        st = transfer.stats
+        self.assertEqual(st.minibatches, len(sent))
+        self.assertGreater(st.slot_waits, 0, "the copies never ran late: the test tests nothing")
+        self.assertLessEqual(st.pinned_allocations, 6, "the ring grows only when a minibatch does not fit")
+        self.assertEqual(st.bytes_direct, 0)
+
+    def test_a_ring_that_does_not_wait_is_caught(self):
+        """The same epoch through a ring that packs a slot again without
+        waiting for its copies gives wrong values: the check above checks."""
+
+        class Hasty(DeviceTransfer):
+            def _acquire(self, nbytes):
+                slot = self._ring[self._turn]
+                slot.event = None
+                return DeviceTransfer._acquire(self, nbytes)
+
+        streams = LateStreams()
+        got, sent = self.run_epoch(Hasty(torch.device("cpu"), streams=streams), streams)
+        wrong = 0
+        for i, mb in enumerate(sent):
+            try:
+                assert_same(self, got[i], mb)
+            except AssertionError:
+                wrong += 1
+        self.assertGreater(wrong, 0)
+
+    def test_consumer_waits_only_for_its_minibatch(self):
+        streams = LateStreams()
+        transfer = DeviceTransfer(torch.device("cpu"), streams=streams)
+        rng = np.random.default_rng(1)
+        a, b = host_minibatch(rng, 0), host_minibatch(rng, 1)
+        want = clone(a)
+        da, db = transfer.produce(lambda: a), transfer.produce(lambda: b)
+        side = transfer.stream
+        self.assertEqual(side.done, 0, "a copy ran before anything waited for it")
+        out = transfer.deliver(da)
+        self.assertEqual(side.done, 0, "the consumer's thread waited for the copies")
+        seen = []
+        streams.on_compute(lambda: seen.append(clone(out)))
+        streams.compute.run()
+        assert_same(self, seen[0], want)
+        self.assertLess(side.done, len(side.ops), "the step waited for the next minibatch's copies too")
+        for t in (out["x"], out["edge_index"], out["hops"][0], out["pair"].b):
+            self.assertEqual(streams.recorded.get(id(t)), [streams.compute], "not recorded on the consumer's stream")
+        transfer.deliver(db)
+        streams.run_all()
+
+    def test_registered_rows_are_held_until_copied(self):
+        """Rows in registered memory (the server's shared buffers) are copied
+        from where they are, and held until that copy ran: a server that
+        writes a buffer again once nothing views it (the lease) never
+        overwrites rows a late copy has still to read."""
+        streams = LateStreams()
+        transfer = DeviceTransfer(torch.device("cpu"), streams=streams)
+        pool = []  # [array, weakref to the last view handed out]
+
+        def serve(rows):
+            for entry in pool:
+                if entry[1] is None or entry[1]() is None:
+                    break
+            else:
+                entry = [np.empty((64, 5), np.float32), None]
+                streams.registered.append((entry[0].__array_interface__["data"][0], entry[0].nbytes))
+                pool.append(entry)
+            view = entry[0][:len(rows)]
+            view[:] = rows
+            entry[1] = weakref.ref(view)
+            return view
+
+        rng = np.random.default_rng(2)
+        sent, deliveries = [], []
+        for k in range(6):
+            rows = rng.standard_normal((10 + k, 5)).astype(np.float32)
+            x = torch.from_numpy(serve(rows))
+            sent.append(rows)
+            deliveries.append(transfer.produce(lambda: {"x": x, "batch_size": 3}))
+            del x
+        self.assertEqual(len(pool), 6, "a buffer was written again while its rows were still to be copied")
+        self.assertEqual(transfer.held, 6)
+        self.assertEqual(transfer.stats.bytes_direct, sum(r.nbytes for r in sent))
+        seen = []
+        for d in deliveries:
+            out = transfer.deliver(d)
+            streams.on_compute(lambda out=out: seen.append(out["x"].clone()))
+        streams.run_all()
+        transfer.reap()
+        self.assertEqual(transfer.held, 0, "rows held after their copies ran")
+        for got, rows in zip(seen, sent):
+            np.testing.assert_array_equal(got.numpy(), rows)
+        serve(sent[0])
+        self.assertEqual(len(pool), 6, "a buffer was not let go once copied")
+
+    def test_route_delta(self):
+        streams = LateStreams()
+        delta = DeltaTransfer("cpu")
+        transfer = DeviceTransfer(torch.device("cpu"), streams=streams, delta=delta)
+        rng = np.random.default_rng(3)
+        x_all = rng.standard_normal((100, 4)).astype(np.float32)
+        prev = np.arange(30)
+        for k in range(5):
+            n_id = np.concatenate([prev[10:], rng.choice(np.arange(30, 100), 10, replace=False)])
+            prev = n_id
+            x = x_all[n_id]
+            key = host_key(x.__array_interface__["data"][0], x.shape, x.itemsize)
+            d = transfer.produce(lambda: {"x": torch.from_numpy(x), "n": torch.from_numpy(n_id)},
+                                 {key: lambda: delta(n_id, x, epoch=0)})
+            out = transfer.deliver(d)
+            streams.run_all()
+            np.testing.assert_array_equal(out["x"].numpy(), x)
+            np.testing.assert_array_equal(out["n"].numpy(), n_id)
+        self.assertEqual(transfer.stats.bytes_routed, 5 * 30 * 4 * 4)
+        self.assertGreater(delta.stats.bytes_avoided, 0)
+
+    def test_pyg_data_dgl_blocks_and_late_objects(self):
+        """A PyG Data moves through its apply; an object that moves with .to
+        and can be recorded (a DGL graph) moves in the background; one that
+        cannot (a SparseTensor) moves in the consumer's thread; blocks made
+        by finish are recorded on the consumer's stream."""
+        import threading
+
+        class Sparse:
+            device = torch.device("cpu")
+
+            def __init__(self):
+                self.moved_in = None
+
+            def to(self, device):
+                s = Sparse()
+                s.moved_in = threading.get_ident()
+                return s
+
+        streams = LateStreams()
+        transfer = DeviceTransfer(torch.device("cpu"), streams=streams)
+        x = torch.randn(6, 3)
+        data = Data(x=x, edge_index=torch.randint(0, 6, (2, 9)), per_hop=[torch.arange(3)], batch_size=2,
+                    adj_t=Sparse())
+        want = clone(data._store)
+        block = Block(torch.arange(4), torch.arange(4), 4, 4)
+        d = transfer.produce(lambda: {"data": data, "blk": block},
+                             finish=lambda o: (o, Block(o["data"].x[:, 0], o["data"].x[:, 1], 6, 6)))
+        self.assertTrue(d.late)
+        out, made = transfer.deliver(d)
+        self.assertEqual(out["data"].adj_t.moved_in, threading.get_ident())
+        self.assertIsNot(out["blk"], block, "the recordable object was not moved")
+        self.assertEqual(made.recorded, [streams.compute])
+        self.assertEqual(out["blk"].recorded, [streams.compute])
+        streams.run_all()
+        for k in ("x", "edge_index", "per_hop", "batch_size"):
+            assert_same(self, out["data"][k], want[k], k)
+        np.testing.assert_array_equal(made.edges[0].numpy(), x[:, 0].numpy())
+
+    def test_pinned_output(self):
+        streams = LateStreams()
+        pinned = PinnedOutput(streams)
+        already = streams.pinned(64)[:16].view(torch.float32)
+        rng = np.random.default_rng(4)
+        for k in range(3):
+            mb = host_minibatch(rng, k)
+            mb["already"] = already
+            want = clone(mb)
+            out = pinned.produce(lambda: mb)
+            assert_same(self, out, want)
+            self.assertIs(out["already"], already)
+            for t in (out["x"], out["edge_index"], out["hops"][1], out["pair"].a):
+                self.assertTrue(streams.is_pinned(t))
+        self.assertEqual(pinned.stats.pinned_allocations, 3)  # one block a minibatch, from torch's allocator
+        self.assertEqual(streams.copies, 0)
+
+    def test_walk(self):
+        t = torch.arange(3)
+        out = walk({"a": [t, (t, 1)], "p": Pair(t, "s"), "n": None}, lambda v: v + 1, lambda o: o)
+        self.assertIsInstance(out["p"], Pair)
+        self.assertEqual(out["p"].b, "s")
+        self.assertEqual(out["a"][1][1], 1)
+        self.assertEqual(out["a"][0].tolist(), [1, 2, 3])
+
+    def test_bad_slots(self):
+        with self.assertRaises(ValueError):
+            DeviceTransfer(torch.device("cpu"), streams=LateStreams(), slots=0)
+
+
+@unittest.skipUnless(CUDA, "CUDA is not available (python/examples/device_prefetch_check.py is the GPU check)")
+class Cuda(unittest.TestCase):
+    """On a GPU: CudaStreams' ring equals the host values; PinnedOutput's
+    tensors are pinned (pin_memory() is the tensor itself); a registered
+    mapping is copied from directly."""
+
+    def test_ring(self):
+        transfer = DeviceTransfer(torch.device("cuda", torch.cuda.current_device()))
+        rng = np.random.default_rng(0)
+        for k in range(6):
+            mb = host_minibatch(rng, k)
+            want = clone(mb)
+            out = transfer.deliver(transfer.produce(lambda: mb))
+            self.assertEqual(out["x"].device.type, "cuda")
+            assert_same(self, out, want)
+
+    def test_pinned_output(self):
+        from streamsampler.streams import CudaStreams
+        pinned = PinnedOutput(CudaStreams(torch.device("cuda", torch.cuda.current_device())))
+        out = pinned.produce(lambda: {"x": torch.randn(100, 8)})
+        self.assertTrue(out["x"].is_pinned())
+        self.assertIs(out["x"].pin_memory(), out["x"])
+
+    def test_registrar(self):
+        from streamsampler.streams import CudaRegistrar
+        mm = mmap.mmap(-1, 1 << 20)
+        a = np.frombuffer(mm, np.float32)
+        a[:] = np.arange(len(a))
+        reg = CudaRegistrar(torch.cuda.current_device())
+        addr = a.__array_interface__["data"][0]
+        self.assertTrue(reg.register(addr, len(mm)), reg.errors)
+        t = torch.from_numpy(a)
+        self.assertTrue(t.is_pinned())
+        self.assertTrue(torch.equal(t.to("cuda", non_blocking=True).cpu(), t))
+        torch.cuda.synchronize()
+        del t
+        reg.unregister(addr)
+        self.assertEqual(reg.errors, [])
+        del a
+        mm.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
