@@ -38,9 +38,12 @@ NO_TORCH = "torch is not importable (Debian: python3-torch; scripts/deps.sh inst
 CUDA = HAVE_TORCH and torch.cuda.is_available()
 
 if HAVE_TORCH:
-    from streamsampler import DeltaTransfer
-    from streamsampler.loader.device import DeviceTransfer, PinnedOutput, host_key, walk
-    from tests.fakes import Block, Data, LateStreams, assert_same
+    from streamsampler import DeltaTransfer, Loader
+    from streamsampler.dgl import DataLoader, NeighborSampler
+    from streamsampler.loader import NodeLoader
+    from streamsampler.loader.device import DeviceTransfer, PinnedOutput, host_key, pins, walk
+    from streamsampler.pyg import NeighborLoader
+    from tests.fakes import Block, Data, LateStreams, assert_same, fake_dgl, fake_pyg
 
 Pair = collections.namedtuple("Pair", "a b")
 
@@ -274,6 +277,199 @@ class Ring(unittest.TestCase):
     def test_bad_slots(self):
         with self.assertRaises(ValueError):
             DeviceTransfer(torch.device("cpu"), streams=LateStreams(), slots=0)
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class Arguments(unittest.TestCase):
+    """device=, prefetch=, pin_memory= and delta= on every loader: the
+    errors come before any server or graph is touched."""
+
+    def makers(self):
+        sampler = NeighborSampler([2])
+        return {
+            "Loader": lambda **kw: Loader("/nonexistent.sock", transform=lambda b: b, **kw),
+            "NodeLoader": lambda **kw: NodeLoader("/nonexistent", [2], 4, None, True, False, "pyg",
+                                                  lambda b: b, **kw),
+            "NeighborLoader": lambda **kw: NeighborLoader("/nonexistent", [2], **kw),
+            "DataLoader": lambda **kw: DataLoader("/nonexistent", None, sampler, **kw),
+        }
+
+    def test_errors(self):
+        bad = [
+            (dict(device="mps"), ValueError, "'cuda'"),
+            (dict(device="not-a-device"), ValueError, "not a device"),
+            (dict(prefetch=0), ValueError, "at least 1"),
+            (dict(prefetch=-2, device="cpu"), ValueError, "at least 1"),
+            (dict(prefetch=2.5), TypeError, "want an int"),
+            (dict(prefetch=True), TypeError, "want an int"),
+            (dict(pin_memory="yes"), TypeError, "pin_memory"),
+            (dict(delta=True), ValueError, "needs device="),
+            (dict(delta="yes", device="cpu"), TypeError, "delta="),
+            (dict(delta=DeltaTransfer("cpu"), device="meta"), ValueError, "'cuda'"),
+        ]
+        if not CUDA:
+            bad.append((dict(device="cuda"), ValueError, "is_available"))
+            bad.append((dict(device=torch.device("cuda", 0)), ValueError, "is_available"))
+        for name, make in self.makers().items():
+            for kw, exc, msg in bad:
+                with self.subTest(loader=name, **{k: repr(v) for k, v in kw.items()}):
+                    with self.assertRaisesRegex(exc, msg) as cm:
+                        make(**kw)
+                    self.assertIn(name, str(cm.exception))
+
+    def test_device_needs_a_transform(self):
+        with self.assertRaisesRegex(ValueError, "transform"):
+            Loader("/nonexistent.sock", device="cpu")
+        with self.assertRaisesRegex(ValueError, "transform"):
+            NodeLoader("/nonexistent", [2], 4, None, True, False, "pyg", None, device="cpu")
+
+    def test_pin_memory(self):
+        """Settled at the first iter(): pinned by default where CUDA is,
+        never with pin_memory=False or a device; pin_memory=True without
+        CUDA warns, as torch's DataLoader does, and pins nothing."""
+        self.assertEqual(pins(None, None, "X"), CUDA)
+        self.assertFalse(pins(False, None, "X"))
+        self.assertFalse(pins(True, torch.device("cpu"), "X"))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            self.assertEqual(pins(True, None, "X"), CUDA)
+        self.assertEqual(any("X: pin_memory=True, but CUDA is not available" in str(x.message) for x in w),
+                         not CUDA)
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class Live(unittest.TestCase):
+    """device="cpu" (the device path: moved in the background thread,
+    through the ring) gives what device=None gives, on the three loaders,
+    for several epochs; and the Loader through LateStreams, with the
+    server's shared buffers registered and a slow consumer."""
+
+    @classmethod
+    def setUpClass(cls):
+        from tests.test_live import build_tools
+        cls.tmp = tempfile.mkdtemp(prefix="ss-device-")
+        cls.ss, ck = build_tools(cls.tmp)
+        rng = np.random.default_rng(11)
+        n = 500
+        ei = rng.integers(0, n, (2, 4000))
+        cls.x = rng.standard_normal((n, 6)).astype(np.float32)
+        cls.y = rng.integers(0, 5, n)
+        cls.train, cls.val = np.sort(rng.permutation(n)[:160]), np.arange(200, 260)
+        cls.graph = os.path.join(cls.tmp, "g")
+        streamsampler.from_arrays(ei, n, cls.graph, x=cls.x, y=cls.y, masks={"train": cls.train, "val": cls.val},
+                                  chunkify=ck, chunk_size="16KiB")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def pair(self, make):
+        """The loader made twice, on two servers of the same seed (the
+        server arguments differ and mean nothing here)."""
+        a = make(device="cpu", server_args=["--max-inflight", "300MiB"])
+        b = make(server_args=["--max-inflight", "301MiB"])
+        for lo in (a, b):
+            self.addCleanup(lo.close)
+        self.assertIsNot(a.server, b.server)
+        return a, b
+
+    def compare(self, a, b, epochs=3):
+        for e in range(epochs):
+            n = 0
+            want = iter(b)
+            for got in a:
+                assert_same(self, got, next(want), "epoch %d minibatch %d" % (e, n))
+                n += 1
+            self.assertIsNone(next(want, None), "device=None has more minibatches")
+            self.assertEqual(n, len(b))
+        self.assertEqual(a.transfer.stats.minibatches, epochs * len(a))
+        if not CUDA:
+            self.assertIsNone(b.transfer)
+
+    def test_neighbor_loader(self):
+        with mock.patch.dict(sys.modules, fake_pyg()):
+            for shuffle, nodes in ((True, self.train), (False, self.val)):
+                a, b = self.pair(lambda **kw: NeighborLoader(self.graph, [4, 3], input_nodes=nodes, batch_size=32,
+                                                             shuffle=shuffle, seed=5, binary=self.ss, **kw))
+                self.assertEqual((a.prefetch, b.prefetch), (2, 4))
+                self.compare(a, b)
+
+    def test_neighbor_loader_delta(self):
+        with mock.patch.dict(sys.modules, fake_pyg()):
+            a, b = self.pair(lambda **kw: NeighborLoader(self.graph, [4, 3], input_nodes=self.train, batch_size=32,
+                                                         shuffle=True, seed=6, binary=self.ss,
+                                                         **dict(kw, delta=True) if "device" in kw else kw))
+            self.compare(a, b, epochs=2)
+            self.assertGreater(a.transfer.stats.bytes_routed, 0)
+            self.assertEqual(a.transfer.delta.stats.rows, a.transfer.stats.bytes_routed // (6 * 4))
+
+    def test_dgl_loader(self):
+        with mock.patch.dict(sys.modules, fake_dgl()):
+            a, b = self.pair(lambda **kw: DataLoader(self.graph, self.train, NeighborSampler([3, 4]), batch_size=40,
+                                                     shuffle=True, seed=7, binary=self.ss, **kw))
+            self.compare(a, b)
+            _, _, blocks = next(iter(a))
+            self.assertEqual(len(blocks), 2)
+
+    def test_loader(self):
+        def tensors(b):
+            return {"n_id": torch.from_numpy(b.n_id.astype(np.int64)), "x": torch.from_numpy(b.x),
+                    "y": torch.from_numpy(b.y.astype(np.int64)),
+                    "hops": [torch.from_numpy(h.edge_src) for h in b.hops]}
+
+        servers = []
+        for _ in range(2):
+            srv = streamsampler.LocalServer(self.graph, self.train, [4, 3], 25, seed=9, binary=self.ss,
+                                            extra_args=["--features"]).start()
+            self.addCleanup(srv.stop)
+            servers.append(srv)
+        ca, cb = servers[0].client(shared_rows=True), servers[1].client()
+        self.addCleanup(ca.close)
+        self.addCleanup(cb.close)
+        a = Loader(ca, transform=tensors, device="cpu", delta=True)
+        b = Loader(cb, transform=tensors)
+        self.assertEqual((a.prefetch, b.prefetch), (2, 8))
+        self.compare(a, b)
+
+    def test_loader_late_copies_registered_rows_slow_consumer(self):
+        """A Loader whose copies run late (LateStreams), with the server's
+        shared buffers counted as registered (copied from where they are),
+        a consumer that sleeps and runs its stream only now and then: every
+        minibatch's rows are the store's rows of its n_id."""
+        srv = streamsampler.LocalServer(self.graph, self.train, [4, 3], 20, seed=10, binary=self.ss,
+                                        extra_args=["--features"]).start()
+        self.addCleanup(srv.stop)
+        client = srv.client(shared_rows=True)
+        self.addCleanup(client.close)
+        streams = LateStreams()
+
+        class Reg(Registrar):
+            def register(self, addr, size):
+                streams.registered.append((addr, size))
+                return True
+
+            def unregister(self, addr):
+                streams.registered[:] = [r for r in streams.registered if r[0] != addr]
+
+        lo = Loader(client, transform=lambda b: {"n_id": torch.from_numpy(b.n_id.astype(np.int64)),
+                                                 "x": torch.from_numpy(b.x)}, device="cpu", prefetch=3)
+        lo.register_rows = False  # the stand-in registers instead
+        lo.transfer = DeviceTransfer(torch.device("cpu"), streams=streams)
+        self.assertTrue(client.register_shared_rows(Reg()))
+        seen = []
+        for epoch in range(2):
+            for i, mb in enumerate(lo):
+                streams.on_compute(lambda mb=mb: seen.append((mb["n_id"].clone(), mb["x"].clone())))
+                time.sleep(0.002)
+                if i % 3 == 2:
+                    streams.compute.run()
+        streams.run_all()
+        self.assertEqual(len(seen), 2 * len(lo))
+        for n_id, x in seen:
+            np.testing.assert_array_equal(x.numpy(), self.x[n_id.numpy()])
+        st = lo.transfer.stats
+        self.assertGreater(st.bytes_direct, 0, "no rows were copied from the shared buffers")
+        self.assertGreater(len(streams.registered), 0)
 
 
 @unittest.skipUnless(CUDA, "CUDA is not available (python/examples/device_prefetch_check.py is the GPU check)")

@@ -68,7 +68,7 @@ from ..shm import Registrar
 from ..streams import Event, Streams, streams_for
 
 __all__ = ["ALIGN", "Delivery", "DeviceTransfer", "PinnedOutput", "TransferStats", "check_pin_memory",
-           "check_prefetch", "resolve_device", "walk"]
+           "check_prefetch", "host_key", "pins", "resolve_device", "walk"]
 
 #: Each tensor packed into a slot starts at a multiple of this.
 ALIGN = 256
@@ -86,9 +86,11 @@ def _align(n: int) -> int:
 
 
 def resolve_device(device: Any, who: str) -> Any:
-    """``device`` as a ``torch.device`` ("cpu", or "cuda" with its index:
-    the current device's when none is given), None for None; ValueError
-    naming ``who`` for anything else, or for CUDA without a GPU."""
+    """``device`` as a ``torch.device`` ("cpu", or "cuda" with or without
+    an index: without, the loader takes the current device when it first
+    iterates, so that a ``torch.cuda.set_device`` after the loader is made
+    counts), None for None; ValueError naming ``who`` for anything else,
+    or for CUDA without a GPU."""
     if device is None:
         return None
     torch = require("torch", "%s(device=...)" % who, "torch", "device=None")
@@ -100,9 +102,7 @@ def resolve_device(device: Any, who: str) -> Any:
         if not torch.cuda.is_available():
             raise ValueError("%s: device=%r, but torch.cuda.is_available() is False (no GPU or no CUDA build of "
                              "torch); use device=None or 'cpu'" % (who, device))
-        if d.index is None:
-            d = torch.device("cuda", torch.cuda.current_device())
-        elif not 0 <= d.index < torch.cuda.device_count():
+        if d.index is not None and not 0 <= d.index < torch.cuda.device_count():
             raise ValueError("%s: device=%r, but there are %d CUDA devices" % (who, device,
                                                                                torch.cuda.device_count()))
     elif d.type != "cpu":
@@ -124,14 +124,20 @@ def check_prefetch(prefetch: Any, default: int, who: str) -> int:
     return prefetch
 
 
-def check_pin_memory(pin_memory: Any, device: Any, who: str) -> bool:
+def check_pin_memory(pin_memory: Any, who: str) -> Optional[bool]:
+    """``pin_memory`` if it is True, False or None, else TypeError naming
+    ``who``."""
+    if pin_memory is not None and not isinstance(pin_memory, bool):
+        raise TypeError("%s: pin_memory=%r, want True, False or None (pinned where CUDA is available)"
+                        % (who, pin_memory))
+    return pin_memory
+
+
+def pins(pin_memory: Optional[bool], device: Any, who: str) -> bool:
     """Whether a loader without ``device`` hands out page-locked host
     tensors: ``pin_memory`` None (the default) or True where torch has
     CUDA, False never. True without CUDA warns, as torch's DataLoader
     does, and pins nothing."""
-    if pin_memory is not None and not isinstance(pin_memory, bool):
-        raise TypeError("%s: pin_memory=%r, want True, False or None (pinned where CUDA is available)"
-                        % (who, pin_memory))
     if device is not None or pin_memory is False:
         return False
     try:
@@ -143,7 +149,7 @@ def check_pin_memory(pin_memory: Any, device: Any, who: str) -> bool:
     if pin_memory and not cuda:
         import warnings
         warnings.warn("%s: pin_memory=True, but CUDA is not available: host memory is not pinned" % who,
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=4)
     return cuda
 
 
@@ -252,6 +258,10 @@ class DeviceTransfer:
                  delta: Optional[DeltaTransfer] = None) -> None:
         if int(slots) < 1:
             raise ValueError("DeviceTransfer: slots=%r, want at least 1" % (slots,))
+        if device.type == "cuda" and device.index is None:
+            import torch
+            device = torch.device("cuda", torch.cuda.current_device())
+        #: The device (with its index).
         self.device = device
         self.streams = streams if streams is not None else streams_for(device)
         #: The side stream the copies run on.
