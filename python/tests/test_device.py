@@ -190,6 +190,32 @@ class Ring(unittest.TestCase):
         serve(sent[0])
         self.assertEqual(len(pool), 6, "a buffer was not let go once copied")
 
+    def test_failure_part_way_keeps_what_copies_read(self):
+        """A minibatch whose move fails part-way (here its route) still
+        marks what the copies issued so far read: the slot and the held
+        rows are not reused before those copies ran."""
+        streams = LateStreams()
+        transfer = DeviceTransfer(torch.device("cpu"), streams=streams, slots=1)
+        rows = np.arange(40, dtype=np.float32).reshape(8, 5)
+        streams.registered.append((rows.__array_interface__["data"][0], rows.nbytes))
+        x = np.ones((3, 2), np.float32)
+        key = host_key(x.__array_interface__["data"][0], x.shape, x.itemsize)
+
+        def fail():
+            raise RuntimeError("route failed")
+
+        with self.assertRaisesRegex(RuntimeError, "route failed"):
+            transfer.produce(lambda: {"a": torch.from_numpy(rows), "b": torch.arange(5), "x": torch.from_numpy(x)},
+                             {key: fail})
+        self.assertEqual(transfer.held, 1)
+        side = transfer.stream
+        self.assertLess(side.done, len(side.ops))
+        transfer.produce(lambda: {"b": torch.arange(6)})  # the one slot again: waits for the failed one's copies
+        self.assertGreaterEqual(transfer.stats.slot_waits, 1)
+        streams.run_all()
+        transfer.reap()
+        self.assertEqual(transfer.held, 0)
+
     def test_route_delta(self):
         streams = LateStreams()
         delta = DeltaTransfer("cpu")

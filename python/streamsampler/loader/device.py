@@ -369,14 +369,18 @@ class DeviceTransfer:
             moved[id(t)] = out
             return out
 
-        out = walk(obj, leaf, self._other)
-        ev = streams.event()
-        ev.record(self.stream)
-        if slot is not None:
-            slot.event = ev
-        if holds:
-            with self._lock:
-                self._pending.append((ev, holds))
+        try:
+            out = walk(obj, leaf, self._other)
+        finally:
+            # Also when a route or a .to failed part-way: the copies issued
+            # so far still read the slot and the held rows.
+            ev = streams.event()
+            ev.record(self.stream)
+            if slot is not None:
+                slot.event = ev
+            if holds:
+                with self._lock:
+                    self._pending.append((ev, holds))
         self.stats.minibatches += 1
         return out
 
