@@ -289,7 +289,9 @@ class Ring(unittest.TestCase):
             self.assertIs(out["already"], already)
             for t in (out["x"], out["edge_index"], out["hops"][1], out["pair"].a):
                 self.assertTrue(streams.is_pinned(t))
-        self.assertEqual(pinned.stats.pinned_allocations, 3)  # one block a minibatch, from torch's allocator
+        # A block of torch's allocator a tensor (x, edge_index, two hops, a pair), each at its start.
+        self.assertEqual(pinned.stats.pinned_allocations, 3 * 6)
+        self.assertEqual(out["x"].storage_offset(), 0)
         self.assertEqual(streams.copies, 0)
 
     def test_walk(self):

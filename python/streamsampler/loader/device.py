@@ -36,8 +36,10 @@ training step:
 
 :class:`PinnedOutput` (``device=None`` on a machine with CUDA): each
 minibatch's host tensors are copied, in the background thread, into
-page-locked memory from torch's own pinned allocator (which reuses a
-block once the copies reading it are done, as torch tracks them), so
+page-locked memory from torch's own pinned allocator (a block a tensor,
+which the allocator gives out again only once the copies reading it are
+done, as torch tracks them; after the first minibatches it pins nothing
+new), so
 that ``tensor.pin_memory()`` returns the tensor itself and PyG's
 ``PrefetchLoader`` (or a ``.to(device, non_blocking=True)``) copies it
 asynchronously, with no pinning in the trainer's thread. Tensors in
@@ -454,9 +456,12 @@ class DeviceTransfer:
 
 class PinnedOutput:
     """Hands out host minibatches whose tensors are in page-locked memory
-    (see the module's doc): each minibatch's host tensors are copied, in
-    the background thread, into one block from torch's pinned allocator;
-    tensors in page-locked memory torch owns stay as they are."""
+    (see the module's doc): each host tensor is copied, in the background
+    thread, into a block of torch's pinned allocator of its own, copied
+    from its start: older torch versions find the block a non-blocking
+    copy reads, to record its event there, only by the copy's first byte
+    (newer ones also by the storage); tensors in page-locked memory torch
+    owns stay as they are."""
 
     def __init__(self, streams: Streams) -> None:
         self.streams = streams
@@ -468,39 +473,23 @@ class PinnedOutput:
         ``finish``."""
         obj = make()
         streams = self.streams
-        staged: Dict[int, int] = {}
-        keep: List[Any] = []
-        total = 0
+        moved: Dict[int, Any] = {}
 
-        def plan(t: Any) -> Any:
-            nonlocal total
-            if (_is_tensor(t) and t.device.type == "cpu" and id(t) not in staged and _nbytes(t) > 0
-                    and not streams.owned_pinned(t)):
-                staged[id(t)] = total
-                keep.append(t)
-                total += _align(_nbytes(t))
-            return t
+        def leaf(t: Any) -> Any:
+            if not _is_tensor(t) or t.device.type != "cpu" or _nbytes(t) == 0 or streams.owned_pinned(t):
+                return t
+            out = moved.get(id(t))
+            if out is None:
+                n = _nbytes(t)
+                out = streams.pinned(n).view(t.dtype).view(t.shape)
+                out.copy_(t)
+                self.stats.pinned_allocations += 1
+                self.stats.pinned_bytes += n
+                self.stats.bytes_staged += n
+                moved[id(t)] = out
+            return out
 
-        walk(obj, plan, lambda o: o)
-        if total:
-            block = streams.pinned(total)
-            self.stats.pinned_allocations += 1
-            self.stats.pinned_bytes += total
-            moved: Dict[int, Any] = {}
-
-            def leaf(t: Any) -> Any:
-                if not _is_tensor(t) or id(t) not in staged:
-                    return t
-                out = moved.get(id(t))
-                if out is None:
-                    off, n = staged[id(t)], _nbytes(t)
-                    out = block[off:off + n].view(t.dtype).view(t.shape)
-                    out.copy_(t)
-                    self.stats.bytes_staged += n
-                    moved[id(t)] = out
-                return out
-
-            obj = walk(obj, leaf, lambda o: o)
+        obj = walk(obj, leaf, lambda o: o)
         self.stats.minibatches += 1
         return finish(obj) if finish is not None else obj
 
