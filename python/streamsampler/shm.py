@@ -66,10 +66,12 @@ class Registrar:
 
 class _Mapping:
     """One mapped buffer: its mapping, how many arrays view it, whether
-    the server retired it (or the client closed), and the registrar that
-    holds it registered."""
+    the server retired it (or the client closed), the registrar that holds
+    it registered, and whether a registration or the unmapping is under
+    way (both run outside the buffers' lock: a registrar may hand its
+    calls to another thread and wait for it)."""
 
-    __slots__ = ("mm", "views", "retired", "registrar", "addr", "__weakref__")
+    __slots__ = ("mm", "views", "retired", "registrar", "addr", "registering", "unmapping", "__weakref__")
 
     def __init__(self, mm: mmap.mmap) -> None:
         self.mm = mm
@@ -77,6 +79,8 @@ class _Mapping:
         self.retired = False
         self.registrar: Optional[Registrar] = None
         self.addr = 0
+        self.registering = False
+        self.unmapping = False
 
 
 class SharedBuffers:
@@ -90,7 +94,7 @@ class SharedBuffers:
     stay as they are: hold ``x`` as long as you like.
 
     Thread-safe: replies are decoded in one thread while the arrays die in
-    any."""
+    any. The registrar is never called with the lock held."""
 
     def __init__(self) -> None:
         self._maps: Dict[int, _Mapping] = {}
@@ -116,20 +120,30 @@ class SharedBuffers:
         so until they are unmapped)."""
         with self._lock:
             self._registrar = registrar
-            if registrar is not None:
-                for m in self._maps.values():
-                    if m.registrar is None:
-                        self._register(m)
+            todo = list(self._maps.values()) if registrar is not None else []
+        for m in todo:
+            self._register(m, registrar)
 
-    def _register(self, m: _Mapping) -> None:
-        reg = self._registrar
-        if reg is None or m.mm.closed:
-            return
-        # The address of the mapping; the temporary view is gone before
-        # anything could need the mapping closed.
-        addr = int(np.frombuffer(m.mm, dtype=np.uint8, count=1).__array_interface__["data"][0])
-        if reg.register(addr, len(m.mm)):
-            m.registrar, m.addr = reg, addr
+    def _register(self, m: _Mapping, reg: Optional[Registrar]) -> None:
+        """Register ``m`` with ``reg`` unless it is, or is going; an
+        unmapping decided meanwhile is carried out here, after."""
+        with self._lock:
+            if reg is None or m.registrar is not None or m.registering or m.unmapping:
+                return
+            m.registering = True
+        ok, addr = False, 0
+        try:
+            # The mapping's address; the temporary view is gone at once.
+            addr = int(np.frombuffer(m.mm, dtype=np.uint8, count=1).__array_interface__["data"][0])
+            ok = reg.register(addr, len(m.mm))
+        finally:
+            with self._lock:
+                m.registering = False
+                if ok:
+                    m.registrar, m.addr = reg, addr
+                late = m.unmapping  # decided while registering: left to this thread
+        if late:
+            _unmap(m)
 
     def view(self, buf: int, offset: int, retire: int, fd: Optional[int], dt: np.dtype[Any],
              rows: int, dim: int) -> npt.NDArray[Any]:
@@ -137,6 +151,8 @@ class SharedBuffers:
         ``offset`` of buffer ``buf``. ``fd``, where the reply brought one,
         is buffer ``buf``'s memory file (mapped, then closed); ``retire``
         names a buffer to unmap (NO_BUFFER: none)."""
+        new: Optional[_Mapping] = None
+        old: Optional[_Mapping] = None
         with self._lock:
             try:
                 if fd is not None:
@@ -145,9 +161,7 @@ class SharedBuffers:
                     size = os.fstat(fd).st_size
                     mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
                     populate_read(mm)
-                    m = _Mapping(mm)
-                    self._maps[buf] = m
-                    self._register(m)
+                    new = self._maps[buf] = _Mapping(mm)
             finally:
                 if fd is not None:
                     os.close(fd)
@@ -156,9 +170,8 @@ class SharedBuffers:
                 if old is None:
                     raise ProtocolError("retired shared buffer %d unknown" % retire)
                 old.retired = True
-                if old.views == 0:
-                    _unmap(old)
-                # else: a view is still alive: the mapping goes with the last one
+                if not _unmap_now(old):
+                    old = None  # a view is still alive: the mapping goes with the last one
             cur = self._maps.get(buf)
             if cur is None:
                 raise ProtocolError("shared buffer %d never sent" % buf)
@@ -167,27 +180,45 @@ class SharedBuffers:
                 raise ProtocolError("x of %d bytes at byte %d of a shared buffer of %d" % (n, offset, len(cur.mm)))
             base = np.frombuffer(cur.mm, dtype=dt, count=rows * dim, offset=offset)
             cur.views += 1
+            reg = self._registrar
         # Views of base keep base alive (numpy stops collapsing bases at
         # an array whose base is not an array), so base dies last.
         weakref.finalize(base, _release, cur, self._lock)
+        if old is not None:
+            _unmap(old)
+        if new is not None and reg is not None:
+            self._register(new, reg)
         return base.reshape(rows, dim)
 
     def close(self) -> None:
         """Unmap every buffer no array views any more (the others go with
         their last view)."""
         with self._lock:
+            now = []
             for m in self._maps.values():
                 m.retired = True
-                if m.views == 0:
-                    _unmap(m)
+                if _unmap_now(m):
+                    now.append(m)
             self._maps.clear()
             self._registrar = None
+        for m in now:
+            _unmap(m)
+
+
+def _unmap_now(m: _Mapping) -> bool:
+    """With the buffers' lock held: whether the caller unmaps ``m`` now
+    (retired, no view, not yet being unmapped, not being registered: a
+    registration under way unmaps it when it is done)."""
+    if not m.retired or m.views or m.unmapping:
+        return False
+    m.unmapping = True
+    return not m.registering
 
 
 def _unmap(m: _Mapping) -> None:
     """Unregisters a buffer no array views and unmaps it (an export still
     held by the array that is dying now keeps the mapping until that array
-    is gone, a moment later)."""
+    is gone, a moment later). Never with the buffers' lock held."""
     reg, m.registrar = m.registrar, None
     if reg is not None:
         reg.unregister(m.addr)
@@ -205,5 +236,6 @@ def _release(m: _Mapping, lock: Any) -> None:
         if not m.mm.closed:
             struct.pack_into("<Q", m.mm, 0, 0)
         m.views -= 1
-        if m.views == 0 and m.retired:
-            _unmap(m)
+        now = _unmap_now(m)
+    if now:
+        _unmap(m)

@@ -143,6 +143,28 @@ class Registration(unittest.TestCase):
         del x3
         self.assertEqual(reg.live, {})
 
+    def test_unmapped_while_registering(self):
+        """A buffer retired while its registration is under way (another
+        thread closing the connection) is unregistered and unmapped once the
+        registration is done, by the registering thread."""
+        bufs = SharedBuffers()
+        x = bufs.view(4, 64, 0xFFFFFFFF, self.memfile(), np.dtype(np.uint8), 8, 8)
+        del x  # mapped, no view
+        mm = bufs._maps[4].mm
+
+        class Closing(FakeRegistrar):
+            def register(self, addr, size):
+                ok = super().register(addr, size)
+                bufs.close()  # meanwhile: the buffer is retired and nothing views it
+                self.closed_meanwhile = mm.closed
+                return ok
+
+        reg = Closing(bufs)
+        bufs.register_with(reg)
+        self.assertFalse(reg.closed_meanwhile, "unmapped while being registered")
+        self.assertEqual([c[0] for c in reg.calls], ["register", "unregister"])
+        self.assertTrue(mm.closed)
+
     def test_refused(self):
         bufs = SharedBuffers()
         reg = FakeRegistrar(bufs, ok=False)
