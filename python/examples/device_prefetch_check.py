@@ -500,13 +500,17 @@ def main():
             report("time " + mode, False, "raised (traceback above)")
             continue
         results.append(r)
+        st = r["stats"]
         print("%-15s %10.3f %10.3f %8d  %s" % (mode, r["seconds_per_epoch"], r["wait_per_epoch"], r["steps"],
-                                              "" if r["stats"] is None else
-                                              "staged %.0f MB, direct %.0f MB, delta %.0f MB, slot waits %d"
-                                              % (r["stats"]["bytes_staged"] / 1e6 / (1 + a.epochs),
-                                                 r["stats"]["bytes_direct"] / 1e6 / (1 + a.epochs),
-                                                 r["stats"]["bytes_routed"] / 1e6 / (1 + a.epochs),
-                                                 r["stats"]["slot_waits"])), flush=True)
+                                              "" if st is None else
+                                              "per epoch: staged %.0f MB, direct %.0f MB, delta %.0f MB; "
+                                              "%.1f MB a minibatch; %d slot waits"
+                                              % (st["bytes_staged"] / 1e6 / (1 + a.epochs),
+                                                 st["bytes_direct"] / 1e6 / (1 + a.epochs),
+                                                 st["bytes_routed"] / 1e6 / (1 + a.epochs),
+                                                 (st["bytes_staged"] + st["bytes_direct"] + st["bytes_routed"])
+                                                 / 1e6 / max(1, st["minibatches"]), st["slot_waits"])),
+              flush=True)
     by = {r["mode"]: r["seconds_per_epoch"] for r in results}
     if "sync" in by and "device" in by:
         print("device / sync: %.2f" % (by["device"] / by["sync"]))
