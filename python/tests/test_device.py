@@ -41,7 +41,7 @@ if HAVE_TORCH:
     from streamsampler import DeltaTransfer, Loader
     from streamsampler.dgl import DataLoader, NeighborSampler
     from streamsampler.loader import NodeLoader
-    from streamsampler.loader.device import DeviceTransfer, PinnedOutput, host_key, pins, walk
+    from streamsampler.loader.device import DeviceTransfer, PinnedOutput, check_prefetch, host_key, pins, walk
     from streamsampler.pyg import NeighborLoader
     from tests.fakes import Block, Data, LateStreams, assert_same, fake_dgl, fake_pyg
 
@@ -344,6 +344,11 @@ class Arguments(unittest.TestCase):
                     with self.assertRaisesRegex(exc, msg) as cm:
                         make(**kw)
                     self.assertIn(name, str(cm.exception))
+
+    def test_prefetch_values(self):
+        for given, want in ((None, 4), (1, 1), (np.int64(3), 3)):
+            self.assertEqual(check_prefetch(given, 4, "X"), want)
+            self.assertIs(type(check_prefetch(given, 4, "X")), int)
 
     def test_device_needs_a_transform(self):
         with self.assertRaisesRegex(ValueError, "transform"):

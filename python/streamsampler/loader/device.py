@@ -58,6 +58,7 @@ numpy arrays and everything else are left as they are.
 
 from __future__ import annotations
 
+import numbers
 import sys
 import threading
 from collections import deque
@@ -117,13 +118,14 @@ def check_prefetch(prefetch: Any, default: int, who: str) -> int:
     ValueError naming ``who``."""
     if prefetch is None:
         return default
-    if isinstance(prefetch, bool) or not isinstance(prefetch, int):
+    if isinstance(prefetch, bool) or not isinstance(prefetch, numbers.Integral):
         raise TypeError("%s: prefetch=%r, want an int (minibatches made ready ahead of the training step)"
                         % (who, prefetch))
-    if prefetch < 1:
+    n = int(prefetch)
+    if n < 1:
         raise ValueError("%s: prefetch=%d, want at least 1 (minibatches made ready ahead of the training step)"
-                         % (who, prefetch))
-    return prefetch
+                         % (who, n))
+    return n
 
 
 def check_pin_memory(pin_memory: Any, who: str) -> Optional[bool]:
