@@ -210,24 +210,39 @@ def to_dgl(batch: Batch, device: Any = None, delta: Optional[DeltaTransfer] = No
 
     if delta is not None and device is None:
         device = delta.device
-    blocks = []
-    for b in dgl_arrays(batch, edge_perm):
-        blk = dgl.create_block(
-            (torch.from_numpy(b["edge_src"]), torch.from_numpy(b["edge_dst"])),
-            num_src_nodes=b["num_src_nodes"], num_dst_nodes=b["num_dst_nodes"])
-        blk.srcdata[dgl.NID] = torch.from_numpy(b["src_ids"])
-        blk.dstdata[dgl.NID] = torch.from_numpy(b["dst_ids"])
-        if b["edge_ids"] is not None:
-            blk.edata[dgl.EID] = torch.from_numpy(b["edge_ids"])
-        if "feat" in b and delta is None:
-            blk.srcdata["feat"] = torch.from_numpy(b["feat"])
-        if "label" in b:
-            blk.dstdata["label"] = torch.from_numpy(b["label"])
-        if device is not None:
-            blk = blk.to(device)
-        blocks.append(blk)
+    arrays = dgl_arrays(batch, edge_perm)
+    if arrays and delta is not None:
+        arrays[0].pop("feat", None)
+    tensors = [{k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in b.items()} for b in arrays]
+    input_nodes, output_nodes, blocks = dgl_blocks(tensors, torch.from_numpy(batch.seeds.astype(np.int64)))
+    if device is not None and blocks:
+        blocks = [blk.to(device) for blk in blocks]
+        input_nodes, output_nodes = blocks[0].srcdata[dgl.NID], blocks[-1].dstdata[dgl.NID]
     if blocks and delta is not None:
         blocks[0].srcdata["feat"] = _delta_x(delta, batch, None, batch.n_id, "to_dgl")
-    input_nodes = blocks[0].srcdata[dgl.NID] if blocks else torch.from_numpy(batch.seeds.astype(np.int64))
+    return input_nodes, output_nodes, blocks
+
+
+def dgl_blocks(arrays: List[Dict[str, Any]], seeds: torch.Tensor
+               ) -> Tuple[torch.Tensor, torch.Tensor, List[dgl.DGLGraph]]:
+    """``(input_nodes, output_nodes, blocks)`` from :func:`dgl_arrays`'s
+    dicts with torch tensors in place of the arrays (on any device: the
+    blocks are made there by ``dgl.create_block``); ``seeds`` (int64) are
+    the input and output nodes of a minibatch without hops."""
+    dgl = require("dgl", "dgl_blocks", "dgl", "dgl_arrays")
+    blocks = []
+    for b in arrays:
+        blk = dgl.create_block((b["edge_src"], b["edge_dst"]), num_src_nodes=b["num_src_nodes"],
+                               num_dst_nodes=b["num_dst_nodes"])
+        blk.srcdata[dgl.NID] = b["src_ids"]
+        blk.dstdata[dgl.NID] = b["dst_ids"]
+        if b["edge_ids"] is not None:
+            blk.edata[dgl.EID] = b["edge_ids"]
+        if "feat" in b:
+            blk.srcdata["feat"] = b["feat"]
+        if "label" in b:
+            blk.dstdata["label"] = b["label"]
+        blocks.append(blk)
+    input_nodes = blocks[0].srcdata[dgl.NID] if blocks else seeds
     output_nodes = blocks[-1].dstdata[dgl.NID] if blocks else input_nodes
     return input_nodes, output_nodes, blocks

@@ -16,7 +16,7 @@ import numpy.typing as npt
 from . import protocol as P
 from . import wire as W
 from .batch import Batch
-from .shm import SharedBuffers
+from .shm import Registrar, SharedBuffers
 from .typing import Address, EpochInfo, NodeIds
 
 __all__ = ["Client"]
@@ -105,6 +105,25 @@ class Client:
         except BaseException:
             self._sock.close()
             raise
+
+    @property
+    def shared_rows(self) -> bool:
+        """Whether this connection's feature rows come in shared buffers
+        (``shared_rows=True`` and a server that could)."""
+        return self._bufs is not None
+
+    def register_shared_rows(self, registrar: Optional[Registrar]) -> bool:
+        """Hand the shared-rows buffers, those mapped now and each one
+        mapped later, to ``registrar`` (:class:`streamsampler.shm.Registrar`:
+        the device loaders page-lock them with ``cudaHostRegister`` so that
+        copies to the GPU read the rows directly; each is unregistered
+        before it is unmapped). None: buffers mapped later are not
+        registered. Returns False, doing nothing, on a connection without
+        shared rows."""
+        if self._bufs is None:
+            return False
+        self._bufs.register_with(registrar)
+        return True
 
     # -- framing ---------------------------------------------------------
     # Requests carry ids and replies may be read by whichever caller holds

@@ -7,14 +7,15 @@ import typing
 import unittest
 
 import streamsampler
-from streamsampler import datasets, dgl, executables, featstore, loader, pyg, shm, wire
+from streamsampler import datasets, dgl, executables, featstore, loader, pyg, shm, streams, wire
+from streamsampler.loader import device
 
 
 def public_callables():
     """(qualified name, function) of what the package exports, the
     dataset loaders, the executables search, the feature-store reader,
-    the wire codec, the shared buffers and the loaders, with public
-    methods."""
+    the wire codec, the shared buffers, the streams and the loaders (their
+    device transfer too), with public methods."""
     seen = {}
     for mod, names in ((streamsampler, streamsampler.__all__),
                        (datasets, ["Dataset", "dataset_root", "load", "load_planetoid", "load_musae_facebook",
@@ -24,7 +25,9 @@ def public_callables():
                        (featstore, ["FeatureStore", "crc32c", "graph_fingerprint"]),
                        (wire, ["decode_blocks", "encode_blocks", "decode_error", "encode_frame",
                                "encode_array", "decode_array", "epoch_payload", "sample_payload"]),
-                       (shm, ["SharedBuffers"]),
+                       (shm, ["SharedBuffers", "Registrar"]),
+                       (streams, streams.__all__),
+                       (device, device.__all__),
                        (loader, loader.__all__),
                        (pyg, ["NeighborLoader", "to_data"]),
                        (dgl, dgl.__all__)):

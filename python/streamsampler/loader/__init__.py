@@ -5,6 +5,10 @@
                            epoch per ``iter()``, a loop left early ends its
                            epoch, prefetched in a thread) every loader is
 ``prefetch.py``            :func:`prefetched`: the background thread
+``device.py``              :class:`DeviceTransfer`: minibatches onto the
+                           trainer's device (``device=``) through a ring of
+                           page-locked buffers on a side stream;
+                           :class:`PinnedOutput`: pinned host minibatches
 ``client_loader.py``       :class:`Loader`: over a Client of a server you run
 ``node_loader.py``         :class:`NodeLoader`: seed nodes from a shared server
                            (training stream or split), ``input_id``
@@ -26,9 +30,11 @@ from __future__ import annotations
 
 from .base import EpochLoader
 from .client_loader import Loader
+from .device import DeviceTransfer, PinnedOutput
 from .dgl_loader import DataLoader, NeighborSampler
 from .neighbor_loader import NeighborLoader
 from .node_loader import NodeLoader
 from .prefetch import prefetched
 
-__all__ = ["DataLoader", "EpochLoader", "Loader", "NeighborLoader", "NeighborSampler", "NodeLoader", "prefetched"]
+__all__ = ["DataLoader", "DeviceTransfer", "EpochLoader", "Loader", "NeighborLoader", "NeighborSampler", "NodeLoader",
+           "PinnedOutput", "prefetched"]

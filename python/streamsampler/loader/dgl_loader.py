@@ -33,10 +33,14 @@ is called only when iterating.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
-from ..adapters import to_dgl
+import numpy as np
+
+from ..adapters import dgl_arrays, dgl_blocks, to_dgl
 from ..batch import Batch
+from ..delta import DeltaTransfer
+from ..optional import require
 from ..typing import GraphSource, Nodes, PathArg
 from .node_loader import NodeLoader
 from .utils import check_fanouts
@@ -76,26 +80,55 @@ class DataLoader(NodeLoader):
     shuffle, drop_last, device, ...)`` over a streamsampler graph
     directory (``graph``: its path, or a PyG ``Data``), yielding
     ``(input_nodes, output_nodes, blocks)``. ``indices``: node ids or a
-    boolean mask. ``seed`` fixes the samples and shuffles."""
+    boolean mask. ``seed`` fixes the samples and shuffles.
+
+    ``device`` (as DGL's; default the sampler's ``output_device``, else
+    None: the host): the blocks are made on it in the loader's background
+    thread, ``prefetch`` (default 2) ahead of the step, from index arrays
+    and features copied through page-locked buffers on a side stream (the
+    feature rows straight from the server's shared buffers where CUDA
+    could register them), which is what DGL's ``use_uva``,
+    ``use_alternate_streams`` and ``pin_prefetcher`` ask for (they are
+    accepted and need nothing more). ``delta=True``: ``feat`` through a
+    :class:`~streamsampler.DeltaTransfer`. Without a device, the blocks'
+    tensors are in page-locked memory where torch has CUDA, unless
+    ``pin_memory=False``."""
 
     def __init__(self, graph: GraphSource, indices: Optional[Nodes], graph_sampler: NeighborSampler,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, device: Any = None,
-                 seed: Optional[int] = None, prefetch: int = 4, server_args: Sequence[str] = (), binary: Optional[PathArg] = None,
-                 **kwargs: Any) -> None:
+                 seed: Optional[int] = None, prefetch: Optional[int] = None, server_args: Sequence[str] = (),
+                 binary: Optional[PathArg] = None, pin_memory: Optional[bool] = None,
+                 delta: Union[bool, DeltaTransfer, None] = False, **kwargs: Any) -> None:
         if not isinstance(graph_sampler, NeighborSampler):
             raise TypeError("DataLoader: graph_sampler must be a streamsampler.dgl.NeighborSampler, got %s"
                             % type(graph_sampler).__name__)
         ignored = {"num_workers", "use_uva", "use_ddp", "ddp_seed", "use_prefetch_thread", "use_alternate_streams",
-                   "pin_prefetcher", "persistent_workers", "pin_memory"}
+                   "pin_prefetcher", "persistent_workers"}
         unknown = set(kwargs) - ignored
         if unknown:
             raise TypeError("DataLoader got unexpected keyword arguments: %s" % ", ".join(sorted(unknown)))
         self.sampler = graph_sampler
-        self.device = device if device is not None else graph_sampler.output_device
         super().__init__(graph, graph_sampler.hop_fanouts, batch_size, indices, shuffle, drop_last, "dgl",
                          self._to_blocks, replace=graph_sampler.replace, seed=seed, prefetch=prefetch,
-                         server_args=server_args, binary=binary)
+                         server_args=server_args, binary=binary,
+                         device=device if device is not None else graph_sampler.output_device,
+                         pin_memory=pin_memory, delta=delta)
 
     def _to_blocks(self, batch: Batch) -> Tuple[Any, Any, List[Any]]:
-        """A minibatch as DGL's ``(input_nodes, output_nodes, blocks)``."""
-        return to_dgl(batch, device=self.device, edge_perm=self.edge_perm)
+        """A minibatch as DGL's ``(input_nodes, output_nodes, blocks)``, on
+        the host."""
+        return to_dgl(batch, edge_perm=self.edge_perm)
+
+    def host_minibatch(self, batch: Batch) -> Any:
+        """The blocks' arrays (:func:`~streamsampler.dgl_arrays`) as host
+        tensors, and the seeds: what is moved before the blocks are made."""
+        torch = require("torch", "streamsampler.dgl.DataLoader", "torch and dgl", "dgl_arrays")
+        arrays = dgl_arrays(batch, self.edge_perm)
+        tensors = [{k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in b.items()}
+                   for b in arrays]
+        return tensors, torch.from_numpy(batch.seeds.astype(np.int64))
+
+    def finish_minibatch(self, obj: Any) -> Tuple[Any, Any, List[Any]]:
+        """The blocks, made (on the device) from the moved tensors."""
+        tensors, seeds = obj
+        return dgl_blocks(tensors, seeds)

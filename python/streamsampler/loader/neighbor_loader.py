@@ -40,6 +40,7 @@ import numpy.typing as npt
 
 from ..adapters import pyg_arrays
 from ..batch import Batch
+from ..delta import DeltaTransfer
 from ..featstore import FeatureStore
 from ..optional import require
 from ..typing import GraphSource, Nodes, PathArg
@@ -49,9 +50,10 @@ __all__ = ["NeighborLoader", "to_data"]
 
 #: Arguments of torch's DataLoader that PyG's NeighborLoader passes on and
 #: that have no meaning here (the server samples; a thread prefetches).
-_IGNORED = {"num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "worker_init_fn", "timeout",
+#: ``pin_memory`` is not among them: it is honoured (see the class doc).
+_IGNORED = {"num_workers", "persistent_workers", "prefetch_factor", "worker_init_fn", "timeout",
            "generator", "multiprocessing_context", "collate_fn", "sampler", "batch_sampler",
-           "filter_per_worker", "is_sorted", "directed"}
+           "filter_per_worker", "is_sorted", "directed", "pin_memory_device"}
 
 
 class NeighborLoader(NodeLoader):
@@ -68,14 +70,28 @@ class NeighborLoader(NodeLoader):
     of PyG's loader that need what the server does not do (temporal
     sampling, disjoint subgraphs, weighted sampling, heterogeneous input)
     are refused with NotImplementedError.
+
+    ``device`` (not PyG's: what wrapping PyG's loader in
+    ``PrefetchLoader(loader, device)`` does, done in the loader's
+    background thread): each ``Data`` arrives on it, ``prefetch``
+    (default 2) ahead of the step, its tensors copied through page-locked
+    buffers on a side stream, the feature rows straight from the server's
+    shared buffers where CUDA could register them; the script's
+    ``batch.to(device)`` is then a no-op. ``transform`` runs before, on the
+    host ``Data``. ``delta=True`` sends ``x`` through a
+    :class:`~streamsampler.DeltaTransfer`. Without a device, ``Data``
+    tensors are in page-locked memory where torch has CUDA
+    (``pin_memory=False``: not), so PyG's ``PrefetchLoader`` pins nothing
+    itself.
     """
 
     def __init__(self, data: GraphSource, num_neighbors: Sequence[int],
                  input_nodes: Union[Nodes, Tuple[str, Any], None] = None,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, replace: bool = False,
                  transform: Optional[Callable[[Any], Any]] = None, seed: Optional[int] = None,
-                 semantics: str = "pyg", prefetch: int = 4, server_args: Sequence[str] = (),
-                 binary: Optional[PathArg] = None, **kwargs: Any) -> None:
+                 semantics: str = "pyg", prefetch: Optional[int] = None, server_args: Sequence[str] = (),
+                 binary: Optional[PathArg] = None, device: Any = None, pin_memory: Optional[bool] = None,
+                 delta: Union[bool, DeltaTransfer, None] = False, **kwargs: Any) -> None:
         for k in ("input_time", "time_attr", "weight_attr", "temporal_strategy"):
             if kwargs.pop(k, None) not in (None, "uniform"):
                 raise NotImplementedError("NeighborLoader(%s=...): temporal and weighted sampling are not "
@@ -94,7 +110,8 @@ class NeighborLoader(NodeLoader):
         self.user_transform = transform
         super().__init__(data, num_neighbors, batch_size, input_nodes, shuffle, drop_last, semantics,
                          self._to_data, replace=replace, seed=seed, prefetch=prefetch,
-                         server_args=server_args, binary=binary)
+                         server_args=server_args, binary=binary, device=device, pin_memory=pin_memory,
+                         delta=delta)
         self._labels: Optional[npt.NDArray[Any]] = None
         self._masks: Dict[str, npt.NDArray[np.bool_]] = {}
         self._loaded = False

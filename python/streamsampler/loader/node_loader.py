@@ -4,7 +4,7 @@ loaders (:mod:`.neighbor_loader`, :mod:`.dgl_loader`) are made of."""
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -12,6 +12,7 @@ import numpy.typing as npt
 from ..batch import Batch
 from ..client import Client
 from ..convert import load_edge_perm
+from ..delta import DeltaTransfer
 from ..local import env_int
 from ..typing import GraphSource, Nodes, PathArg
 from .base import EpochLoader
@@ -40,17 +41,23 @@ class NodeLoader(EpochLoader):
     Each minibatch is a :class:`streamsampler.Batch` with ``semantics``
     ("pyg" or "dgl") and ``input_id`` set: int64 positions of its seeds in
     ``nodes``; ``transform`` maps it to what ``iter`` yields.
+
+    ``device``, ``prefetch`` (default 4, 2 with a device), ``pin_memory``
+    and ``delta``: see :class:`EpochLoader`. The connection takes the
+    feature rows in shared buffers, which a CUDA ``device`` copies from
+    directly.
     """
 
     def __init__(self, graph: GraphSource, fanouts: Sequence[int], batch_size: int, nodes: Optional[Nodes],
                  shuffle: bool, drop_last: bool, semantics: str, transform: Optional[Callable[[Batch], Any]],
-                 replace: bool = False, seed: Optional[int] = None, prefetch: int = 4, depth: int = 4,
-                 server_args: Sequence[str] = (), binary: Optional[PathArg] = None) -> None:
+                 replace: bool = False, seed: Optional[int] = None, prefetch: Optional[int] = None, depth: int = 4,
+                 server_args: Sequence[str] = (), binary: Optional[PathArg] = None, device: Any = None,
+                 pin_memory: Optional[bool] = None, delta: Union[bool, DeltaTransfer, None] = False) -> None:
         if semantics not in ("pyg", "dgl"):
             raise ValueError("semantics %r, want 'pyg' or 'dgl'" % (semantics,))
         if int(batch_size) < 1:
             raise ValueError("batch_size %r, want >= 1" % (batch_size,))
-        super().__init__(transform, prefetch, depth)
+        super().__init__(transform, prefetch, depth, device=device, pin_memory=pin_memory, delta=delta)
         self.graph = graph_dir(graph)
         self.num_nodes = graph_num_nodes(self.graph)
         self.fanouts = check_fanouts(fanouts, "fanout")
@@ -93,6 +100,10 @@ class NodeLoader(EpochLoader):
             self._finalizer.detach()
             self._finalizer = weakref.finalize(self, _close, self.server, [self._client])
         return self._client
+
+    def connection(self) -> Optional[Client]:
+        """The loader's connection (see :meth:`client`)."""
+        return self.client()
 
     def input_id(self, seeds: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
         """The seeds' positions in the loader's input nodes."""

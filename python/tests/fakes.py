@@ -1,0 +1,283 @@
+"""Stand-ins for the device loaders' tests on a machine without a GPU
+(and without torch_geometric or dgl):
+
+* :class:`LateStreams`: :class:`streamsampler.streams.Streams` whose
+  copies run late: a copy is queued on the current stream and runs only
+  when something waits for it (an event's ``synchronize``, a consumer's
+  stream that waits for the event and then runs); device tensors start
+  filled with poison; "page-locked" memory is what it handed out or was
+  told is registered. A copy that runs after its source was overwritten,
+  or a read that does not wait for its copy, shows as wrong values.
+* :func:`fake_pyg` and :func:`fake_dgl`: modules with the little of
+  ``torch_geometric.data.Data`` and ``dgl.create_block`` the loaders use.
+"""
+
+import threading
+import types
+
+import numpy as np
+import torch
+
+from streamsampler.streams import Event, Streams
+
+
+class Stream:
+    """A queue of operations that run only when asked (``run``)."""
+
+    def __init__(self, name, lock):
+        self.name = name
+        self.ops = []
+        self.done = 0
+        self.lock = lock
+
+    def run(self, upto=None):
+        with self.lock:
+            upto = len(self.ops) if upto is None else upto
+            while self.done < upto:
+                op, self.ops[self.done] = self.ops[self.done], None  # what it holds goes once it ran
+                self.done += 1  # before: an op may run this stream again
+                op()
+
+    def __repr__(self):
+        return "Stream(%s, %d/%d)" % (self.name, self.done, len(self.ops))
+
+
+class LateEvent(Event):
+    def __init__(self):
+        self.stream = None
+        self.at = 0
+
+    def record(self, stream):
+        self.stream, self.at = stream, len(stream.ops)
+
+    def query(self):
+        return self.stream is None or self.stream.done >= self.at
+
+    def synchronize(self):
+        if self.stream is not None:
+            self.stream.run(self.at)
+
+
+def poison(t):
+    if t.dtype == torch.bool:
+        return t.fill_(True)
+    if t.is_floating_point():
+        return t.fill_(float("nan"))
+    if t.dtype == torch.uint8:
+        return t.fill_(171)
+    return t.fill_(-85)
+
+
+class LateStreams(Streams):
+    """See the module doc. ``compute`` is the consumer's stream (every
+    thread's current stream outside ``use``); ``registered`` holds host
+    ranges (addr, size) that count as page-locked."""
+
+    asynchronous = True
+
+    def __init__(self, device=None):
+        super().__init__(torch.device("cpu") if device is None else device)
+        self.lock = threading.RLock()
+        self.compute = Stream("compute", self.lock)
+        self.streams = [self.compute]
+        self.local = threading.local()
+        self.pinned_blocks = []
+        self.registered = []
+        self.recorded = {}  # id(obj) -> [streams]
+        self.copies = 0
+
+    def new_stream(self):
+        s = Stream("side%d" % len(self.streams), self.lock)
+        self.streams.append(s)
+        return s
+
+    def current_stream(self):
+        return getattr(self.local, "stream", None) or self.compute
+
+    def use(self, stream):
+        outer = self
+
+        class Use:
+            def __enter__(self):
+                self.prev = getattr(outer.local, "stream", None)
+                outer.local.stream = stream
+
+            def __exit__(self, *exc):
+                outer.local.stream = self.prev
+
+        return Use()
+
+    def event(self):
+        return LateEvent()
+
+    def wait(self, stream, event):
+        with self.lock:
+            stream.ops.append(event.synchronize)
+
+    def pinned(self, nbytes):
+        t = torch.empty(nbytes, dtype=torch.uint8)
+        self.pinned_blocks.append(t)
+        return t
+
+    def empty(self, shape, dtype):
+        return poison(torch.empty(tuple(shape), dtype=dtype))
+
+    def copy(self, dst, src):
+        with self.lock:
+            self.copies += 1
+            self.current_stream().ops.append(lambda: dst.copy_(src))
+
+    def record_stream(self, obj, stream):
+        self.recorded.setdefault(id(obj), []).append(stream)
+        if not torch.is_tensor(obj):
+            obj.record_stream(stream)  # a (fake) DGL graph
+
+    def is_pinned(self, t):
+        p = t.data_ptr()
+        ranges = [(b.data_ptr(), b.numel()) for b in self.pinned_blocks] + self.registered
+        return any(a <= p < a + n for a, n in ranges)
+
+    def run_all(self):
+        for s in self.streams:
+            s.run()
+
+    def on_compute(self, fn):
+        """Queue ``fn`` on the consumer's stream (a step of the model)."""
+        with self.lock:
+            self.compute.ops.append(fn)
+
+
+def _recursive_apply(v, func):
+    """PyG's recursive_apply: tensors, named tuples, sequences, mappings,
+    and func on anything else (its errors ignored)."""
+    if torch.is_tensor(v):
+        return func(v)
+    if isinstance(v, tuple) and hasattr(v, "_fields"):
+        return type(v)(*(_recursive_apply(x, func) for x in v))
+    if isinstance(v, (list, tuple)):
+        return [_recursive_apply(x, func) for x in v]
+    if isinstance(v, dict):
+        return {k: _recursive_apply(x, func) for k, x in v.items()}
+    try:
+        return func(v)
+    except Exception:
+        return v
+
+
+class Data:
+    """The part of torch_geometric.data.Data the loaders use."""
+
+    def __init__(self, **kw):
+        object.__setattr__(self, "_store", dict(kw))
+
+    def __setattr__(self, k, v):
+        self._store[k] = v
+
+    def __getattr__(self, k):
+        try:
+            return self.__dict__["_store"][k]
+        except KeyError:
+            raise AttributeError(k) from None
+
+    def __setitem__(self, k, v):
+        self._store[k] = v
+
+    def __getitem__(self, k):
+        return self._store[k]
+
+    def keys(self):
+        return list(self._store)
+
+    @property
+    def stores(self):
+        return [self._store]
+
+    def apply(self, func):
+        for k, v in list(self._store.items()):
+            self._store[k] = _recursive_apply(v, func)
+        return self
+
+    def to(self, device, non_blocking=False):
+        return self.apply(lambda x: x.to(device, non_blocking=non_blocking) if torch.is_tensor(x) else x)
+
+    def pin_memory(self, *args):
+        return self.apply(lambda x: x.pin_memory(*args) if torch.is_tensor(x) else x)
+
+
+def fake_pyg():
+    """sys.modules entries for torch_geometric and torch_geometric.data."""
+    pkg = types.ModuleType("torch_geometric")
+    data = types.ModuleType("torch_geometric.data")
+    data.Data = Data
+    pkg.data = data
+    return {"torch_geometric": pkg, "torch_geometric.data": data}
+
+
+class Block:
+    """The part of a DGL block the loaders use."""
+
+    def __init__(self, src, dst, num_src_nodes, num_dst_nodes):
+        self.edges = (src, dst)
+        self.num_src, self.num_dst = num_src_nodes, num_dst_nodes
+        self.srcdata, self.dstdata, self.edata = {}, {}, {}
+        self.recorded = []
+
+    @property
+    def device(self):
+        return self.edges[0].device
+
+    def to(self, device, **kw):
+        b = Block(self.edges[0].to(device), self.edges[1].to(device), self.num_src, self.num_dst)
+        for mine, theirs in ((self.srcdata, b.srcdata), (self.dstdata, b.dstdata), (self.edata, b.edata)):
+            theirs.update({k: v.to(device) for k, v in mine.items()})
+        return b
+
+    def record_stream(self, stream):
+        self.recorded.append(stream)
+
+
+def fake_dgl():
+    """A sys.modules entry for dgl."""
+    dgl = types.ModuleType("dgl")
+    dgl.NID, dgl.EID = "_ID", "_ID"
+
+    def create_block(edges, num_src_nodes, num_dst_nodes):
+        src, dst = edges
+        assert torch.is_tensor(src) and torch.is_tensor(dst)
+        return Block(src, dst, num_src_nodes, num_dst_nodes)
+
+    dgl.create_block = create_block
+    dgl.DGLGraph = Block
+    return {"dgl": dgl}
+
+
+def block_arrays(blk):
+    """A fake block's contents as numpy arrays, for comparisons."""
+    out = {"src": blk.edges[0].numpy(), "dst": blk.edges[1].numpy(), "n": (blk.num_src, blk.num_dst)}
+    for name, d in (("srcdata", blk.srcdata), ("dstdata", blk.dstdata), ("edata", blk.edata)):
+        for k, v in d.items():
+            out[name + "." + k] = v.numpy()
+    return out
+
+
+def assert_same(tc, a, b, what=""):
+    """Two nested structures of tensors / arrays / plain values are equal."""
+    if torch.is_tensor(a) or isinstance(a, np.ndarray):
+        a = a.cpu().numpy() if torch.is_tensor(a) else a
+        b = b.cpu().numpy() if torch.is_tensor(b) else b
+        np.testing.assert_array_equal(a, b, err_msg=what)
+        tc.assertEqual(a.dtype, b.dtype, what)
+    elif isinstance(a, dict):
+        tc.assertEqual(sorted(a), sorted(b), what)
+        for k in a:
+            assert_same(tc, a[k], b[k], "%s.%s" % (what, k))
+    elif isinstance(a, (list, tuple)):
+        tc.assertEqual(len(a), len(b), what)
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same(tc, x, y, "%s[%d]" % (what, i))
+    elif isinstance(a, Data):
+        assert_same(tc, a._store, b._store, what)
+    elif isinstance(a, Block):
+        assert_same(tc, block_arrays(a), block_arrays(b), what)
+    else:
+        tc.assertEqual(a, b, what)
