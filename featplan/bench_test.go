@@ -180,7 +180,10 @@ func BenchmarkReadRows(b *testing.B) {
 	defer buffered.Close()
 	m := &featstore.Manifest{NumNodes: numNodes, Features: featstore.Features{RowBytes: rowBytes,
 		DataFile: featstore.DataFile{File: filepath.Base(path), Size: numNodes * rowBytes}}}
-	st := featstore.NewStore(m, buffered, nil)
+	st, err := featstore.NewStore(m, buffered, nil, featstore.PageChecksums(make([]byte, numNodes*rowBytes)), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	evict := func() {
 		if err := unix.Fadvise(int(buffered.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 			b.Fatal(err)

@@ -6,15 +6,17 @@ import (
 )
 
 // DefectError describes one defect of a feature store: the file, the
-// block and its byte range, the node concerned, and what is wrong.
-// errors.Is(err, ErrCorrupt) is true for it.
+// page, its bytes and the rows they hold, the node concerned, and what is
+// wrong. errors.Is(err, ErrCorrupt) is true for it.
 type DefectError struct {
-	File  string // base name of the file, e.g. "features-1.bin"
-	Block int    // block index, -1 when the defect is not in one block
-	Off   int64  // first byte of Block (when Block >= 0)
-	End   int64  // one past the last byte of Block (when Block >= 0)
-	Node  int64  // node concerned, -1 when none
-	What  string // what is wrong and what was expected
+	File     string // base name of the file, e.g. "features-1.bin"
+	Page     int64  // page index, -1 when the defect is not in one page
+	Off      int64  // first byte of Page (when Page >= 0)
+	End      int64  // one past the last byte of Page (when Page >= 0)
+	FirstRow int64  // first row (node) with a byte in Page, -1 when unknown
+	LastRow  int64  // last row (node) with a byte in Page, -1 when unknown
+	Node     int64  // node concerned, -1 when none
+	What     string // what is wrong and what was expected
 }
 
 func (e *DefectError) Error() string {
@@ -24,8 +26,12 @@ func (e *DefectError) Error() string {
 		b.WriteString(e.File)
 		b.WriteString(": ")
 	}
-	if e.Block >= 0 {
-		fmt.Fprintf(&b, "block %d (bytes %d..%d): ", e.Block, e.Off, e.End-1)
+	if e.Page >= 0 {
+		fmt.Fprintf(&b, "page %d (bytes %d..%d", e.Page, e.Off, e.End-1)
+		if e.FirstRow >= 0 {
+			fmt.Fprintf(&b, ", rows %d..%d", e.FirstRow, e.LastRow)
+		}
+		b.WriteString("): ")
 	}
 	if e.Node >= 0 {
 		fmt.Fprintf(&b, "node %d: ", e.Node)
@@ -37,12 +43,16 @@ func (e *DefectError) Error() string {
 // Is makes errors.Is(err, ErrCorrupt) true.
 func (e *DefectError) Is(target error) bool { return target == ErrCorrupt }
 
-// defect builds a DefectError for block i of f (i < 0: none).
-func defect(f *DataFile, i int, node int64, format string, args ...any) *DefectError {
-	e := &DefectError{File: f.File, Block: i, Node: node, What: fmt.Sprintf(format, args...)}
+// defect builds a DefectError for page i of f (i < 0: none), whose rows
+// are unit bytes each (0: rows unknown).
+func defect(f *DataFile, i, unit, node int64, format string, args ...any) *DefectError {
+	e := &DefectError{File: f.File, Page: i, FirstRow: -1, LastRow: -1, Node: node, What: fmt.Sprintf(format, args...)}
 	if i >= 0 {
-		e.Off, e.End = f.BlockRange(i)
-		e.End += e.Off
+		off, n := f.PageRange(i)
+		e.Off, e.End = off, off+n
+		if unit > 0 {
+			e.FirstRow, e.LastRow = e.Off/unit, (e.End-1)/unit
+		}
 	}
 	return e
 }

@@ -9,20 +9,30 @@ import (
 	"slices"
 )
 
-// Store reads a feature store. Its methods are safe for concurrent use.
+// Store reads a feature store. Every byte it returns was checked against
+// its page's CRC-32C, and every label against num_classes. Its methods
+// are safe for concurrent use.
 type Store struct {
-	m     *Manifest
-	dir   string
-	feat  io.ReaderAt
-	lab   io.ReaderAt
-	files []*os.File
+	m         *Manifest
+	dir       string
+	feat      io.ReaderAt
+	lab       io.ReaderAt
+	featPages *Pages
+	labPages  *Pages
+	files     []*os.File
 }
 
-// Open opens the feature store of graph directory dir, checking its
-// manifest against the graph's (ErrGraphMismatch) and the data files'
-// sizes (a *DefectError, ErrCorrupt). A directory without a store gives
-// an error wrapping ErrNoFeatures. Open reads no data: Verify checks the
-// blocks' CRCs.
+// Open opens the feature store of graph directory dir: it checks its
+// manifest (ErrBadManifest: malformed, edited, or of another version)
+// against the graph's (ErrGraphMismatch) and the data files' sizes, and
+// loads their page checksums, each .crc file checked whole against the
+// manifest (a *DefectError, ErrCorrupt). A directory without a store
+// gives an error wrapping ErrNoFeatures. Open reads no rows: each read
+// checks the pages it reads; Verify checks them all.
+//
+// The store's files stay open until Close: a store replaced meanwhile
+// (chunkify features --force, which removes the old generation's files)
+// is still read whole, at the generation it was opened at.
 func Open(dir string) (*Store, error) {
 	m, err := ReadManifest(dir)
 	if err != nil {
@@ -32,27 +42,32 @@ func Open(dir string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{m: m, dir: dir}
-	open := func(df *DataFile) (io.ReaderAt, error) {
-		f, err := os.Open(filepath.Join(dir, df.File))
+	open := func(df *DataFile, unit int64) (io.ReaderAt, *Pages, error) {
+		f, size, err := openSized(dir, df.File)
 		if err != nil {
-			return nil, fmt.Errorf("featstore: %w", err)
+			return nil, nil, err
 		}
 		s.files = append(s.files, f)
-		st, err := f.Stat()
+		if err := checkSize(df, size); err != nil {
+			return nil, nil, err
+		}
+		cf, csize, err := openSized(dir, df.PageCRCs.File)
 		if err != nil {
-			return nil, fmt.Errorf("featstore: %w", err)
+			return nil, nil, err
 		}
-		if st.Size() != df.Size {
-			return nil, defect(df, -1, -1, "size %d bytes, manifest says %d", st.Size(), df.Size)
+		defer cf.Close()
+		p, err := loadPages(cf, csize, df, unit)
+		if err != nil {
+			return nil, nil, err
 		}
-		return f, nil
+		return f, p, nil
 	}
-	if s.feat, err = open(&m.Features.DataFile); err != nil {
+	if s.feat, s.featPages, err = open(&m.Features.DataFile, m.Features.RowBytes); err != nil {
 		s.Close()
 		return nil, err
 	}
 	if m.Labels != nil {
-		if s.lab, err = open(&m.Labels.DataFile); err != nil {
+		if s.lab, s.labPages, err = open(&m.Labels.DataFile, 4); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -60,12 +75,37 @@ func Open(dir string) (*Store, error) {
 	return s, nil
 }
 
+// openSized opens dir/name and returns it with its size.
+func openSized(dir, name string) (*os.File, int64, error) {
+	f, err := os.Open(filepath.Join(dir, name))
+	if err != nil {
+		return nil, 0, fmt.Errorf("featstore: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("featstore: %w", err)
+	}
+	return f, st.Size(), nil
+}
+
 // NewStore returns a Store reading the data of manifest m from features
-// and labels (nil when m has none). It checks nothing against a graph;
-// it is the core Open builds on, and lets a caller (or a test) supply
-// its own readers.
-func NewStore(m *Manifest, features, labels io.ReaderAt) *Store {
-	return &Store{m: m, feat: features, lab: labels}
+// and labels (nil when m has none), checked against featurePages and
+// labelPages, their page checksums (PageChecksums of their bytes as
+// written). It checks nothing against a graph or a file: it is the core
+// Open builds on, and lets a caller (or a test) supply its own readers.
+func NewStore(m *Manifest, features, labels io.ReaderAt, featurePages, labelPages []uint32) (*Store, error) {
+	s := &Store{m: m, feat: features, lab: labels}
+	var err error
+	if s.featPages, err = newPages(&m.Features.DataFile, m.Features.RowBytes, featurePages); err != nil {
+		return nil, err
+	}
+	if m.Labels != nil {
+		if s.labPages, err = newPages(&m.Labels.DataFile, 4, labelPages); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Close closes the files Open opened.
@@ -111,19 +151,28 @@ func (s *Store) FeaturesPath() string {
 // HasLabels reports whether the store has labels.
 func (s *Store) HasLabels() bool { return s.m.Labels != nil }
 
-// FeatureReader returns the reader of the feature file.
+// FeatureReader returns the reader of the feature file: its bytes are
+// unchecked, so a caller reads them through FeaturePages().Check.
 func (s *Store) FeatureReader() io.ReaderAt { return s.feat }
+
+// FeaturePages returns the feature file's page checksums: a reader of its
+// own (an O_DIRECT planner) checks every page it reads with them.
+func (s *Store) FeaturePages() *Pages { return s.featPages }
 
 // ReadRows copies the rows of ids, in the order of ids (repeats
 // allowed), into dst, which must hold len(ids)*RowBytes bytes. The rows
 // are read in ascending node order, neighbouring ones coalesced into
-// reads of up to maxSpan bytes. It checks no CRC (ReadBlock does).
+// page-aligned reads of up to maxSpan bytes, each page checked against
+// its CRC-32C before a row of it is copied (a *DefectError, ErrCorrupt,
+// naming the file, the page, its bytes and rows).
 func (s *Store) ReadRows(ids []uint32, dst []byte) error {
-	return gather(s.feat, &s.m.Features.DataFile, s.m.NumNodes, s.m.Features.RowBytes, ids, dst)
+	return gather(s.feat, s.featPages, s.m.NumNodes, s.m.Features.RowBytes, ids, dst)
 }
 
 // ReadLabels copies the labels of ids, in the order of ids, into dst
-// (len(dst) >= len(ids)); NoLabel marks a node without one.
+// (len(dst) >= len(ids)); NoLabel marks a node without one. The pages
+// read are checked as ReadRows checks them, and each label delivered is
+// NoLabel or below num_classes (else a *DefectError naming the node).
 func (s *Store) ReadLabels(ids []uint32, dst []int32) error {
 	if s.m.Labels == nil {
 		return fmt.Errorf("featstore: the store has no labels")
@@ -132,37 +181,30 @@ func (s *Store) ReadLabels(ids []uint32, dst []int32) error {
 		return fmt.Errorf("featstore: ReadLabels: dst holds %d labels, want %d", len(dst), len(ids))
 	}
 	b := make([]byte, 4*len(ids))
-	if err := gather(s.lab, &s.m.Labels.DataFile, s.m.NumNodes, 4, ids, b); err != nil {
+	if err := gather(s.lab, s.labPages, s.m.NumNodes, 4, ids, b); err != nil {
 		return err
 	}
-	for i := range ids {
-		dst[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+	for i, u := range ids {
+		l := int32(binary.LittleEndian.Uint32(b[4*i:]))
+		if err := s.m.Labels.check(int64(u), l); err != nil {
+			return err
+		}
+		dst[i] = l
 	}
 	return nil
 }
 
-// ReadBlock reads block i of the feature file into buf (grown as
-// needed) and checks its CRC-32C; it returns the block's bytes.
-func (s *Store) ReadBlock(i int, buf []byte) ([]byte, error) {
-	return readBlock(s.feat, &s.m.Features.DataFile, i, buf)
-}
-
-func readBlock(r io.ReaderAt, df *DataFile, i int, buf []byte) ([]byte, error) {
-	if i < 0 || i >= df.Blocks() {
-		return nil, fmt.Errorf("featstore: %s: block %d out of range [0,%d)", df.File, i, df.Blocks())
+// check returns the defect of label l of node u, if it is one: below
+// NoLabel, or not below num_classes.
+func (l *Labels) check(u int64, label int32) error {
+	if label >= NoLabel && int64(label) < l.NumClasses {
+		return nil
 	}
-	off, n := df.BlockRange(i)
-	if int64(cap(buf)) < n {
-		buf = make([]byte, n)
+	want := fmt.Sprintf("want %d (none) or 0..%d (num_classes %d)", NoLabel, l.NumClasses-1, l.NumClasses)
+	if l.NumClasses == 0 {
+		want = fmt.Sprintf("want %d (none): the store has no classes", NoLabel)
 	}
-	buf = buf[:n]
-	if err := readFull(r, df, buf, off); err != nil {
-		return nil, err
-	}
-	if err := df.CheckBlock(i, buf); err != nil {
-		return nil, err
-	}
-	return buf, nil
+	return defect(&l.DataFile, 4*u/PageSize, 4, u, "label %d out of range: %s", label, want)
 }
 
 // readFull reads len(b) bytes at off; a short file is a defect.
@@ -172,22 +214,26 @@ func readFull(r io.ReaderAt, df *DataFile, b []byte, off int64) error {
 		return nil
 	}
 	if err == io.EOF || err == nil {
-		return defect(df, -1, -1, "truncated: %d bytes at offset %d, short by %d (manifest size %d)", n, off, len(b)-n, df.Size)
+		return defect(df, -1, 0, -1, "truncated: %d bytes at offset %d, short by %d (manifest size %d)", n, off, len(b)-n, df.Size)
 	}
 	return fmt.Errorf("featstore: reading %s at offset %d: %w", df.File, off, err)
 }
 
 // maxSpan bounds one coalesced read of ReadRows (and its buffer); maxGap
-// is the largest run of unwanted bytes a read spans rather than split:
+// is the largest run of unwanted pages a read spans rather than split:
 // one page, about what a second read costs. A larger gap (64 KiB) made a
 // minibatch of random rows read most of the file (BenchmarkReadRows:
 // 1.8 ms against 0.1 ms).
 const (
 	maxSpan = 1 << 20
-	maxGap  = 4 << 10
+	maxGap  = PageSize
 )
 
-func gather(r io.ReaderAt, df *DataFile, numNodes uint32, rb int64, ids []uint32, dst []byte) error {
+// gather reads the rows of ids (rb bytes each) into dst: sorted runs of
+// rows widened to whole pages (so that every byte used is in a page
+// checked whole), each read once and checked before a row of it is
+// copied.
+func gather(r io.ReaderAt, p *Pages, numNodes uint32, rb int64, ids []uint32, dst []byte) error {
 	if int64(len(dst)) < int64(len(ids))*rb {
 		return fmt.Errorf("featstore: dst holds %d bytes, want %d rows of %d", len(dst), len(ids), rb)
 	}
@@ -202,24 +248,28 @@ func gather(r io.ReaderAt, df *DataFile, numNodes uint32, rb int64, ids []uint32
 	var buf []byte
 	for i := 0; i < len(order); {
 		first := int64(ids[order[i]])
-		j, last := i+1, first
+		lo, hi := p.Span(first*rb, (first+1)*rb)
+		j := i + 1
 		for j < len(order) {
-			u := int64(ids[order[j]])
-			if (u-last-1)*rb > maxGap || (u-first+1)*rb > max(maxSpan, rb) {
+			ulo, uhi := p.Span(int64(ids[order[j]])*rb, int64(ids[order[j]]+1)*rb)
+			if ulo-hi > maxGap || uhi-lo > max(maxSpan, hi-lo) {
 				break
 			}
-			last = u
+			hi = max(hi, uhi)
 			j++
 		}
-		n := (last - first + 1) * rb
+		n := hi - lo
 		if int64(cap(buf)) < n {
 			buf = make([]byte, n)
 		}
-		if err := readFull(r, df, buf[:n], first*rb); err != nil {
+		if err := readFull(r, p.df, buf[:n], lo); err != nil {
+			return err
+		}
+		if err := p.Check(lo, buf[:n]); err != nil {
 			return err
 		}
 		for _, k := range order[i:j] {
-			o := (int64(ids[k]) - first) * rb
+			o := int64(ids[k])*rb - lo
 			copy(dst[int64(k)*rb:int64(k+1)*rb], buf[o:o+rb])
 		}
 		i = j
