@@ -247,9 +247,10 @@ func (r *Reader) readPreload() error {
 
 // readEach reads the extents ext (over the sorted rows rows), up to Depth
 // at once, each on a goroutine with its own aligned buffer (a disk serves
-// several requests in flight far faster than one after another), and
-// calls place with each extent's bytes; place runs concurrently with
-// itself and must write disjoint memory. what names the reads in errors.
+// several requests in flight far faster than one after another), checks
+// each extent's bytes (ExtentOptions.Check) and calls place with them;
+// place runs concurrently with itself and must write disjoint memory.
+// what names the reads in errors.
 func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e Extent, buf []byte)) error {
 	rb := r.rowBytes
 	depth := min(max(1, r.opts.Depth), len(ext))
@@ -280,6 +281,12 @@ func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e
 					}
 					errs[w] = fmt.Errorf("featplan: %s: %s: read %d bytes at %d, want %d: %w", r.name, what, n, e.Offset, need, err)
 					return
+				}
+				if r.opts.Check != nil {
+					if err := r.opts.Check(e.Offset, buf[:n]); err != nil {
+						errs[w] = fmt.Errorf("featplan: %s: %s: bytes %d..%d read: %w", r.name, what, e.Offset, e.Offset+int64(n)-1, err)
+						return
+					}
 				}
 				place(e, buf)
 			}

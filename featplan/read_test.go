@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -323,6 +325,105 @@ func TestReaderForgottenNodes(t *testing.T) {
 		}
 		if ra, rb := a.Report(), b.Report(); ra != rb || ra.OptimumBytes == 0 {
 			t.Fatalf("reports differ:\n%+v\n%+v", ra, rb)
+		}
+	}
+}
+
+// TestCheck: ExtentOptions.Check sees every read, aligned, with the
+// file's bytes (the last page cut at the end of the file), before any row
+// of it is placed: every row delivered — from disk, or from a cache slot
+// a read filled — lies in bytes it passed. A check that refuses one page
+// fails the minibatch (and ReadRows) that reads it, with its error
+// wrapped, naming the file and the bytes; minibatches that do not touch
+// the page are delivered.
+func TestCheck(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, rowBytes := range []int64{12, 512, 5000} {
+		numNodes := uint32(2000)
+		path, data := writeFeatures(t, r, numNodes, rowBytes)
+		size := int64(len(data))
+		checked := make([]bool, (size+Align-1)/Align) // pages a check passed
+		var mu sync.Mutex
+		check := func(off int64, b []byte) error {
+			end := off + int64(len(b))
+			if off%Align != 0 || (end%Align != 0 && end != size) || end > size || !bytes.Equal(b, data[off:end]) {
+				return fmt.Errorf("check of %d bytes at %d: unaligned, or not the file's bytes", len(b), off)
+			}
+			mu.Lock()
+			for p := off / Align; p*Align < end; p++ {
+				checked[p] = true
+			}
+			mu.Unlock()
+			return nil
+		}
+		allChecked := func(v uint32) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for p := int64(v) * rowBytes / Align; p*Align < int64(v+1)*rowBytes; p++ {
+				if !checked[p] {
+					return false
+				}
+			}
+			return true
+		}
+		f, _, err := OpenDirect(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		batches := randomBatches(r, 20, 150, numNodes, 1.2)
+		batches = append(batches, []uint32{numNodes - 1}) // the short last page
+		p, err := NewPlan(batches, numNodes, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := DefaultExtentOptions()
+		o.Check = check
+		rd, err := NewReader(f, path, rowBytes, p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b, nid := range batches {
+			dst := make([]byte, int64(len(nid))*rowBytes)
+			if _, err := rd.Next(dst); err != nil {
+				t.Fatalf("row %d, minibatch %d: %v", rowBytes, b, err)
+			}
+			for i, v := range nid {
+				if !allChecked(v) || !bytes.Equal(dst[int64(i)*rowBytes:][:rowBytes], data[int64(v)*rowBytes:][:rowBytes]) {
+					t.Fatalf("row %d, minibatch %d: node %d delivered from unchecked or wrong bytes", rowBytes, b, v)
+				}
+			}
+		}
+
+		// A check that refuses the page of node 1000.
+		bad := int64(1000) * rowBytes / Align
+		errBad := errors.New("page refused")
+		o.Check = func(off int64, b []byte) error {
+			if off <= bad*Align && bad*Align < off+int64(len(b)) {
+				return errBad
+			}
+			return nil
+		}
+		ps, err := NewPlan([][]uint32{{3, 1999}, {1000, 7}, {5, 6}}, numNodes, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd, err = NewReader(f, path, rowBytes, ps, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]byte, 2*rowBytes)
+		if _, err := rd.Next(dst); err != nil {
+			t.Fatalf("row %d: a minibatch away from the refused page: %v", rowBytes, err)
+		}
+		if _, err := rd.Next(dst); !errors.Is(err, errBad) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "minibatch 1: bytes ") {
+			t.Fatalf("row %d: the minibatch of the refused page: %v", rowBytes, err)
+		}
+		if _, err := ReadRows(f, path, rowBytes, []uint32{4, 1000}, dst, o); !errors.Is(err, errBad) {
+			t.Fatalf("row %d: ReadRows of the refused page: %v", rowBytes, err)
+		}
+		if _, err := ReadRows(f, path, rowBytes, []uint32{4, 1999}, dst, o); err != nil {
+			t.Fatalf("row %d: ReadRows away from the refused page: %v", rowBytes, err)
 		}
 	}
 }
