@@ -180,7 +180,9 @@ func runLoop(ctx context.Context, w io.Writer, o runOptions) (err error) {
 	var cur *epochRecord
 	var fr *featureReader
 	if fs != nil {
-		fr = newFeatureReader(fs)
+		if fr, err = newFeatureReader(fs); err != nil {
+			return err
+		}
 		defer fr.close()
 	}
 	flush := func() {

@@ -48,7 +48,10 @@ func readSampleFeatures(graph string, fp chunkfmt.Fingerprint, b *epoch.Blocks) 
 		return nil, fmt.Errorf("sample --features: %w: the feature store of %s was packed for a graph of %d nodes, %d edges (chunk CRCs %08x); the state was prepared from one of %d nodes, %d edges (chunk CRCs %08x)",
 			featstore.ErrGraphMismatch, graph, sg.NumNodes, sg.NumEdges, sg.ChunkCRCs, fp.NumNodes, fp.NumEdges, fp.ChunkCRCs)
 	}
-	rows := featrows.New(fs)
+	rows, err := featrows.New(fs)
+	if err != nil {
+		return nil, fmt.Errorf("sample --features: %w", err)
+	}
 	defer rows.Close()
 	sf := &sampleFeatures{nid: b.Nodes(), dtype: fs.DType(), dim: fs.Dim()}
 	sf.x = make([]byte, int64(len(sf.nid))*fs.RowBytes())
