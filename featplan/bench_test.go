@@ -179,8 +179,8 @@ func BenchmarkReadRows(b *testing.B) {
 	}
 	defer buffered.Close()
 	m := &featstore.Manifest{NumNodes: numNodes, Features: featstore.Features{RowBytes: rowBytes,
-		DataFile: featstore.DataFile{File: filepath.Base(path), Size: numNodes * rowBytes}}}
-	st, err := featstore.NewStore(m, buffered, nil, featstore.PageChecksums(make([]byte, numNodes*rowBytes)), nil)
+		DataFile: featstore.DataFile{File: filepath.Base(path), Size: numNodes * rowBytes, CRCSpan: rowBytes}}}
+	st, err := featstore.NewStore(m, buffered, nil, featstore.ChecksumsOf(make([]byte, numNodes*rowBytes), rowBytes), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -329,42 +329,28 @@ func TestReaderForgottenNodes(t *testing.T) {
 	}
 }
 
-// TestCheck: ExtentOptions.Check sees every read, aligned, with the
-// file's bytes (the last page cut at the end of the file), before any row
-// of it is placed: every row delivered — from disk, or from a cache slot
-// a read filled — lies in bytes it passed. A check that refuses one page
-// fails the minibatch (and ReadRows) that reads it, with its error
-// wrapped, naming the file and the bytes; minibatches that do not touch
-// the page are delivered.
+// TestCheck: ExtentOptions.Check sees every row read from the file, with
+// its offset and the file's bytes, before it is placed: every row
+// delivered — from disk, or from a cache slot a read filled — was
+// checked, and each row read is checked once per read. A check that
+// refuses one row fails the minibatch (and ReadRows) that reads it, with
+// its error wrapped, naming the file and the minibatch; minibatches that
+// do not need the row are delivered, even where their reads span it.
 func TestCheck(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, rowBytes := range []int64{12, 512, 5000} {
 		numNodes := uint32(2000)
 		path, data := writeFeatures(t, r, numNodes, rowBytes)
-		size := int64(len(data))
-		checked := make([]bool, (size+Align-1)/Align) // pages a check passed
 		var mu sync.Mutex
+		checked := make([]bool, numNodes) // rows a check passed
 		check := func(off int64, b []byte) error {
-			end := off + int64(len(b))
-			if off%Align != 0 || (end%Align != 0 && end != size) || end > size || !bytes.Equal(b, data[off:end]) {
-				return fmt.Errorf("check of %d bytes at %d: unaligned, or not the file's bytes", len(b), off)
+			if off%rowBytes != 0 || int64(len(b)) != rowBytes || !bytes.Equal(b, data[off:off+rowBytes]) {
+				return fmt.Errorf("check of %d bytes at %d: not a row of the file", len(b), off)
 			}
 			mu.Lock()
-			for p := off / Align; p*Align < end; p++ {
-				checked[p] = true
-			}
+			checked[off/rowBytes] = true
 			mu.Unlock()
 			return nil
-		}
-		allChecked := func(v uint32) bool {
-			mu.Lock()
-			defer mu.Unlock()
-			for p := int64(v) * rowBytes / Align; p*Align < int64(v+1)*rowBytes; p++ {
-				if !checked[p] {
-					return false
-				}
-			}
-			return true
 		}
 		f, _, err := OpenDirect(path)
 		if err != nil {
@@ -372,58 +358,61 @@ func TestCheck(t *testing.T) {
 		}
 		defer f.Close()
 		batches := randomBatches(r, 20, 150, numNodes, 1.2)
-		batches = append(batches, []uint32{numNodes - 1}) // the short last page
-		p, err := NewPlan(batches, numNodes, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := DefaultExtentOptions()
-		o.Check = check
-		rd, err := NewReader(f, path, rowBytes, p, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for b, nid := range batches {
-			dst := make([]byte, int64(len(nid))*rowBytes)
-			if _, err := rd.Next(dst); err != nil {
-				t.Fatalf("row %d, minibatch %d: %v", rowBytes, b, err)
+		batches = append(batches, []uint32{numNodes - 1}) // the file's last bytes
+		for _, cache := range []int{0, 100, int(numNodes)} {
+			clear(checked)
+			p, err := NewPreloadedPlan(batches, numNodes, cache)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for i, v := range nid {
-				if !allChecked(v) || !bytes.Equal(dst[int64(i)*rowBytes:][:rowBytes], data[int64(v)*rowBytes:][:rowBytes]) {
-					t.Fatalf("row %d, minibatch %d: node %d delivered from unchecked or wrong bytes", rowBytes, b, v)
+			o := DefaultExtentOptions()
+			o.Check = check
+			rd, err := NewReader(f, path, rowBytes, p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for b, nid := range batches {
+				dst := make([]byte, int64(len(nid))*rowBytes)
+				if _, err := rd.Next(dst); err != nil {
+					t.Fatalf("row %d, cache %d, minibatch %d: %v", rowBytes, cache, b, err)
+				}
+				for i, v := range nid {
+					if !checked[v] || !bytes.Equal(dst[int64(i)*rowBytes:][:rowBytes], data[int64(v)*rowBytes:][:rowBytes]) {
+						t.Fatalf("row %d, cache %d, minibatch %d: node %d delivered unchecked or wrong", rowBytes, cache, b, v)
+					}
 				}
 			}
 		}
 
-		// A check that refuses the page of node 1000.
-		bad := int64(1000) * rowBytes / Align
-		errBad := errors.New("page refused")
+		// A check that refuses node 1000's row.
+		errBad := errors.New("row refused")
+		o := DefaultExtentOptions()
 		o.Check = func(off int64, b []byte) error {
-			if off <= bad*Align && bad*Align < off+int64(len(b)) {
+			if off == 1000*rowBytes {
 				return errBad
 			}
 			return nil
 		}
-		ps, err := NewPlan([][]uint32{{3, 1999}, {1000, 7}, {5, 6}}, numNodes, 0)
+		ps, err := NewPlan([][]uint32{{3, 999, 1001}, {1000, 7}, {5, 6}}, numNodes, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rd, err = NewReader(f, path, rowBytes, ps, o)
+		rd, err := NewReader(f, path, rowBytes, ps, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		dst := make([]byte, 2*rowBytes)
+		dst := make([]byte, 3*rowBytes)
 		if _, err := rd.Next(dst); err != nil {
-			t.Fatalf("row %d: a minibatch away from the refused page: %v", rowBytes, err)
+			t.Fatalf("row %d: the rows beside the refused one: %v", rowBytes, err)
 		}
-		if _, err := rd.Next(dst); !errors.Is(err, errBad) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "minibatch 1: bytes ") {
-			t.Fatalf("row %d: the minibatch of the refused page: %v", rowBytes, err)
+		if _, err := rd.Next(dst); !errors.Is(err, errBad) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "minibatch 1: ") {
+			t.Fatalf("row %d: the minibatch of the refused row: %v", rowBytes, err)
 		}
 		if _, err := ReadRows(f, path, rowBytes, []uint32{4, 1000}, dst, o); !errors.Is(err, errBad) {
-			t.Fatalf("row %d: ReadRows of the refused page: %v", rowBytes, err)
+			t.Fatalf("row %d: ReadRows of the refused row: %v", rowBytes, err)
 		}
-		if _, err := ReadRows(f, path, rowBytes, []uint32{4, 1999}, dst, o); err != nil {
-			t.Fatalf("row %d: ReadRows away from the refused page: %v", rowBytes, err)
+		if _, err := ReadRows(f, path, rowBytes, []uint32{4, 999, 1001}, dst, o); err != nil {
+			t.Fatalf("row %d: ReadRows beside the refused row: %v", rowBytes, err)
 		}
 	}
 }

@@ -35,29 +35,34 @@ func flip(t *testing.T, path string, off int64) (restore func()) {
 	}
 }
 
-// wantDefect checks that err is a featstore defect of file's page holding
-// byte off, naming the file, the page's bytes and its rows.
-func wantDefect(t *testing.T, what string, err error, file string, off int64) {
+// wantDefect checks that err is a featstore defect of the span of df
+// holding byte off, naming the file, the rows and their bytes.
+func wantDefect(t *testing.T, what string, err error, df *featstore.DataFile, off int64) {
 	t.Helper()
 	var d *featstore.DefectError
-	page := off / featstore.PageSize
-	if !errors.As(err, &d) || !errors.Is(err, featstore.ErrCorrupt) || d.File != file || d.Page != page {
-		t.Fatalf("%s: %v, want the defect of %s page %d", what, err, file, page)
+	span := off / df.CRCSpan
+	if !errors.As(err, &d) || !errors.Is(err, featstore.ErrCorrupt) || d.File != df.File || d.Span != span {
+		t.Fatalf("%s: %v, want the defect of %s span %d", what, err, df.File, span)
 	}
-	if msg := fmt.Sprintf("%s: page %d (bytes %d..%d, rows %d..%d)", file, page, d.Off, d.End-1, d.FirstRow, d.LastRow); !strings.Contains(err.Error(), msg) {
+	msg := fmt.Sprintf("%s: rows %d..%d (bytes %d..%d)", df.File, d.FirstRow, d.LastRow, d.Off, d.End-1)
+	if d.FirstRow == d.LastRow {
+		msg = fmt.Sprintf("%s: row %d (bytes %d..%d)", df.File, d.FirstRow, d.Off, d.End-1)
+	}
+	if !strings.Contains(err.Error(), msg) {
 		t.Fatalf("%s: %q does not name %q", what, err, msg)
 	}
 }
 
-// TestCorruptRowsRefused flips a byte (the file's size unchanged) at a
-// page of the feature file, and of the label file, after the store was
-// opened: every read that needs the page — a planned minibatch (no cache,
+// TestCorruptRowsRefused flips a byte (the file's size unchanged) in a
+// row of the feature file, and in a page of the label file, after the store was
+// opened: every read that needs the row — a planned minibatch (no cache,
 // a cache, every row preloaded; node sets kept or forgotten), a direct
-// read, the labels of seeds — fails with the defect naming the file, the
-// page's bytes and its rows, and every read that succeeds delivers the
-// rows the store was packed with. None delivers a wrong row.
+// read — or the label's page — the labels of seeds — fails with the
+// defect naming the file, the rows and their bytes, and every read that
+// succeeds delivers the rows the store was packed with. None delivers a
+// wrong row.
 func TestCorruptRowsRefused(t *testing.T) {
-	const n, dim = 3000, 16 // 64-byte rows: 64 a page, 47 pages
+	const n, dim = 3000, 16 // 64-byte rows
 	fs := store(t, n, dim, true)
 	path := fs.FeaturesPath()
 	pristine, err := os.ReadFile(path)
@@ -101,11 +106,10 @@ func TestCorruptRowsRefused(t *testing.T) {
 					continue
 				}
 				if !failed {
-					// The first failure is the page's: at the first minibatch
-					// that reads it (7 needs it; one before may read it
-					// first, for a row of its own there or for the cache;
-					// where every row is preloaded, 0).
-					wantDefect(t, what, err, filepath.Base(path), at)
+					// The first failure is the row's: at minibatch 7, which
+					// needs it, or at 0 where every row is preloaded, or at an
+					// earlier minibatch that needs it too.
+					wantDefect(t, what, err, &fs.Manifest().Features.DataFile, at)
 					if !strings.Contains(err.Error(), path) {
 						t.Fatalf("%s: %q does not name %s", what, err, path)
 					}
@@ -125,10 +129,10 @@ func TestCorruptRowsRefused(t *testing.T) {
 		x := newExec(t, fs)
 		dst := make([]byte, 3*rb)
 		_, err := x.ReadDirect([]uint32{(node + n/2) % n, node, 7}, dst)
-		wantDefect(t, fmt.Sprintf("node %d flipped, direct read", node), err, filepath.Base(path), at)
-		far := []uint32{(node + n/2) % n}
-		if _, err := x.ReadDirect(far, dst[:rb]); err != nil || !bytes.Equal(dst[:rb], rowsOf(far)) {
-			t.Fatalf("node %d flipped: a direct read of another page: %v", node, err)
+		wantDefect(t, fmt.Sprintf("node %d flipped, direct read", node), err, &fs.Manifest().Features.DataFile, at)
+		near := []uint32{(node + 1) % n, (node + n - 1) % n} // read in the same extent
+		if _, err := x.ReadDirect(near, dst[:2*rb]); err != nil || !bytes.Equal(dst[:2*rb], rowsOf(near)) {
+			t.Fatalf("node %d flipped: a direct read of the rows beside it: %v", node, err)
 		}
 		restore()
 	}
@@ -140,7 +144,7 @@ func TestCorruptRowsRefused(t *testing.T) {
 	if _, err := x.Labels([]uint32{3, 2500}, nil); err == nil {
 		t.Fatal("labels of a flipped page delivered")
 	} else {
-		wantDefect(t, "label flipped", err, fs.Manifest().Labels.File, 4*2500+1)
+		wantDefect(t, "label flipped", err, &fs.Manifest().Labels.DataFile, 4*2500+1)
 	}
 	if _, err := x.Labels([]uint32{3, 4}, nil); err != nil {
 		t.Fatalf("labels of another page: %v", err)

@@ -17,9 +17,9 @@
 // descriptor until Close: a store replaced meanwhile (chunkify features
 // --force removes the old generation's files) is still delivered whole,
 // at the generation the store was opened at, epoch after epoch. Every row
-// delivered was checked against the store's page checksums (a page
-// refused is a featstore.DefectError, errors.Is featstore.ErrCorrupt,
-// naming the file, the page's bytes and its rows), every label against
+// delivered was checked against its CRC-32C (a row refused is a
+// featstore.DefectError, errors.Is featstore.ErrCorrupt, naming the file,
+// the row and its bytes), every label against its page's and against
 // num_classes: a read that fails delivers nothing.
 //
 // Seeds of the caller's choosing (sample requests, evaluation splits)

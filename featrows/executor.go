@@ -38,8 +38,8 @@ var (
 // New and closed by Close, so a store replaced meanwhile (chunkify
 // features --force, which removes the old generation's files) is still
 // read whole — every epoch, planned or not — until the caller opens the
-// new one on purpose. Every row is checked against the store's page
-// checksums before it is delivered, every label against num_classes.
+// new one on purpose. Every row is checked against its CRC-32C before it
+// is delivered, every label against its page's and num_classes.
 // Its methods are safe for concurrent use.
 type Executor struct {
 	fs      *featstore.Store
@@ -60,12 +60,12 @@ type Executor struct {
 // for its planned reads, and checks that it is the very file st opened
 // (else ErrReplaced); its direct reads go through st's own file. A store
 // without a path (featstore.NewStore) is read through its own reader.
-// Every read is checked with st's page checksums (featplan's
-// ExtentOptions.Check).
+// Every row is checked with st's per-row CRCs before it is delivered
+// (featplan's ExtentOptions.Check).
 func New(st *featstore.Store) (*Executor, error) {
 	x := &Executor{fs: st, opts: featplan.DefaultExtentOptions(), epochs: map[uint32]*Epoch{},
 		path: st.FeaturesPath(), planned: st.FeatureReader()}
-	x.opts.Check = st.FeaturePages().Check
+	x.opts.Check = st.FeatureChecksums().Check
 	if x.path == "" {
 		x.path = st.Manifest().Features.File
 		return x, nil

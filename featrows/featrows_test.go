@@ -20,10 +20,10 @@ import (
 // store writes a graph of n nodes (a path) with a feature store of random
 // rows of dim float32 (and, with labels, random labels, some missing) and
 // opens the store.
-func store(t *testing.T, n uint32, dim int, labels bool) *featstore.Store {
+func store(t testing.TB, n uint32, dim int, labels bool) *featstore.Store {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "g")
-	w, err := chunkfmt.NewWriter(dir, n, 4096, chunkfmt.Options{})
+	w, err := chunkfmt.NewWriter(dir, n, 1<<20, chunkfmt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

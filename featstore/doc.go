@@ -1,18 +1,19 @@
 // Package featstore is the on-disk format of a graph's node features and
 // labels: a header-free row-major matrix [num_nodes, dim] of one dtype
 // (features-G.bin), optional int32 labels (labels-G.bin), a CRC-32C per
-// 4 KiB page of each (features-G.crc, labels-G.crc), and their manifest,
-// features.json, which names the files, their shape, the CRC-32C of each
-// .crc file, the fingerprint of the graph directory (chunkfmt) they
-// belong to, and a checksum of its own.
+// row of the features and per 4 KiB page of the labels (features-G.crc,
+// labels-G.crc), and their manifest, features.json, which names the
+// files, their shape, the CRC-32C of each .crc file, the fingerprint of
+// the graph directory (chunkfmt) they belong to, and a checksum of its
+// own.
 //
 // Every read is checked: Open checks the manifest's checksum and loads
-// the page checksums (each .crc file checked whole); ReadRows and
-// ReadLabels check every page they read before a byte of it is used, and
-// every label delivered against num_classes; a reader of its own (an
-// O_DIRECT planner) checks its pages with FeaturePages. A mismatch is a
-// *DefectError (ErrCorrupt) naming the file, the page, its bytes and its
-// rows: a wrong row is never returned.
+// the CRCs (each .crc file checked whole); ReadRows checks every row it
+// returns, ReadLabels every page it reads and every label against
+// num_classes; a reader of its own (an O_DIRECT planner) checks the rows
+// it delivers with FeatureChecksums. A mismatch is a *DefectError
+// (ErrCorrupt) naming the file, the row or rows, and their bytes: a wrong
+// row is never returned.
 //
 // The manifest is the store's only commit point. A Writer writes the data
 // files under temporary names, renames them to new generation-numbered

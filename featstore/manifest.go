@@ -17,38 +17,38 @@ import (
 )
 
 // DataFile describes one data file of the store: its name in the graph
-// directory, the input it was packed from, its exact size, and the file
-// of its page checksums.
+// directory, the input it was packed from, its exact size, and its
+// checksums: a CRC-32C of every CRCSpan bytes, in a .crc file.
 type DataFile struct {
-	File     string      `json:"file"`
-	Source   string      `json:"source,omitempty"`
-	Size     int64       `json:"size"`
-	PageSize int64       `json:"page_size"` // PageSize
-	PageCRCs PageCRCFile `json:"page_crcs"`
+	File    string  `json:"file"`
+	Source  string  `json:"source,omitempty"`
+	Size    int64   `json:"size"`
+	CRCSpan int64   `json:"crc_span"` // bytes each CRC-32C covers: a row of the features, a page of the labels
+	CRCs    CRCFile `json:"crcs"`
 }
 
-// PageCRCFile names the file of a data file's page checksums: one
-// little-endian uint32 per page, the CRC-32C of its PageSize bytes (the
-// last page shorter), and the CRC-32C of the whole .crc file, which
-// features.json's own checksum covers in turn.
-type PageCRCFile struct {
+// CRCFile names the file of a data file's checksums: one little-endian
+// uint32 per span, the CRC-32C of its CRCSpan bytes (the last span
+// shorter), and the CRC-32C of the whole .crc file, which features.json's
+// own checksum covers in turn.
+type CRCFile struct {
 	File   string `json:"file"`
 	CRC32C uint32 `json:"crc32c"`
 }
 
-// Pages returns the number of pages of the file.
-func (f *DataFile) Pages() int64 { return (f.Size + PageSize - 1) / PageSize }
+// Spans returns the number of spans, and of CRCs, of the file.
+func (f *DataFile) Spans() int64 { return (f.Size + f.CRCSpan - 1) / f.CRCSpan }
 
-// PageRange returns the byte offset and length of page i.
-func (f *DataFile) PageRange(i int64) (off, n int64) {
-	off = i * PageSize
-	return off, min(PageSize, f.Size-off)
+// SpanRange returns the byte offset and length of span i.
+func (f *DataFile) SpanRange(i int64) (off, n int64) {
+	off = i * f.CRCSpan
+	return off, min(f.CRCSpan, f.Size-off)
 }
 
-// CRCFileSize returns the size of the .crc file: 4 bytes per page.
-func (f *DataFile) CRCFileSize() int64 { return 4 * f.Pages() }
+// CRCFileSize returns the size of the .crc file: 4 bytes per span.
+func (f *DataFile) CRCFileSize() int64 { return 4 * f.Spans() }
 
-func (f *DataFile) validate(what string, size int64) error {
+func (f *DataFile) validate(what string, size, span int64) error {
 	m := dataName.FindStringSubmatch(f.File)
 	if m == nil || m[3] != "bin" {
 		return fmt.Errorf("%s.file %q: want a plain name like %s-1.bin", what, f.File, what)
@@ -56,14 +56,14 @@ func (f *DataFile) validate(what string, size int64) error {
 	if m[1] != what {
 		return fmt.Errorf("%s.file %q: want a %s-G.bin", what, f.File, what)
 	}
-	if want := strings.TrimSuffix(f.File, ".bin") + ".crc"; f.PageCRCs.File != want {
-		return fmt.Errorf("%s.page_crcs.file %q, want %q", what, f.PageCRCs.File, want)
+	if want := strings.TrimSuffix(f.File, ".bin") + ".crc"; f.CRCs.File != want {
+		return fmt.Errorf("%s.crcs.file %q, want %q", what, f.CRCs.File, want)
 	}
 	if f.Size != size {
 		return fmt.Errorf("%s.size %d, want %d for its shape", what, f.Size, size)
 	}
-	if f.PageSize != PageSize {
-		return fmt.Errorf("%s.page_size %d, want %d", what, f.PageSize, PageSize)
+	if f.CRCSpan != span {
+		return fmt.Errorf("%s.crc_span %d, want %d", what, f.CRCSpan, span)
 	}
 	return nil
 }
@@ -129,7 +129,7 @@ func (m *Manifest) Validate() error {
 	if f.RowBytes != int64(f.Dim)*int64(f.DType.Size()) {
 		return fmt.Errorf("features.row_bytes %d, want dim*%d = %d", f.RowBytes, f.DType.Size(), int64(f.Dim)*int64(f.DType.Size()))
 	}
-	if err := f.validate("features", int64(m.NumNodes)*f.RowBytes); err != nil {
+	if err := f.validate("features", int64(m.NumNodes)*f.RowBytes, f.RowBytes); err != nil {
 		return err
 	}
 	if l := m.Labels; l != nil {
@@ -139,7 +139,7 @@ func (m *Manifest) Validate() error {
 		if l.NumClasses < 0 || l.NumClasses > MaxNumClasses || l.Labeled > m.NumNodes || (l.Labeled > 0) != (l.NumClasses > 0) {
 			return fmt.Errorf("labels: num_classes %d and labeled %d inconsistent for %d nodes (num_classes at most %d)", l.NumClasses, l.Labeled, m.NumNodes, int64(MaxNumClasses))
 		}
-		if err := l.validate("labels", int64(m.NumNodes)*4); err != nil {
+		if err := l.validate("labels", int64(m.NumNodes)*4, LabelCRCSpan); err != nil {
 			return err
 		}
 		if gen(l.File) != gen(f.File) {
@@ -190,7 +190,7 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	}
 	if err := json.Unmarshal(b, &v); err == nil && v.Version != nil && *v.Version != FormatVersion {
 		if *v.Version == 1 {
-			return nil, fmt.Errorf("%w: version 1, which has one CRC-32C per 4 MiB block (too coarse to check a row as it is read) and no checksum of its own; this reader needs version %d, a CRC-32C per %d-byte page: rebuild the store with `chunkify features FEATURES -o GRAPHDIR --force`", ErrBadManifest, FormatVersion, PageSize)
+			return nil, fmt.Errorf("%w: version 1, which has one CRC-32C per 4 MiB block (too coarse to check a row as it is read) and no checksum of its own; this reader needs version %d, a CRC-32C per row: rebuild the store with `chunkify features FEATURES -o GRAPHDIR --force`", ErrBadManifest, FormatVersion)
 		}
 		return nil, fmt.Errorf("%w: version %d: this reader supports version %d", ErrBadManifest, *v.Version, FormatVersion)
 	}
@@ -218,36 +218,29 @@ func ParseManifest(b []byte) (*Manifest, error) {
 // replacing it must not remove before its own manifest lands — they may
 // be the only copy of the rows, or the very input being packed.
 func namedFiles(b []byte) []string {
+	type file struct {
+		File string `json:"file"`
+		CRCs struct {
+			File string `json:"file"`
+		} `json:"crcs"`
+	}
 	var v struct {
-		Features *struct {
-			File     string `json:"file"`
-			PageCRCs struct {
-				File string `json:"file"`
-			} `json:"page_crcs"`
-		} `json:"features"`
-		Labels *struct {
-			File     string `json:"file"`
-			PageCRCs struct {
-				File string `json:"file"`
-			} `json:"page_crcs"`
-		} `json:"labels"`
+		Features *file `json:"features"`
+		Labels   *file `json:"labels"`
 	}
 	if json.Unmarshal(b, &v) != nil {
 		return nil
 	}
 	var names []string
-	add := func(ns ...string) {
-		for _, n := range ns {
+	for _, f := range []*file{v.Features, v.Labels} {
+		if f == nil {
+			continue
+		}
+		for _, n := range []string{f.File, f.CRCs.File} {
 			if dataName.MatchString(n) {
 				names = append(names, n)
 			}
 		}
-	}
-	if v.Features != nil {
-		add(v.Features.File, v.Features.PageCRCs.File)
-	}
-	if v.Labels != nil {
-		add(v.Labels.File, v.Labels.PageCRCs.File)
 	}
 	return names
 }

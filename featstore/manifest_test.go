@@ -35,8 +35,9 @@ func TestParseManifestRejects(t *testing.T) {
 		{"dim", "features.dim", func(m *Manifest) { m.Features.Dim = 0 }},
 		{"row_bytes", "features.row_bytes", func(m *Manifest) { m.Features.RowBytes = 12 }},
 		{"size", "features.size", func(m *Manifest) { m.Features.Size-- }},
-		{"page size", "page_size", func(m *Manifest) { m.Features.PageSize = 8192 }},
-		{"crc file", "page_crcs.file", func(m *Manifest) { m.Features.PageCRCs.File = "features-2.crc" }},
+		{"crc span", "features.crc_span", func(m *Manifest) { m.Features.CRCSpan = 4096 }},
+		{"label crc span", "labels.crc_span", func(m *Manifest) { l := labels; l.CRCSpan = 4; m.Labels = &l }},
+		{"crc file", "crcs.file", func(m *Manifest) { m.Features.CRCs.File = "features-2.crc" }},
 		{"file", "features.file", func(m *Manifest) { m.Features.File = "../x.bin" }},
 		{"kind", "features.file", func(m *Manifest) { m.Features.File = "labels-1.bin" }},
 		{"label dtype", "labels.dtype", func(m *Manifest) { l := labels; l.DType = "int64"; m.Labels = &l }},
@@ -44,7 +45,7 @@ func TestParseManifestRejects(t *testing.T) {
 		{"num_classes", "num_classes", func(m *Manifest) { l := labels; l.NumClasses = MaxNumClasses + 1; m.Labels = &l }},
 		{"generation", "generations", func(m *Manifest) {
 			l := labels
-			l.File, l.PageCRCs.File = "labels-2.bin", "labels-2.crc"
+			l.File, l.CRCs.File = "labels-2.bin", "labels-2.crc"
 			m.Labels = &l
 		}},
 	}

@@ -9,26 +9,27 @@ import (
 	"slices"
 )
 
-// Store reads a feature store. Every byte it returns was checked against
-// its page's CRC-32C, and every label against num_classes. Its methods
-// are safe for concurrent use.
+// Store reads a feature store. Every row it returns was checked against
+// its CRC-32C, every label against its page's and against num_classes.
+// Its methods are safe for concurrent use.
 type Store struct {
-	m         *Manifest
-	dir       string
-	feat      io.ReaderAt
-	lab       io.ReaderAt
-	featPages *Pages
-	labPages  *Pages
-	files     []*os.File
+	m       *Manifest
+	dir     string
+	feat    io.ReaderAt
+	lab     io.ReaderAt
+	featSum *Checksums
+	labSum  *Checksums
+	files   []*os.File
 }
 
 // Open opens the feature store of graph directory dir: it checks its
 // manifest (ErrBadManifest: malformed, edited, or of another version)
 // against the graph's (ErrGraphMismatch) and the data files' sizes, and
-// loads their page checksums, each .crc file checked whole against the
-// manifest (a *DefectError, ErrCorrupt). A directory without a store
-// gives an error wrapping ErrNoFeatures. Open reads no rows: each read
-// checks the pages it reads; Verify checks them all.
+// loads their checksums (4 bytes per node, and per page of labels), each
+// .crc file checked whole against the manifest (a *DefectError,
+// ErrCorrupt). A directory without a store gives an error wrapping
+// ErrNoFeatures. Open reads no rows: each read checks the rows it
+// delivers; Verify checks them all.
 //
 // The store's files stay open until Close: a store replaced meanwhile
 // (chunkify features --force, which removes the old generation's files)
@@ -42,7 +43,7 @@ func Open(dir string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{m: m, dir: dir}
-	open := func(df *DataFile, unit int64) (io.ReaderAt, *Pages, error) {
+	open := func(df *DataFile, unit int64) (io.ReaderAt, *Checksums, error) {
 		f, size, err := openSized(dir, df.File)
 		if err != nil {
 			return nil, nil, err
@@ -51,23 +52,23 @@ func Open(dir string) (*Store, error) {
 		if err := checkSize(df, size); err != nil {
 			return nil, nil, err
 		}
-		cf, csize, err := openSized(dir, df.PageCRCs.File)
+		cf, csize, err := openSized(dir, df.CRCs.File)
 		if err != nil {
 			return nil, nil, err
 		}
 		defer cf.Close()
-		p, err := loadPages(cf, csize, df, unit)
+		c, err := loadChecksums(cf, csize, df, unit)
 		if err != nil {
 			return nil, nil, err
 		}
-		return f, p, nil
+		return f, c, nil
 	}
-	if s.feat, s.featPages, err = open(&m.Features.DataFile, m.Features.RowBytes); err != nil {
+	if s.feat, s.featSum, err = open(&m.Features.DataFile, m.Features.RowBytes); err != nil {
 		s.Close()
 		return nil, err
 	}
 	if m.Labels != nil {
-		if s.lab, s.labPages, err = open(&m.Labels.DataFile, 4); err != nil {
+		if s.lab, s.labSum, err = open(&m.Labels.DataFile, 4); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -90,18 +91,19 @@ func openSized(dir, name string) (*os.File, int64, error) {
 }
 
 // NewStore returns a Store reading the data of manifest m from features
-// and labels (nil when m has none), checked against featurePages and
-// labelPages, their page checksums (PageChecksums of their bytes as
-// written). It checks nothing against a graph or a file: it is the core
-// Open builds on, and lets a caller (or a test) supply its own readers.
-func NewStore(m *Manifest, features, labels io.ReaderAt, featurePages, labelPages []uint32) (*Store, error) {
+// and labels (nil when m has none), checked against featureCRCs and
+// labelCRCs, their checksums (ChecksumsOf their bytes as written, with
+// the manifest's CRCSpan). It checks nothing against a graph or a file:
+// it is the core Open builds on, and lets a caller (or a test) supply its
+// own readers.
+func NewStore(m *Manifest, features, labels io.ReaderAt, featureCRCs, labelCRCs []uint32) (*Store, error) {
 	s := &Store{m: m, feat: features, lab: labels}
 	var err error
-	if s.featPages, err = newPages(&m.Features.DataFile, m.Features.RowBytes, featurePages); err != nil {
+	if s.featSum, err = newChecksums(&m.Features.DataFile, m.Features.RowBytes, featureCRCs); err != nil {
 		return nil, err
 	}
 	if m.Labels != nil {
-		if s.labPages, err = newPages(&m.Labels.DataFile, 4, labelPages); err != nil {
+		if s.labSum, err = newChecksums(&m.Labels.DataFile, 4, labelCRCs); err != nil {
 			return nil, err
 		}
 	}
@@ -152,27 +154,30 @@ func (s *Store) FeaturesPath() string {
 func (s *Store) HasLabels() bool { return s.m.Labels != nil }
 
 // FeatureReader returns the reader of the feature file: its bytes are
-// unchecked, so a caller reads them through FeaturePages().Check.
+// unchecked, so a caller checks each row it uses with
+// FeatureChecksums().Check.
 func (s *Store) FeatureReader() io.ReaderAt { return s.feat }
 
-// FeaturePages returns the feature file's page checksums: a reader of its
-// own (an O_DIRECT planner) checks every page it reads with them.
-func (s *Store) FeaturePages() *Pages { return s.featPages }
+// FeatureChecksums returns the feature file's checksums, one per row: a
+// reader of its own (an O_DIRECT planner) checks every row it delivers
+// with them.
+func (s *Store) FeatureChecksums() *Checksums { return s.featSum }
 
 // ReadRows copies the rows of ids, in the order of ids (repeats
 // allowed), into dst, which must hold len(ids)*RowBytes bytes. The rows
 // are read in ascending node order, neighbouring ones coalesced into
-// page-aligned reads of up to maxSpan bytes, each page checked against
-// its CRC-32C before a row of it is copied (a *DefectError, ErrCorrupt,
-// naming the file, the page, its bytes and rows).
+// reads of up to maxSpan bytes, and each is checked against its CRC-32C
+// before it is copied (a *DefectError, ErrCorrupt, naming the file, the
+// row and its bytes).
 func (s *Store) ReadRows(ids []uint32, dst []byte) error {
-	return gather(s.feat, s.featPages, s.m.NumNodes, s.m.Features.RowBytes, ids, dst)
+	return gather(s.feat, s.featSum, s.m.NumNodes, s.m.Features.RowBytes, ids, dst)
 }
 
 // ReadLabels copies the labels of ids, in the order of ids, into dst
 // (len(dst) >= len(ids)); NoLabel marks a node without one. The pages
-// read are checked as ReadRows checks them, and each label delivered is
-// NoLabel or below num_classes (else a *DefectError naming the node).
+// the labels are in are read whole and checked against their CRC-32Cs,
+// and each label delivered is NoLabel or below num_classes (else a
+// *DefectError naming the node).
 func (s *Store) ReadLabels(ids []uint32, dst []int32) error {
 	if s.m.Labels == nil {
 		return fmt.Errorf("featstore: the store has no labels")
@@ -181,7 +186,7 @@ func (s *Store) ReadLabels(ids []uint32, dst []int32) error {
 		return fmt.Errorf("featstore: ReadLabels: dst holds %d labels, want %d", len(dst), len(ids))
 	}
 	b := make([]byte, 4*len(ids))
-	if err := gather(s.lab, s.labPages, s.m.NumNodes, 4, ids, b); err != nil {
+	if err := gather(s.lab, s.labSum, s.m.NumNodes, 4, ids, b); err != nil {
 		return err
 	}
 	for i, u := range ids {
@@ -204,7 +209,7 @@ func (l *Labels) check(u int64, label int32) error {
 	if l.NumClasses == 0 {
 		want = fmt.Sprintf("want %d (none): the store has no classes", NoLabel)
 	}
-	return defect(&l.DataFile, 4*u/PageSize, 4, u, "label %d out of range: %s", label, want)
+	return defect(&l.DataFile, 4*u/l.CRCSpan, 4, u, "label %d out of range: %s", label, want)
 }
 
 // readFull reads len(b) bytes at off; a short file is a defect.
@@ -220,20 +225,20 @@ func readFull(r io.ReaderAt, df *DataFile, b []byte, off int64) error {
 }
 
 // maxSpan bounds one coalesced read of ReadRows (and its buffer); maxGap
-// is the largest run of unwanted pages a read spans rather than split:
+// is the largest run of unwanted bytes a read spans rather than split:
 // one page, about what a second read costs. A larger gap (64 KiB) made a
 // minibatch of random rows read most of the file (BenchmarkReadRows:
 // 1.8 ms against 0.1 ms).
 const (
 	maxSpan = 1 << 20
-	maxGap  = PageSize
+	maxGap  = 4 << 10
 )
 
 // gather reads the rows of ids (rb bytes each) into dst: sorted runs of
-// rows widened to whole pages (so that every byte used is in a page
-// checked whole), each read once and checked before a row of it is
-// copied.
-func gather(r io.ReaderAt, p *Pages, numNodes uint32, rb int64, ids []uint32, dst []byte) error {
+// rows, widened to whole CRC spans (nothing for the features' rows, pages
+// for the labels), each read once; every span a row delivered lies in is
+// checked, once, before the row is copied.
+func gather(r io.ReaderAt, c *Checksums, numNodes uint32, rb int64, ids []uint32, dst []byte) error {
 	if int64(len(dst)) < int64(len(ids))*rb {
 		return fmt.Errorf("featstore: dst holds %d bytes, want %d rows of %d", len(dst), len(ids), rb)
 	}
@@ -248,29 +253,33 @@ func gather(r io.ReaderAt, p *Pages, numNodes uint32, rb int64, ids []uint32, ds
 	var buf []byte
 	for i := 0; i < len(order); {
 		first := int64(ids[order[i]])
-		lo, hi := p.Span(first*rb, (first+1)*rb)
-		j := i + 1
+		j, last := i+1, first
 		for j < len(order) {
-			ulo, uhi := p.Span(int64(ids[order[j]])*rb, int64(ids[order[j]]+1)*rb)
-			if ulo-hi > maxGap || uhi-lo > max(maxSpan, hi-lo) {
+			u := int64(ids[order[j]])
+			if (u-last-1)*rb > maxGap || (u-first+1)*rb > max(maxSpan, rb) {
 				break
 			}
-			hi = max(hi, uhi)
+			last = u
 			j++
 		}
-		n := hi - lo
-		if int64(cap(buf)) < n {
-			buf = make([]byte, n)
+		lo, hi := c.Widen(first*rb, (last+1)*rb)
+		if int64(cap(buf)) < hi-lo {
+			buf = make([]byte, hi-lo)
 		}
-		if err := readFull(r, p.df, buf[:n], lo); err != nil {
+		if err := readFull(r, c.df, buf[:hi-lo], lo); err != nil {
 			return err
 		}
-		if err := p.Check(lo, buf[:n]); err != nil {
-			return err
-		}
+		checked := lo // bytes [lo, checked) of the run are checked
 		for _, k := range order[i:j] {
-			o := int64(ids[k])*rb - lo
-			copy(dst[int64(k)*rb:int64(k+1)*rb], buf[o:o+rb])
+			off := int64(ids[k]) * rb
+			if slo, shi := c.Widen(off, off+rb); shi > checked {
+				from := max(slo, checked)
+				if err := c.Check(from, buf[from-lo:shi-lo]); err != nil {
+					return err
+				}
+				checked = shi
+			}
+			copy(dst[int64(k)*rb:int64(k+1)*rb], buf[off-lo:off-lo+rb])
 		}
 		i = j
 	}

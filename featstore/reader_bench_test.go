@@ -11,9 +11,9 @@ import (
 // and copying, without the disk.
 func BenchmarkReadRows(b *testing.B) {
 	const n, rb = 100000, 512
-	m := &Manifest{NumNodes: n, Features: Features{DataFile: DataFile{File: "features-1.bin", Size: n * rb}, DType: Float32, Dim: rb / 4, RowBytes: rb}}
+	m := &Manifest{NumNodes: n, Features: Features{DataFile: DataFile{File: "features-1.bin", Size: n * rb, CRCSpan: rb}, DType: Float32, Dim: rb / 4, RowBytes: rb}}
 	data := randomBytes(1, n*rb)
-	s, err := NewStore(m, bytes.NewReader(data), nil, PageChecksums(data), nil)
+	s, err := NewStore(m, bytes.NewReader(data), nil, ChecksumsOf(data, rb), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

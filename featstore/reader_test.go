@@ -34,18 +34,17 @@ func (f *faultReader) ReadAt(p []byte, off int64) (int, error) {
 func TestReadRowsCoalescesAndFails(t *testing.T) {
 	const n, dim = 20000, 16
 	rows := randomBytes(15, n*dim)
-	m := &Manifest{NumNodes: n, Features: Features{DataFile: DataFile{File: "features-1.bin", Size: n * dim}, DType: Uint8, Dim: dim, RowBytes: dim}}
-	pages := PageChecksums(rows)
+	m := &Manifest{NumNodes: n, Features: Features{DataFile: DataFile{File: "features-1.bin", Size: n * dim, CRCSpan: dim}, DType: Uint8, Dim: dim, RowBytes: dim}}
+	crcs := ChecksumsOf(rows, dim)
 	newStore := func(r io.ReaderAt) *Store {
-		s, err := NewStore(m, r, nil, pages, nil)
+		s, err := NewStore(m, r, nil, crcs, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
 	// A dense sorted run: 5000 consecutive rows, shuffled, are 80000
-	// bytes: one read, of the 21 whole pages that hold them (bytes
-	// 12288..98303), each checked.
+	// bytes: one read.
 	ids := make([]uint32, 5000)
 	for i := range ids {
 		ids[i] = uint32(1000 + i)
@@ -62,17 +61,16 @@ func TestReadRowsCoalescesAndFails(t *testing.T) {
 			t.Fatalf("row %d differs", i)
 		}
 	}
-	if fr.reads.Load() != 1 || fr.bytes.Load() != 21*PageSize {
+	if fr.reads.Load() != 1 || fr.bytes.Load() != 5000*dim {
 		t.Fatalf("%d reads of %d bytes for one run of 5000 rows", fr.reads.Load(), fr.bytes.Load())
 	}
-	// Rows far apart are read one by one, never the gap between them: a
-	// page each (the last one, 20000·16 = 320000 = 78·4096 + 512, shorter).
+	// Rows far apart are read one by one, never the gap between them.
 	far := []uint32{19999, 0, 10000}
 	fr = &faultReader{r: bytes.NewReader(rows)}
 	if err := newStore(fr).ReadRows(far, dst); err != nil {
 		t.Fatal(err)
 	}
-	if fr.reads.Load() != 3 || fr.bytes.Load() != 2*PageSize+512 {
+	if fr.reads.Load() != 3 || fr.bytes.Load() != 3*dim {
 		t.Fatalf("%d reads of %d bytes for 3 distant rows", fr.reads.Load(), fr.bytes.Load())
 	}
 	boom := errors.New("EIO")

@@ -8,8 +8,8 @@ import (
 
 // Verify checks the feature store of graph directory dir completely: the
 // manifest (its checksum and consistency), its match with the graph, the
-// data files' sizes, their page checksums' files, every page's CRC-32C,
-// and every label. The first defect is returned as a *DefectError
+// data files' sizes, their checksums' files, every row's and label page's
+// CRC-32C, and every label. The first defect is returned as a *DefectError
 // (ErrCorrupt); a directory without a store gives an error wrapping
 // ErrNoFeatures.
 func Verify(dir string) error { return VerifyContext(context.Background(), dir) }
@@ -21,35 +21,37 @@ func VerifyContext(ctx context.Context, dir string) error {
 		return err
 	}
 	defer s.Close()
-	if err := verifyFile(ctx, s.feat, s.featPages, nil); err != nil {
+	if err := verifyFile(ctx, s.feat, s.featSum, nil); err != nil {
 		return err
 	}
 	if s.m.Labels != nil {
-		return verifyFile(ctx, s.lab, s.labPages, s.m.Labels)
+		return verifyFile(ctx, s.lab, s.labSum, s.m.Labels)
 	}
 	return nil
 }
 
-// verifyPiece is what verifyFile reads at once: many pages.
-const verifyPiece = 1024 * PageSize
+// verifyPiece is about what verifyFile reads at once: 4 MiB, in whole
+// spans.
+const verifyPiece = 4 << 20
 
-// verifyFile checks every page of one data file, read from r, against p;
+// verifyFile checks every span of one data file, read from r, against c;
 // labels, when not nil, says that it is the label file and what its
 // values must be.
-func verifyFile(ctx context.Context, r io.ReaderAt, p *Pages, labels *Labels) error {
-	df := p.df
-	buf := make([]byte, min(verifyPiece, df.Size))
+func verifyFile(ctx context.Context, r io.ReaderAt, c *Checksums, labels *Labels) error {
+	df := c.df
+	piece := max(1, verifyPiece/df.CRCSpan) * df.CRCSpan
+	buf := make([]byte, min(piece, df.Size))
 	var labeled uint32
 	maxLab := NoLabel
-	for off := int64(0); off < df.Size; off += verifyPiece {
+	for off := int64(0); off < df.Size; off += piece {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		b := buf[:min(verifyPiece, df.Size-off)]
+		b := buf[:min(piece, df.Size-off)]
 		if err := readFull(r, df, b, off); err != nil {
 			return err
 		}
-		if err := p.Check(off, b); err != nil {
+		if err := c.Check(off, b); err != nil {
 			return err
 		}
 		if labels == nil {

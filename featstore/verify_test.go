@@ -13,12 +13,12 @@ import (
 	"github.com/streamsampler/streamsampler/internal/crc32c"
 )
 
-// TestFlipCaughtOnEveryRead flips one byte in every page of both data
-// files in turn (the files keep their size): Open still succeeds (it
-// reads no rows), Verify names the file and the page, and ReadRows and
-// ReadLabels refuse every read that touches the page — naming the file,
-// the page's bytes and its rows — while reads of other pages succeed.
-// No read returns a wrong row or label.
+// TestFlipCaughtOnEveryRead flips one byte (the file's size kept) in rows
+// of the features — the first, the last, and every 37th — and in every
+// page of the labels, in turn: Open still succeeds (it reads no rows),
+// Verify names the file, the row (or the labels' rows) and the bytes, and
+// ReadRows and ReadLabels refuse every read that needs the span, while
+// reads of other spans succeed. No read returns a wrong row or label.
 func TestFlipCaughtOnEveryRead(t *testing.T) {
 	const n = 3000
 	dir := newGraph(t, n, false)
@@ -32,19 +32,26 @@ func TestFlipCaughtOnEveryRead(t *testing.T) {
 		}
 		path := filepath.Join(dir, df.File)
 		orig, _ := os.ReadFile(path)
-		for i := range df.Pages() {
-			off, size := df.PageRange(i)
-			at := off + (i*37)%size // a different byte of each page
+		for i := range df.Spans() {
+			if unit == 12 && i%37 != 0 && i != df.Spans()-1 {
+				continue
+			}
+			off, size := df.SpanRange(i)
+			at := off + (i*7)%size // a different byte of each span
 			b := append([]byte(nil), orig...)
 			b[at] ^= 0x10
 			os.WriteFile(path, b, 0o644)
 			err := Verify(dir)
 			var d *DefectError
-			if !errors.As(err, &d) || !errors.Is(err, ErrCorrupt) || d.File != df.File || d.Page != i || d.Off != off || d.End != off+size ||
-				d.FirstRow != off/unit || d.LastRow != (off+size-1)/unit {
-				t.Fatalf("%s page %d flipped: Verify = %v", df.File, i, err)
+			first, last := off/unit, (off+size-1)/unit
+			if !errors.As(err, &d) || !errors.Is(err, ErrCorrupt) || d.File != df.File || d.Span != i || d.Off != off || d.End != off+size ||
+				d.FirstRow != first || d.LastRow != last {
+				t.Fatalf("%s span %d flipped: Verify = %v", df.File, i, err)
 			}
-			msg := fmt.Sprintf("%s: page %d (bytes %d..%d, rows %d..%d): CRC-32C", df.File, i, off, off+size-1, off/unit, (off+size-1)/unit)
+			msg := fmt.Sprintf("%s: rows %d..%d (bytes %d..%d): CRC-32C", df.File, first, last, off, off+size-1)
+			if first == last {
+				msg = fmt.Sprintf("%s: row %d (bytes %d..%d): CRC-32C", df.File, first, off, off+size-1)
+			}
 			if !strings.Contains(err.Error(), msg) {
 				t.Fatalf("message %q, want it to contain %q", err, msg)
 			}
@@ -53,7 +60,7 @@ func TestFlipCaughtOnEveryRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			node := uint32(at / unit) // the row the flipped byte is in
-			far := (node + n/2) % n   // a row of another page
+			far := (node + n/2) % n   // a row of another span
 			x := make([]byte, 2*12)
 			y := make([]int32, 2)
 			read := func(ids ...uint32) error {
@@ -62,11 +69,17 @@ func TestFlipCaughtOnEveryRead(t *testing.T) {
 				}
 				return s.ReadLabels(ids, y)
 			}
-			if err := read(far, node); !errors.As(err, &d) || d.Page != i || d.File != df.File {
-				t.Fatalf("%s: read of node %d, whose page %d is flipped: %v", df.File, node, i, err)
+			if err := read(far, node); !errors.As(err, &d) || d.Span != i || d.File != df.File {
+				t.Fatalf("%s: read of node %d, whose span %d is flipped: %v", df.File, node, i, err)
 			}
 			if err := read(far); err != nil {
-				t.Fatalf("%s: read of node %d, page %d flipped: %v", df.File, far, i, err)
+				t.Fatalf("%s: read of node %d, span %d flipped: %v", df.File, far, i, err)
+			}
+			if unit == 12 {
+				// The rows beside it are read in the same run, unharmed.
+				if err := read(max(node, 1)-1, min(node+1, n-1)); node > 0 && node < n-1 && err != nil {
+					t.Fatalf("the rows beside node %d: %v", node, err)
+				}
 			}
 			s.Close()
 		}
@@ -77,34 +90,34 @@ func TestFlipCaughtOnEveryRead(t *testing.T) {
 	}
 }
 
-// TestFlipPageChecksums: a byte flipped in a .crc file (same size) is
-// refused by Open and Verify, naming the file, before any row is read.
-func TestFlipPageChecksums(t *testing.T) {
+// TestFlipChecksums: a byte flipped in a .crc file (its size kept) is
+// refused by Open and Verify, naming the file, before any row is read; so
+// is a .crc file truncated or missing.
+func TestFlipChecksums(t *testing.T) {
 	dir := newGraph(t, 5000, false)
 	m := pack(t, dir, Options{DType: Uint8, Dim: 9}, randomBytes(3, 45000), randomLabels(3, 5000, 3))
 	for _, df := range []*DataFile{&m.Features.DataFile, &m.Labels.DataFile} {
-		path := filepath.Join(dir, df.PageCRCs.File)
+		path := filepath.Join(dir, df.CRCs.File)
 		orig, _ := os.ReadFile(path)
-		for at := range orig {
+		for at := 0; at < len(orig); at += 1 + at/7 {
 			b := append([]byte(nil), orig...)
 			b[at] ^= 0x01
 			os.WriteFile(path, b, 0o644)
 			var d *DefectError
-			if _, err := Open(dir); !errors.As(err, &d) || d.File != df.PageCRCs.File || !strings.Contains(err.Error(), "features.json says") {
-				t.Fatalf("%s byte %d flipped: Open = %v", df.PageCRCs.File, at, err)
+			if _, err := Open(dir); !errors.As(err, &d) || d.File != df.CRCs.File || !strings.Contains(err.Error(), "features.json says") {
+				t.Fatalf("%s byte %d flipped: Open = %v", df.CRCs.File, at, err)
 			}
 			if err := Verify(dir); !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("%s byte %d flipped: Verify = %v", df.PageCRCs.File, at, err)
+				t.Fatalf("%s byte %d flipped: Verify = %v", df.CRCs.File, at, err)
 			}
 		}
-		os.WriteFile(path, orig, 0o644)
 		os.WriteFile(path, orig[:len(orig)-4], 0o644)
-		if _, err := Open(dir); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "4 per page") {
-			t.Fatalf("%s truncated: Open = %v", df.PageCRCs.File, err)
+		if _, err := Open(dir); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "4 per ") {
+			t.Fatalf("%s truncated: Open = %v", df.CRCs.File, err)
 		}
 		os.Remove(path)
-		if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), df.PageCRCs.File) {
-			t.Fatalf("%s missing: Open = %v", df.PageCRCs.File, err)
+		if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), df.CRCs.File) {
+			t.Fatalf("%s missing: Open = %v", df.CRCs.File, err)
 		}
 		os.WriteFile(path, orig, 0o644)
 	}
@@ -149,15 +162,15 @@ func forgeLabel(t *testing.T, dir string, m *Manifest, u int, l int32) {
 	b, _ := os.ReadFile(path)
 	binary.LittleEndian.PutUint32(b[4*u:], uint32(l))
 	os.WriteFile(path, b, 0o644)
-	crcs := PageChecksums(b)
+	crcs := ChecksumsOf(b, LabelCRCSpan)
 	cb := make([]byte, 4*len(crcs))
 	for i, c := range crcs {
 		binary.LittleEndian.PutUint32(cb[4*i:], c)
 	}
-	os.WriteFile(filepath.Join(dir, m.Labels.PageCRCs.File), cb, 0o644)
+	os.WriteFile(filepath.Join(dir, m.Labels.CRCs.File), cb, 0o644)
 	f := *m
 	lab := *m.Labels
-	lab.PageCRCs.CRC32C = crc32c.Checksum(cb)
+	lab.CRCs.CRC32C = crc32c.Checksum(cb)
 	f.Labels = &lab
 	writeManifest(t, dir, &f)
 }

@@ -112,14 +112,14 @@ func Create(dir string, o Options) (*Writer, error) {
 	rb := int64(o.Dim) * int64(o.DType.Size())
 	w.m = Manifest{
 		Version: FormatVersion, NumNodes: g.NumNodes, Graph: g.Fingerprint(), CreatedBy: o.CreatedBy,
-		Features: Features{DataFile: newDataFile("features", gen, o.FeatureSource, int64(g.NumNodes)*rb),
+		Features: Features{DataFile: newDataFile("features", gen, o.FeatureSource, int64(g.NumNodes)*rb, rb),
 			DType: o.DType, Dim: o.Dim, RowBytes: rb},
 	}
 	if w.feat, err = newDataWriter(dir, &w.m.Features.DataFile); err != nil {
 		return nil, err
 	}
 	if o.Labels {
-		w.m.Labels = &Labels{DataFile: newDataFile("labels", gen, o.LabelSource, int64(g.NumNodes)*4), DType: LabelDType}
+		w.m.Labels = &Labels{DataFile: newDataFile("labels", gen, o.LabelSource, int64(g.NumNodes)*4, LabelCRCSpan), DType: LabelDType}
 		if w.lab, err = newDataWriter(dir, &w.m.Labels.DataFile); err != nil {
 			w.Abort()
 			return nil, err
@@ -132,14 +132,14 @@ func Create(dir string, o Options) (*Writer, error) {
 	return w, nil
 }
 
-// newDataFile describes data file kind-gen.bin of size bytes (its page
-// checksums' CRC is filled as they are written).
-func newDataFile(kind string, gen int, source string, size int64) DataFile {
+// newDataFile describes data file kind-gen.bin of size bytes, a CRC per
+// span bytes (the .crc file's own CRC is filled as it is written).
+func newDataFile(kind string, gen int, source string, size, span int64) DataFile {
 	name := kind + "-" + strconv.Itoa(gen)
-	return DataFile{File: name + ".bin", Source: source, Size: size, PageSize: PageSize, PageCRCs: PageCRCFile{File: name + ".crc"}}
+	return DataFile{File: name + ".bin", Source: source, Size: size, CRCSpan: span, CRCs: CRCFile{File: name + ".crc"}}
 }
 
-// removeStale removes the data files, page checksums and temporaries of
+// removeStale removes the data files, their checksums and temporaries of
 // dir that keep does not name (left by a Writer that was killed, or by a
 // store that was replaced) and returns the largest generation found among
 // all of them, kept or not.
@@ -249,7 +249,7 @@ func (w *Writer) AppendLabels(labels []int32) error {
 }
 
 // Close checks that every row (and label) was appended, makes the data
-// files and their page checksums durable, checks the manifest as a reader
+// files and their checksums durable, checks the manifest as a reader
 // will (ErrBadManifest: nothing is replaced), gives the files their final
 // names and writes features.json atomically; then it removes the files of
 // the store it replaced. On error nothing of the new store remains and
@@ -354,17 +354,17 @@ func (w *Writer) Abort() error {
 // Manifest returns the manifest the Writer writes (complete after Close).
 func (w *Writer) Manifest() *Manifest { return &w.m }
 
-// dataWriter writes one data file under a temporary name, and its page
+// dataWriter writes one data file under a temporary name, and its
 // checksums (the .crc file) under another, computing the CRC-32C of each
-// page as the bytes pass: memory O(its buffers), whatever the file's size.
+// span as the bytes pass: memory O(its buffers), whatever the file's size.
 type dataWriter struct {
 	f, cf        *os.File
 	bw, cw       *bufio.Writer
 	tmp, final   string
 	ctmp, cfinal string
 	df           *DataFile
-	crc          uint32 // of the current page so far
-	fill         int64  // bytes of the current page so far
+	crc          uint32 // of the current span so far
+	fill         int64  // bytes of the current span so far
 	crcOfCRCs    uint32 // of the .crc file so far
 	written      int64
 	renamed      int // files renamed to their final names
@@ -376,7 +376,7 @@ const writeBuf = 1 << 20
 
 func newDataWriter(dir string, df *DataFile) (*dataWriter, error) {
 	d := &dataWriter{tmp: filepath.Join(dir, "."+df.File+".tmp"), final: filepath.Join(dir, df.File),
-		ctmp: filepath.Join(dir, "."+df.PageCRCs.File+".tmp"), cfinal: filepath.Join(dir, df.PageCRCs.File), df: df}
+		ctmp: filepath.Join(dir, "."+df.CRCs.File+".tmp"), cfinal: filepath.Join(dir, df.CRCs.File), df: df}
 	f, err := os.OpenFile(d.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("featstore: %w", err)
@@ -397,12 +397,12 @@ func (d *dataWriter) write(b []byte) error {
 		return fmt.Errorf("%w: %s: more than %d bytes", ErrShape, d.df.File, d.df.Size)
 	}
 	for rest := b; len(rest) > 0; {
-		k := min(int64(len(rest)), PageSize-d.fill)
+		k := min(int64(len(rest)), d.df.CRCSpan-d.fill)
 		d.crc = crc32c.Update(d.crc, rest[:k])
 		d.fill += k
 		rest = rest[k:]
-		if d.fill == PageSize {
-			if err := d.endPage(); err != nil {
+		if d.fill == d.df.CRCSpan {
+			if err := d.endSpan(); err != nil {
 				return err
 			}
 		}
@@ -414,31 +414,31 @@ func (d *dataWriter) write(b []byte) error {
 	return nil
 }
 
-// endPage appends the current page's CRC-32C to the .crc file.
-func (d *dataWriter) endPage() error {
+// endSpan appends the current span's CRC-32C to the .crc file.
+func (d *dataWriter) endSpan() error {
 	var w [4]byte
 	binary.LittleEndian.PutUint32(w[:], d.crc)
 	d.crcOfCRCs = crc32c.Update(d.crcOfCRCs, w[:])
 	d.crc, d.fill = 0, 0
 	if _, err := d.cw.Write(w[:]); err != nil {
-		return fmt.Errorf("featstore: writing %s: %w", d.df.PageCRCs.File, err)
+		return fmt.Errorf("featstore: writing %s: %w", d.df.CRCs.File, err)
 	}
 	return nil
 }
 
-// close ends the last page, then flushes, fsyncs and closes both
+// close ends the last span, then flushes, fsyncs and closes both
 // temporary files; the .crc file's CRC goes to the manifest.
 func (d *dataWriter) close() error {
 	var err error
 	if d.fill > 0 {
-		err = d.endPage()
+		err = d.endSpan()
 	}
-	d.df.PageCRCs.CRC32C = d.crcOfCRCs
+	d.df.CRCs.CRC32C = d.crcOfCRCs
 	for _, x := range []struct {
 		f    *os.File
 		bw   *bufio.Writer
 		name string
-	}{{d.f, d.bw, d.df.File}, {d.cf, d.cw, d.df.PageCRCs.File}} {
+	}{{d.f, d.bw, d.df.File}, {d.cf, d.cw, d.df.CRCs.File}} {
 		e := x.bw.Flush()
 		if e == nil {
 			e = x.f.Sync()

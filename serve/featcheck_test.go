@@ -165,8 +165,8 @@ func (c *sharedClient) splitBatch(split, index uint32) (Minibatch, error) {
 // TestServeCorruptStore: a byte flipped (the file's size unchanged) in
 // the row, or the label, of training node v, after the server opened the
 // store. Over a live server, through plain and shared-rows connections:
-// the next_batch, sample and split_batch replies whose rows or labels
-// need the page are errors naming the file and the page's bytes and rows
+// the next_batch, sample and split_batch replies that need the row (or
+// the label's page) are errors naming the file, the rows and their bytes
 // — the minibatch of seed v among them — and every reply delivered
 // carries the rows and labels the store was packed with. No wrong row or
 // label reaches the client.
@@ -190,14 +190,21 @@ func TestServeCorruptStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		file, at := fs.Manifest().Features.File, int64(v)*fs.RowBytes()+5
+		df, at := &fs.Manifest().Features.DataFile, int64(v)*fs.RowBytes()+5
 		if tc.labels {
-			file, at = fs.Manifest().Labels.File, 4*v+2
+			df, at = &fs.Manifest().Labels.DataFile, 4*v+2
 		}
+		file := df.File
 		b, _ := os.ReadFile(filepath.Join(dir, file))
 		b[at] ^= 0x40
 		os.WriteFile(filepath.Join(dir, file), b, 0o644)
-		defect := fmt.Sprintf("%s: page %d (bytes ", file, at/featstore.PageSize)
+		// The row (a row of the features, a page of the labels) and its
+		// bytes, named.
+		off, size := df.SpanRange(at / df.CRCSpan)
+		defect := fmt.Sprintf("%s: row %d (bytes %d..%d): CRC-32C", file, v, off, off+size-1)
+		if tc.labels {
+			defect = fmt.Sprintf("%s: rows %d..%d (bytes %d..%d): CRC-32C", file, off/4, (off+size-1)/4, off, off+size-1)
+		}
 
 		cfg := Config{
 			Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(3000, 3), Fanouts: []int{4, 3}, Seed: 2},

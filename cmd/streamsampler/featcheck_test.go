@@ -42,11 +42,11 @@ func forgeLabel(t *testing.T, graph string, u int, l int32) {
 	binary.LittleEndian.PutUint32(b[4*u:], uint32(l))
 	os.WriteFile(p, b, 0o644)
 	var cb []byte
-	for _, c := range featstore.PageChecksums(b) {
+	for _, c := range featstore.ChecksumsOf(b, m.Labels.CRCSpan) {
 		cb = binary.LittleEndian.AppendUint32(cb, c)
 	}
-	os.WriteFile(filepath.Join(graph, m.Labels.PageCRCs.File), cb, 0o644)
-	m.Labels.PageCRCs.CRC32C = crc32c.Checksum(cb)
+	os.WriteFile(filepath.Join(graph, m.Labels.CRCs.File), cb, 0o644)
+	m.Labels.CRCs.CRC32C = crc32c.Checksum(cb)
 	m.Checksum = m.ComputeChecksum()
 	j, _ := json.Marshal(m)
 	os.WriteFile(filepath.Join(graph, featstore.ManifestFile), j, 0o644)
@@ -67,10 +67,10 @@ func editManifest(t *testing.T, graph string, from, to string) {
 // TestFeaturesCheckedCLI: sample --features (npz to a file, and JSON) and
 // run --features over a store spoiled after it was packed — a byte of
 // seed 7's row or seed 14's label flipped (sizes kept), a label forged to
-// 999 of 10 classes with every checksum agreeing, features.json edited
+// 999 of 9 classes with every checksum agreeing, features.json edited
 // consistently (float16 dim 8 → int8 dim 16: the same row bytes), a
-// version 1 manifest — exit 1 naming the defect (the file, the page's
-// bytes and rows; the node; the checksum; the rebuild), write no output
+// version 1 manifest — exit 1 naming the defect (the file, the row or
+// rows and their bytes; the node; the checksum; the rebuild), write no output
 // file, and deliver no row (before: exit 0, x ≠ source[n_id], a label
 // 999 served).
 func TestFeaturesCheckedCLI(t *testing.T) {
@@ -81,9 +81,9 @@ func TestFeaturesCheckedCLI(t *testing.T) {
 		msg   string
 	}{
 		{"feature byte", func(t *testing.T, graph string) { spoilByte(t, graph, "features-1.bin", 7*16+10) },
-			"features-1.bin: page 0 (bytes 0..4095, rows 0..255): CRC-32C"},
+			"features-1.bin: row 7 (bytes 112..127): CRC-32C"},
 		{"label byte", func(t *testing.T, graph string) { spoilByte(t, graph, "labels-1.bin", 4*14+1) },
-			"labels-1.bin: page 0 (bytes 0..1199, rows 0..299): CRC-32C"},
+			"labels-1.bin: rows 0..299 (bytes 0..1199): CRC-32C"},
 		{"label 999", func(t *testing.T, graph string) { forgeLabel(t, graph, 14, 999) },
 			"node 14: label 999 out of range: want -1 (none) or 0..8 (num_classes 9)"},
 		{"manifest edit", func(t *testing.T, graph string) {
