@@ -19,8 +19,8 @@ const ManifestFile = "features.json"
 // whole file). A CRC per page would make a planned epoch checksum every
 // page it reads — 16.7 times the bytes of the rows it delivers, for
 // 256-byte rows scattered over the file — and cost it more
-// (BenchmarkCheckedEpoch in featrows, median of 5: +5.6% of an O_DIRECT
-// epoch and +15.5% from the page cache per page, against +2.5% and +9.2%
+// (BenchmarkCheckedEpoch in featrows, medians of 5: +5.6% of an O_DIRECT
+// epoch and +15.5% from the page cache per page, against +1.9% and +4.5%
 // per row; docs/PERFORMANCE.md). The CRCs take 4 bytes per node, held in
 // memory while the store is open (as an int32 per node does).
 //
