@@ -45,7 +45,10 @@ func ReadFeatures(graph string, fp chunkfmt.Fingerprint, b *epoch.Blocks) (*Feat
 		return nil, fmt.Errorf("%w: the feature store of %s was packed for a graph of %d nodes, %d edges (chunk CRCs %08x); the state was prepared from one of %d nodes, %d edges (chunk CRCs %08x)",
 			featstore.ErrGraphMismatch, graph, sg.NumNodes, sg.NumEdges, sg.ChunkCRCs, fp.NumNodes, fp.NumEdges, fp.ChunkCRCs)
 	}
-	rows := featrows.New(fs)
+	rows, err := featrows.New(fs)
+	if err != nil {
+		return nil, fmt.Errorf("sample --features: %w", err)
+	}
 	defer rows.Close()
 	f := &Features{NID: b.Nodes(), DType: fs.DType(), Dim: fs.Dim()}
 	f.X = make([]byte, int64(len(f.NID))*fs.RowBytes())

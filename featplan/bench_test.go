@@ -179,8 +179,11 @@ func BenchmarkReadRows(b *testing.B) {
 	}
 	defer buffered.Close()
 	m := &featstore.Manifest{NumNodes: numNodes, Features: featstore.Features{RowBytes: rowBytes,
-		DataFile: featstore.DataFile{File: filepath.Base(path), Size: numNodes * rowBytes}}}
-	st := featstore.NewStore(m, buffered, nil)
+		DataFile: featstore.DataFile{File: filepath.Base(path), Size: numNodes * rowBytes, CRCSpan: rowBytes}}}
+	st, err := featstore.NewStore(m, buffered, nil, featstore.ChecksumsOf(make([]byte, numNodes*rowBytes), rowBytes), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	evict := func() {
 		if err := unix.Fadvise(int(buffered.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 			b.Fatal(err)

@@ -49,6 +49,15 @@ type ExtentOptions struct {
 	// Depth is how many of a minibatch's extents a Reader reads at once
 	// (0 or 1: one after another). It does not change the extents.
 	Depth int
+	// Check, when not nil, checks every row read from the file before it
+	// is placed (in a minibatch or in the cache): it gets the row's offset
+	// (v·rowBytes) and its bytes, on the read's goroutine, concurrently
+	// with itself. An error fails the read, named by file and minibatch,
+	// and the row is not placed. featrows passes the feature store's
+	// per-row CRCs (featstore.Checksums.Check): the rows read from disk
+	// are checked once each, rows taken from the cache were when they
+	// were read. It does not change the extents.
+	Check func(off int64, b []byte) error
 }
 
 // DefaultExtentOptions are DefaultMaxGap, DefaultHoleBudget,

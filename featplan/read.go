@@ -207,15 +207,19 @@ func (r *Reader) copyHits(bp BatchPlan, dst []byte) {
 // minibatch), so the readers never write the same bytes.
 func (r *Reader) readExtents(b int, bp BatchPlan, dst []byte, keys []uint64, rows []uint32, ext []Extent) error {
 	rb := r.rowBytes
-	return r.readEach(fmt.Sprintf("minibatch %d", b), rows, ext, func(e Extent, buf []byte) {
+	return r.readEach(fmt.Sprintf("minibatch %d", b), rows, ext, func(e Extent, buf []byte) error {
 		for j := e.First; j < e.Last; j++ {
 			i := int(uint32(keys[j]))
 			src := buf[int64(rows[j])*rb-e.Offset:][:rb]
+			if err := r.check(rows[j], src); err != nil {
+				return err
+			}
 			copy(dst[int64(i)*rb:int64(i+1)*rb], src)
 			if s, ok := bp.Keep(i); ok {
 				copy(r.cache[int64(s)*rb:int64(s+1)*rb], src)
 			}
 		}
+		return nil
 	})
 }
 
@@ -229,10 +233,15 @@ func (r *Reader) readPreload() error {
 	if err != nil {
 		return err
 	}
-	err = r.readEach("preload", rows, ext, func(e Extent, buf []byte) {
+	err = r.readEach("preload", rows, ext, func(e Extent, buf []byte) error {
 		for j := e.First; j < e.Last; j++ {
-			copy(r.cache[int64(j)*rb:int64(j+1)*rb], buf[int64(rows[j])*rb-e.Offset:][:rb])
+			src := buf[int64(rows[j])*rb-e.Offset:][:rb]
+			if err := r.check(rows[j], src); err != nil {
+				return err
+			}
+			copy(r.cache[int64(j)*rb:int64(j+1)*rb], src)
 		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -245,12 +254,21 @@ func (r *Reader) readPreload() error {
 	return nil
 }
 
+// check checks row v's bytes src with ExtentOptions.Check, if any.
+func (r *Reader) check(v uint32, src []byte) error {
+	if r.opts.Check == nil {
+		return nil
+	}
+	return r.opts.Check(int64(v)*r.rowBytes, src)
+}
+
 // readEach reads the extents ext (over the sorted rows rows), up to Depth
 // at once, each on a goroutine with its own aligned buffer (a disk serves
 // several requests in flight far faster than one after another), and
 // calls place with each extent's bytes; place runs concurrently with
-// itself and must write disjoint memory. what names the reads in errors.
-func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e Extent, buf []byte)) error {
+// itself and must write disjoint memory, and its error (a row that
+// failed its check) fails the read. what names the reads in errors.
+func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e Extent, buf []byte) error) error {
 	rb := r.rowBytes
 	depth := min(max(1, r.opts.Depth), len(ext))
 	for len(r.bufs) < depth {
@@ -281,7 +299,10 @@ func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e
 					errs[w] = fmt.Errorf("featplan: %s: %s: read %d bytes at %d, want %d: %w", r.name, what, n, e.Offset, need, err)
 					return
 				}
-				place(e, buf)
+				if err := place(e, buf); err != nil {
+					errs[w] = fmt.Errorf("featplan: %s: %s: %w", r.name, what, err)
+					return
+				}
 			}
 		}()
 	}
@@ -337,11 +358,16 @@ func ReadRows(f io.ReaderAt, name string, rowBytes int64, nid []uint32, dst []by
 		return Report{}, err
 	}
 	r := &Reader{f: f, name: name, rowBytes: rowBytes, opts: o}
-	err = r.readEach("rows", rows, ext, func(e Extent, buf []byte) {
+	err = r.readEach("rows", rows, ext, func(e Extent, buf []byte) error {
 		for j := e.First; j < e.Last; j++ {
 			i := int64(uint32(keys[j]))
-			copy(dst[i*rowBytes:(i+1)*rowBytes], buf[int64(rows[j])*rowBytes-e.Offset:][:rowBytes])
+			src := buf[int64(rows[j])*rowBytes-e.Offset:][:rowBytes]
+			if err := r.check(rows[j], src); err != nil {
+				return err
+			}
+			copy(dst[i*rowBytes:(i+1)*rowBytes], src)
 		}
+		return nil
 	})
 	if err != nil {
 		return Report{}, err

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -323,6 +325,94 @@ func TestReaderForgottenNodes(t *testing.T) {
 		}
 		if ra, rb := a.Report(), b.Report(); ra != rb || ra.OptimumBytes == 0 {
 			t.Fatalf("reports differ:\n%+v\n%+v", ra, rb)
+		}
+	}
+}
+
+// TestCheck: ExtentOptions.Check sees every row read from the file, with
+// its offset and the file's bytes, before it is placed: every row
+// delivered — from disk, or from a cache slot a read filled — was
+// checked, and each row read is checked once per read. A check that
+// refuses one row fails the minibatch (and ReadRows) that reads it, with
+// its error wrapped, naming the file and the minibatch; minibatches that
+// do not need the row are delivered, even where their reads span it.
+func TestCheck(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, rowBytes := range []int64{12, 512, 5000} {
+		numNodes := uint32(2000)
+		path, data := writeFeatures(t, r, numNodes, rowBytes)
+		var mu sync.Mutex
+		checked := make([]bool, numNodes) // rows a check passed
+		check := func(off int64, b []byte) error {
+			if off%rowBytes != 0 || int64(len(b)) != rowBytes || !bytes.Equal(b, data[off:off+rowBytes]) {
+				return fmt.Errorf("check of %d bytes at %d: not a row of the file", len(b), off)
+			}
+			mu.Lock()
+			checked[off/rowBytes] = true
+			mu.Unlock()
+			return nil
+		}
+		f, _, err := OpenDirect(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		batches := randomBatches(r, 20, 150, numNodes, 1.2)
+		batches = append(batches, []uint32{numNodes - 1}) // the file's last bytes
+		for _, cache := range []int{0, 100, int(numNodes)} {
+			clear(checked)
+			p, err := NewPreloadedPlan(batches, numNodes, cache)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := DefaultExtentOptions()
+			o.Check = check
+			rd, err := NewReader(f, path, rowBytes, p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for b, nid := range batches {
+				dst := make([]byte, int64(len(nid))*rowBytes)
+				if _, err := rd.Next(dst); err != nil {
+					t.Fatalf("row %d, cache %d, minibatch %d: %v", rowBytes, cache, b, err)
+				}
+				for i, v := range nid {
+					if !checked[v] || !bytes.Equal(dst[int64(i)*rowBytes:][:rowBytes], data[int64(v)*rowBytes:][:rowBytes]) {
+						t.Fatalf("row %d, cache %d, minibatch %d: node %d delivered unchecked or wrong", rowBytes, cache, b, v)
+					}
+				}
+			}
+		}
+
+		// A check that refuses node 1000's row.
+		errBad := errors.New("row refused")
+		o := DefaultExtentOptions()
+		o.Check = func(off int64, b []byte) error {
+			if off == 1000*rowBytes {
+				return errBad
+			}
+			return nil
+		}
+		ps, err := NewPlan([][]uint32{{3, 999, 1001}, {1000, 7}, {5, 6}}, numNodes, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd, err := NewReader(f, path, rowBytes, ps, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]byte, 3*rowBytes)
+		if _, err := rd.Next(dst); err != nil {
+			t.Fatalf("row %d: the rows beside the refused one: %v", rowBytes, err)
+		}
+		if _, err := rd.Next(dst); !errors.Is(err, errBad) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "minibatch 1: ") {
+			t.Fatalf("row %d: the minibatch of the refused row: %v", rowBytes, err)
+		}
+		if _, err := ReadRows(f, path, rowBytes, []uint32{4, 1000}, dst, o); !errors.Is(err, errBad) {
+			t.Fatalf("row %d: ReadRows of the refused row: %v", rowBytes, err)
+		}
+		if _, err := ReadRows(f, path, rowBytes, []uint32{4, 999, 1001}, dst, o); err != nil {
+			t.Fatalf("row %d: ReadRows beside the refused row: %v", rowBytes, err)
 		}
 	}
 }

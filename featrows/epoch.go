@@ -4,22 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 
 	"github.com/streamsampler/streamsampler/featplan"
-	"github.com/streamsampler/streamsampler/featstore"
 )
 
-// Epoch executes one epoch's plan: a featplan.Reader over the feature file
-// opened O_DIRECT, and the turn that orders its minibatches.
+// Epoch executes one epoch's plan: a featplan.Reader over the Executor's
+// feature file (opened O_DIRECT), and the turn that orders its
+// minibatches.
 type Epoch struct {
 	e        uint32
 	path     string
 	rowBytes int64
 	plan     *featplan.Plan
-	f        *os.File
 	direct   bool
 	closed   atomic.Bool
 
@@ -34,21 +32,13 @@ type Epoch struct {
 	moved chan struct{} // closed (and replaced) whenever next, err or closed changes
 }
 
-func openEpoch(fs *featstore.Store, e uint32, p *featplan.Plan, opts featplan.ExtentOptions) (*Epoch, error) {
-	path := fs.FeaturesPath()
-	if path == "" {
-		return nil, fmt.Errorf("featrows: epoch %d: the store has no feature file to open (featstore.NewStore)", e)
-	}
-	f, direct, err := featplan.OpenDirect(path)
+// openEpoch starts epoch e's reads under plan p, from x's feature file.
+func (x *Executor) openEpoch(e uint32, p *featplan.Plan) (*Epoch, error) {
+	r, err := featplan.NewReader(x.planned, x.path, x.fs.RowBytes(), p, x.opts)
 	if err != nil {
 		return nil, fmt.Errorf("featrows: epoch %d: %w", e, err)
 	}
-	r, err := featplan.NewReader(f, path, fs.RowBytes(), p, opts)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("featrows: epoch %d: %w", e, err)
-	}
-	return &Epoch{e: e, path: path, rowBytes: fs.RowBytes(), plan: p, f: f, direct: direct, r: r, moved: make(chan struct{})}, nil
+	return &Epoch{e: e, path: x.path, rowBytes: x.fs.RowBytes(), plan: p, direct: x.direct, r: r, moved: make(chan struct{})}, nil
 }
 
 // Direct reports whether the epoch's feature file is read with O_DIRECT
@@ -201,9 +191,9 @@ func (ep *Epoch) Report() featplan.Report {
 	return ep.r.Report()
 }
 
-// Close closes the epoch's feature file, after any read in progress;
-// minibatches waiting for their turn, and later ones, fail with ErrClosed.
-// Closing twice is a no-op.
+// Close ends the epoch's reads, after any read in progress (the file is
+// the Executor's, and stays open); minibatches waiting for their turn,
+// and later ones, fail with ErrClosed. Closing twice is a no-op.
 func (ep *Epoch) Close() error {
 	ep.mu.Lock()
 	if ep.closed.Swap(true) {
@@ -212,10 +202,8 @@ func (ep *Epoch) Close() error {
 	}
 	ep.wakeLocked()
 	ep.mu.Unlock()
+	// Once the read in progress, if any, is over, the epoch reads no more.
 	ep.rmu.Lock()
 	defer ep.rmu.Unlock()
-	if err := ep.f.Close(); err != nil {
-		return fmt.Errorf("featrows: %s: epoch %d: %w", ep.path, ep.e, err)
-	}
 	return nil
 }

@@ -3,6 +3,9 @@ package featrows
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"sync"
 
 	"github.com/streamsampler/streamsampler/featplan"
@@ -22,13 +25,29 @@ var (
 	// ErrTurn: a minibatch outside the plan, or one whose turn has
 	// passed (each minibatch takes its turn once).
 	ErrTurn = errors.New("featrows: not this minibatch's turn")
+	// ErrReplaced: the store's feature file was replaced or removed
+	// (chunkify features --force) between featstore.Open and New: its
+	// path names another file than the store opened, or none. Open the
+	// store again.
+	ErrReplaced = errors.New("featrows: the feature store was replaced since it was opened")
 )
 
-// Executor delivers the feature rows and labels of one feature store. Its
-// methods are safe for concurrent use.
+// Executor delivers the feature rows and labels of one feature store, at
+// the generation the store was opened at, for its whole life: its planned
+// reads go through one descriptor of the feature file, opened O_DIRECT by
+// New and closed by Close, so a store replaced meanwhile (chunkify
+// features --force, which removes the old generation's files) is still
+// read whole — every epoch, planned or not — until the caller opens the
+// new one on purpose. Every row is checked against its CRC-32C before it
+// is delivered, every label against its page's and num_classes.
+// Its methods are safe for concurrent use.
 type Executor struct {
-	fs   *featstore.Store
-	opts featplan.ExtentOptions
+	fs      *featstore.Store
+	opts    featplan.ExtentOptions
+	path    string      // the feature file's path, in errors
+	planned io.ReaderAt // the planned reads' file: O_DIRECT where it can be
+	direct  bool
+	file    *os.File // planned's, when New opened it
 
 	mu     sync.Mutex
 	epochs map[uint32]*Epoch
@@ -36,11 +55,54 @@ type Executor struct {
 	closed bool
 }
 
-// New returns an Executor over fs, which stays the caller's (Close leaves
-// it open). Its planned reads open fs's feature file (FeaturesPath)
-// again, O_DIRECT; its direct reads go through fs's own file.
-func New(fs *featstore.Store) *Executor {
-	return &Executor{fs: fs, opts: featplan.DefaultExtentOptions(), epochs: map[uint32]*Epoch{}}
+// New returns an Executor over st, which stays the caller's (Close leaves
+// it open). It opens st's feature file (FeaturesPath) again, O_DIRECT,
+// for its planned reads, and checks that it is the very file st opened
+// (else ErrReplaced); its direct reads go through st's own file. A store
+// without a path (featstore.NewStore) is read through its own reader.
+// Every row is checked with st's per-row CRCs before it is delivered
+// (featplan's ExtentOptions.Check).
+func New(st *featstore.Store) (*Executor, error) {
+	x := &Executor{fs: st, opts: featplan.DefaultExtentOptions(), epochs: map[uint32]*Epoch{},
+		path: st.FeaturesPath(), planned: st.FeatureReader()}
+	x.opts.Check = st.FeatureChecksums().Check
+	if x.path == "" {
+		x.path = st.Manifest().Features.File
+		return x, nil
+	}
+	f, direct, err := featplan.OpenDirect(x.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %w", ErrReplaced, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("featrows: %w", err)
+	}
+	if err := sameFile(f, st.FeatureReader()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrReplaced, x.path, err)
+	}
+	x.planned, x.direct, x.file = f, direct, f
+	return x, nil
+}
+
+// sameFile reports whether f and r (the store's reader) are one file.
+func sameFile(f *os.File, r io.ReaderAt) error {
+	sf, ok := r.(interface{ Stat() (os.FileInfo, error) })
+	if !ok {
+		return nil // a reader of the caller's: nothing to compare
+	}
+	a, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	b, err := sf.Stat()
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(a, b) {
+		return errors.New("the path now names another file than the store opened")
+	}
+	return nil
 }
 
 // Epoch returns the reads of epoch e under plan p, opening them on first
@@ -64,7 +126,7 @@ func (x *Executor) Epoch(e uint32, p *featplan.Plan) (*Epoch, error) {
 	if p == nil {
 		return nil, fmt.Errorf("featrows: epoch %d has no feature plan", e)
 	}
-	ep, err := openEpoch(x.fs, e, p, x.opts)
+	ep, err := x.openEpoch(e, p)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +153,7 @@ func (x *Executor) Epoch(e uint32, p *featplan.Plan) (*Epoch, error) {
 // split read every epoch) finds its rows there (BenchmarkReadRows in
 // featplan: cold, no slower than O_DIRECT; warm, several times faster).
 func (x *Executor) ReadDirect(nodes []uint32, dst []byte) (featplan.Report, error) {
-	rep, err := featplan.ReadRows(x.fs.FeatureReader(), x.fs.FeaturesPath(), x.fs.RowBytes(), nodes, dst, x.opts)
+	rep, err := featplan.ReadRows(x.fs.FeatureReader(), x.path, x.fs.RowBytes(), nodes, dst, x.opts)
 	if err != nil {
 		return rep, fmt.Errorf("featrows: %d rows read directly: %w", len(nodes), err)
 	}
@@ -116,15 +178,24 @@ func (x *Executor) Labels(seeds []uint32, dst []int32) ([]int32, error) {
 }
 
 // Close closes every epoch's reads (their waiting minibatches return
-// ErrClosed); later calls of Epoch fail. The store stays open.
+// ErrClosed), then the feature file New opened; later calls of Epoch
+// fail. The store stays open. Closing twice is a no-op.
 func (x *Executor) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.closed {
+		return nil
+	}
 	x.closed = true
 	var errs []error
 	for e, ep := range x.epochs {
 		errs = append(errs, ep.Close())
 		delete(x.epochs, e)
+	}
+	if x.file != nil {
+		if err := x.file.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("featrows: %s: %w", x.path, err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -20,10 +20,10 @@ import (
 // store writes a graph of n nodes (a path) with a feature store of random
 // rows of dim float32 (and, with labels, random labels, some missing) and
 // opens the store.
-func store(t *testing.T, n uint32, dim int, labels bool) *featstore.Store {
+func store(t testing.TB, n uint32, dim int, labels bool) *featstore.Store {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "g")
-	w, err := chunkfmt.NewWriter(dir, n, 4096, chunkfmt.Options{})
+	w, err := chunkfmt.NewWriter(dir, n, 1<<20, chunkfmt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +69,17 @@ func store(t *testing.T, n uint32, dim int, labels bool) *featstore.Store {
 	}
 	t.Cleanup(func() { fs.Close() })
 	return fs
+}
+
+// newExec returns an Executor over fs, closed with the test.
+func newExec(t *testing.T, fs *featstore.Store) *Executor {
+	t.Helper()
+	x, err := New(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	return x
 }
 
 // batches returns nb minibatches of up to maxLen distinct nodes of n,
@@ -133,7 +144,7 @@ func TestPlannedRows(t *testing.T) {
 		t.Run(fmt.Sprintf("cache%d/forget%v/readers%d", tc.cache, tc.forget, tc.readers), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(tc.cache), uint64(tc.readers)))
 			bs := batches(r, 40, 120, n)
-			x := New(fs)
+			x := newExec(t, fs)
 			defer x.Close()
 			ep, err := x.Epoch(3, plan(t, fs, bs, tc.cache, tc.forget))
 			if err != nil {
@@ -205,7 +216,7 @@ func TestTurnsPassedWithoutDelivery(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bs := batches(rand.New(rand.NewPCG(5, 6)), 8, 200, n)
-			x := New(fs)
+			x := newExec(t, fs)
 			defer x.Close()
 			ep, err := x.Epoch(0, plan(t, fs, bs, 100, tc.forget))
 			if err != nil {
@@ -261,7 +272,7 @@ func TestTurnErrors(t *testing.T) {
 	read := func(ep *Epoch, i int, nodes []uint32) error {
 		return ep.Read(ctx, i, nodes, make([]byte, int64(len(nodes))*fs.RowBytes()))
 	}
-	x := New(fs)
+	x := newExec(t, fs)
 	defer x.Close()
 
 	ep, err := x.Epoch(0, plan(t, fs, bs, 20, false))
@@ -313,7 +324,7 @@ func TestEpochLifecycle(t *testing.T) {
 	fs := store(t, n, 4, false)
 	bs := batches(rand.New(rand.NewPCG(3, 4)), 4, 40, n)
 	p := plan(t, fs, bs, 0, false)
-	x := New(fs)
+	x := newExec(t, fs)
 	if _, err := x.Epoch(0, nil); err == nil {
 		t.Fatal("an epoch without a plan opened")
 	}
@@ -378,7 +389,7 @@ func TestDirectAndLabels(t *testing.T) {
 	for _, labels := range []bool{true, false} {
 		t.Run(fmt.Sprintf("labels%v", labels), func(t *testing.T) {
 			fs := store(t, n, 7, labels)
-			x := New(fs)
+			x := newExec(t, fs)
 			defer x.Close()
 			nodes := []uint32{999, 3, 500, 4, 0, 501}
 			dst := make([]byte, int64(len(nodes))*fs.RowBytes())

@@ -117,9 +117,9 @@ var graphFiles = []string{"chunks.info", "edges.chunks", "manifest.json"}
 
 // storeFiles are graphFiles plus a store of generation gen.
 func storeFiles(gen string, labels bool) []string {
-	f := append(slices.Clone(graphFiles), "features-"+gen+".bin", ManifestFile)
+	f := append(slices.Clone(graphFiles), "features-"+gen+".bin", "features-"+gen+".crc", ManifestFile)
 	if labels {
-		f = append(f, "labels-"+gen+".bin")
+		f = append(f, "labels-"+gen+".bin", "labels-"+gen+".crc")
 	}
 	slices.Sort(f)
 	return f

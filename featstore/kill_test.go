@@ -29,7 +29,7 @@ func TestWriterKilledAtEveryStep(t *testing.T) {
 			}
 			return nil
 		})
-		pack(t, dir, Options{DType: Float32, Dim: 8, BlockSize: 4096, Force: true}, randomBytes(7, 500*32), randomLabels(7, 500, 4))
+		pack(t, dir, Options{DType: Float32, Dim: 8, Force: true}, randomBytes(7, 500*32), randomLabels(7, 500, 4))
 		t.Fatal("not killed")
 	}
 	if runtime.GOOS != "linux" {
@@ -40,7 +40,7 @@ func TestWriterKilledAtEveryStep(t *testing.T) {
 		for _, step := range []string{stepCreate, stepAppend, stepSync, stepRename, stepManifest, stepCleanup} {
 			dir := newGraph(t, 500, true)
 			if withOld {
-				pack(t, dir, Options{DType: Float32, Dim: 8, BlockSize: 4096}, old, nil)
+				pack(t, dir, Options{DType: Float32, Dim: 8}, old, nil)
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestWriterKilledAtEveryStep$")
 			cmd.Env = append(os.Environ(), "FEATSTORE_KILL_DIR="+dir, "FEATSTORE_KILL_STEP="+step)
@@ -75,7 +75,7 @@ func TestWriterKilledAtEveryStep(t *testing.T) {
 				}
 			}
 			next := randomBytes(9, 500*32)
-			pack(t, dir, Options{DType: Float32, Dim: 8, BlockSize: 4096, Force: true}, next, nil)
+			pack(t, dir, Options{DType: Float32, Dim: 8, Force: true}, next, nil)
 			m, err = ReadManifest(dir)
 			if err != nil {
 				t.Fatal(err)

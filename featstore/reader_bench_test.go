@@ -11,8 +11,12 @@ import (
 // and copying, without the disk.
 func BenchmarkReadRows(b *testing.B) {
 	const n, rb = 100000, 512
-	m := &Manifest{NumNodes: n, Features: Features{DataFile: DataFile{File: "features-1.bin", Size: n * rb, BlockSize: 4096}, DType: Float32, Dim: rb / 4, RowBytes: rb}}
-	s := NewStore(m, bytes.NewReader(randomBytes(1, n*rb)), nil)
+	m := &Manifest{NumNodes: n, Features: Features{DataFile: DataFile{File: "features-1.bin", Size: n * rb, CRCSpan: rb}, DType: Float32, Dim: rb / 4, RowBytes: rb}}
+	data := randomBytes(1, n*rb)
+	s, err := NewStore(m, bytes.NewReader(data), nil, ChecksumsOf(data, rb), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	r := rand.New(rand.NewPCG(2, 2))
 	ids := make([]uint32, 1024)
 	for i := range ids {

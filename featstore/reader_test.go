@@ -34,7 +34,15 @@ func (f *faultReader) ReadAt(p []byte, off int64) (int, error) {
 func TestReadRowsCoalescesAndFails(t *testing.T) {
 	const n, dim = 20000, 16
 	rows := randomBytes(15, n*dim)
-	m := &Manifest{NumNodes: n, Features: Features{DataFile: DataFile{File: "features-1.bin", Size: n * dim, BlockSize: 4096}, DType: Uint8, Dim: dim, RowBytes: dim}}
+	m := &Manifest{NumNodes: n, Features: Features{DataFile: DataFile{File: "features-1.bin", Size: n * dim, CRCSpan: dim}, DType: Uint8, Dim: dim, RowBytes: dim}}
+	crcs := ChecksumsOf(rows, dim)
+	newStore := func(r io.ReaderAt) *Store {
+		s, err := NewStore(m, r, nil, crcs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
 	// A dense sorted run: 5000 consecutive rows, shuffled, are 80000
 	// bytes: one read.
 	ids := make([]uint32, 5000)
@@ -43,7 +51,7 @@ func TestReadRowsCoalescesAndFails(t *testing.T) {
 	}
 	rand.New(rand.NewPCG(1, 1)).Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 	fr := &faultReader{r: bytes.NewReader(rows)}
-	s := NewStore(m, fr, nil)
+	s := newStore(fr)
 	dst := make([]byte, len(ids)*dim)
 	if err := s.ReadRows(ids, dst); err != nil {
 		t.Fatal(err)
@@ -59,7 +67,7 @@ func TestReadRowsCoalescesAndFails(t *testing.T) {
 	// Rows far apart are read one by one, never the gap between them.
 	far := []uint32{19999, 0, 10000}
 	fr = &faultReader{r: bytes.NewReader(rows)}
-	if err := NewStore(m, fr, nil).ReadRows(far, dst); err != nil {
+	if err := newStore(fr).ReadRows(far, dst); err != nil {
 		t.Fatal(err)
 	}
 	if fr.reads.Load() != 3 || fr.bytes.Load() != 3*dim {
@@ -67,11 +75,11 @@ func TestReadRowsCoalescesAndFails(t *testing.T) {
 	}
 	boom := errors.New("EIO")
 	fr = &faultReader{r: bytes.NewReader(rows), failAt: 2, err: boom}
-	if err := NewStore(m, fr, nil).ReadRows(far, dst); !errors.Is(err, boom) {
+	if err := newStore(fr).ReadRows(far, dst); !errors.Is(err, boom) {
 		t.Fatalf("read error: %v", err)
 	}
 	fr = &faultReader{r: bytes.NewReader(rows), failAt: 1}
-	if err := NewStore(m, fr, nil).ReadRows(far, dst); !errors.Is(err, ErrCorrupt) {
+	if err := newStore(fr).ReadRows(far, dst); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("short read: %v", err)
 	}
 	if err := s.ReadRows([]uint32{n}, dst); err == nil {

@@ -25,8 +25,7 @@ type Options struct {
 	Labels        bool   // labels follow through AppendLabels
 	FeatureSource string // the input's name, recorded in the manifest
 	LabelSource   string
-	BlockSize     int64 // span of each CRC-32C; 0: DefaultBlockSize
-	Force         bool  // replace an existing store (atomically, at Close)
+	Force         bool // replace an existing store (atomically, at Close)
 	CreatedBy     string
 }
 
@@ -77,31 +76,25 @@ func Create(dir string, o Options) (*Writer, error) {
 	if o.Dim <= 0 || o.Dim > MaxDim {
 		return nil, fmt.Errorf("%w: dim %d: want 1..%d", ErrShape, o.Dim, MaxDim)
 	}
-	if o.BlockSize == 0 {
-		o.BlockSize = DefaultBlockSize
-	}
-	if o.BlockSize < 0 || o.BlockSize%blockAlign != 0 {
-		return nil, fmt.Errorf("featstore: block size %d: want a positive multiple of %d", o.BlockSize, blockAlign)
-	}
-	cur, err := ReadManifest(dir)
-	switch {
-	case err == nil || errors.Is(err, ErrBadManifest):
+	// The current store's files are kept until the new manifest lands,
+	// those of an invalid manifest too (another version, an edited one):
+	// they may be the only copy of the rows, or the input being packed.
+	var cur []string
+	switch b, err := os.ReadFile(filepath.Join(dir, ManifestFile)); {
+	case err == nil:
 		if !o.Force {
 			return nil, fmt.Errorf("%w: %s (use --force to replace it)", ErrExists, filepath.Join(dir, ManifestFile))
 		}
-	case errors.Is(err, ErrNoFeatures):
+		cur = namedFiles(b)
+	case errors.Is(err, fs.ErrNotExist):
 	default:
-		return nil, err
+		return nil, fmt.Errorf("featstore: reading manifest: %w", err)
 	}
 	w := &Writer{dir: dir, maxLab: -1}
 	keep := map[string]bool{}
-	if cur != nil {
-		keep[cur.Features.File] = true
-		w.old = append(w.old, cur.Features.File)
-		if cur.Labels != nil {
-			keep[cur.Labels.File] = true
-			w.old = append(w.old, cur.Labels.File)
-		}
+	for _, f := range cur {
+		keep[f] = true
+		w.old = append(w.old, f)
 	}
 	gen, err := removeStale(dir, keep)
 	if err != nil {
@@ -111,14 +104,14 @@ func Create(dir string, o Options) (*Writer, error) {
 	rb := int64(o.Dim) * int64(o.DType.Size())
 	w.m = Manifest{
 		Version: FormatVersion, NumNodes: g.NumNodes, Graph: g.Fingerprint(), CreatedBy: o.CreatedBy,
-		Features: Features{DataFile: DataFile{File: dataFile("features", gen), Source: o.FeatureSource, Size: int64(g.NumNodes) * rb, BlockSize: o.BlockSize},
+		Features: Features{DataFile: newDataFile("features", gen, o.FeatureSource, int64(g.NumNodes)*rb, rb),
 			DType: o.DType, Dim: o.Dim, RowBytes: rb},
 	}
 	if w.feat, err = newDataWriter(dir, &w.m.Features.DataFile); err != nil {
 		return nil, err
 	}
 	if o.Labels {
-		w.m.Labels = &Labels{DataFile: DataFile{File: dataFile("labels", gen), Source: o.LabelSource, Size: int64(g.NumNodes) * 4, BlockSize: o.BlockSize}, DType: LabelDType}
+		w.m.Labels = &Labels{DataFile: newDataFile("labels", gen, o.LabelSource, int64(g.NumNodes)*4, LabelCRCSpan), DType: LabelDType}
 		if w.lab, err = newDataWriter(dir, &w.m.Labels.DataFile); err != nil {
 			w.Abort()
 			return nil, err
@@ -131,12 +124,17 @@ func Create(dir string, o Options) (*Writer, error) {
 	return w, nil
 }
 
-func dataFile(kind string, gen int) string { return kind + "-" + strconv.Itoa(gen) + ".bin" }
+// newDataFile describes data file kind-gen.bin of size bytes, a CRC per
+// span bytes (the .crc file's own CRC is filled as it is written).
+func newDataFile(kind string, gen int, source string, size, span int64) DataFile {
+	name := kind + "-" + strconv.Itoa(gen)
+	return DataFile{File: name + ".bin", Source: source, Size: size, CRCSpan: span, CRCs: CRCFile{File: name + ".crc"}}
+}
 
-// removeStale removes the data files and temporaries of dir that keep
-// does not name (left by a Writer that was killed, or by a store that
-// was replaced) and returns the largest generation found among all data
-// files, kept or not.
+// removeStale removes the data files, their checksums and temporaries of
+// dir that keep does not name (left by a Writer that was killed, or by a
+// store that was replaced) and returns the largest generation found among
+// all of them, kept or not.
 func removeStale(dir string, keep map[string]bool) (int, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -150,9 +148,8 @@ func removeStale(dir string, keep map[string]bool) (int, error) {
 		if !isTemp && !dataName.MatchString(name) && !strings.HasPrefix(name, "."+ManifestFile+".tmp-") {
 			continue
 		}
-		if dataName.MatchString(base) {
-			i := strings.IndexByte(base, '-')
-			if g, err := strconv.Atoi(strings.TrimSuffix(base[i+1:], ".bin")); err == nil {
+		if m := dataName.FindStringSubmatch(base); m != nil {
+			if g, err := strconv.Atoi(m[2]); err == nil {
 				gen = max(gen, g)
 			}
 		}
@@ -205,8 +202,9 @@ func (w *Writer) Append(rows []byte) error {
 	return nil
 }
 
-// AppendLabels writes labels, in node order: each NoLabel or >= 0, no
-// more than NumNodes in all. Only for a Writer created with Labels.
+// AppendLabels writes labels, in node order: each NoLabel or a class id
+// 0..2^31−1, no more than NumNodes in all. Only for a Writer created with
+// Labels.
 func (w *Writer) AppendLabels(labels []int32) error {
 	if w.done {
 		return ErrClosed
@@ -243,9 +241,11 @@ func (w *Writer) AppendLabels(labels []int32) error {
 }
 
 // Close checks that every row (and label) was appended, makes the data
-// files durable, gives them their final names and writes features.json
-// atomically; then it removes the data files of the store it replaced.
-// On error nothing of the new store remains and the old one is intact.
+// files and their checksums durable, checks the manifest as a reader
+// will (ErrBadManifest: nothing is replaced), gives the files their final
+// names and writes features.json atomically; then it removes the files of
+// the store it replaced. On error nothing of the new store remains and
+// the old one is intact.
 func (w *Writer) Close() error {
 	if w.done {
 		return ErrClosed
@@ -273,7 +273,8 @@ func (w *Writer) finish() error {
 		if w.labels != uint64(w.m.NumNodes) {
 			return fmt.Errorf("%w: %d labels written, the graph has %d nodes", ErrShape, w.labels, w.m.NumNodes)
 		}
-		w.m.Labels.NumClasses = w.maxLab + 1
+		// int64: the largest label, 2^31−1, gives 2^31 classes.
+		w.m.Labels.NumClasses = int64(w.maxLab) + 1
 	}
 	if err := hook(stepSync); err != nil {
 		return err
@@ -285,6 +286,13 @@ func (w *Writer) finish() error {
 			}
 		}
 	}
+	// The manifest is complete: check it as a reader will before anything
+	// is renamed, so that a store no reader would accept never replaces
+	// the one in place.
+	w.m.Checksum = w.m.ComputeChecksum()
+	if err := w.m.Validate(); err != nil {
+		return fmt.Errorf("%w: the store packed would be refused: %v", ErrBadManifest, err)
+	}
 	for i, d := range []*dataWriter{w.feat, w.lab} {
 		if d == nil {
 			continue
@@ -294,10 +302,9 @@ func (w *Writer) finish() error {
 				return err
 			}
 		}
-		if err := os.Rename(d.tmp, d.final); err != nil {
-			return fmt.Errorf("featstore: %w", err)
+		if err := d.rename(); err != nil {
+			return err
 		}
-		d.renamed = true
 	}
 	if err := atomicfile.SyncDir(w.dir); err != nil {
 		return fmt.Errorf("featstore: %w", err)
@@ -339,30 +346,41 @@ func (w *Writer) Abort() error {
 // Manifest returns the manifest the Writer writes (complete after Close).
 func (w *Writer) Manifest() *Manifest { return &w.m }
 
-// dataWriter writes one data file under a temporary name, computing the
-// CRC-32C of each block as the bytes pass.
+// dataWriter writes one data file under a temporary name, and its
+// checksums (the .crc file) under another, computing the CRC-32C of each
+// span as the bytes pass: memory O(its buffers), whatever the file's size.
 type dataWriter struct {
-	f          *os.File
-	bw         *bufio.Writer
-	tmp, final string
-	df         *DataFile
-	crc        uint32
-	fill       int64 // bytes of the current block so far
-	written    int64
-	renamed    bool
-	closed     bool
+	f, cf        *os.File
+	bw, cw       *bufio.Writer
+	tmp, final   string
+	ctmp, cfinal string
+	df           *DataFile
+	crc          uint32 // of the current span so far
+	fill         int64  // bytes of the current span so far
+	crcOfCRCs    uint32 // of the .crc file so far
+	written      int64
+	renamed      int // files renamed to their final names
+	closed       bool
 }
 
 // writeBuf is the write buffer of a data file: large writes, O(1) memory.
 const writeBuf = 1 << 20
 
 func newDataWriter(dir string, df *DataFile) (*dataWriter, error) {
-	d := &dataWriter{tmp: filepath.Join(dir, "."+df.File+".tmp"), final: filepath.Join(dir, df.File), df: df}
+	d := &dataWriter{tmp: filepath.Join(dir, "."+df.File+".tmp"), final: filepath.Join(dir, df.File),
+		ctmp: filepath.Join(dir, "."+df.CRCs.File+".tmp"), cfinal: filepath.Join(dir, df.CRCs.File), df: df}
 	f, err := os.OpenFile(d.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("featstore: %w", err)
 	}
+	cf, err := os.OpenFile(d.ctmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		f.Close()
+		os.Remove(d.tmp)
+		return nil, fmt.Errorf("featstore: %w", err)
+	}
 	d.f, d.bw = f, bufio.NewWriterSize(f, writeBuf)
+	d.cf, d.cw = cf, bufio.NewWriterSize(cf, 64<<10)
 	return d, nil
 }
 
@@ -371,13 +389,14 @@ func (d *dataWriter) write(b []byte) error {
 		return fmt.Errorf("%w: %s: more than %d bytes", ErrShape, d.df.File, d.df.Size)
 	}
 	for rest := b; len(rest) > 0; {
-		k := min(int64(len(rest)), d.df.BlockSize-d.fill)
+		k := min(int64(len(rest)), d.df.CRCSpan-d.fill)
 		d.crc = crc32c.Update(d.crc, rest[:k])
 		d.fill += k
 		rest = rest[k:]
-		if d.fill == d.df.BlockSize {
-			d.df.BlockCRCs = append(d.df.BlockCRCs, d.crc)
-			d.crc, d.fill = 0, 0
+		if d.fill == d.df.CRCSpan {
+			if err := d.endSpan(); err != nil {
+				return err
+			}
 		}
 	}
 	if _, err := d.bw.Write(b); err != nil {
@@ -387,25 +406,53 @@ func (d *dataWriter) write(b []byte) error {
 	return nil
 }
 
-// close flushes, fsyncs and closes the temporary file.
+// endSpan appends the current span's CRC-32C to the .crc file.
+func (d *dataWriter) endSpan() error {
+	var w [4]byte
+	binary.LittleEndian.PutUint32(w[:], d.crc)
+	d.crcOfCRCs = crc32c.Update(d.crcOfCRCs, w[:])
+	d.crc, d.fill = 0, 0
+	if _, err := d.cw.Write(w[:]); err != nil {
+		return fmt.Errorf("featstore: writing %s: %w", d.df.CRCs.File, err)
+	}
+	return nil
+}
+
+// close ends the last span, then flushes, fsyncs and closes both
+// temporary files; the .crc file's CRC goes to the manifest.
 func (d *dataWriter) close() error {
+	var err error
 	if d.fill > 0 {
-		d.df.BlockCRCs = append(d.df.BlockCRCs, d.crc)
-		d.crc, d.fill = 0, 0
+		err = d.endSpan()
 	}
-	if d.df.BlockCRCs == nil {
-		d.df.BlockCRCs = []uint32{}
-	}
-	err := d.bw.Flush()
-	if err == nil {
-		err = d.f.Sync()
-	}
-	if cerr := d.f.Close(); err == nil {
-		err = cerr
+	d.df.CRCs.CRC32C = d.crcOfCRCs
+	for _, x := range []struct {
+		f    *os.File
+		bw   *bufio.Writer
+		name string
+	}{{d.f, d.bw, d.df.File}, {d.cf, d.cw, d.df.CRCs.File}} {
+		e := x.bw.Flush()
+		if e == nil {
+			e = x.f.Sync()
+		}
+		if cerr := x.f.Close(); e == nil {
+			e = cerr
+		}
+		if e != nil && err == nil {
+			err = fmt.Errorf("featstore: writing %s: %w", x.name, e)
+		}
 	}
 	d.closed = true
-	if err != nil {
-		return fmt.Errorf("featstore: writing %s: %w", d.df.File, err)
+	return err
+}
+
+// rename gives both files their final names.
+func (d *dataWriter) rename() error {
+	for _, p := range [][2]string{{d.tmp, d.final}, {d.ctmp, d.cfinal}} {
+		if err := os.Rename(p[0], p[1]); err != nil {
+			return fmt.Errorf("featstore: %w", err)
+		}
+		d.renamed++
 	}
 	return nil
 }
@@ -413,10 +460,15 @@ func (d *dataWriter) close() error {
 func (d *dataWriter) remove() {
 	if !d.closed {
 		d.f.Close()
+		d.cf.Close()
 		d.closed = true
 	}
 	os.Remove(d.tmp)
-	if d.renamed {
+	os.Remove(d.ctmp)
+	if d.renamed > 0 {
 		os.Remove(d.final)
+	}
+	if d.renamed > 1 {
+		os.Remove(d.cfinal)
 	}
 }

@@ -22,7 +22,7 @@ func TestRoundTrip(t *testing.T) {
 					rb := int64(dim * dt.Size())
 					rows := randomBytes(uint64(n)*1000+uint64(dim), int64(n)*rb)
 					labels := randomLabels(uint64(n), int(n), 11)
-					m := pack(t, dir, Options{DType: dt, Dim: dim, BlockSize: 4096, FeatureSource: "x.npy"}, rows, labels)
+					m := pack(t, dir, Options{DType: dt, Dim: dim, FeatureSource: "x.npy"}, rows, labels)
 					if got := dirFiles(t, dir); !slices.Equal(got, storeFiles("1", true)) {
 						t.Fatalf("files %v", got)
 					}
@@ -48,7 +48,7 @@ func TestRoundTrip(t *testing.T) {
 							labeled++
 						}
 					}
-					if m.Labels.NumClasses != want+1 || m.Labels.Labeled != labeled {
+					if m.Labels.NumClasses != int64(want)+1 || m.Labels.Labeled != labeled {
 						t.Fatalf("labels %+v, want %d classes %d labeled", m.Labels, want+1, labeled)
 					}
 					if n == 0 {
@@ -76,11 +76,6 @@ func TestRoundTrip(t *testing.T) {
 					for i, u := range ids {
 						if got[i] != labels[u] {
 							t.Fatalf("label of node %d: %d, want %d", u, got[i], labels[u])
-						}
-					}
-					for i := range m.Features.Blocks() {
-						if _, err := s.ReadBlock(i, nil); err != nil {
-							t.Fatal(err)
 						}
 					}
 				})
@@ -124,7 +119,7 @@ func TestWriterShapeErrors(t *testing.T) {
 		t.Errorf("label -2: %v", err)
 	}
 	w.Abort()
-	for _, o := range []Options{{DType: "float64", Dim: 1}, {DType: Float32, Dim: 0}, {DType: Float32, Dim: 1, BlockSize: 1000}} {
+	for _, o := range []Options{{DType: "float64", Dim: 1}, {DType: Float32, Dim: 0}, {DType: Float32, Dim: MaxDim + 1}} {
 		if _, err := Create(dir, o); err == nil {
 			t.Errorf("Create(%+v) succeeded", o)
 		}
@@ -142,7 +137,7 @@ func TestWriterShapeErrors(t *testing.T) {
 // committed one removes its files.
 func TestReplace(t *testing.T) {
 	dir := newGraph(t, 300, false)
-	o := Options{DType: Uint8, Dim: 5, BlockSize: 4096}
+	o := Options{DType: Uint8, Dim: 5}
 	old := randomBytes(1, 1500)
 	pack(t, dir, o, old, nil)
 	if _, err := Create(dir, o); !errors.Is(err, ErrExists) {
@@ -197,7 +192,7 @@ func TestWriterFaults(t *testing.T) {
 	for _, withOld := range []bool{false, true} {
 		for _, step := range []string{stepCreate, stepAppend, stepSync, stepRename, stepManifest} {
 			dir := newGraph(t, 100, false)
-			o := Options{DType: Float16, Dim: 4, BlockSize: 4096, Force: true}
+			o := Options{DType: Float16, Dim: 4, Force: true}
 			old := randomBytes(5, 800)
 			want := graphFiles
 			if withOld {
@@ -244,5 +239,60 @@ func TestWriterFaults(t *testing.T) {
 				t.Fatalf("fault at %s: Open = %v, want ErrNoFeatures", step, err)
 			}
 		}
+	}
+}
+
+// TestLargestLabel: a label of 2^31−1, a valid class id, gives 2^31
+// classes (num_classes overflowed int32 to −2^31 before, and the store
+// written was refused by every reader after --force had replaced the
+// good one). The store packs, verifies and reads back the label.
+func TestLargestLabel(t *testing.T) {
+	dir := newGraph(t, 10, false)
+	pack(t, dir, Options{DType: Uint8, Dim: 2}, randomBytes(20, 20), randomLabels(20, 10, 3))
+	labels := []int32{0, NoLabel, 1<<31 - 1, 5, 0, 0, 0, 0, 0, 7}
+	m := pack(t, dir, Options{DType: Uint8, Dim: 2, Force: true}, randomBytes(21, 20), labels)
+	if m.Labels.NumClasses != 1<<31 || m.Labels.Labeled != 9 {
+		t.Fatalf("num_classes %d, labeled %d", m.Labels.NumClasses, m.Labels.Labeled)
+	}
+	if err := Verify(dir); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	y := make([]int32, 2)
+	if err := s.ReadLabels([]uint32{2, 9}, y); err != nil || y[0] != 1<<31-1 || y[1] != 7 {
+		t.Fatalf("labels %v, %v", y, err)
+	}
+}
+
+// TestCloseValidatesFirst: a Writer whose manifest a reader would refuse
+// fails Close before anything is renamed: the store it was to replace is
+// whole and verifies, and nothing of the new one is left.
+func TestCloseValidatesFirst(t *testing.T) {
+	dir := newGraph(t, 100, false)
+	old := randomBytes(22, 100*4)
+	pack(t, dir, Options{DType: Float32, Dim: 1}, old, randomLabels(22, 100, 3))
+	w, err := Create(dir, Options{DType: Float32, Dim: 1, Labels: true, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	w.Append(randomBytes(23, 100*4))
+	w.AppendLabels(randomLabels(23, 100, 3))
+	w.m.Labels.DType = "int64" // what no reader accepts, as an overflowed num_classes was
+	if err := w.Close(); !errors.Is(err, ErrBadManifest) {
+		t.Fatalf("Close = %v, want ErrBadManifest", err)
+	}
+	if got := dirFiles(t, dir); !slices.Equal(got, storeFiles("1", true)) {
+		t.Fatalf("files %v", got)
+	}
+	if err := Verify(dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "features-1.bin")); !bytes.Equal(b, old) {
+		t.Fatal("the old rows changed")
 	}
 }

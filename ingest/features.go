@@ -34,8 +34,6 @@ type FeatureOptions struct {
 	// Force replaces an existing store (the old one stays valid until the
 	// new manifest lands).
 	Force bool
-	// BlockSize is the span of each CRC-32C; 0: featstore.DefaultBlockSize.
-	BlockSize int64
 	// Progress, when not nil, receives a progress line (a terminal).
 	Progress  io.Writer
 	CreatedBy string
@@ -52,7 +50,7 @@ type FeatureSummary struct {
 	DType      featstore.DType `json:"dtype"`
 	Bytes      int64           `json:"bytes"` // of the feature file
 	Labeled    uint32          `json:"labeled"`
-	NumClasses int32           `json:"num_classes"`
+	NumClasses int64           `json:"num_classes"`
 	Seconds    float64         `json:"seconds"`
 }
 
@@ -92,7 +90,7 @@ func PackFeatures(ctx context.Context, features, dir string, o FeatureOptions) (
 	}
 	w, err := featstore.Create(dir, featstore.Options{
 		DType: src.dtype, Dim: src.dim, Labels: lab != nil, FeatureSource: filepath.Base(features),
-		LabelSource: filepath.Base(o.Labels), BlockSize: o.BlockSize, Force: o.Force, CreatedBy: o.CreatedBy,
+		LabelSource: filepath.Base(o.Labels), Force: o.Force, CreatedBy: o.CreatedBy,
 	})
 	if err != nil {
 		if errors.Is(err, featstore.ErrExists) {

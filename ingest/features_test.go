@@ -222,11 +222,11 @@ func TestPackLabels(t *testing.T) {
 				t.Fatal("labels differ from the source's")
 			}
 			var labeled uint32
-			var classes int32
+			var classes int64
 			for _, v := range want {
 				if v >= 0 {
 					labeled++
-					classes = max(classes, v+1)
+					classes = max(classes, int64(v)+1)
 				}
 			}
 			if sum.Labeled != labeled || sum.NumClasses != classes {

@@ -35,8 +35,12 @@ type featureReader struct {
 	y        []int32
 }
 
-func newFeatureReader(fs *featstore.Store) *featureReader {
-	return &featureReader{rows: featrows.New(fs), rowBytes: fs.RowBytes()}
+func newFeatureReader(fs *featstore.Store) (*featureReader, error) {
+	rows, err := featrows.New(fs)
+	if err != nil {
+		return nil, err
+	}
+	return &featureReader{rows: rows, rowBytes: fs.RowBytes()}, nil
 }
 
 // begin starts the reads of b's epoch under its plan.

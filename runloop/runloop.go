@@ -165,7 +165,9 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	var cur *EpochReport
 	var fr *featureReader
 	if o.Features != nil {
-		fr = newFeatureReader(o.Features)
+		if fr, err = newFeatureReader(o.Features); err != nil {
+			return nil, err
+		}
 		defer fr.close()
 	}
 	// t0 is when the consumer last asked for a minibatch (the time until

@@ -38,7 +38,14 @@ func newFeatureStage(fs *featstore.Store) (*featureStage, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: feature dtype %q", ErrConfig, fs.DType())
 	}
-	return &featureStage{fs: fs, rows: featrows.New(fs), dtype: dt}, nil
+	// The executor holds the store's generation open for the server's
+	// life: a store replaced under it (chunkify features --force) is
+	// served as it was opened, epoch after epoch, until a restart.
+	rows, err := featrows.New(fs)
+	if err != nil {
+		return nil, fmt.Errorf("serve: features: %w", err)
+	}
+	return &featureStage{fs: fs, rows: rows, dtype: dt}, nil
 }
 
 func (st *featureStage) info() *FeatureInfo {

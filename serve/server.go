@@ -234,6 +234,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	pipe, err := pipeline.NewPipeline(cfg.Config, sample, nil)
 	if err != nil {
+		if stage != nil {
+			stage.close() // its feature file, held open from newFeatureStage
+		}
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

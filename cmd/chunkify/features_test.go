@@ -101,14 +101,14 @@ func TestFeaturesPackAndVerify(t *testing.T) {
 		t.Fatalf("verify after --force without labels: %q, %v", stdout, err)
 	}
 
-	// A flipped bit in the features: verify names the file and the block.
+	// A flipped bit in the features: verify names the file and the row.
 	m, _ := featstore.ReadManifest(g)
 	p := filepath.Join(g, m.Features.File)
 	b, _ := os.ReadFile(p)
 	b[100] ^= 1
 	os.WriteFile(p, b, 0o644)
 	_, _, err = run(t, "verify", g)
-	if err == nil || !strings.Contains(err.Error(), "feature store") || !strings.Contains(err.Error(), m.Features.File+": block 0") {
+	if err == nil || !strings.Contains(err.Error(), "feature store") || !strings.Contains(err.Error(), m.Features.File+": row 25 (bytes 100..103)") {
 		t.Fatalf("verify of a flipped bit: %v", err)
 	}
 }

@@ -1,6 +1,6 @@
 """Read a graph directory's feature store (``chunkify features``) with numpy.
 
-The store's format is docs/FORMAT.md's "The feature store (version 1)":
+The store's format is docs/FORMAT.md's "The feature store (version 2)":
 ``features.json`` names a header-free row-major matrix file
 (``features-G.bin``, [num_nodes, dim], one little-endian dtype) and an
 optional int32 label file (``labels-G.bin``, -1 for none). Row ``u`` is
@@ -15,8 +15,8 @@ delivers with every minibatch.
 
 ``FeatureStore`` checks what is cheap: the manifest's version and fields,
 the data files' exact sizes, and that the store belongs to this graph
-(features.json's ``graph`` fingerprint against manifest.json). The block
-CRCs are checked by ``chunkify verify``.
+(features.json's ``graph`` fingerprint against manifest.json). The page
+CRCs are checked by ``chunkify verify`` and by every read of the server.
 """
 
 from __future__ import annotations
@@ -100,8 +100,8 @@ class FeatureStore:
             except ValueError as e:
                 raise StoreError("%s: not JSON: %s" % (self.path, e)) from None
         self.manifest = m
-        if m.get("version") != 1:
-            raise StoreError("%s: version %r, want 1" % (self.path, m.get("version")))
+        if m.get("version") not in (1, 2):  # 2 adds page checksums; the data files' layout is the same
+            raise StoreError("%s: version %r, want 1 or 2" % (self.path, m.get("version")))
         fp = graph_fingerprint(self.graph)
         if m.get("graph") != fp:
             raise StoreError("%s: packed for graph %r, but %s is %r (rebuilt or another graph: pack again)"
