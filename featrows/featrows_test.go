@@ -15,6 +15,7 @@ import (
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/featplan"
 	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/featstore/featstoretest"
 )
 
 // store writes a graph of n nodes (a path) with a feature store of random
@@ -39,36 +40,11 @@ func store(t testing.TB, n uint32, dim int, labels bool) *featstore.Store {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	fw, err := featstore.Create(dir, featstore.Options{DType: featstore.Float32, Dim: dim, Labels: labels})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(uint64(n), uint64(dim)))
-	row := make([]byte, fw.RowBytes())
-	y := make([]int32, n)
-	for v := range n {
-		for i := range row {
-			row[i] = byte(r.Uint32())
-		}
-		if err := fw.Append(row); err != nil {
-			t.Fatal(err)
-		}
-		y[v] = int32(r.IntN(6)) - 1
-	}
+	classes := 0
 	if labels {
-		if err := fw.AppendLabels(y); err != nil {
-			t.Fatal(err)
-		}
+		classes = 6
 	}
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	fs, err := featstore.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fs.Close() })
-	return fs
+	return featstoretest.Open(t, dir, featstore.Float32, dim, classes, uint64(n))
 }
 
 // newExec returns an Executor over fs, closed with the test.

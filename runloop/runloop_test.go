@@ -12,6 +12,7 @@ import (
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/featstore/featstoretest"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/pipeline"
 	"github.com/streamsampler/streamsampler/statedir"
@@ -40,27 +41,7 @@ func graph(t *testing.T, n uint32, dim int) string {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	fw, err := featstore.Create(dir, featstore.Options{DType: featstore.Float32, Dim: dim, Labels: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := make([]byte, fw.RowBytes())
-	y := make([]int32, n)
-	for v := range n {
-		for i := range row {
-			row[i] = byte(r.Uint32())
-		}
-		if err := fw.Append(row); err != nil {
-			t.Fatal(err)
-		}
-		y[v] = int32(r.IntN(5)) - 1
-	}
-	if err := fw.AppendLabels(y); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	featstoretest.Pack(t, dir, featstore.Float32, dim, 5, uint64(n))
 	return dir
 }
 

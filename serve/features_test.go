@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/featstore/featstoretest"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/pipeline"
 	"golang.org/x/sys/unix"
@@ -39,34 +39,7 @@ func featureGraph(t *testing.T, g *host.CSR, dim int, dt featstore.DType) *feats
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	fw, err := featstore.Create(dir, featstore.Options{DType: dt, Dim: dim, Labels: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(uint64(dim), 7))
-	row := make([]byte, fw.RowBytes())
-	labels := make([]int32, n)
-	for v := range n {
-		for i := range row {
-			row[i] = byte(r.Uint32())
-		}
-		if err := fw.Append(row); err != nil {
-			t.Fatal(err)
-		}
-		labels[v] = int32(r.IntN(5)) - 1
-	}
-	if err := fw.AppendLabels(labels); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	fs, err := featstore.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fs.Close() })
-	return fs
+	return featstoretest.Open(t, dir, dt, dim, 5, 7)
 }
 
 // checkFeatures checks that f holds exactly the store's rows of b's nodes

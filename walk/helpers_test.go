@@ -2,8 +2,8 @@ package walk
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"slices"
+
+	"github.com/streamsampler/streamsampler/internal/testgraph"
 )
 
 // csrGraph is a graph in memory for the tests, as host.CSR is one (this
@@ -22,42 +22,13 @@ func (c *csrGraph) Neighbors(node uint32) ([]uint32, error) {
 	return c.Indices[c.Indptr[node]:c.Indptr[node+1]], nil
 }
 
-// randomCSR builds a graph of n nodes with a skewed degree distribution
-// (most nodes small, a few hubs, some isolated), sorted unique adjacency:
-// host's test graph of the same name, draw for draw, so that the walk
-// tests that moved here from host walk the same graphs.
+// randomCSR is testgraph.RandomCSR as a csrGraph: host's test graph of
+// the same name, draw for draw, so that the walk tests that moved here
+// from host walk the same graphs.
 func randomCSR(n uint32, avgDeg int, seed uint64) *csrGraph {
-	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	c := &csrGraph{Indptr: make([]uint64, n+1)}
-	for v := uint32(0); v < n; v++ {
-		var d int
-		switch x := r.IntN(100); {
-		case x < 5:
-			d = 0
-		case x < 8:
-			d = avgDeg * 8
-		default:
-			d = r.IntN(2*avgDeg + 1)
-		}
-		nb := make([]uint32, 0, d)
-		for range d {
-			nb = append(nb, uint32(r.IntN(int(n))))
-		}
-		slices.Sort(nb)
-		nb = slices.Compact(nb)
-		c.Indices = append(c.Indices, nb...)
-		c.Indptr[v+1] = uint64(len(c.Indices))
-	}
-	return c
+	indptr, indices := testgraph.RandomCSR(n, avgDeg, seed)
+	return &csrGraph{Indptr: indptr, Indices: indices}
 }
 
-// randomSeeds picks m node ids (with repeats, unsorted) below n, as
-// host's test helper does.
-func randomSeeds(n uint32, m int, seed uint64) []uint32 {
-	r := rand.New(rand.NewPCG(seed, 7))
-	s := make([]uint32, m)
-	for i := range s {
-		s[i] = uint32(r.IntN(int(n)))
-	}
-	return s
-}
+// randomSeeds is testgraph.RandomSeeds, as host's test helper.
+func randomSeeds(n uint32, m int, seed uint64) []uint32 { return testgraph.RandomSeeds(n, m, seed) }
