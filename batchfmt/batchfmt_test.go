@@ -16,6 +16,7 @@ import (
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/featstore/featstoretest"
 )
 
 // blocks is a two-hop minibatch of seeds 4 and 2, the second hop with edge
@@ -168,26 +169,6 @@ func TestReadFeatures(t *testing.T) {
 	}
 }
 
-// halfValue is the value of IEEE 754 binary16 h, computed from its fields
-// (a reference independent of featstore.Float16ToFloat32's bit manipulation).
-func halfValue(h uint16) float64 {
-	sign := 1.0
-	if h&0x8000 != 0 {
-		sign = -1
-	}
-	e, m := int(h>>10&0x1F), float64(h&0x3FF)
-	switch e {
-	case 0x1F:
-		if m != 0 {
-			return math.NaN()
-		}
-		return math.Inf(int(sign))
-	case 0:
-		return sign * math.Ldexp(m, -24)
-	}
-	return sign * math.Ldexp(1024+m, e-25)
-}
-
 // TestFloat16ToFloat32HandChecked: values whose binary16 bits are known.
 func TestFloat16ToFloat32HandChecked(t *testing.T) {
 	for _, tc := range []struct {
@@ -205,7 +186,7 @@ func TestFloat16ToFloat32HandChecked(t *testing.T) {
 	}
 	// Every finite binary16 value widens to exactly its value.
 	for h := range 1 << 16 {
-		v := halfValue(uint16(h))
+		v := featstoretest.HalfValue(uint16(h))
 		if got := float64(featstore.Float16ToFloat32(uint16(h))); got != v && !(math.IsNaN(v) && math.IsNaN(got)) {
 			t.Fatalf("%#04x: %v, want %v", h, got, v)
 		}

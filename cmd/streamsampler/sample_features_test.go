@@ -19,6 +19,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/featplan"
 	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/featstore/featstoretest"
 	"github.com/streamsampler/streamsampler/internal/npy"
 )
 
@@ -66,26 +67,6 @@ func featureState(t *testing.T, n uint32) (state, graph string) {
 	return state, graph
 }
 
-// halfValue is the value of IEEE 754 binary16 h, computed from its fields
-// (a reference independent of featstore.Float16ToFloat32's bit manipulation).
-func halfValue(h uint16) float64 {
-	sign := 1.0
-	if h&0x8000 != 0 {
-		sign = -1
-	}
-	e, m := int(h>>10&0x1F), float64(h&0x3FF)
-	switch e {
-	case 0x1F:
-		if m != 0 {
-			return math.NaN()
-		}
-		return math.Inf(int(sign))
-	case 0:
-		return sign * math.Ldexp(m, -24)
-	}
-	return sign * math.Ldexp(1024+m, e-25)
-}
-
 // checkJSONElem checks one element of x in sample's JSON against the
 // stored bytes b of dtype d: integers exactly; floats (float16 through its
 // exact value) as the same float32 bits, -0 included; NaN and infinities
@@ -100,7 +81,7 @@ func checkJSONElem(d featstore.DType, b []byte, got json.RawMessage) error {
 	case featstore.Float32:
 		want = float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
 	case featstore.Float16:
-		want = halfValue(binary.LittleEndian.Uint16(b))
+		want = featstoretest.HalfValue(binary.LittleEndian.Uint16(b))
 	}
 	if math.IsNaN(want) || math.IsInf(want, 0) {
 		if string(got) != "null" {

@@ -4,6 +4,7 @@
 package featstoretest
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -55,4 +56,25 @@ func Open(t testing.TB, dir string, dt featstore.DType, dim, classes int, seed u
 	}
 	t.Cleanup(func() { fs.Close() })
 	return fs
+}
+
+// HalfValue is the value of IEEE 754 binary16 h, computed from its fields:
+// a reference independent of featstore.Float16ToFloat32's bit
+// manipulation, for the tests of what delivers float16 rows as floats.
+func HalfValue(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	e, m := int(h>>10&0x1F), float64(h&0x3FF)
+	switch e {
+	case 0x1F:
+		if m != 0 {
+			return math.NaN()
+		}
+		return math.Inf(int(sign))
+	case 0:
+		return sign * math.Ldexp(m, -24)
+	}
+	return sign * math.Ldexp(1024+m, e-25)
 }
