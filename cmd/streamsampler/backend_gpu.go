@@ -18,7 +18,7 @@ func addGPUFlags(fs *pflag.FlagSet, g *gpuOptions) {
 	fs.StringVar(&g.Lib, "gpu-lib", "", "path of "+gpu.LibName+" for --backend gpu (default: $"+gpu.EnvLib+", then next to the executable, then the system library path)")
 	fs.IntVar(&g.Device, "gpu-device", -1, "CUDA device index for --backend gpu (default: $LOCAL_RANK among the visible devices, as torchrun gives each rank its own GPU; else 0)")
 	fs.BoolVar(&g.UVA, "gpu-uva", false, "--backend gpu: keep the graph in pinned host memory, read over UVA (for graphs larger than GPU memory)")
-	fs.StringVar(&g.Mode, "gpu-mode", "fused", "--backend gpu engine: fused (one persistent multi-hop kernel) or bsp (one kernel per hop)")
+	fs.StringVar(&g.Mode, "gpu-mode", "bsp", "--backend gpu engine: bsp (one kernel per hop; the faster for whole epochs, docs/GPU.md) or fused (one persistent multi-hop kernel; the faster for minibatches)")
 	fs.DurationVar(&g.Timeout, "gpu-timeout", time.Minute, "--backend gpu: watchdog on every GPU wait")
 }
 

@@ -124,7 +124,7 @@ func FuzzParseFanouts(f *testing.F) {
 // backend flag group, so the commands that open a backend have them (with
 // their defaults: --gpu-device -1 follows $LOCAL_RANK) and the others reject them.
 func TestGPUFlagsOnlyWhereABackendOpens(t *testing.T) {
-	gpuFlags := map[string]string{"gpu-lib": "", "gpu-device": "-1", "gpu-uva": "false", "gpu-mode": "fused", "gpu-timeout": "1m0s"}
+	gpuFlags := map[string]string{"gpu-lib": "", "gpu-device": "-1", "gpu-uva": "false", "gpu-mode": "bsp", "gpu-timeout": "1m0s"}
 	root := newRootCmd()
 	with := map[string]bool{"prepare": true, "run": true, "bench": true, "serve": true, "walk": true}
 	seen := 0

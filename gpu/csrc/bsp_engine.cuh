@@ -1,12 +1,17 @@
 // bsp_engine.cuh — the BSP engine (SSG_MODE_BSP), the baseline of what
 // DGL does on a GPU: one launch per hop over the sorted frontier (the same
-// group sampler, rows written in frontier order), then CUB sort + unique
-// of frontier ∪ samples for the next hop, and one host synchronisation per
-// hop to learn the next frontier's size. docs/GPU.md, "The BSP baseline".
+// group sampler, rows written in frontier order), then the next hop's
+// frontier, frontier ∪ samples sorted and unique, and one host
+// synchronisation per hop to learn its size. The next frontier comes from
+// a bitmap of the nodes (marked by the sampling kernel; popcount, scan and
+// compaction, as the fused engine's frontiers) where the bitmap's words are
+// few against the candidates, else from a CUB sort + unique of them.
+// docs/GPU.md, "The BSP engine".
 #pragma once
 
 #include "context.cuh"
 #include "errors.cuh"
+#include "frontier_bitmap.cuh"
 #include "rng.cuh"
 #include "sample_group.cuh"
 
@@ -20,13 +25,14 @@
 namespace {
 
 // bsp_kernel samples the n nodes of a sorted frontier with fanout k,
-// writing rows in frontier order, and fills cand with frontier ∪ samples
-// (empty slots become `none`, which sorts after every node id). With
-// edge_ids (nullptr: not kept) each sample's edge id goes there too.
+// writing rows in frontier order, and marks frontier ∪ samples in the
+// bitmap bm or, without one (nullptr), fills cand with them (empty slots
+// become `none`, which sorts after every node id). With edge_ids
+// (nullptr: not kept) each sample's edge id goes there too.
 template <int G, int R>
 __global__ void bsp_kernel(DevGraph g, const uint32_t *front, unsigned long long n, int k,
                            uint64_t key, int replace, int32_t *samples, int64_t *edge_ids,
-                           uint32_t *cand, uint32_t none) {
+                           uint32_t *cand, uint32_t none, uint32_t *bm) {
     const int lane = threadIdx.x & 31;
     constexpr int TPW = 32 / G;
     const int gl = lane & (G - 1);
@@ -41,14 +47,21 @@ __global__ void bsp_kernel(DevGraph g, const uint32_t *front, unsigned long long
         int64_t eid[R];
         sample_group<G, R>(g, v, has, k, key, replace != 0, gl, lane, k, nb, eid);
         if (has) {
-            if (gl == 0) cand[i] = v;
+            if (gl == 0) {
+                if (bm) test_and_set(bm, v);
+                else cand[i] = v;
+            }
 #pragma unroll
             for (int r = 0; r < R; ++r) {
                 const int t = gl + r * G;
                 if (t < k) {
                     samples[i * k + t] = static_cast<int32_t>(nb[r]);
                     if (edge_ids) edge_ids[i * k + t] = eid[r];
-                    cand[n + i * k + t] = (nb[r] == INVALID) ? none : nb[r];
+                    if (bm) {
+                        if (nb[r] != INVALID) test_and_set(bm, nb[r]);
+                    } else {
+                        cand[n + i * k + t] = (nb[r] == INVALID) ? none : nb[r];
+                    }
                 }
             }
         }
@@ -75,26 +88,33 @@ int bit_len(unsigned long long x) {
 
 template <int G, int R>
 void launch_bsp_t(Context *c, DevGraph g, const uint32_t *front, unsigned long long n, int k, uint64_t key,
-                  int replace, int32_t *samples, int64_t *edge_ids, uint32_t *cand, uint32_t none,
+                  int replace, int32_t *samples, int64_t *edge_ids, uint32_t *cand, uint32_t none, uint32_t *bm,
                   int block) {
     const unsigned long long warps = (n * G + 31) / 32;
     bsp_kernel<G, R><<<launch_blocks(warps * 32, block), block, 0, c->stream>>>(g, front, n, k, key, replace,
-                                                                                samples, edge_ids, cand, none);
+                                                                                samples, edge_ids, cand, none, bm);
     check_launch("bsp_kernel launch");
 }
 
 void launch_bsp(Context *c, int G, int R, DevGraph g, const uint32_t *front, unsigned long long n, int k,
                 uint64_t key, int replace, int32_t *samples, int64_t *edge_ids, uint32_t *cand, uint32_t none,
-                int block) {
-    if (R > 1) return launch_bsp_t<32, 2>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, block);
+                uint32_t *bm, int block) {
+    if (R > 1)
+        return launch_bsp_t<32, 2>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, bm, block);
     switch (G) {
-    case 2: return launch_bsp_t<2, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, block);
-    case 4: return launch_bsp_t<4, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, block);
-    case 8: return launch_bsp_t<8, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, block);
-    case 16: return launch_bsp_t<16, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, block);
-    default: return launch_bsp_t<32, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, block);
+    case 2: return launch_bsp_t<2, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, bm, block);
+    case 4: return launch_bsp_t<4, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, bm, block);
+    case 8: return launch_bsp_t<8, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, bm, block);
+    case 16: return launch_bsp_t<16, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, bm, block);
+    default: return launch_bsp_t<32, 1>(c, g, front, n, k, key, replace, samples, edge_ids, cand, none, bm, block);
     }
 }
+
+// bitmap_words_per_candidate: the next frontier comes from a bitmap of the
+// nodes when its words are at most this many per candidate (frontier ∪
+// samples): three passes over the words (popcount, scan, compaction) and a
+// clear against a radix sort and a unique over the candidates.
+constexpr uint64_t bitmap_words_per_candidate = 8;
 
 void sample_bsp(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t seed, uint32_t epoch, int replace) {
     const int L = c->L;
@@ -118,12 +138,18 @@ void sample_bsp(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t se
     c->fin.need(cap[L] * 4 + 4);
     c->nsel.need(64);
     c->counters.need(sizeof(Counters));
-    size_t tb = 0, tb2 = 0;
+    const uint64_t W = (uint64_t(c->n) + 31) / 32; // words of a node bitmap
+    c->bitmaps.need(W * 4 + 4);
+    c->keys.need((W + 1) * 8); // popcounts, then their exclusive scan in vals
+    c->vals.need((W + 1) * 8);
+    size_t tb = 0, tb2 = 0, tb3 = 0;
     CK(cub::DeviceRadixSort::SortKeys(nullptr, tb, c->cand.as<uint32_t>(), c->scand.as<uint32_t>(), (int64_t)ccap, 0,
                                       vbits, s));
     CK(cub::DeviceSelect::Unique(nullptr, tb2, c->scand.as<uint32_t>(), c->cand.as<uint32_t>(), c->nsel.as<long long>(),
                                  (int64_t)ccap, s));
-    c->temp.need(std::max(tb, tb2) + 16);
+    CK(cub::DeviceScan::ExclusiveSum(nullptr, tb3, c->keys.as<unsigned long long>(),
+                                     c->vals.as<unsigned long long>(), (int64_t)(W + 1), s));
+    c->temp.need(std::max({tb, tb2, tb3}) + 16);
     const int block = block_size(c);
 
     uint32_t *hs = static_cast<uint32_t *>(stage(c, n_seeds * 4 + 4));
@@ -150,6 +176,9 @@ void sample_bsp(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t se
         const int k = fan[l];
         const uint64_t nc = nl * (1 + k);
         uint32_t *next = (l + 1 < L) ? c->front.as<uint32_t>() + off + nl : c->fin.as<uint32_t>();
+        const bool by_bitmap = nc > 0 && W <= bitmap_words_per_candidate * nc;
+        uint32_t *bm = by_bitmap ? c->bitmaps.as<uint32_t>() : nullptr;
+        if (by_bitmap) CK(cudaMemsetAsync(bm, 0, W * 4, s));
         CK(cudaEventRecord(c->ev[1], s));
         if (nl > 0) {
             const int G = group_for(k, c->opt.group_size);
@@ -157,10 +186,23 @@ void sample_bsp(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t se
                        c->front.as<uint32_t>() + off, nl, k, layer_key(seed, epoch, l), replace,
                        c->samples.as<int32_t>() + soff,
                        c->opt.edge_ids ? c->edges.as<int64_t>() + soff : nullptr, c->cand.as<uint32_t>(), none,
-                       block);
+                       bm, block);
         }
         CK(cudaEventRecord(c->ev[2], s));
-        if (nc > 0) {
+        if (by_bitmap) {
+            // The set bits in order are the sorted, unique next frontier;
+            // the scan's last entry is its size.
+            const int b256 = 256;
+            unsigned long long *cnt = c->keys.as<unsigned long long>();
+            unsigned long long *woff = c->vals.as<unsigned long long>();
+            popc_words<<<launch_blocks(W + 1, b256), b256, 0, s>>>(bm, W, cnt);
+            check_launch("popc_words launch");
+            tb = c->temp.cap;
+            CK(cub::DeviceScan::ExclusiveSum(c->temp.p, tb, cnt, woff, (int64_t)(W + 1), s));
+            compact_bits<<<launch_blocks(W, b256), b256, 0, s>>>(bm, W, W, woff, next);
+            check_launch("compact_bits launch");
+            CK(cudaMemcpyAsync(c->h_counters, woff + W, 8, cudaMemcpyDeviceToHost, s));
+        } else if (nc > 0) {
             tb = c->temp.cap;
             CK(cub::DeviceRadixSort::SortKeys(c->temp.p, tb, c->cand.as<uint32_t>(), c->scand.as<uint32_t>(),
                                               (int64_t)nc, 0, vbits, s));
