@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
-	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/epochdir"
 	"github.com/streamsampler/streamsampler/statedir"
 )
 
@@ -33,18 +33,27 @@ func checkOutput(flag, path string) error {
 	}
 }
 
-// dataDir names what d is when it is a graph directory (chunkfmt's or a
-// feature store's files) or a state directory, and is "" otherwise.
+// dataDir names what d is when it is a graph directory (chunkfmt's
+// edges.chunks beside its manifest) or a state directory (CURRENT, or
+// config.json beside an epoch directory), and is "" otherwise: names as
+// common as config.json or manifest.json alone do not make one.
 func dataDir(d string) string {
 	has := func(name string) bool {
 		_, err := os.Lstat(filepath.Join(d, name))
 		return err == nil
 	}
 	switch {
-	case has(chunkfmt.ChunksFile) || has(chunkfmt.IndexFile) || has(featstore.ManifestFile):
+	case has(chunkfmt.ChunksFile) && has(chunkfmt.ManifestFile):
 		return "the graph directory"
-	case has(statedir.ConfigName) || has(statedir.CurrentName):
+	case has(statedir.CurrentName):
 		return "the state directory"
+	case has(statedir.ConfigName):
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			if _, ok := epochdir.ParseDirName(e.Name()); ok && e.IsDir() {
+				return "the state directory"
+			}
+		}
 	}
 	return ""
 }

@@ -97,6 +97,20 @@ func TestOutputRefusesDataAndSpecialFiles(t *testing.T) {
 	if got := dirFiles(t, work); len(got) != 3 { // gw, st, fifo: no temporary left
 		t.Fatalf("work holds %v", got)
 	}
+	// A directory that merely holds a config.json or a manifest.json (a
+	// user's project) is neither: -o into it is fine.
+	project := filepath.Join(work, "project")
+	if err := os.MkdirAll(filepath.Join(project, "runs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"config.json", "manifest.json", "features.json"} {
+		if err := os.WriteFile(filepath.Join(project, name), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, e, code := cli(t, walkArgs(filepath.Join(project, "runs", "walks.npy"))...); code != 0 {
+		t.Fatalf("walk -o into a project directory: exit %d, %s", code, e)
+	}
 }
 
 const walkKillEnv = "STREAMSAMPLER_TEST_WALK_KILL"
