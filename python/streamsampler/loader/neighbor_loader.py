@@ -66,7 +66,8 @@ class NeighborLoader(NodeLoader):
     node). ``seed`` fixes the samples and the shuffles (same seed, same
     minibatches); ``semantics="dgl"`` assembles DGL's blocks instead.
     ``server_args`` are extra ``streamsampler serve`` flags (e.g.
-    ``["--feature-cache", "4GiB"]``). Homogeneous graphs only; arguments
+    ``["--feature-cache", "4GiB"]``; by default the server sizes its
+    feature cache from the memory it may use). Homogeneous graphs only; arguments
     of PyG's loader that need what the server does not do (temporal
     sampling, disjoint subgraphs, weighted sampling, heterogeneous input)
     are refused with NotImplementedError.
