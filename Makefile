@@ -10,7 +10,7 @@ PYTHON       ?= /usr/bin/python3
 GOFLAGS_RACE ?= -race
 STATICCHECK  ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
 
-.PHONY: all deps build test vet lint test-go test-xrt test-python typecheck-python hls-csim gpu test-gpu bench bench-chunkify bench-streamsampler bench-scale bench-features bench-serve demo clean
+.PHONY: all deps build test vet lint test-go test-xrt test-python typecheck-python hls-csim gpu test-gpu bench bench-chunkify bench-streamsampler bench-scale bench-features bench-serve bench-train demo clean
 
 all: build
 
@@ -98,6 +98,12 @@ bench-scale:
 # I/O floor. See bench/features.sh.
 bench-features:
 	bench/features.sh
+
+# Issue 23's yardstick, on the GPU machine (torch, torch_geometric): a PyG
+# GraphSAGE loop with our loader against a plain-torch one; see
+# bench/train_e2e.py (and torchrun for 2 GPUs).
+bench-train: build
+	$(PYTHON) bench/train_e2e.py --binary $(BIN)/streamsampler --chunkify $(BIN)/chunkify --work $(CURDIR)/out/e2e
 
 bench-serve:
 	$(GO) run ./bench/serve_bench --scale 21 --edge-factor 30 --reps 9 --batches 16
