@@ -67,19 +67,6 @@ def sbm(nodes, edges, classes, dim, p_in, noise, seed):
     return data
 
 
-class SAGE(torch.nn.Module):
-    def __init__(self, in_dim, hidden, out_dim):
-        super().__init__()
-        from torch_geometric.nn import SAGEConv
-        self.conv1 = SAGEConv(in_dim, hidden)
-        self.conv2 = SAGEConv(hidden, out_dim)
-
-    def forward(self, x, edge_index):
-        x = F.relu(self.conv1(x, edge_index))
-        x = F.dropout(x, p=0.5, training=self.training)
-        return self.conv2(x, edge_index)
-
-
 def loaders(which, data, graph, args, device, rank, world):
     """The two loaders: the only lines that differ between the runs."""
     kw = dict(num_neighbors=args.fanouts, batch_size=args.batch)
@@ -148,6 +135,7 @@ def accuracy(model, loader, device, sync_copy):
 def run(which, data, graph, args, device, rank, world):
     torch.manual_seed(args.seed)
     train, test = loaders(which, data, graph, args, device, rank, world)
+    from pyg_sage import SAGE  # the accuracy example's model (python/examples)
     model = SAGE(data.num_features, args.hidden, int(data.y.max()) + 1).to(device)
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index])
