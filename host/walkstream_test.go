@@ -10,38 +10,20 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/internal/testgraph"
 	"github.com/streamsampler/streamsampler/walk"
 )
 
-// csrOf builds a CSR from adjacency lists (each sorted; repeats allowed).
+// csrOf is testgraph.FromAdjacency as a CSR.
 func csrOf(adj [][]uint32) *CSR {
-	c := &CSR{Indptr: make([]uint64, len(adj)+1)}
-	for v, nb := range adj {
-		if !slices.IsSorted(nb) {
-			panic("csrOf: unsorted adjacency")
-		}
-		c.Indices = append(c.Indices, nb...)
-		c.Indptr[v+1] = uint64(len(c.Indices))
-	}
-	return c
+	indptr, indices := testgraph.FromAdjacency(adj)
+	return &CSR{Indptr: indptr, Indices: indices}
 }
 
-// randomRepeatsCSR is randomCSR with some neighbors repeated (adjacency
-// lists keep their duplicates when a graph is built without dedup).
+// randomRepeatsCSR is testgraph.RandomRepeatsCSR as a CSR.
 func randomRepeatsCSR(n uint32, avgDeg int, seed uint64) *CSR {
-	g := randomCSR(n, avgDeg, seed)
-	r := rand.New(rand.NewPCG(seed, 3))
-	adj := make([][]uint32, n)
-	for v := range n {
-		nb, _ := g.Neighbors(v)
-		for _, x := range nb {
-			adj[v] = append(adj[v], x)
-			if r.IntN(5) == 0 {
-				adj[v] = append(adj[v], x)
-			}
-		}
-	}
-	return csrOf(adj)
+	indptr, indices := testgraph.RandomRepeatsCSR(n, avgDeg, seed)
+	return &CSR{Indptr: indptr, Indices: indices}
 }
 
 // streamWalks is s.WalksInto into a fresh output.

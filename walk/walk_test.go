@@ -8,20 +8,14 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/internal/chisq"
+	"github.com/streamsampler/streamsampler/internal/testgraph"
 	"github.com/streamsampler/streamsampler/rng"
 )
 
-// csrOf builds a CSR from adjacency lists (each sorted; repeats allowed).
+// csrOf is testgraph.FromAdjacency as a csrGraph.
 func csrOf(adj [][]uint32) *csrGraph {
-	c := &csrGraph{Indptr: make([]uint64, len(adj)+1)}
-	for v, nb := range adj {
-		if !slices.IsSorted(nb) {
-			panic("csrOf: unsorted adjacency")
-		}
-		c.Indices = append(c.Indices, nb...)
-		c.Indptr[v+1] = uint64(len(c.Indices))
-	}
-	return c
+	indptr, indices := testgraph.FromAdjacency(adj)
+	return &csrGraph{Indptr: indptr, Indices: indices}
 }
 
 // smallWalkGraph has repeated neighbors (0→2 twice, 2→1 twice, 5→6
@@ -40,22 +34,10 @@ func smallWalkGraph() *csrGraph {
 	})
 }
 
-// randomRepeatsCSR is randomCSR with some neighbors repeated (adjacency
-// lists keep their duplicates when a graph is built without dedup).
+// randomRepeatsCSR is testgraph.RandomRepeatsCSR as a csrGraph.
 func randomRepeatsCSR(n uint32, avgDeg int, seed uint64) *csrGraph {
-	g := randomCSR(n, avgDeg, seed)
-	r := rand.New(rand.NewPCG(seed, 3))
-	adj := make([][]uint32, n)
-	for v := range n {
-		nb, _ := g.Neighbors(v)
-		for _, x := range nb {
-			adj[v] = append(adj[v], x)
-			if r.IntN(5) == 0 {
-				adj[v] = append(adj[v], x)
-			}
-		}
-	}
-	return csrOf(adj)
+	indptr, indices := testgraph.RandomRepeatsCSR(n, avgDeg, seed)
+	return &csrGraph{Indptr: indptr, Indices: indices}
 }
 
 func TestModeNames(t *testing.T) {

@@ -45,3 +45,35 @@ func RandomSeeds(n uint32, m int, seed uint64) []uint32 {
 	}
 	return s
 }
+
+// FromAdjacency builds CSR arrays from adjacency lists, each sorted
+// (repeats allowed: a multigraph).
+func FromAdjacency(adj [][]uint32) (indptr []uint64, indices []uint32) {
+	indptr = make([]uint64, len(adj)+1)
+	for v, nb := range adj {
+		if !slices.IsSorted(nb) {
+			panic("testgraph.FromAdjacency: unsorted adjacency")
+		}
+		indices = append(indices, nb...)
+		indptr[v+1] = uint64(len(indices))
+	}
+	return indptr, indices
+}
+
+// RandomRepeatsCSR is RandomCSR with about one neighbor in five repeated
+// (adjacency lists keep their duplicates when a graph is built without
+// dedup).
+func RandomRepeatsCSR(n uint32, avgDeg int, seed uint64) (indptr []uint64, indices []uint32) {
+	gp, gi := RandomCSR(n, avgDeg, seed)
+	r := rand.New(rand.NewPCG(seed, 3))
+	adj := make([][]uint32, n)
+	for v := range n {
+		for _, x := range gi[gp[v]:gp[v+1]] {
+			adj[v] = append(adj[v], x)
+			if r.IntN(5) == 0 {
+				adj[v] = append(adj[v], x)
+			}
+		}
+	}
+	return FromAdjacency(adj)
+}
