@@ -92,18 +92,7 @@ func BenchmarkMatchReorder(b *testing.B) {
 // cheaper than a new request while hole·(byte cost) < request cost.
 func BenchmarkReadSize(b *testing.B) {
 	const fileBytes = 256 << 20
-	path := filepath.Join(b.TempDir(), "features.bin")
-	if err := os.WriteFile(path, make([]byte, fileBytes), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	f, direct, err := OpenDirect(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if !direct {
-		b.Skip("no O_DIRECT on this file system")
-	}
+	_, f := directFile(b, fileBytes)
 	for _, depth := range []int{1, DefaultDepth} {
 		for _, size := range []int64{4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20} {
 			bufs := make([][]byte, depth)
@@ -152,27 +141,7 @@ func BenchmarkReadSize(b *testing.B) {
 // repeated one. So sample --features reads buffered with ReadRows.
 func BenchmarkReadRows(b *testing.B) {
 	const numNodes, rowBytes = 1 << 19, 512
-	path := filepath.Join(b.TempDir(), "features-1.bin")
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	// Written and synced: clean pages are what FADV_DONTNEED evicts.
-	if _, err := f.Write(make([]byte, numNodes*rowBytes)); err != nil {
-		b.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		b.Fatal(err)
-	}
-	f.Close()
-	direct, isDirect, err := OpenDirect(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer direct.Close()
-	if !isDirect {
-		b.Skip("no O_DIRECT on this file system")
-	}
+	path, direct := directFile(b, numNodes*rowBytes)
 	buffered, err := os.Open(path)
 	if err != nil {
 		b.Fatal(err)
@@ -243,32 +212,7 @@ func BenchmarkReadRows(b *testing.B) {
 // --iodepth=D`); DefaultDepth is set from this.
 func BenchmarkReadDepth(b *testing.B) {
 	const rowBytes, numRows, perBatch = 4096, 1 << 18, 16384
-	path := filepath.Join(b.TempDir(), "features-1.bin")
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	chunk := make([]byte, 1<<20)
-	for i := range chunk {
-		chunk[i] = byte(i * 7)
-	}
-	for range numRows * rowBytes / len(chunk) {
-		if _, err := f.Write(chunk); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		b.Fatal(err)
-	}
-	f.Close()
-	direct, isDirect, err := OpenDirect(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer direct.Close()
-	if !isDirect {
-		b.Skip("no O_DIRECT on this file system")
-	}
+	path, direct := directFile(b, numRows*rowBytes)
 	r := rand.New(rand.NewPCG(3, 4))
 	dst := make([]byte, perBatch*rowBytes)
 	for _, depth := range []int{16, 32, 64, 128} {
@@ -291,4 +235,37 @@ func BenchmarkReadDepth(b *testing.B) {
 			b.ReportMetric(float64(reads)/b.Elapsed().Seconds(), "reads/s")
 		})
 	}
+}
+
+// directFile writes a file of size zero bytes (written and synced: clean
+// pages are what FADV_DONTNEED evicts; BenchmarkReadRows's checksums are
+// of zeros) and opens it with
+// O_DIRECT for the benchmark, which is skipped where the file system
+// refuses O_DIRECT; the file is closed when the benchmark ends.
+func directFile(b *testing.B, size int64) (path string, direct *os.File) {
+	b.Helper()
+	path = filepath.Join(b.TempDir(), "features-1.bin")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	chunk := make([]byte, 1<<20)
+	for left := size; left > 0; left -= int64(len(chunk)) {
+		if _, err := f.Write(chunk[:min(left, int64(len(chunk)))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	direct, isDirect, err := OpenDirect(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { direct.Close() })
+	if !isDirect {
+		b.Skip("no O_DIRECT on this file system")
+	}
+	return path, direct
 }
