@@ -14,12 +14,6 @@ import (
 	"github.com/streamsampler/streamsampler/walk"
 )
 
-// csrOf is testgraph.FromAdjacency as a CSR.
-func csrOf(adj [][]uint32) *CSR {
-	indptr, indices := testgraph.FromAdjacency(adj)
-	return &CSR{Indptr: indptr, Indices: indices}
-}
-
 // randomRepeatsCSR is testgraph.RandomRepeatsCSR as a CSR.
 func randomRepeatsCSR(n uint32, avgDeg int, seed uint64) *CSR {
 	indptr, indices := testgraph.RandomRepeatsCSR(n, avgDeg, seed)
