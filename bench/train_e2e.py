@@ -70,9 +70,13 @@ def sbm(nodes, edges, classes, dim, p_in, noise, seed):
 def loaders(which, data, graph, args, device, rank, world):
     """The two loaders: the only lines that differ between the runs."""
     kw = dict(num_neighbors=args.fanouts, batch_size=args.batch)
-    if which == "ours":
+    if which in ("ours", "ours-rows"):
         from streamsampler.pyg import NeighborLoader
         # Default settings; the minibatches arrive on the GPU (device=).
+        # ours-rows: the rows from the server with every minibatch, as
+        # when the features do not fit on the device.
+        if which == "ours-rows":
+            kw["device_features"] = False
         train = NeighborLoader(graph, input_nodes=data.train_mask, shuffle=True, device=device, **kw)
         test = NeighborLoader(graph, input_nodes=data.test_mask, device=device, **kw)
         return train, test
@@ -148,7 +152,7 @@ def run(which, data, graph, args, device, rank, world):
         r["epoch"] = e
         epochs.append(r)
         if rank == 0:
-            print(f"  {which:5s} epoch {e}: {r['wall']:.3f} s, model {r['model']:.3f} s (busy {r['busy']:.2f}), "
+            print(f"  {which:9s} epoch {e}: {r['wall']:.3f} s, model {r['model']:.3f} s (busy {r['busy']:.2f}), "
                   f"waiting {r['wait']:.3f} s, copying {r['copy']:.3f} s, {r['steps']} steps", flush=True)
     correct, total = accuracy(model, test, device, sync_copy)
     if world > 1:
@@ -235,7 +239,7 @@ def main():
         checks.append((f"{world} GPUs over 1 (epoch wall)", base / ours["wall"], 0.9 * world))
     print("\nsummary (medians)")
     for which, r in res["runs"].items():
-        print(f"  {which:5s}: epoch {r['wall']:.3f} s, model {r['model']:.3f} s, busy {r['busy']:.2f}, "
+        print(f"  {which:9s}: epoch {r['wall']:.3f} s, model {r['model']:.3f} s, busy {r['busy']:.2f}, "
               f"waiting {r['wait']:.3f} s, copying {r['copy']:.3f} s; test accuracy {100 * r['test_acc']:.2f}%")
     failed = []
     for label, val, target in checks:

@@ -21,7 +21,10 @@ reference is the same loader with device=None, pin_memory=False):
    device="cuda", every tensor of every minibatch is on the GPU;
 2. **equal**: those minibatches equal the reference's, element for
    element, for --check-epochs epochs (NeighborLoader also with
-   delta=True);
+   delta=True, and with device_features=False: the rows from the
+   server rather than gathered from the store held on the device);
+   **device table**: with device_features' default the store was held on
+   the GPU and no row came from the server;
 3. **slow consumer**: a consumer that sleeps between steps, queues a
    long kernel (torch.cuda._sleep) on its stream before reading each
    minibatch and drops the minibatch at once, while long kernels are
@@ -40,8 +43,10 @@ two mean-aggregation layers, cross-entropy, Adam) over the training
 set, one warm-up epoch then --epochs timed, for: ``sync`` (device=None,
 pin_memory=False, batch.to(device) in the loop: what a script did
 before), ``prefetchloader`` (device=None, pinned, in PyG's
-PrefetchLoader), ``device`` (device="cuda", prefetch=2) and
-``device+delta`` (delta=True); with the time the loop waited for the
+PrefetchLoader), ``device`` (device="cuda", prefetch=2: the feature
+store held on the GPU, device_features' default where it fits),
+``device-rows`` (the same with device_features=False: the rows from the
+server with each minibatch) and ``device+delta`` (delta=True); with the time the loop waited for the
 next minibatch and the transfer's counters.
 
 torch_geometric and dgl are used where importable; otherwise the checks
@@ -271,9 +276,10 @@ class ClientLoader(streamsampler.Loader):
 def check_equal(a, graph, nodes, device):
     """Checks 1, 2 and 4 for the three loaders (and NeighborLoader with
     delta=True)."""
-    cases = [("pyg", {}), ("pyg", {"delta": True}), ("dgl", {}), ("tensors", {})]
+    cases = [("pyg", {}), ("pyg", {"device_features": False}), ("pyg", {"delta": True}), ("dgl", {}),
+             ("dgl", {"device_features": False}), ("tensors", {})]
     for i, (kind, extra) in enumerate(cases):
-        name = kind + ("+delta" if extra else "")
+        name = kind + ("+delta" if "delta" in extra else "+rows" if "device_features" in extra else "")
         dev = make(kind, a, graph, nodes, a.seed + i, 2 * i, device=device, **extra)
         ref = make(kind, a, graph, nodes, a.seed + i, 2 * i + 1, pin_memory=False)
         try:
@@ -296,6 +302,11 @@ def check_equal(a, graph, nodes, device):
             report("equal " + name, diff is None, diff or "%d minibatches over %d epochs equal the reference's"
                    % (count, a.check_epochs))
             st = dev.transfer.stats
+            if device.type == "cuda" and kind != "tensors" and not extra:
+                report("device table " + name, bool(dev.device_features) and dev.table() is not None
+                       and st.bytes_direct == 0,
+                       "the store on the device (%.1f MB), %.1f MB of ids and edges staged, no rows from the server"
+                       % (dev.table().nbytes / 1e6 if dev.table() is not None else 0, st.bytes_staged / 1e6))
             if device.type == "cuda" and kind == "tensors":
                 reg = dev.transfer.registrar
                 n = reg.registered if reg is not None else 0
@@ -402,6 +413,7 @@ class Sage(torch.nn.Module):
 def run_mode(mode, a, graph, nodes, device, dim):
     PrefetchLoader, _ = prefetch_loader_class()
     kw = {"sync": dict(pin_memory=False), "prefetchloader": {}, "device": dict(device=device),
+          "device-rows": dict(device=device, device_features=False),
           "device+delta": dict(device=device, delta=True)}[mode]
     lo = make("pyg", a, graph, nodes, a.seed, 40 + len(mode), prefetch=a.prefetch if "device" in mode else None, **kw)
     it = PrefetchLoader(lo, device) if mode == "prefetchloader" else lo
@@ -464,7 +476,7 @@ def main():
     p.add_argument("--slow-ms", type=float, default=10.0, help="the slow consumer's sleep per step")
     p.add_argument("--sleep-cycles", type=int, default=50_000_000,
                    help="torch.cuda._sleep cycles queued per slow step (about 25 ms on an H100)")
-    p.add_argument("--modes", default="sync,prefetchloader,device,device+delta")
+    p.add_argument("--modes", default="sync,prefetchloader,device,device-rows,device+delta")
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu (a dry run without a GPU)")
     p.add_argument("--json", help="write the results here")
     a = p.parse_args()

@@ -427,6 +427,23 @@ class Live(unittest.TestCase):
                 self.assertEqual((a.prefetch, b.prefetch), (2, 4))
                 self.compare(a, b)
 
+    def test_neighbor_loader_device_table(self):
+        """With the store held on the device (device_features; on the CPU
+        here, as resolve allows only CUDA, patched): the same minibatches,
+        masks and labels included, and the server reads no rows."""
+        from streamsampler.loader import device_table
+        with mock.patch.dict(sys.modules, fake_pyg()), \
+                mock.patch.object(device_table, "resolve", lambda f, d, *a: d is not None and f is not False):
+            a, b = self.pair(lambda **kw: NeighborLoader(self.graph, [4, 3], input_nodes=self.train, batch_size=32,
+                                                         shuffle=True, seed=8, binary=self.ss, **kw))
+            self.assertTrue(a.device_features)
+            self.assertFalse(b.device_features)
+            self.compare(a, b, epochs=2)
+            self.assertFalse(a.server.rows)
+            self.assertTrue(b.server.rows)
+            self.assertIsNotNone(a.table())
+            self.assertEqual(a.transfer.stats.bytes_direct, 0)
+
     def test_neighbor_loader_delta(self):
         with mock.patch.dict(sys.modules, fake_pyg()):
             a, b = self.pair(lambda **kw: NeighborLoader(self.graph, [4, 3], input_nodes=self.train, batch_size=32,

@@ -92,13 +92,16 @@ class DataLoader(NodeLoader):
     accepted and need nothing more). ``delta=True``: ``feat`` through a
     :class:`~streamsampler.DeltaTransfer`. Without a device, the blocks'
     tensors are in page-locked memory where torch has CUDA, unless
-    ``pin_memory=False``."""
+    ``pin_memory=False``. ``device_features`` (None: automatic): the
+    feature store held on a CUDA ``device`` and ``feat``/``label``
+    gathered there (see :class:`~streamsampler.loader.NodeLoader`)."""
 
     def __init__(self, graph: GraphSource, indices: Optional[Nodes], graph_sampler: NeighborSampler,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, device: Any = None,
                  seed: Optional[int] = None, prefetch: Optional[int] = None, server_args: Sequence[str] = (),
                  binary: Optional[PathArg] = None, pin_memory: Optional[bool] = None,
-                 delta: Union[bool, DeltaTransfer, None] = False, **kwargs: Any) -> None:
+                 delta: Union[bool, DeltaTransfer, None] = False, device_features: Optional[bool] = None,
+                 **kwargs: Any) -> None:
         if not isinstance(graph_sampler, NeighborSampler):
             raise TypeError("DataLoader: graph_sampler must be a streamsampler.dgl.NeighborSampler, got %s"
                             % type(graph_sampler).__name__)
@@ -112,7 +115,7 @@ class DataLoader(NodeLoader):
                          self._to_blocks, replace=graph_sampler.replace, seed=seed, prefetch=prefetch,
                          server_args=server_args, binary=binary,
                          device=device if device is not None else graph_sampler.output_device,
-                         pin_memory=pin_memory, delta=delta)
+                         pin_memory=pin_memory, delta=delta, device_features=device_features)
 
     def _to_blocks(self, batch: Batch) -> Tuple[Any, Any, List[Any]]:
         """A minibatch as DGL's ``(input_nodes, output_nodes, blocks)``, on
@@ -131,4 +134,10 @@ class DataLoader(NodeLoader):
     def finish_minibatch(self, obj: Any) -> Tuple[Any, Any, List[Any]]:
         """The blocks, made (on the device) from the moved tensors."""
         tensors, seeds = obj
+        table = self.table()
+        if table is not None and tensors:
+            x, _ = table.gather(tensors[0]["src_ids"])
+            tensors[0]["feat"] = x
+            if table.y is not None:
+                tensors[-1]["label"] = table.y.index_select(0, tensors[-1]["dst_ids"])
         return dgl_blocks(tensors, seeds)

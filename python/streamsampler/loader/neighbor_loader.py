@@ -80,7 +80,14 @@ class NeighborLoader(NodeLoader):
     shared buffers where CUDA could register them; the script's
     ``batch.to(device)`` is then a no-op. ``transform`` runs before, on the
     host ``Data``. ``delta=True`` sends ``x`` through a
-    :class:`~streamsampler.DeltaTransfer`. Without a device, ``Data``
+    :class:`~streamsampler.DeltaTransfer`. ``device_features`` (None:
+    automatic; on where the store fits a quarter of the CUDA device's
+    memory and no ``delta`` is asked for): the feature store is held on
+    the device, every row checked once against its CRC-32C as it is
+    loaded, and ``x``, ``y`` and the masks are gathered there by ``n_id``,
+    so that only ids and edges cross the bus (``transform`` then runs
+    after, on the device ``Data``); False takes the rows from the server
+    with each minibatch (features larger than the device). Without a device, ``Data``
     tensors are in page-locked memory where torch has CUDA
     (``pin_memory=False``: not), so PyG's ``PrefetchLoader`` pins nothing
     itself.
@@ -92,7 +99,8 @@ class NeighborLoader(NodeLoader):
                  transform: Optional[Callable[[Any], Any]] = None, seed: Optional[int] = None,
                  semantics: str = "pyg", prefetch: Optional[int] = None, server_args: Sequence[str] = (),
                  binary: Optional[PathArg] = None, device: Any = None, pin_memory: Optional[bool] = None,
-                 delta: Union[bool, DeltaTransfer, None] = False, **kwargs: Any) -> None:
+                 delta: Union[bool, DeltaTransfer, None] = False, device_features: Optional[bool] = None,
+                 **kwargs: Any) -> None:
         for k in ("input_time", "time_attr", "weight_attr", "temporal_strategy"):
             if kwargs.pop(k, None) not in (None, "uniform"):
                 raise NotImplementedError("NeighborLoader(%s=...): temporal and weighted sampling are not "
@@ -112,7 +120,8 @@ class NeighborLoader(NodeLoader):
         super().__init__(data, num_neighbors, batch_size, input_nodes, shuffle, drop_last, semantics,
                          self._to_data, replace=replace, seed=seed, prefetch=prefetch,
                          server_args=server_args, binary=binary, device=device, pin_memory=pin_memory,
-                         delta=delta)
+                         delta=delta, device_features=device_features)
+        self._perm_dev: Any = None
         self._labels: Optional[npt.NDArray[Any]] = None
         self._masks: Dict[str, npt.NDArray[np.bool_]] = {}
         self._loaded = False
@@ -151,13 +160,138 @@ class NeighborLoader(NodeLoader):
         return self._masks
 
     def _to_data(self, batch: Batch) -> Any:
-        """A minibatch as PyG's ``Data`` (see the class doc)."""
+        """A minibatch as PyG's ``Data`` (see the class doc), on the host."""
         return to_data(batch, self)
+
+    def host_minibatch(self, batch: Batch) -> Any:
+        """With a device: what crosses to it (:func:`raw_minibatch`), the
+        ``Data`` being built there (:meth:`finish_minibatch`)."""
+        if self.device is None:
+            return super().host_minibatch(batch)
+        return raw_minibatch(batch, self)
+
+    def finish_minibatch(self, obj: Any) -> Any:
+        """With a device: the ``Data`` built on it from the moved arrays
+        (:func:`device_data`), then the user's transform."""
+        if self.device is None:
+            return obj
+        data = device_data(obj, self)
+        if self.user_transform is not None:
+            data = self.user_transform(data)
+        return data
+
+    def device_edge_perm(self) -> Any:
+        """The edge permutation on the device where the store is held there
+        (counted in its size, :func:`~streamsampler.loader.device_table.store_bytes`),
+        else None (mapped on the host)."""
+        if self._perm_dev is None and self.device_features and self.edge_perm is not None:
+            torch = require("torch", "streamsampler.pyg.NeighborLoader", "torch", "device=None")
+            self._perm_dev = torch.from_numpy(np.array(self.edge_perm, dtype=np.int64)).to(self.device)
+        return self._perm_dev
+
+
+def _host(a: npt.NDArray[Any]) -> Any:
+    """A host tensor viewing ``a`` (uint32 as int32: torch's older versions
+    have no uint32; :func:`device_data` reads it back unsigned)."""
+    import torch
+    if a.dtype == np.uint32:
+        a = a.view(np.int32)
+    return torch.from_numpy(a)
+
+
+def raw_minibatch(batch: Batch, loader: NeighborLoader) -> Dict[str, Any]:
+    """What a minibatch moves to a device: its arrays as the server sent
+    them (the last hop's src, each hop's local edge ends, edge ids; views,
+    no conversion), its rows where the server sent them, the labels and
+    masks gathered on the host where the store is not on the device, and
+    the counts. :func:`device_data` builds PyG's ``Data`` from it there:
+    the int64 conversions, offsets and concatenations of :func:`to_data`
+    run on the device, not in the trainer's process's Python."""
+    hops = batch.hops
+    src = hops[-1].src if hops else batch.seeds
+    raw: Dict[str, Any] = {
+        "src": _host(src),
+        "edge_src": [_host(h.edge_src) for h in hops],
+        "edge_dst": [_host(h.edge_dst) for h in hops],
+        "input_id": _host(np.asarray(batch.input_id, dtype=np.int64)),
+        "lo": [], "num_sampled_nodes": [len(batch.seeds)], "num_sampled_edges": [len(h.edge_src) for h in hops],
+        "batch_size": len(batch.seeds),
+    }
+    prev = len(batch.seeds)
+    for h in hops:
+        raw["lo"].append(prev - len(h.dst))
+        raw["num_sampled_nodes"].append(len(h.src) - prev)
+        prev = len(h.src)
+    if batch.has_edge_ids:
+        if loader.device_edge_perm() is None and loader.edge_perm is not None:
+            e = np.concatenate([h.e_id for h in hops]) if hops else np.empty(0, np.int64)
+            raw["e_id"] = _host(np.asarray(loader.edge_perm[e], dtype=np.int64))
+        else:
+            raw["e_id_per_hop"] = [_host(np.asarray(h.e_id, dtype=np.int64)) for h in hops]
+    if batch.x is not None:
+        raw["x"] = _host(np.asarray(batch.x))
+    if not loader.device_features:
+        labels = loader.labels
+        if labels is not None:
+            raw["y"] = _host(np.asarray(labels[src], dtype=np.int64))
+        raw["masks"] = {name: _host(m[src]) for name, m in loader.masks.items()}
+    return raw
+
+
+def device_data(raw: Dict[str, Any], loader: NeighborLoader) -> Any:
+    """PyG's ``Data`` (as :func:`to_data` makes it) from a moved
+    :func:`raw_minibatch`, built on its device on the current stream; ``x``,
+    ``y`` and the masks gathered from the store held there where it is."""
+    needs = "torch and torch_geometric"
+    torch = require("torch", "streamsampler.pyg.NeighborLoader", needs, "pyg_arrays")
+    Data = require("torch_geometric.data", "streamsampler.pyg.NeighborLoader", needs, "pyg_arrays").Data
+
+    def unsigned(t: Any) -> Any:
+        return t.to(torch.int64) & 0xFFFFFFFF
+
+    n_id = unsigned(raw["src"])
+    parts = []
+    for es, ed, lo in zip(raw["edge_src"], raw["edge_dst"], raw["lo"]):
+        ei = torch.empty((2, es.shape[0]), dtype=torch.int64, device=n_id.device)
+        ei[0] = es
+        torch.add(ed, lo, out=ei[1])
+        parts.append(ei)
+    edge_index = torch.cat(parts, 1) if parts else torch.empty((2, 0), dtype=torch.int64, device=n_id.device)
+    data = Data(edge_index=edge_index, num_nodes=int(n_id.shape[0]))
+    table = loader.table()
+    if table is not None:
+        table.with_masks(loader.masks)
+        data.x, y = table.gather(n_id)
+        if y is not None:
+            data.y = y
+        for name, m in table.masks.items():
+            data[name] = m.index_select(0, n_id)
+    else:
+        if "x" in raw:
+            data.x = raw["x"]
+        if "y" in raw:
+            data.y = raw["y"]
+        for name, m in raw["masks"].items():
+            data[name] = m
+    data.n_id = n_id
+    if "e_id" in raw:
+        data.e_id = raw["e_id"]
+    elif "e_id_per_hop" in raw:
+        e_id = torch.cat(raw["e_id_per_hop"]) if raw["e_id_per_hop"] else \
+            torch.empty(0, dtype=torch.int64, device=n_id.device)
+        perm = loader.device_edge_perm()
+        data.e_id = perm.index_select(0, e_id) if perm is not None else e_id
+    data.input_id = raw["input_id"]
+    data.batch_size = raw["batch_size"]
+    data.num_sampled_nodes = raw["num_sampled_nodes"]
+    data.num_sampled_edges = raw["num_sampled_edges"]
+    return data
 
 
 def to_data(batch: Batch, loader: NeighborLoader) -> Any:
     """``batch`` as the ``torch_geometric.data.Data`` PyG's NeighborLoader
-    yields, with the loader's labels, masks and edge permutation."""
+    yields, with the loader's labels, masks and edge permutation, on the
+    host (a loader with a device builds it there: :func:`device_data`)."""
     needs = "torch and torch_geometric"
     torch = require("torch", "streamsampler.pyg.NeighborLoader", needs, "pyg_arrays")
     Data = require("torch_geometric.data", "streamsampler.pyg.NeighborLoader", needs, "pyg_arrays").Data

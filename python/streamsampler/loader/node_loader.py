@@ -15,6 +15,7 @@ from ..convert import load_edge_perm
 from ..delta import DeltaTransfer
 from ..local import env_int
 from ..typing import GraphSource, Nodes, PathArg
+from . import device_table
 from .base import EpochLoader
 from .servers import SharedServer, TrainingStream, acquire, release
 from .utils import check_fanouts, default_seed, graph_dir, graph_num_nodes, node_ids
@@ -46,19 +47,35 @@ class NodeLoader(EpochLoader):
     and ``delta``: see :class:`EpochLoader`. The connection takes the
     feature rows in shared buffers, which a CUDA ``device`` copies from
     directly.
+
+    ``device_features`` (None: automatic): with a CUDA ``device``, hold the
+    graph's feature store there (every row checked against its CRC-32C
+    once, as it is loaded) and gather each minibatch's rows and labels on
+    the device, so that only ids and edges cross the bus and the server
+    reads no rows (:mod:`~streamsampler.loader.device_table`). By default
+    on where the store fits a quarter of the device's memory and no
+    ``delta`` transfer is asked for; False takes the rows from the server
+    with every minibatch (out-of-core features); True insists.
     """
 
     def __init__(self, graph: GraphSource, fanouts: Sequence[int], batch_size: int, nodes: Optional[Nodes],
                  shuffle: bool, drop_last: bool, semantics: str, transform: Optional[Callable[[Batch], Any]],
                  replace: bool = False, seed: Optional[int] = None, prefetch: Optional[int] = None, depth: int = 4,
                  server_args: Sequence[str] = (), binary: Optional[PathArg] = None, device: Any = None,
-                 pin_memory: Optional[bool] = None, delta: Union[bool, DeltaTransfer, None] = False) -> None:
+                 pin_memory: Optional[bool] = None, delta: Union[bool, DeltaTransfer, None] = False,
+                 device_features: Optional[bool] = None) -> None:
         if semantics not in ("pyg", "dgl"):
             raise ValueError("semantics %r, want 'pyg' or 'dgl'" % (semantics,))
         if int(batch_size) < 1:
             raise ValueError("batch_size %r, want >= 1" % (batch_size,))
         super().__init__(transform, prefetch, depth, device=device, pin_memory=pin_memory, delta=delta)
         self.graph = graph_dir(graph)
+        #: Whether the loader holds the graph's feature store on its device
+        #: (:mod:`~streamsampler.loader.device_table`) and gathers each
+        #: minibatch's rows there, its server reading none.
+        self.device_features = device_table.resolve(device_features, self.device, delta, self.graph,
+                                                    type(self).__name__)
+        self._table: Optional[device_table.DeviceTable] = None
         self.num_nodes = graph_num_nodes(self.graph)
         self.fanouts = check_fanouts(fanouts, "fanout")
         self.batch_size = int(batch_size)
@@ -77,7 +94,7 @@ class NodeLoader(EpochLoader):
         training = TrainingStream(self.nodes, self.batch_size, self.drop_last, semantics) if self.shuffle else None
         #: The shared server this loader's minibatches come from.
         self.server: SharedServer = acquire(self.graph, self.fanouts, replace, self.seed, training, server_args,
-                                            binary)
+                                            binary, rows=not self.device_features)
         self._client: Optional[Client] = None
         self._split: Optional[int] = None
         self._edge_perm: Optional[npt.NDArray[np.int64]] = None
@@ -96,10 +113,18 @@ class NodeLoader(EpochLoader):
         server if needed)."""
         if self._client is None:
             local = self.server.start(self.nodes)
-            self._client = local.client(shared_rows=self.server.features)
+            self._client = local.client(shared_rows=self.server.rows)
             self._finalizer.detach()
             self._finalizer = weakref.finalize(self, _close, self.server, [self._client])
         return self._client
+
+    def table(self) -> Optional[device_table.DeviceTable]:
+        """The feature store on the loader's device (loaded and checked on
+        first use, shared with the graph's other loaders on the device), or
+        None where the rows come from the server."""
+        if self.device_features and self._table is None:
+            self._table = device_table.device_table(self.graph, self.device)
+        return self._table
 
     def connection(self) -> Optional[Client]:
         """The loader's connection (see :meth:`client`)."""

@@ -52,7 +52,7 @@ class SharedServer:
     shared by the loaders made for them (see the module's doc)."""
 
     def __init__(self, graph: str, fanouts: Sequence[int], replace: bool, seed: int,
-                 server_args: Sequence[str], binary: Optional[PathArg]) -> None:
+                 server_args: Sequence[str], binary: Optional[PathArg], rows: bool = True) -> None:
         self.graph = graph
         self.fanouts = list(fanouts)
         self.replace = replace
@@ -63,8 +63,12 @@ class SharedServer:
         self.local: Optional[LocalServer] = None
         self.users = 0
         self._lock = threading.Lock()
-        #: Whether the graph has a feature store (served with --features).
+        #: Whether the graph has a feature store.
         self.features = os.path.exists(os.path.join(graph, "features.json"))
+        #: Whether the server reads the store's rows and labels into its
+        #: minibatches (``serve --features``): not for loaders that hold
+        #: the store on their device (``device_features``).
+        self.rows = self.features and rows
 
     def start(self, fallback: npt.NDArray[np.int64]) -> LocalServer:
         """The running server, started now if it is not (with the training
@@ -76,7 +80,7 @@ class SharedServer:
             t = self.training or TrainingStream(fallback, 1024, False, "dgl")
             args = ["--semantics", t.semantics] + (["--edge-ids"] if EDGE_IDS else []) + \
                 (["--drop-last"] if t.drop_last else [])
-            if self.features:
+            if self.rows:
                 args.append("--features")
             self.local = LocalServer(self.graph, np.unique(t.nodes), self.fanouts, t.batch_size, seed=self.seed,
                                      replace=self.replace, binary=self.binary,
@@ -92,16 +96,18 @@ class SharedServer:
 
 
 _registry_lock = threading.Lock()
-_registry: Dict[Tuple[str, Tuple[int, ...], bool, Tuple[str, ...]], List[SharedServer]] = {}
+_registry: Dict[Tuple[str, Tuple[int, ...], bool, Tuple[str, ...], bool], List[SharedServer]] = {}
 
 
 def acquire(graph: str, fanouts: Sequence[int], replace: bool, seed: int, training: Optional[TrainingStream],
-            server_args: Sequence[str] = (), binary: Optional[PathArg] = None) -> SharedServer:
+            server_args: Sequence[str] = (), binary: Optional[PathArg] = None, rows: bool = True) -> SharedServer:
     """The shared server for a loader: with ``training`` (a shuffling
     loader) one whose training stream and seed are the same, or one not
     started and without a stream yet, which takes them; without, any of
-    the graph's (a split's minibatches come from its server's seed)."""
-    key = (os.path.realpath(graph), tuple(fanouts), bool(replace), tuple(server_args))
+    the graph's (a split's minibatches come from its server's seed).
+    ``rows``: whether the loader takes feature rows from the server (else
+    it holds the store on its device, and shares servers that read none)."""
+    key = (os.path.realpath(graph), tuple(fanouts), bool(replace), tuple(server_args), bool(rows))
     with _registry_lock:
         servers = _registry.setdefault(key, [])
         chosen = None
@@ -117,7 +123,7 @@ def acquire(graph: str, fanouts: Sequence[int], replace: bool, seed: int, traini
                 chosen = s
                 break
         if chosen is None:
-            chosen = SharedServer(key[0], fanouts, replace, seed, server_args, binary)
+            chosen = SharedServer(key[0], fanouts, replace, seed, server_args, binary, rows=rows)
             chosen.training = training
             servers.append(chosen)
         chosen.users += 1
