@@ -9,6 +9,8 @@
                            trainer's device (``device=``) through a ring of
                            page-locked buffers on a side stream;
                            :class:`PinnedOutput`: pinned host minibatches
+``device_table.py``        :class:`DeviceTable`: the feature store held on the
+                           device, its rows CRC-checked there as it loads
 ``client_loader.py``       :class:`Loader`: over a Client of a server you run
 ``node_loader.py``         :class:`NodeLoader`: seed nodes from a shared server
                            (training stream or split), ``input_id``

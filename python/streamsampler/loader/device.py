@@ -65,12 +65,14 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Tuple
 
+import numpy as np
+
 from ..delta import DeltaTransfer
 from ..optional import require
 from ..shm import Registrar
 from ..streams import Event, Streams, streams_for
 
-__all__ = ["ALIGN", "Delivery", "DeviceTransfer", "PinnedOutput", "TransferStats", "check_pin_memory",
+__all__ = ["ALIGN", "Delivery", "DeviceTransfer", "PinnedOutput", "TransferStats", "check_pin_memory", "host_copy",
            "check_prefetch", "host_key", "pins", "resolve_device", "walk"]
 
 #: Each tensor packed into a slot starts at a multiple of this.
@@ -198,6 +200,23 @@ def host_key(ptr: int, shape: Tuple[int, ...], itemsize: int) -> Tuple[int, Tupl
     """What identifies a host array for a route: its address, shape and
     element size (a tensor made by ``torch.from_numpy`` has its array's)."""
     return ptr, tuple(int(s) for s in shape), int(itemsize)
+
+
+def host_copy(dst: Any, src: Any) -> None:
+    """``dst.copy_(src)`` for two host tensors of one shape and dtype, in
+    this thread alone: through numpy where both can be viewed as arrays
+    (numpy copies on one core, without the GIL), else torch's. torch's
+    own host copy runs on its intra-op thread pool, whose threads spin
+    after each parallel region: from the loader's background thread, on
+    every minibatch, they took the cores the server and the trainer's
+    own Python need (a minibatch's host work went from 4 to 13 ms on a
+    32-core H200 host, docs/PERFORMANCE.md)."""
+    try:
+        d, s = dst.numpy(), src.numpy()
+    except (TypeError, RuntimeError):  # a dtype numpy lacks (bfloat16), or a tensor that needs grad
+        dst.copy_(src)
+        return
+    np.copyto(d, s, casting="no")
 
 
 def _tensor_key(t: Any) -> Tuple[int, Tuple[int, ...], int]:
@@ -361,7 +380,7 @@ class DeviceTransfer:
                         assert slot is not None
                         off = staged[id(t)][1]
                         src = slot.host[off:off + n].view(t.dtype).view(t.shape)
-                        src.copy_(t)  # host → page-locked
+                        host_copy(src, t)  # host → page-locked
                         self.stats.bytes_staged += n
                         if n:
                             streams.copy(out, src)
@@ -484,7 +503,7 @@ class PinnedOutput:
             if out is None:
                 n = _nbytes(t)
                 out = streams.pinned(n).view(t.dtype).view(t.shape)
-                out.copy_(t)
+                host_copy(out, t)
                 self.stats.pinned_allocations += 1
                 self.stats.pinned_bytes += n
                 self.stats.bytes_staged += n

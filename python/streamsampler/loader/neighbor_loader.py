@@ -78,18 +78,19 @@ class NeighborLoader(NodeLoader):
     (default 2) ahead of the step, its tensors copied through page-locked
     buffers on a side stream, the feature rows straight from the server's
     shared buffers where CUDA could register them; the script's
-    ``batch.to(device)`` is then a no-op. ``transform`` runs before, on the
-    host ``Data``. ``delta=True`` sends ``x`` through a
+    ``batch.to(device)`` is then a no-op. The ``Data`` is built on the
+    device from the server's arrays, and ``transform`` runs on it there.
+    ``delta=True`` sends ``x`` through a
     :class:`~streamsampler.DeltaTransfer`. ``device_features`` (None:
     automatic; on where the store fits a quarter of the CUDA device's
     memory and no ``delta`` is asked for): the feature store is held on
     the device, every row checked once against its CRC-32C as it is
-    loaded, and ``x``, ``y`` and the masks are gathered there by ``n_id``,
-    so that only ids and edges cross the bus (``transform`` then runs
-    after, on the device ``Data``); False takes the rows from the server
-    with each minibatch (features larger than the device). Without a device, ``Data``
-    tensors are in page-locked memory where torch has CUDA
-    (``pin_memory=False``: not), so PyG's ``PrefetchLoader`` pins nothing
+    loaded, and ``x``, ``y`` and the masks are gathered there by
+    ``n_id``, so that only ids and edges cross the bus; False takes the
+    rows from the server with each minibatch (features larger than the
+    device). Without a device, ``Data`` tensors are in page-locked memory
+    where torch has CUDA (``pin_memory=False``: not), so PyG's
+    ``PrefetchLoader`` pins nothing
     itself.
     """
 
