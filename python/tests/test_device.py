@@ -461,6 +461,22 @@ class Live(unittest.TestCase):
             _, _, blocks = next(iter(a))
             self.assertEqual(len(blocks), 2)
 
+    def test_dgl_loader_device_table(self):
+        """DGL's blocks with the store held on the device (patched onto the
+        CPU, as in the PyG test): feat and label gathered there, equal to
+        the server's."""
+        from streamsampler.loader import device_table
+        with mock.patch.dict(sys.modules, fake_dgl()), \
+                mock.patch.object(device_table, "resolve", lambda f, d, *a: d is not None and f is not False):
+            a, b = self.pair(lambda **kw: DataLoader(self.graph, self.train, NeighborSampler([3, 4]), batch_size=40,
+                                                     shuffle=True, seed=10, binary=self.ss, **kw))
+            self.assertTrue(a.device_features)
+            self.compare(a, b, epochs=2)
+            self.assertFalse(a.server.rows)
+            _, _, blocks = next(iter(a))
+            self.assertIn("feat", blocks[0].srcdata)
+            self.assertIn("label", blocks[-1].dstdata)
+
     def test_loader(self):
         def tensors(b):
             return {"n_id": torch.from_numpy(b.n_id.astype(np.int64)), "x": torch.from_numpy(b.x),
