@@ -52,7 +52,7 @@ var Rules = map[string][]string{
 	// its state directory and its feature rows.
 	"runloop": {"epoch", "statedir", "pipeline", "featstore", "featplan", "featrows", "epochstats", "host"},
 	// The server takes its samplers and walkers as interfaces: not host, not gpu.
-	"serve": {"chunkfmt", "epoch", "pipeline", "featstore", "featplan", "featrows", "walk"},
+	"serve": {"chunkfmt", "epoch", "pipeline", "featstore", "featplan", "featrows", "epochstats", "walk"},
 	// Harnesses and programs.
 	"internal/hostbench":      {"chunkfmt", "epoch", "hls", "host", "pipeline"},
 	"cmd/chunkify":            {Any},
