@@ -37,21 +37,26 @@ type Report struct {
 	// is WallS per minibatch delivered.
 	WallS      float64 `json:"wall_s"`
 	MsPerBatch float64 `json:"ms_per_batch"`
-	// AssembleS is the time minibatches were being assembled (run: the
-	// consumer's wait for them, on every core, plus any wait for the
-	// epoch's sampling; serve: while any connection's was, overlapping
-	// ones counted once); EdgesPerS is the assembled edges over it:
-	// assembly's rate, not the epoch's (features are in Features.ReadS).
+	// AssembleS is the time minibatches were being assembled: the union
+	// of their assembly intervals (pipeline.Minibatch.AssembleStart, End)
+	// on every worker (run) or connection (serve), overlapping ones
+	// counted once; EdgesPerS is the assembled edges over it: assembly's
+	// rate, not the epoch's (features are in Features.ReadS, a wait for
+	// the epoch's sampling only in WallS).
 	AssembleS float64 `json:"assemble_s"`
 	EdgesPerS float64 `json:"edges_per_s"`
 	// SampleS is the wall time of sampling the epoch (0: not sampled by
 	// this process, e.g. read back from a state directory), BytesRead
 	// what the sampler read doing so (0 where it does not say: the GPU
-	// engine), ReadGBps their rate.
-	SampleS    float64 `json:"sample_s"`
-	BytesRead  int64   `json:"bytes_read"`
-	ReadGBps   float64 `json:"read_gbps"`
-	Overlapped bool    `json:"overlapped"` // sampled in the background during the previous epoch
+	// engine; BytesKnown), ReadGBps their rate.
+	SampleS   float64 `json:"sample_s"`
+	BytesRead int64   `json:"bytes_read"`
+	ReadGBps  float64 `json:"read_gbps"`
+	// BytesKnown says the sampler told what it read (BytesRead is its
+	// figure, 0 included: a graph in the page cache); without, the lines
+	// leave the bytes out.
+	BytesKnown bool `json:"-"`
+	Overlapped bool `json:"overlapped"` // sampled in the background during the previous epoch
 	// Features, with a feature store, are the epoch's feature figures.
 	Features *Features `json:"features,omitempty"`
 }
@@ -95,6 +100,7 @@ type Direct struct {
 	AssembleS   float64 `json:"assemble_s"`
 	SampleS     float64 `json:"sample_s"`
 	SampleBytes int64   `json:"sample_bytes_read"`
+	BytesKnown  bool    `json:"-"` // as Report.BytesKnown, for SampleBytes
 	// Rows are the feature rows delivered (the minibatches' n_id, each
 	// read: no cache), in Reads requests of BytesRead bytes in all;
 	// ReadS the time they were being read (overlapping reads counted
@@ -160,7 +166,7 @@ func (r *Report) Lines() []string {
 			how = "in the background during the previous epoch"
 		}
 		sampled = fmt.Sprintf("sampled in %.3f s %s", r.SampleS, how)
-		if r.BytesRead > 0 {
+		if r.BytesKnown {
 			sampled += fmt.Sprintf(", %d bytes read at %.2f GB/s", r.BytesRead, r.ReadGBps)
 		}
 	}
@@ -188,7 +194,11 @@ func (r *Report) Lines() []string {
 func (d *Direct) Line(what string) string {
 	parts := fmt.Sprintf("assembly %.3f s", d.AssembleS)
 	if d.SampleS > 0 {
-		parts += fmt.Sprintf(" (sampling %.3f s of it, %d bytes read)", d.SampleS, d.SampleBytes)
+		read := ""
+		if d.BytesKnown {
+			read = fmt.Sprintf(", %d bytes read", d.SampleBytes)
+		}
+		parts += fmt.Sprintf(" (sampling %.3f s of it%s)", d.SampleS, read)
 	}
 	if d.Rows > 0 || d.ReadS > 0 {
 		parts += fmt.Sprintf(", feature rows and labels %.3f s", d.ReadS)

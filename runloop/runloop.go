@@ -124,7 +124,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 		r := &EpochReport{Report: epochstats.Report{Epoch: key.Epoch, SampleS: time.Since(t0).Seconds()}, Stats: lastStats(be)}
 		if r.Stats != nil {
-			r.BytesRead = r.Stats.BytesRead()
+			r.BytesRead, r.BytesKnown = r.Stats.BytesRead(), true
 		}
 		mu.Lock()
 		sampled[key.Epoch] = r
@@ -153,11 +153,11 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 		defer fr.close()
 	}
-	// t0 is when the consumer last asked for a minibatch (the time until
-	// it gets one is assembly, on every core, plus any wait for the
-	// epoch's preparation); curStart, when it first asked for one of the
-	// epoch under way.
+	// t0 is when the consumer last asked for a minibatch; curStart, when
+	// it first asked for one of the epoch under way; assembly, the
+	// epoch's minibatches' assembly intervals (on every worker).
 	var t0, curStart time.Time
+	var assembly epochstats.Spans
 	// end completes the epoch under way with its sampling figures (its
 	// sample function's record) and reports it.
 	end := func() {
@@ -169,11 +169,13 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 		mu.Lock()
 		if s := sampled[cur.Epoch]; s != nil {
-			cur.SampleS, cur.BytesRead, cur.Stats = s.SampleS, s.BytesRead, s.Stats
+			cur.SampleS, cur.BytesRead, cur.BytesKnown, cur.Stats = s.SampleS, s.BytesRead, s.BytesKnown, s.Stats
 			cur.Overlapped = cur.Epoch > o.Config.FirstEpoch
 		}
 		mu.Unlock()
 		cur.WallS = t0.Sub(curStart).Seconds() // t0: when its last minibatch was handed over
+		cur.AssembleS = assembly.Seconds()
+		assembly = epochstats.Spans{}
 		cur.Finish()
 		rep.Epochs = append(rep.Epochs, cur)
 		if o.OnEpoch != nil {
@@ -183,7 +185,6 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	start := time.Now()
 	t0, curStart = start, start
 	err = pipe.RunOrdered(ctx, o.Workers, func(b *pipeline.Minibatch) error {
-		el := time.Since(t0).Seconds()
 		if cur == nil || b.Epoch != cur.Epoch {
 			end()
 			cur, curStart = &EpochReport{Report: epochstats.Report{Epoch: b.Epoch}}, t0
@@ -207,7 +208,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		cur.Batches++
 		cur.Seeds += len(b.Blocks.Seeds)
 		cur.Edges += int64(b.Blocks.NumEdges())
-		cur.AssembleS += el
+		assembly.Add(b.AssembleStart, b.AssembleEnd)
 		t0 = time.Now()
 		return nil
 	})

@@ -236,7 +236,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	gate := newSamplerGate()
 	sampler := cfg.Sampler
-	book := newStatsBook(cfg.Logf, cfg.FirstEpoch, stage)
+	book := newStatsBook(cfg.Logf, cfg.FirstEpoch, stage, cfg.SampleBytes != nil)
 	// Epoch and split sampling take their turn on the sampler, ahead of
 	// any walk (samplerGate); each is timed, with what it read, for the
 	// epoch's figures or the split's (splitSampling).
@@ -402,7 +402,7 @@ func (s *Server) skipClaim(c pipeline.Claim) {
 	if s.features != nil {
 		s.features.planned(s.baseCtx, c.Epoch, c.Index, c.Features(), nil, nil, nil)
 	}
-	s.stats.batchDone(c.Epoch, nil, nil, false)
+	s.stats.batchDone(c.Epoch, nil, nil, timing{})
 }
 
 // semantics resolves a request's semantics: DefaultSemantics is the
@@ -423,32 +423,27 @@ func (s *Server) semantics(sem epoch.Semantics) epoch.Semantics {
 // that turn with the plan's node set (the cache later minibatches read
 // from is filled by it), then reads its own rows directly.
 func (s *Server) assemble(c pipeline.Claim, pool *rowPool, sem epoch.Semantics) (Minibatch, error) {
-	s.stats.touch(c.Epoch, func(r *epochRecord, now time.Time) { r.assemble.start(now) })
 	b, err := s.pipe.AssembleAs(c, s.semantics(sem))
-	reading := err == nil && s.features != nil
-	s.stats.touch(c.Epoch, func(r *epochRecord, now time.Time) {
-		r.assemble.stop(now)
-		if reading {
-			r.read.start(now)
-		}
-	})
 	if err != nil {
 		s.skipClaim(c)
 		return Minibatch{}, newRequestError(CodeInternal, "assembling batch %d of epoch %d: %v", c.Index, c.Epoch, err)
 	}
+	tm := timing{asmStart: b.AssembleStart, asmEnd: b.AssembleEnd}
 	out := Minibatch{Epoch: b.Epoch, Index: b.Index, Blocks: b.Blocks}
 	if s.features != nil {
+		tm.readStart = time.Now()
 		if b.PlanNodes == nil {
 			out.Features, err = s.features.planned(s.baseCtx, b.Epoch, b.Index, b.Features, b.Blocks.Nodes(), b.Blocks.Seeds, pool)
 		} else if _, err = s.features.planned(s.baseCtx, b.Epoch, b.Index, b.Features, b.PlanNodes, nil, nil); err == nil {
 			out.Features, err = s.otherSemanticsFeatures(b, pool)
 		}
+		tm.readEnd = time.Now()
 	}
 	if err != nil {
-		s.stats.batchDone(b.Epoch, nil, nil, reading)
+		s.stats.batchDone(b.Epoch, nil, nil, tm)
 		return Minibatch{}, newRequestError(CodeInternal, "reading the features of batch %d of epoch %d: %v", b.Index, b.Epoch, err)
 	}
-	s.stats.batchDone(b.Epoch, out.Blocks, out.Features, reading)
+	s.stats.batchDone(b.Epoch, out.Blocks, out.Features, tm)
 	return out, nil
 }
 
@@ -456,20 +451,13 @@ func (s *Server) assemble(c pipeline.Claim, pool *rowPool, sem epoch.Semantics) 
 // other semantics than the plan's, directly (its plan's turn is taken),
 // counting them in the epoch's OtherSemantics.
 func (s *Server) otherSemanticsFeatures(b *pipeline.Minibatch, pool *rowPool) (*Features, error) {
-	op := directOp{e: b.Epoch, kind: directOther}
-	s.stats.directUpdate(op, func(d *directRecord, now time.Time) {
-		if d.first.IsZero() {
-			d.first = now
-		}
-		d.read.start(now)
-	})
+	t0 := time.Now()
 	f, rep, err := s.directFeatures(s.baseCtx, b.Blocks, pool)
-	s.stats.directUpdate(op, func(d *directRecord, now time.Time) {
-		d.read.stop(now)
-		if err == nil {
-			d.add(b.Blocks, f, rep, now)
-		}
-	})
+	blocks := b.Blocks
+	if err != nil {
+		blocks = nil
+	}
+	s.stats.otherRead(b.Epoch, blocks, f, rep, t0, time.Now())
 	return f, err
 }
 
@@ -504,23 +492,26 @@ func (s *Server) Sample(ctx context.Context, e uint32, seeds []uint32, sem epoch
 // Samples.
 func (s *Server) sample(ctx context.Context, e uint32, seeds []uint32, sem epoch.Semantics, withFeatures bool, pool *rowPool) (*epoch.Blocks, *Features, error) {
 	op := s.stats.directBegin(directSample, 0)
+	tm := timing{asmStart: time.Now()}
 	b, err := s.pipe.AssembleSeeds(ctx, e, seeds, s.semantics(sem))
-	reading := err == nil && withFeatures && s.features != nil
-	s.stats.directAssembled(op, reading)
+	tm.asmEnd = time.Now()
 	if err != nil {
-		s.stats.directDone(op, nil, nil, featplan.Report{}, false)
+		s.stats.directDone(op, nil, nil, featplan.Report{}, tm)
 		return nil, nil, asRequestError(err)
 	}
 	s.stats.seen(b.Epoch)
 	var f *Features
 	var rep featplan.Report
-	if reading {
-		if f, rep, err = s.directFeatures(ctx, b, pool); err != nil {
-			s.stats.directDone(op, nil, nil, rep, true)
+	if withFeatures && s.features != nil {
+		tm.readStart = time.Now()
+		f, rep, err = s.directFeatures(ctx, b, pool)
+		tm.readEnd = time.Now()
+		if err != nil {
+			s.stats.directDone(op, nil, nil, rep, tm)
 			return nil, nil, newRequestError(CodeInternal, "reading features: %v", err)
 		}
 	}
-	s.stats.directDone(op, b, f, rep, reading)
+	s.stats.directDone(op, b, f, rep, tm)
 	return b, f, nil
 }
 

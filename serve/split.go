@@ -197,17 +197,12 @@ func (s *Server) splitBatch(ctx context.Context, id uint32, index uint32, sem ep
 	// Counted in the split's figures of the epoch, its sampling (on its
 	// first minibatch of the epoch) included.
 	op := s.stats.directBegin(directSplit, id)
-	sctx := context.WithValue(ctx, splitSampling{}, func(d time.Duration, bytes int64) {
-		s.stats.directUpdate(op, func(r *directRecord, _ time.Time) {
-			r.sample.d += d
-			r.sample.bytes += bytes
-		})
-	})
+	sctx := context.WithValue(ctx, splitSampling{}, func(d time.Duration, bytes int64) { s.stats.directSampled(op, d, bytes) })
+	tm := timing{asmStart: time.Now()}
 	b, err := sp.Batch(sctx, int(index), s.semantics(sem))
-	reading := err == nil && s.features != nil
-	s.stats.directAssembled(op, reading)
+	tm.asmEnd = time.Now()
 	if err != nil {
-		s.stats.directDone(op, nil, nil, featplan.Report{}, false)
+		s.stats.directDone(op, nil, nil, featplan.Report{}, tm)
 		if errors.Is(err, pipeline.ErrSplit) {
 			return Minibatch{}, newRequestError(CodeBadRequest, "%v", err)
 		}
@@ -216,13 +211,16 @@ func (s *Server) splitBatch(ctx context.Context, id uint32, index uint32, sem ep
 	s.stats.seen(b.Epoch)
 	out := Minibatch{Epoch: b.Epoch, Index: int(index), Blocks: b}
 	var rep featplan.Report
-	if reading {
-		if out.Features, rep, err = s.directFeatures(ctx, b, pool); err != nil {
-			s.stats.directDone(op, nil, nil, rep, true)
+	if s.features != nil {
+		tm.readStart = time.Now()
+		out.Features, rep, err = s.directFeatures(ctx, b, pool)
+		tm.readEnd = time.Now()
+		if err != nil {
+			s.stats.directDone(op, nil, nil, rep, tm)
 			return Minibatch{}, newRequestError(CodeInternal, "reading features: %v", err)
 		}
 	}
-	s.stats.directDone(op, b, out.Features, rep, reading)
+	s.stats.directDone(op, b, out.Features, rep, tm)
 	return out, nil
 }
 

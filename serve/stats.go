@@ -76,36 +76,11 @@ func (st *EpochStats) extraLines() []string {
 	return lines
 }
 
-// busy is the wall time during which at least one of several concurrent
-// operations was under way (the assembly of minibatches on many
-// connections, their feature reads): the union of their intervals, so
-// that overlapping work counts once. Used under statsBook.mu.
-type busy struct {
-	active int
-	since  time.Time
-	total  time.Duration
-}
-
-func (b *busy) start(now time.Time) {
-	if b.active == 0 {
-		b.since = now
-	}
-	b.active++
-}
-
-func (b *busy) stop(now time.Time) {
-	b.active--
-	if b.active == 0 {
-		b.total += now.Sub(b.since)
-	}
-}
-
-func (b *busy) seconds(now time.Time) float64 {
-	t := b.total
-	if b.active > 0 {
-		t += now.Sub(b.since)
-	}
-	return t.Seconds()
+// timing is an operation's intervals: its assembly and its feature read
+// (zero: none). The epochs' figures take their union (epochstats.Spans):
+// overlapping work on many connections counts once.
+type timing struct {
+	asmStart, asmEnd, readStart, readEnd time.Time
 }
 
 // statsBook keeps the figures of the epochs the server delivers (one
@@ -116,9 +91,10 @@ func (b *busy) seconds(now time.Time) float64 {
 // flight (or at shutdown). It keeps the current epoch's record and the
 // one before (epoch_info's stats and previous_stats).
 type statsBook struct {
-	logf     func(format string, a ...any)
-	first    uint32        // Config.FirstEpoch: epochs after it were sampled in the background
-	features *featureStage // nil without a feature store
+	logf       func(format string, a ...any)
+	first      uint32        // Config.FirstEpoch: epochs after it were sampled in the background
+	features   *featureStage // nil without a feature store
+	bytesKnown bool          // Config.SampleBytes is set
 
 	mu      sync.Mutex
 	current uint32 // the latest epoch seen current
@@ -140,7 +116,7 @@ type epochRecord struct {
 	first, last           time.Time // the first claim, the last done
 	batches, seeds        int
 	edges, labels         int64
-	assemble, read        busy
+	assemble, read        epochstats.Spans
 	plan                  *pipeline.FeaturePlan
 	rows                  *featrows.Epoch // the epoch's planned reads
 	other                 *directRecord   // minibatches of the other semantics
@@ -155,13 +131,13 @@ type directRecord struct {
 	batches, seeds         int
 	edges, labels          int64
 	first, last            time.Time
-	assemble, read         busy
+	assemble, read         epochstats.Spans
 	sample                 sampling
 	rows, reads, bytesRead int64
 }
 
-func newStatsBook(logf func(string, ...any), first uint32, features *featureStage) *statsBook {
-	return &statsBook{logf: logf, first: first, features: features, current: first,
+func newStatsBook(logf func(string, ...any), first uint32, features *featureStage, bytesKnown bool) *statsBook {
+	return &statsBook{logf: logf, first: first, features: features, bytesKnown: bytesKnown, current: first,
 		epochs: map[uint32]*epochRecord{}, sampled: map[uint32]sampling{}}
 }
 
@@ -180,31 +156,21 @@ func (b *statsBook) update(e uint32, f func(r *epochRecord, now time.Time)) {
 	now := time.Now()
 	b.mu.Lock()
 	f(b.recordLocked(e), now)
-	jobs := b.dueLocked(now, false)
+	jobs := b.dueLocked(false)
 	b.mu.Unlock()
 	b.log(jobs)
-}
-
-// touch is update for what cannot make anything due (an operation
-// starting).
-func (b *statsBook) touch(e uint32, f func(r *epochRecord, now time.Time)) {
-	now := time.Now()
-	b.mu.Lock()
-	f(b.recordLocked(e), now)
-	b.mu.Unlock()
 }
 
 // seen tells the book that epoch e is current: the epochs before it are
 // left, and logged once nothing of them is in flight.
 func (b *statsBook) seen(e uint32) {
-	now := time.Now()
 	b.mu.Lock()
 	if e <= b.current {
 		b.mu.Unlock()
 		return
 	}
 	b.current = e
-	jobs := b.dueLocked(now, false)
+	jobs := b.dueLocked(false)
 	b.mu.Unlock()
 	b.log(jobs)
 }
@@ -236,13 +202,11 @@ func (b *statsBook) claimed(c pipeline.Claim, rows *featrows.Epoch) {
 }
 
 // batchDone records a claimed minibatch of epoch e handed out (blocks
-// and its features) or failed (blocks nil). reading says its feature
-// read was timed (started by the caller's update).
-func (b *statsBook) batchDone(e uint32, blocks *epoch.Blocks, f *Features, reading bool) {
+// and its features) or failed (blocks nil), which took tm.
+func (b *statsBook) batchDone(e uint32, blocks *epoch.Blocks, f *Features, tm timing) {
 	b.update(e, func(r *epochRecord, now time.Time) {
-		if reading {
-			r.read.stop(now)
-		}
+		r.assemble.Add(tm.asmStart, tm.asmEnd)
+		r.read.Add(tm.readStart, tm.readEnd)
 		r.done++
 		r.last = now
 		if blocks == nil {
@@ -254,6 +218,21 @@ func (b *statsBook) batchDone(e uint32, blocks *epoch.Blocks, f *Features, readi
 		r.edges += int64(blocks.NumEdges())
 		if f != nil {
 			r.labels += int64(len(f.Y))
+		}
+	})
+}
+
+// otherRead records the direct read, over [start, end), of the rows of a
+// minibatch of epoch e of the other semantics (blocks nil: it failed).
+func (b *statsBook) otherRead(e uint32, blocks *epoch.Blocks, f *Features, rep featplan.Report, start, end time.Time) {
+	b.update(e, func(r *epochRecord, now time.Time) {
+		d := r.directRecord(directOther, 0)
+		if d.first.IsZero() {
+			d.first = start
+		}
+		d.read.Add(start, end)
+		if blocks != nil {
+			d.add(blocks, f, rep, now)
 		}
 	})
 }
@@ -295,7 +274,8 @@ func (r *epochRecord) directRecord(kind int, split uint32) *directRecord {
 	return *p
 }
 
-// directBegin starts a sample or split request: its assembly is timed.
+// directBegin starts a sample or split request: it counts in the
+// current epoch, which is not logged as left until it is done.
 func (b *statsBook) directBegin(kind int, split uint32) directOp {
 	now := time.Now()
 	b.mu.Lock()
@@ -303,43 +283,32 @@ func (b *statsBook) directBegin(kind int, split uint32) directOp {
 	op := directOp{e: b.current, kind: kind, split: split}
 	r := b.recordLocked(op.e)
 	r.direct++
-	d := r.directRecord(kind, split)
-	if d.first.IsZero() {
+	if d := r.directRecord(kind, split); d.first.IsZero() {
 		d.first = now
 	}
-	d.assemble.start(now)
 	return op
 }
 
-// directUpdate calls f with op's record (touch: op is still under way).
-func (b *statsBook) directUpdate(op directOp, f func(d *directRecord, now time.Time)) {
-	b.touch(op.e, func(r *epochRecord, now time.Time) { f(r.directRecord(op.kind, op.split), now) })
+// directSampled records a split's sampling of the epoch, for op.
+func (b *statsBook) directSampled(op directOp, d time.Duration, bytes int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rec := b.recordLocked(op.e).directRecord(op.kind, op.split)
+	rec.sample.d += d
+	rec.sample.bytes += bytes
 }
 
-// directAssembled ends op's assembly and, when reading, starts timing its
-// feature read.
-func (b *statsBook) directAssembled(op directOp, reading bool) {
-	b.directUpdate(op, func(d *directRecord, now time.Time) {
-		d.assemble.stop(now)
-		if reading {
-			d.read.start(now)
-		}
-	})
-}
-
-// directDone ends op: blocks (nil: it failed) with its features, read as
-// rep reports (when reading).
-func (b *statsBook) directDone(op directOp, blocks *epoch.Blocks, f *Features, rep featplan.Report, reading bool) {
+// directDone ends op, which took tm: blocks (nil: it failed) with its
+// features, read as rep reports.
+func (b *statsBook) directDone(op directOp, blocks *epoch.Blocks, f *Features, rep featplan.Report, tm timing) {
 	b.update(op.e, func(r *epochRecord, now time.Time) {
 		r.direct--
 		d := r.directRecord(op.kind, op.split)
-		if reading {
-			d.read.stop(now)
+		d.assemble.Add(tm.asmStart, tm.asmEnd)
+		d.read.Add(tm.readStart, tm.readEnd)
+		if blocks != nil {
+			d.add(blocks, f, rep, now)
 		}
-		if blocks == nil {
-			return
-		}
-		d.add(blocks, f, rep, now)
 	})
 }
 
@@ -369,7 +338,7 @@ type logJob struct {
 // left with none in flight; the rest once it is left with nothing in
 // flight. With all (shutdown) every record's lines not yet logged are.
 // Records two epochs old, all logged, are dropped.
-func (b *statsBook) dueLocked(now time.Time, all bool) []logJob {
+func (b *statsBook) dueLocked(all bool) []logJob {
 	var jobs []logJob
 	es := make([]uint32, 0, len(b.epochs))
 	for e := range b.epochs {
@@ -388,7 +357,7 @@ func (b *statsBook) dueLocked(now time.Time, all bool) []logJob {
 			r.final, j.rest = true, true
 		}
 		if j.training || j.rest {
-			j.st, j.rows = b.statsLocked(r, now)
+			j.st, j.rows = b.statsLocked(r)
 			jobs = append(jobs, j)
 		}
 		if r.final && e+1 < b.current {
@@ -426,7 +395,7 @@ func (b *statsBook) log(jobs []logJob) {
 // flush logs every line not yet logged (the server shuts down).
 func (b *statsBook) flush() {
 	b.mu.Lock()
-	jobs := b.dueLocked(time.Now(), true)
+	jobs := b.dueLocked(true)
 	b.mu.Unlock()
 	b.log(jobs)
 }
@@ -435,7 +404,6 @@ func (b *statsBook) flush() {
 // count, for an epoch nothing was claimed of yet) and the epoch before's,
 // nil when it has none.
 func (b *statsBook) snapshot(e uint32, numBatches int) (cur, prev *EpochStats) {
-	now := time.Now()
 	b.mu.Lock()
 	r := b.epochs[e]
 	if r == nil {
@@ -444,7 +412,7 @@ func (b *statsBook) snapshot(e uint32, numBatches int) (cur, prev *EpochStats) {
 	if r.numBatches == 0 {
 		r.numBatches = numBatches
 	}
-	st, rows := b.statsLocked(r, now)
+	st, rows := b.statsLocked(r)
 	var pst EpochStats
 	var prows *featrows.Epoch
 	var pr *epochRecord
@@ -452,7 +420,7 @@ func (b *statsBook) snapshot(e uint32, numBatches int) (cur, prev *EpochStats) {
 		pr = b.epochs[e-1]
 	}
 	if pr != nil {
-		pst, prows = b.statsLocked(pr, now)
+		pst, prows = b.statsLocked(pr)
 	}
 	b.mu.Unlock()
 	st = finishStats(st, rows)
@@ -464,12 +432,12 @@ func (b *statsBook) snapshot(e uint32, numBatches int) (cur, prev *EpochStats) {
 	return cur, prev
 }
 
-// statsLocked is r's figures at now, but for the plan's reads (rows, to
+// statsLocked is r's figures, but for the plan's reads (rows, to
 // be taken outside the lock: finishStats).
-func (b *statsBook) statsLocked(r *epochRecord, now time.Time) (EpochStats, *featrows.Epoch) {
+func (b *statsBook) statsLocked(r *epochRecord) (EpochStats, *featrows.Epoch) {
 	st := EpochStats{
 		Report: epochstats.Report{Epoch: r.e, NumBatches: r.numBatches, Batches: r.batches, Seeds: r.seeds, Edges: r.edges,
-			AssembleS: r.assemble.seconds(now), Overlapped: r.e > b.first},
+			AssembleS: r.assemble.Seconds(), Overlapped: r.e > b.first},
 		Complete: r.numBatches > 0 && r.done == r.numBatches,
 		Failed:   r.failed,
 	}
@@ -477,12 +445,12 @@ func (b *statsBook) statsLocked(r *epochRecord, now time.Time) (EpochStats, *fea
 		st.WallS = r.last.Sub(r.first).Seconds()
 	}
 	if sm, ok := b.sampled[r.e]; ok {
-		st.SampleS, st.BytesRead = sm.d.Seconds(), sm.bytes
+		st.SampleS, st.BytesRead, st.BytesKnown = sm.d.Seconds(), sm.bytes, b.bytesKnown
 	}
 	var rowBytes int64
 	if b.features != nil {
 		rowBytes = b.features.fs.RowBytes()
-		f := &epochstats.Features{ReadS: r.read.seconds(now), Labels: r.labels, Reads: featplan.Report{RowBytes: rowBytes}}
+		f := &epochstats.Features{ReadS: r.read.Seconds(), Labels: r.labels, Reads: featplan.Report{RowBytes: rowBytes}}
 		if r.plan != nil {
 			f.PlanS = r.plan.Seconds
 			if r.plan.Order != nil {
@@ -492,15 +460,15 @@ func (b *statsBook) statsLocked(r *epochRecord, now time.Time) (EpochStats, *fea
 		}
 		st.Features = f
 	}
-	st.OtherSemantics = r.other.stats(rowBytes, now)
-	st.Samples = r.samples.stats(rowBytes, now)
+	st.OtherSemantics = r.other.stats(rowBytes, b.bytesKnown)
+	st.Samples = r.samples.stats(rowBytes, b.bytesKnown)
 	ids := make([]uint32, 0, len(r.splits))
 	for id := range r.splits {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		if d := r.splits[id].stats(rowBytes, now); d != nil {
+		if d := r.splits[id].stats(rowBytes, b.bytesKnown); d != nil {
 			st.Splits = append(st.Splits, SplitStats{Split: id, Direct: *d})
 		}
 	}
@@ -508,13 +476,13 @@ func (b *statsBook) statsLocked(r *epochRecord, now time.Time) (EpochStats, *fea
 }
 
 // stats is d's figures (nil: none, or no minibatch delivered).
-func (d *directRecord) stats(rowBytes int64, now time.Time) *epochstats.Direct {
+func (d *directRecord) stats(rowBytes int64, bytesKnown bool) *epochstats.Direct {
 	if d == nil || d.batches == 0 {
 		return nil
 	}
 	out := &epochstats.Direct{Batches: d.batches, Seeds: d.seeds, Edges: d.edges, WallS: d.last.Sub(d.first).Seconds(),
-		AssembleS: d.assemble.seconds(now), SampleS: d.sample.d.Seconds(), SampleBytes: d.sample.bytes,
-		RowBytes: rowBytes, Rows: d.rows, Reads: d.reads, BytesRead: d.bytesRead, ReadS: d.read.seconds(now), Labels: d.labels}
+		AssembleS: d.assemble.Seconds(), SampleS: d.sample.d.Seconds(), SampleBytes: d.sample.bytes, BytesKnown: bytesKnown,
+		RowBytes: rowBytes, Rows: d.rows, Reads: d.reads, BytesRead: d.bytesRead, ReadS: d.read.Seconds(), Labels: d.labels}
 	out.Finish()
 	return out
 }
