@@ -100,6 +100,10 @@ type Minibatch struct {
 	// feature plan's (AssembleAs), is the node set the plan read this
 	// minibatch's rows for: the plan's turn must be taken with it.
 	PlanNodes []uint32
+	// AssembleStart and AssembleEnd bracket its assembly (AssembleAs),
+	// on whichever goroutine did it: the union of these intervals is the
+	// epoch's assembly time in run's and serve's figures.
+	AssembleStart, AssembleEnd time.Time
 }
 
 // Info describes a Pipeline's current epoch (the JSON object a server's
@@ -437,17 +441,19 @@ func (p *Pipeline) AssembleAs(c Claim, sem epoch.Semantics) (*Minibatch, error) 
 		return nil, fmt.Errorf("epoch: assembling a claim of epoch %d that holds no minibatch", c.Epoch)
 	}
 	defer c.slot.inflight.Done()
+	t0 := time.Now()
 	seeds := c.slot.batches[c.Index]
 	b, err := p.store.AssembleAt(c.Epoch, seeds, sem)
 	if err != nil {
 		return nil, fmt.Errorf("epoch: epoch %d minibatch %d: %w", c.Epoch, c.Index, err)
 	}
-	out := &Minibatch{Epoch: c.Epoch, Index: c.Index, Count: c.Count, Blocks: b, Features: c.slot.features}
+	out := &Minibatch{Epoch: c.Epoch, Index: c.Index, Count: c.Count, Blocks: b, Features: c.slot.features, AssembleStart: t0}
 	if out.Features != nil && sem != p.cfg.Semantics {
 		if out.PlanNodes, err = p.store.NodeSetAt(c.Epoch, seeds, p.cfg.Semantics); err != nil {
 			return nil, fmt.Errorf("epoch: epoch %d minibatch %d: %w", c.Epoch, c.Index, err)
 		}
 	}
+	out.AssembleEnd = time.Now()
 	return out, nil
 }
 

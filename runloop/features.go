@@ -6,23 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/streamsampler/streamsampler/featplan"
+	"github.com/streamsampler/streamsampler/epochstats"
 	"github.com/streamsampler/streamsampler/featrows"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/pipeline"
 )
-
-// FeatureReport is an epoch's feature figures (EpochReport.Features).
-type FeatureReport struct {
-	PlanS    float64                 `json:"plan_s"` // node sets, reorder and plan, during the epoch's preparation
-	Reorder  *featplan.ReorderReport `json:"reorder,omitempty"`
-	Reads    featplan.Report         `json:"reads"`
-	ReadS    float64                 `json:"read_s"`     // time in the reader (cache copies and disk reads)
-	GBps     float64                 `json:"gbps"`       // bytes delivered (rows needed × row bytes) / read_s
-	RowsPerS float64                 `json:"rows_per_s"` // rows delivered / read_s
-	Direct   bool                    `json:"o_direct"`
-	Labels   int64                   `json:"labels"` // seed labels delivered
-}
 
 // featureReader delivers a run's minibatches' feature rows and labels
 // (featrows), epoch after epoch, and keeps each epoch's figures.
@@ -30,7 +18,7 @@ type featureReader struct {
 	rows     *featrows.Executor
 	rowBytes int64
 	ep       *featrows.Epoch
-	rec      FeatureReport
+	rec      epochstats.Features
 	x        []byte
 	y        []int32
 }
@@ -54,7 +42,7 @@ func (fr *featureReader) begin(b *pipeline.Minibatch) error {
 		return err
 	}
 	fr.ep = ep
-	fr.rec = FeatureReport{PlanS: fp.Seconds, Direct: ep.Direct()}
+	fr.rec = epochstats.Features{PlanS: fp.Seconds, Direct: ep.Direct()}
 	if fp.Order != nil {
 		rep := fp.Reorder
 		fr.rec.Reorder = &rep
@@ -92,17 +80,13 @@ func (fr *featureReader) next(ctx context.Context, b *pipeline.Minibatch) error 
 
 // end ends the epoch's reads and returns its figures; nil when no epoch
 // is under way.
-func (fr *featureReader) end() *FeatureReport {
+func (fr *featureReader) end() *epochstats.Features {
 	if fr.ep == nil {
 		return nil
 	}
 	fr.ep.Close()
 	fr.rec.Reads = fr.ep.Report()
 	fr.ep = nil
-	if fr.rec.ReadS > 0 {
-		fr.rec.RowsPerS = float64(fr.rec.Reads.RowsNeeded) / fr.rec.ReadS
-		fr.rec.GBps = float64(fr.rec.Reads.RowsNeeded*fr.rec.Reads.RowBytes) / fr.rec.ReadS / 1e9
-	}
 	rec := fr.rec
 	return &rec
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/epochstats"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/pipeline"
@@ -67,30 +68,13 @@ type State struct {
 	EdgeIDs  bool   // the sampler samples edge ids
 }
 
-// EpochReport is one epoch's figures (run's JSON lines).
+// EpochReport is one epoch's figures (run's JSON lines): the figures
+// every command that delivers epochs reports (epochstats.Report: their
+// rates and their rendering are there), with the streaming sampler's
+// statistics of the epoch.
 type EpochReport struct {
-	Epoch   uint32 `json:"epoch"`
-	Batches int    `json:"batches"`
-	Seeds   int    `json:"seeds"`
-	Edges   int64  `json:"edges"`
-	// WallS is the epoch as its consumer saw it: from asking for its
-	// first minibatch to receiving its last, assembly, the wait for the
-	// epoch's sampling, feature rows and labels and the consumer's own
-	// time included; MsPerBatch is WallS per minibatch.
-	WallS      float64 `json:"wall_s"`
-	MsPerBatch float64 `json:"ms_per_batch"`
-	// AssembleS is the part spent waiting for assembled minibatches
-	// (assembly on every core, plus any wait for the epoch's sampling);
-	// EdgesPerS is the assembled edges over it: the assembly's rate, not
-	// the epoch's (features are in Features.ReadS).
-	AssembleS  float64        `json:"assemble_s"`
-	EdgesPerS  float64        `json:"edges_per_s"`
-	SampleS    float64        `json:"sample_s"` // wall time of sampling this epoch
-	BytesRead  int64          `json:"bytes_read"`
-	ReadGBps   float64        `json:"read_gbps"`
-	Overlapped bool           `json:"overlapped"` // sampled in the background during the previous epoch
-	Stats      *host.Stats    `json:"stats,omitempty"`
-	Features   *FeatureReport `json:"features,omitempty"`
+	epochstats.Report
+	Stats *host.Stats `json:"stats,omitempty"`
 }
 
 // Report is what a run did.
@@ -138,10 +122,9 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		if err != nil {
 			return nil, err
 		}
-		r := &EpochReport{Epoch: key.Epoch, SampleS: time.Since(t0).Seconds(), Stats: lastStats(be)}
+		r := &EpochReport{Report: epochstats.Report{Epoch: key.Epoch, SampleS: time.Since(t0).Seconds()}, Stats: lastStats(be)}
 		if r.Stats != nil {
-			r.BytesRead = r.Stats.BytesRead()
-			r.ReadGBps = float64(r.BytesRead) / r.SampleS / 1e9
+			r.BytesRead, r.BytesKnown = r.Stats.BytesRead(), true
 		}
 		mu.Lock()
 		sampled[key.Epoch] = r
@@ -170,11 +153,11 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 		defer fr.close()
 	}
-	// t0 is when the consumer last asked for a minibatch (the time until
-	// it gets one is assembly, on every core, plus any wait for the
-	// epoch's preparation); curStart, when it first asked for one of the
-	// epoch under way.
+	// t0 is when the consumer last asked for a minibatch; curStart, when
+	// it first asked for one of the epoch under way; assembly, the
+	// epoch's minibatches' assembly intervals (on every worker).
 	var t0, curStart time.Time
+	var assembly epochstats.Spans
 	// end completes the epoch under way with its sampling figures (its
 	// sample function's record) and reports it.
 	end := func() {
@@ -186,17 +169,14 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 		mu.Lock()
 		if s := sampled[cur.Epoch]; s != nil {
-			cur.SampleS, cur.BytesRead, cur.ReadGBps, cur.Stats = s.SampleS, s.BytesRead, s.ReadGBps, s.Stats
-			cur.Overlapped = cur.Epoch > 0
+			cur.SampleS, cur.BytesRead, cur.BytesKnown, cur.Stats = s.SampleS, s.BytesRead, s.BytesKnown, s.Stats
+			cur.Overlapped = cur.Epoch > o.Config.FirstEpoch
 		}
 		mu.Unlock()
 		cur.WallS = t0.Sub(curStart).Seconds() // t0: when its last minibatch was handed over
-		if cur.Batches > 0 {
-			cur.MsPerBatch = cur.WallS * 1e3 / float64(cur.Batches)
-		}
-		if cur.AssembleS > 0 {
-			cur.EdgesPerS = float64(cur.Edges) / cur.AssembleS
-		}
+		cur.AssembleS = assembly.Seconds()
+		assembly = epochstats.Spans{}
+		cur.Finish()
 		rep.Epochs = append(rep.Epochs, cur)
 		if o.OnEpoch != nil {
 			o.OnEpoch(cur)
@@ -205,10 +185,9 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	start := time.Now()
 	t0, curStart = start, start
 	err = pipe.RunOrdered(ctx, o.Workers, func(b *pipeline.Minibatch) error {
-		el := time.Since(t0).Seconds()
 		if cur == nil || b.Epoch != cur.Epoch {
 			end()
-			cur, curStart = &EpochReport{Epoch: b.Epoch}, t0
+			cur, curStart = &EpochReport{Report: epochstats.Report{Epoch: b.Epoch}}, t0
 			if fr != nil {
 				if err := fr.begin(b); err != nil {
 					return fmt.Errorf("epoch %d: %w", b.Epoch, err)
@@ -229,7 +208,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		cur.Batches++
 		cur.Seeds += len(b.Blocks.Seeds)
 		cur.Edges += int64(b.Blocks.NumEdges())
-		cur.AssembleS += el
+		assembly.Add(b.AssembleStart, b.AssembleEnd)
 		t0 = time.Now()
 		return nil
 	})

@@ -56,8 +56,9 @@ const maxConnRequests = 8
 const ControlBudget = 1 << 20
 
 // controlReply is what a control request reserves for its reply (an
-// epoch_info or advance JSON object is well under a kilobyte); a larger
-// reply trades it for its size in the in-flight budget.
+// epoch_info or advance JSON object is a few kilobytes at most with its
+// two epochs' figures, unless many splits were served); a larger reply
+// trades it for its size in the in-flight budget.
 const controlReply = 4 << 10
 
 // maxControlPayload is the largest payload of a control request: more,
@@ -174,7 +175,7 @@ func (c *conn) serve() {
 						// Shutting down; the minibatch's rows still take
 						// their turn, or the ones claimed after it would
 						// wait for it forever.
-						s.features.planned(s.baseCtx, cl.Epoch, cl.Index, cl.Features(), nil, nil, nil)
+						s.skipClaim(cl)
 						return
 					}
 					g.n += more
@@ -606,11 +607,7 @@ func (c *conn) handle(f Frame) reply {
 		if err != nil {
 			return plain(errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
 		}
-		b, err := s.Sample(ctx, e, seeds, sem)
-		if err != nil {
-			return plain(requestErrorFrame(f.Op, f.ID, err))
-		}
-		feat, err := s.sampleFeatures(ctx, b, c.rows)
+		b, feat, err := s.sample(ctx, e, seeds, sem, true, c.rows)
 		if err != nil {
 			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}

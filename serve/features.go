@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/featplan"
 	"github.com/streamsampler/streamsampler/featrows"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/pipeline"
@@ -103,18 +104,35 @@ func (st *featureStage) planned(ctx context.Context, e uint32, index int, plan *
 }
 
 // direct reads the features of blocks b outside any plan (a sample
-// request: seeds of the caller's choosing).
-func (st *featureStage) direct(b *epoch.Blocks, pool *rowPool) (*Features, error) {
+// request: seeds of the caller's choosing), and returns what the reads
+// cost.
+func (st *featureStage) direct(b *epoch.Blocks, pool *rowPool) (*Features, featplan.Report, error) {
 	nodes := b.Nodes()
 	x, mem, err := rowBuffer(int64(len(nodes))*st.fs.RowBytes(), pool)
 	if err != nil {
-		return nil, err
+		return nil, featplan.Report{}, err
 	}
-	if _, err := st.rows.ReadDirect(nodes, x); err != nil {
+	rep, err := st.rows.ReadDirect(nodes, x)
+	if err != nil {
 		mem.abandon()
-		return nil, err
+		return nil, rep, err
 	}
-	return st.features(x, mem, b.Seeds)
+	f, err := st.features(x, mem, b.Seeds)
+	return f, rep, err
+}
+
+// epochReads returns epoch e's planned reads under plan (opened as a
+// minibatch's read would open them), for its figures; nil where they
+// cannot be had (no plan, or closed: a minibatch's read says why).
+func (st *featureStage) epochReads(e uint32, plan *pipeline.FeaturePlan) *featrows.Epoch {
+	if plan == nil {
+		return nil
+	}
+	ep, err := st.rows.Epoch(e, plan.Plan)
+	if err != nil {
+		return nil
+	}
+	return ep
 }
 
 // features are a reply's features: the rows x (in a shared buffer where

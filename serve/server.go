@@ -22,6 +22,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featplan"
+	"github.com/streamsampler/streamsampler/featrows"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/pipeline"
 	"github.com/streamsampler/streamsampler/walk"
@@ -93,6 +94,12 @@ type Config struct {
 	// 0 means DefaultMaxWalkLength.
 	MaxWalkLength int
 
+	// SampleBytes, when not nil, returns what the Sampler's last
+	// SampleEpoch read from disk (host.Stats.BytesRead): the server asks
+	// right after each one, on the sampler's turn, for its statistics
+	// (EpochStats.BytesRead). Nil: not known (the GPU engine reads none).
+	SampleBytes func() int64
+
 	// Features, when not nil, is the graph's feature store: every
 	// minibatch reply carries its nodes' feature rows and its seeds'
 	// labels (Features in docs/PROTOCOL.md), read under each epoch's plan,
@@ -119,6 +126,11 @@ type EpochInfo struct {
 	// Features describes the feature rows every minibatch carries (nil:
 	// none).
 	Features *FeatureInfo `json:"features,omitempty"`
+	// Stats are the current epoch's figures so far; PreviousStats the
+	// epoch before's (nil when it had none: the first epoch), complete
+	// once nothing of it is in flight.
+	Stats         *EpochStats `json:"stats,omitempty"`
+	PreviousStats *EpochStats `json:"previous_stats,omitempty"`
 }
 
 // Server serves one training run's epochs, held by an pipeline.Pipeline.
@@ -135,6 +147,7 @@ type Server struct {
 	janitor  sync.Once     // starts evictStalled with the first Serve
 	token    []byte        // SHA-256 of Config.Token; nil when none is required
 	features *featureStage // nil without Config.Features
+	stats    *statsBook    // the epochs' figures (EpochStats), logged as they end
 	// directReads holds a token per direct feature read running
 	// (MaxDirectReads).
 	directReads chan struct{}
@@ -223,14 +236,31 @@ func New(cfg Config) (*Server, error) {
 	}
 	gate := newSamplerGate()
 	sampler := cfg.Sampler
+	book := newStatsBook(cfg.Logf, cfg.FirstEpoch, stage, cfg.SampleBytes != nil)
 	// Epoch and split sampling take their turn on the sampler, ahead of
-	// any walk (samplerGate).
+	// any walk (samplerGate); each is timed, with what it read, for the
+	// epoch's figures or the split's (splitSampling).
 	sample := func(ctx context.Context, seeds []uint32, fanouts []int, key epoch.Key) (*epoch.Result, error) {
 		if err := gate.enter(ctx, nil, true); err != nil {
 			return nil, err
 		}
 		defer gate.leave()
-		return sampler.SampleEpoch(ctx, seeds, fanouts, key)
+		t0 := time.Now()
+		res, err := sampler.SampleEpoch(ctx, seeds, fanouts, key)
+		if err != nil {
+			return nil, err
+		}
+		d := time.Since(t0)
+		var bytes int64
+		if cfg.SampleBytes != nil {
+			bytes = cfg.SampleBytes()
+		}
+		if split, ok := ctx.Value(splitSampling{}).(func(time.Duration, int64)); ok {
+			split(d, bytes)
+		} else {
+			book.sampledEpoch(key.Epoch, d, bytes)
+		}
+		return res, nil
 	}
 	pipe, err := pipeline.NewPipeline(cfg.Config, sample, nil)
 	if err != nil {
@@ -241,7 +271,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		cfg: cfg, pipe: pipe, maxReq: cfg.MaxRequest, features: stage,
+		cfg: cfg, pipe: pipe, maxReq: cfg.MaxRequest, features: stage, stats: book,
 		budget: newBudget(cfg.MaxInflight), control: newBudget(ControlBudget),
 		connSize: cfg.MaxConnInflight, gate: gate, directReads: make(chan struct{}, MaxDirectReads),
 		baseCtx: ctx, cancel: cancel, stopReading: make(chan struct{}),
@@ -354,7 +384,25 @@ func (s *Server) claim(ctx context.Context, e uint32) (pipeline.Claim, error) {
 	if err != nil {
 		return c, asRequestError(err)
 	}
+	if !c.End {
+		var rows *featrows.Epoch
+		if s.features != nil {
+			rows = s.features.epochReads(c.Epoch, c.Features())
+		}
+		s.stats.claimed(c, rows)
+	}
 	return c, nil
+}
+
+// skipClaim gives up a claimed minibatch that will not be delivered (its
+// assembly failed, or the server shuts down before it starts): its
+// feature rows still take their turn, or the ones claimed after it would
+// wait for it forever, and it counts as failed in its epoch's figures.
+func (s *Server) skipClaim(c pipeline.Claim) {
+	if s.features != nil {
+		s.features.planned(s.baseCtx, c.Epoch, c.Index, c.Features(), nil, nil, nil)
+	}
+	s.stats.batchDone(c.Epoch, nil, nil, timing{})
 }
 
 // semantics resolves a request's semantics: DefaultSemantics is the
@@ -377,26 +425,40 @@ func (s *Server) semantics(sem epoch.Semantics) epoch.Semantics {
 func (s *Server) assemble(c pipeline.Claim, pool *rowPool, sem epoch.Semantics) (Minibatch, error) {
 	b, err := s.pipe.AssembleAs(c, s.semantics(sem))
 	if err != nil {
-		if s.features != nil {
-			// Its feature rows still take their turn, or the epoch's
-			// later minibatches would wait for it forever.
-			s.features.planned(s.baseCtx, c.Epoch, c.Index, c.Features(), nil, nil, nil)
-		}
+		s.skipClaim(c)
 		return Minibatch{}, newRequestError(CodeInternal, "assembling batch %d of epoch %d: %v", c.Index, c.Epoch, err)
 	}
+	tm := timing{asmStart: b.AssembleStart, asmEnd: b.AssembleEnd}
 	out := Minibatch{Epoch: b.Epoch, Index: b.Index, Blocks: b.Blocks}
-	if s.features == nil {
-		return out, nil
-	}
-	if b.PlanNodes == nil {
-		out.Features, err = s.features.planned(s.baseCtx, b.Epoch, b.Index, b.Features, b.Blocks.Nodes(), b.Blocks.Seeds, pool)
-	} else if _, err = s.features.planned(s.baseCtx, b.Epoch, b.Index, b.Features, b.PlanNodes, nil, nil); err == nil {
-		out.Features, err = s.directFeatures(s.baseCtx, b.Blocks, pool)
+	if s.features != nil {
+		tm.readStart = time.Now()
+		if b.PlanNodes == nil {
+			out.Features, err = s.features.planned(s.baseCtx, b.Epoch, b.Index, b.Features, b.Blocks.Nodes(), b.Blocks.Seeds, pool)
+		} else if _, err = s.features.planned(s.baseCtx, b.Epoch, b.Index, b.Features, b.PlanNodes, nil, nil); err == nil {
+			out.Features, err = s.otherSemanticsFeatures(b, pool)
+		}
+		tm.readEnd = time.Now()
 	}
 	if err != nil {
+		s.stats.batchDone(b.Epoch, nil, nil, tm)
 		return Minibatch{}, newRequestError(CodeInternal, "reading the features of batch %d of epoch %d: %v", b.Index, b.Epoch, err)
 	}
+	s.stats.batchDone(b.Epoch, out.Blocks, out.Features, tm)
 	return out, nil
+}
+
+// otherSemanticsFeatures reads the rows of minibatch b, assembled with
+// other semantics than the plan's, directly (its plan's turn is taken),
+// counting them in the epoch's OtherSemantics.
+func (s *Server) otherSemanticsFeatures(b *pipeline.Minibatch, pool *rowPool) (*Features, error) {
+	t0 := time.Now()
+	f, rep, err := s.directFeatures(s.baseCtx, b.Blocks, pool)
+	blocks := b.Blocks
+	if err != nil {
+		blocks = nil
+	}
+	s.stats.otherRead(b.Epoch, blocks, f, rep, t0, time.Now())
+	return f, err
 }
 
 // Advance leaves epoch from (CurrentEpoch: the current one), waiting for
@@ -412,6 +474,7 @@ func (s *Server) Advance(ctx context.Context, from uint32) (EpochInfo, error) {
 	if err != nil {
 		return EpochInfo{}, asRequestError(err)
 	}
+	s.stats.seen(info.Epoch)
 	return s.epochInfo(info), nil
 }
 
@@ -419,24 +482,37 @@ func (s *Server) Advance(ctx context.Context, from uint32) (EpochInfo, error) {
 // must be the current one (CurrentEpoch: whichever that is), with the
 // given semantics (DefaultSemantics: the server's).
 func (s *Server) Sample(ctx context.Context, e uint32, seeds []uint32, sem epoch.Semantics) (*epoch.Blocks, error) {
-	b, err := s.pipe.AssembleSeeds(ctx, e, seeds, s.semantics(sem))
-	if err != nil {
-		return nil, asRequestError(err)
-	}
-	return b, nil
+	b, _, err := s.sample(ctx, e, seeds, sem, false, nil)
+	return b, err
 }
 
-// sampleFeatures reads the features of a sample reply's blocks (nil
-// without a feature store): directly, as the seeds are outside any plan.
-func (s *Server) sampleFeatures(ctx context.Context, b *epoch.Blocks, pool *rowPool) (*Features, error) {
-	if s.features == nil {
-		return nil, nil
-	}
-	f, err := s.directFeatures(ctx, b, pool)
+// sample is Sample, with, when withFeatures and the server has a feature
+// store, the blocks' features read directly (the seeds are outside any
+// plan; with a pool, into one of its buffers); it counts in the epoch's
+// Samples.
+func (s *Server) sample(ctx context.Context, e uint32, seeds []uint32, sem epoch.Semantics, withFeatures bool, pool *rowPool) (*epoch.Blocks, *Features, error) {
+	op := s.stats.directBegin(directSample, 0)
+	tm := timing{asmStart: time.Now()}
+	b, err := s.pipe.AssembleSeeds(ctx, e, seeds, s.semantics(sem))
+	tm.asmEnd = time.Now()
 	if err != nil {
-		return nil, newRequestError(CodeInternal, "reading features: %v", err)
+		s.stats.directDone(op, nil, nil, featplan.Report{}, tm)
+		return nil, nil, asRequestError(err)
 	}
-	return f, nil
+	s.stats.seen(b.Epoch)
+	var f *Features
+	var rep featplan.Report
+	if withFeatures && s.features != nil {
+		tm.readStart = time.Now()
+		f, rep, err = s.directFeatures(ctx, b, pool)
+		tm.readEnd = time.Now()
+		if err != nil {
+			s.stats.directDone(op, nil, nil, rep, tm)
+			return nil, nil, newRequestError(CodeInternal, "reading features: %v", err)
+		}
+	}
+	s.stats.directDone(op, b, f, rep, tm)
+	return b, f, nil
 }
 
 // MaxDirectReads is how many direct feature reads (the rows of a sample,
@@ -454,11 +530,11 @@ const DirectReadBuffers = featplan.DefaultDepth * (featplan.DefaultMaxExtent + f
 
 // directFeatures is featureStage.direct in one of MaxDirectReads turns,
 // waited for until ctx ends.
-func (s *Server) directFeatures(ctx context.Context, b *epoch.Blocks, pool *rowPool) (*Features, error) {
+func (s *Server) directFeatures(ctx context.Context, b *epoch.Blocks, pool *rowPool) (*Features, featplan.Report, error) {
 	select {
 	case s.directReads <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, featplan.Report{}, ctx.Err()
 	}
 	defer func() { <-s.directReads }()
 	return s.features.direct(b, pool)
@@ -469,11 +545,14 @@ func (s *Server) Info() EpochInfo {
 	return s.epochInfo(s.pipe.Info())
 }
 
+// epochInfo is info with the server's: its features and the current and
+// previous epochs' figures.
 func (s *Server) epochInfo(info pipeline.Info) EpochInfo {
 	ei := EpochInfo{Protocol: Protocol, Info: info}
 	if s.features != nil {
 		ei.Features = s.features.info()
 	}
+	ei.Stats, ei.PreviousStats = s.stats.snapshot(info.Epoch, info.NumBatches)
 	return ei
 }
 
@@ -607,6 +686,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.cancel()
 	s.pipe.Close()
+	s.stats.flush() // the epochs' lines not yet logged
 	if s.features != nil {
 		s.features.close()
 	}

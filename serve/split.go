@@ -3,8 +3,10 @@ package serve
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/featplan"
 	"github.com/streamsampler/streamsampler/internal/crc32c"
 	"github.com/streamsampler/streamsampler/internal/hostorder"
 	"github.com/streamsampler/streamsampler/pipeline"
@@ -192,16 +194,37 @@ func (s *Server) splitBatch(ctx context.Context, id uint32, index uint32, sem ep
 	if int64(index) >= int64(sp.NumBatches()) {
 		return Minibatch{End: true}, nil
 	}
-	b, err := sp.Batch(ctx, int(index), s.semantics(sem))
+	// Counted in the split's figures of the epoch, its sampling (on its
+	// first minibatch of the epoch) included.
+	op := s.stats.directBegin(directSplit, id)
+	sctx := context.WithValue(ctx, splitSampling{}, func(d time.Duration, bytes int64) { s.stats.directSampled(op, d, bytes) })
+	tm := timing{asmStart: time.Now()}
+	b, err := sp.Batch(sctx, int(index), s.semantics(sem))
+	tm.asmEnd = time.Now()
 	if err != nil {
+		s.stats.directDone(op, nil, nil, featplan.Report{}, tm)
 		if errors.Is(err, pipeline.ErrSplit) {
 			return Minibatch{}, newRequestError(CodeBadRequest, "%v", err)
 		}
 		return Minibatch{}, asRequestError(err)
 	}
+	s.stats.seen(b.Epoch)
 	out := Minibatch{Epoch: b.Epoch, Index: int(index), Blocks: b}
-	if out.Features, err = s.sampleFeatures(ctx, b, pool); err != nil {
-		return Minibatch{}, err
+	var rep featplan.Report
+	if s.features != nil {
+		tm.readStart = time.Now()
+		out.Features, rep, err = s.directFeatures(ctx, b, pool)
+		tm.readEnd = time.Now()
+		if err != nil {
+			s.stats.directDone(op, nil, nil, rep, tm)
+			return Minibatch{}, newRequestError(CodeInternal, "reading features: %v", err)
+		}
 	}
+	s.stats.directDone(op, b, out.Features, rep, tm)
 	return out, nil
 }
+
+// splitSampling is the context key of the function a split's sampling
+// reports its time and bytes read to (Server.splitBatch; New's sample
+// function): a split's, not its epoch's.
+type splitSampling struct{}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/streamsampler/streamsampler/epochstats"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/pipeline"
 	"github.com/streamsampler/streamsampler/runloop"
@@ -119,7 +120,7 @@ func TestRunFeatures(t *testing.T) {
 		if p == nil || c == nil || r == nil {
 			t.Fatalf("epoch %d: no feature figures", e)
 		}
-		for _, f := range []*runloop.FeatureReport{p, c, r} {
+		for _, f := range []*epochstats.Features{p, c, r} {
 			rd := f.Reads
 			if rd.RowsNeeded <= 0 || rd.RowsFromCache+rd.RowsFromDisk != rd.RowsNeeded || rd.BytesRead < rd.RowsFromDisk*rd.RowBytes || f.Labels != int64(plain[e].Seeds) {
 				t.Fatalf("epoch %d: %+v", e, f)

@@ -115,34 +115,14 @@ func runLoop(ctx context.Context, w, ew io.Writer, o runOptions) error {
 	return nil
 }
 
-// printRunEpoch prints an epoch's report: a JSON line, or a line (two
-// with features) for a human.
+// printRunEpoch prints an epoch's report: a JSON line, or for a human
+// its lines (epochstats.Report.Lines: the epoch's, then its features').
 func printRunEpoch(w io.Writer, asJSON bool, r *runloop.EpochReport) {
 	if asJSON {
 		writeJSONLine(w, r)
 		return
 	}
-	how := "before its first minibatch"
-	if r.Overlapped {
-		how = "in the background during the previous epoch"
-	}
-	parts := fmt.Sprintf("assembly %.3f s", r.AssembleS)
-	if r.Features != nil {
-		parts += fmt.Sprintf(", feature rows and labels %.3f s", r.Features.ReadS)
-	}
-	fmt.Fprintf(w, "epoch %d: %d minibatches (%d seeds, %d edges) in %.3f s, %.3f ms/batch (%s; assembly alone %.3g edges/s); sampled in %.3f s %s, %d bytes read at %.2f GB/s\n",
-		r.Epoch, r.Batches, r.Seeds, r.Edges, r.WallS, r.MsPerBatch, parts, r.EdgesPerS, r.SampleS, how, r.BytesRead, r.ReadGBps)
-	if f := r.Features; f != nil {
-		rd := f.Reads
-		shared := ""
-		if f.Reorder != nil {
-			shared = fmt.Sprintf("; match-reorder: consecutive minibatches share %.1f%% of nodes (was %.1f%%; any order, estimated: at most %.1f%%)", 100*f.Reorder.SharedAfter, 100*f.Reorder.SharedBefore, 100*f.Reorder.SharedBound)
-		}
-		preload := ""
-		if rd.PreloadRows > 0 {
-			preload = fmt.Sprintf(" (all %d distinct rows preloaded in one sweep)", rd.PreloadRows)
-		}
-		fmt.Fprintf(w, "  features: %d rows needed, %d from the cache (%.1f%%)%s, %d read on demand; %d reads of %d bytes in all (read amplification %.2f; %.3f× the optimum's %d; compulsory %d bytes), %.3g rows/s, %.2f GB/s delivered in %.3f s, planned in %.3f s%s\n",
-			rd.RowsNeeded, rd.RowsFromCache, 100*float64(rd.RowsFromCache)/max(1, float64(rd.RowsNeeded)), preload, rd.RowsFromDisk, rd.Reads, rd.BytesRead, rd.ReadAmplification, rd.VsOptimum, rd.OptimumBytes, rd.CompulsoryBytes, f.RowsPerS, f.GBps, f.ReadS, f.PlanS, shared)
+	for _, l := range r.Lines() {
+		fmt.Fprintln(w, l)
 	}
 }

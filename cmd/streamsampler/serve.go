@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/serve"
 )
@@ -95,6 +96,22 @@ func noneIfZero(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// sampleBytes is serve.Config.SampleBytes for be: the bytes its last
+// epoch read, where it keeps statistics (host.StatsReporter; nil where it
+// does not: the GPU engine).
+func sampleBytes(be host.Backend) func() int64 {
+	r, ok := be.(host.StatsReporter)
+	if !ok {
+		return nil
+	}
+	return func() int64 {
+		if st := r.LastStats(); st != nil {
+			return st.BytesRead()
+		}
+		return 0
+	}
 }
 
 // tokenEnv holds the token when --token-file is not given.
@@ -208,7 +225,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	defer be.Close()
 	srv, err := serve.New(serve.Config{
-		Config: cfg, Sampler: be, MaxRequest: f.maxRequest, MaxInflight: maxInflight,
+		Config: cfg, Sampler: be, SampleBytes: sampleBytes(be), MaxRequest: f.maxRequest, MaxInflight: maxInflight,
 		NumNodes: int64(m.NumNodes), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs, Walk: backendWalker(be),
 		StallTimeout: noneIfZero(f.stallTimeout), WalkTimeout: noneIfZero(f.walkTimeout), MaxWalkLength: f.maxWalkLen,
 	})

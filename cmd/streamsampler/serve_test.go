@@ -2,14 +2,17 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -290,4 +293,132 @@ func TestServeLeavesSuccessorsSocket(t *testing.T) {
 		t.Fatalf("the next server is unreachable: %v", err)
 	}
 	c.Close()
+}
+
+// lockedBuffer is a bytes.Buffer safe for a server's log writes beside
+// the test's reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestServeLogsEpochFigures: `serve` logs each epoch's figures on stderr
+// once (the line run prints, with the sampler's bytes read, and with
+// --features the features line), and -q silences them; epoch_info's
+// stats count the n_id rows the client received, all from disk without
+// a cache.
+func TestServeLogsEpochFigures(t *testing.T) {
+	const n = 600
+	for _, c := range []struct {
+		name            string
+		quiet, features bool
+	}{
+		{"plain", false, false},
+		{"features", false, true},
+		{"features, quiet", true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, _ := testGraph(t, n, 6, 4096)
+			var train []uint32
+			for v := uint32(0); v < n; v += 2 {
+				train = append(train, v)
+			}
+			sock := filepath.Join(t.TempDir(), "ss.sock")
+			args := []string{"serve", "--graph", dir, "--train", writeTrain(t, train), "--fanouts", "4,3",
+				"--batch-size", "40", "--seed", "3", "--socket", sock}
+			if c.features {
+				writeFeatures(t, dir, n, 5)
+				args = append(args, "--features", "--feature-cache", "0")
+			}
+			if c.quiet {
+				args = append(args, "--quiet")
+			}
+			var stderr lockedBuffer
+			pr, pw := io.Pipe()
+			exit := make(chan int, 1)
+			go func() {
+				exit <- execute(args, strings.NewReader(""), pw, &stderr)
+				pw.Close()
+			}()
+			lines := bufio.NewScanner(pr)
+			if !lines.Scan() || !strings.HasPrefix(lines.Text(), "ready unix:"+sock) {
+				t.Fatalf("first line %q, want ready; stderr:\n%s", lines.Text(), stderr.String())
+			}
+			go io.Copy(io.Discard, pr)
+			cl, err := serve.Dial("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			var batches, seeds, nid int
+			for {
+				b, err := cl.NextBatch(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b.End {
+					break
+				}
+				batches++
+				seeds += len(b.Blocks.Seeds)
+				nid += len(b.Blocks.Nodes())
+			}
+			info, err := cl.EpochInfo()
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := info.Stats
+			if st == nil || !st.Complete || st.Batches != batches || st.Seeds != seeds || st.BytesRead <= 0 || st.SampleS <= 0 {
+				t.Fatalf("epoch_info stats %+v", st)
+			}
+			if f := st.Features; c.features != (f != nil) || f != nil && (f.Reads.RowsNeeded != int64(nid) || f.Reads.RowsFromDisk != int64(nid)) {
+				t.Fatalf("features %+v, %d n_id rows received", f, nid)
+			}
+			if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case code := <-exit:
+				if code != 0 {
+					t.Fatalf("exit status %d; stderr:\n%s", code, stderr.String())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("serve did not stop on SIGTERM")
+			}
+			var epochLines, featureLines []string
+			for _, l := range strings.Split(stderr.String(), "\n") {
+				switch {
+				case strings.HasPrefix(l, "streamsampler serve: epoch 0: "):
+					epochLines = append(epochLines, l)
+				case strings.HasPrefix(l, "streamsampler serve:   features: "):
+					featureLines = append(featureLines, l)
+				}
+			}
+			if c.quiet {
+				if stderr.String() != "" {
+					t.Fatalf("-q, yet stderr:\n%s", stderr.String())
+				}
+				return
+			}
+			want := fmt.Sprintf("streamsampler serve: epoch 0: %d minibatches (%d seeds, ", batches, seeds)
+			if len(epochLines) != 1 || !strings.HasPrefix(epochLines[0], want) || !strings.Contains(epochLines[0], fmt.Sprintf("%d bytes read at", st.BytesRead)) {
+				t.Fatalf("epoch lines %q, want one starting %q; stderr:\n%s", epochLines, want, stderr.String())
+			}
+			if c.features != (len(featureLines) == 1) || c.features && !strings.Contains(featureLines[0], fmt.Sprintf("features: %d rows needed, 0 from the cache", nid)) {
+				t.Fatalf("features lines %q; stderr:\n%s", featureLines, stderr.String())
+			}
+		})
+	}
 }

@@ -44,13 +44,15 @@ var Rules = map[string][]string{
 	"statedir": {"chunkfmt", "epoch", "epochdir"},
 	"pipeline": {"epoch", "epochdir", "statedir", "featplan"},
 	"featrows": {"featstore", "featplan"},
+	// An epoch's delivery figures and their rendering (run's and serve's).
+	"epochstats": {"featplan"},
 	// One minibatch's output formats, its feature rows read directly.
 	"batchfmt": {"chunkfmt", "epoch", "featstore", "featplan", "featrows"},
 	// A training run without a trainer: the pipeline over a sampler, with
 	// its state directory and its feature rows.
-	"runloop": {"epoch", "statedir", "pipeline", "featstore", "featplan", "featrows", "host"},
+	"runloop": {"epoch", "statedir", "pipeline", "featstore", "featplan", "featrows", "epochstats", "host"},
 	// The server takes its samplers and walkers as interfaces: not host, not gpu.
-	"serve": {"chunkfmt", "epoch", "pipeline", "featstore", "featplan", "featrows", "walk"},
+	"serve": {"chunkfmt", "epoch", "pipeline", "featstore", "featplan", "featrows", "epochstats", "walk"},
 	// Harnesses and programs.
 	"internal/hostbench":      {"chunkfmt", "epoch", "hls", "host", "pipeline"},
 	"cmd/chunkify":            {Any},

@@ -17,7 +17,7 @@ from . import protocol as P
 from . import wire as W
 from .batch import Batch
 from .shm import Registrar, SharedBuffers
-from .typing import Address, EpochInfo, NodeIds
+from .typing import Address, EpochInfo, EpochStats, NodeIds
 
 __all__ = ["Client"]
 
@@ -217,6 +217,26 @@ class Client:
         _, body = self._call(P.OP_EPOCH_INFO)
         info: EpochInfo = json.loads(bytes(body))
         return info
+
+    def epoch_stats(self, epoch: Optional[int] = None) -> Optional[EpochStats]:
+        """The figures of ``epoch`` (None: the current one) as the server
+        delivered it, from ``epoch_info()``: the current epoch's so far
+        (``stats``), or the epoch before's (``previous_stats``, complete
+        once nothing of it is in flight: after ``batches()`` has advanced
+        the server, the epoch it iterated). Minibatches, seeds, edges, the
+        wall and ms per minibatch (features included), assembly, sampling,
+        the feature rows needed, from the cache and from disk, bytes,
+        rows/s, and the samples' and splits' rows read directly
+        (:class:`streamsampler.typing.EpochStats`, docs/PROTOCOL.md). None
+        for an older epoch, or from a server that does not report them."""
+        info = self.epoch_info()
+        for key in ("stats", "previous_stats"):
+            st: Optional[EpochStats] = info.get(key)
+            if st is not None and (epoch is None or st.get("epoch") == epoch):
+                return st
+            if epoch is None:
+                break
+        return None
 
     def _decode(self, rid: int, body: memoryview) -> Batch:
         """The Batch of reply ``rid``, with its memory file if one came."""

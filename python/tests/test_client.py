@@ -147,6 +147,26 @@ class ClientErrors(unittest.TestCase):
             Client("tcp://nohostport")
 
 
+    def test_epoch_stats(self):
+        """epoch_stats picks the epoch asked for from epoch_info: the
+        current one's stats, the one before's previous_stats, None for
+        another epoch or from a server without them (an older one)."""
+        replies = iter([
+            dict(epoch=4, stats={"epoch": 4, "batches": 2}, previous_stats={"epoch": 3, "batches": 7}),
+        ] * 4 + [dict(epoch=4)] * 2)
+
+        def script(op, rid, payload):
+            return [info_reply(rid, **next(replies))]
+        srv, c = self.run_fake(script)
+        self.assertEqual(c.epoch_stats(), {"epoch": 4, "batches": 2})
+        self.assertEqual(c.epoch_stats(4), {"epoch": 4, "batches": 2})
+        self.assertEqual(c.epoch_stats(3), {"epoch": 3, "batches": 7})
+        self.assertIsNone(c.epoch_stats(2))
+        self.assertIsNone(c.epoch_stats())
+        self.assertIsNone(c.epoch_stats(4))
+        self.assertEqual([r[0] for r in srv.requests], [P.OP_EPOCH_INFO] * 6)
+
+
 class Pipelining(unittest.TestCase):
     def test_out_of_order_replies_yield_in_request_order(self):
         """The fake holds next_batch replies and sends them in reverse

@@ -263,18 +263,26 @@ class Live(unittest.TestCase):
             self.assertEqual(sum(1 for _ in loader), 13)  # ... the next iter() is a whole new epoch
             self.assertEqual(c.epoch_info()["epoch"], 3)
 
+    def features_graph(self):
+        """The graph with a feature store (6 float16 columns, 4 classes),
+        built once, and the packed rows and labels."""
+        cls = type(self)
+        if getattr(cls, "_features", None) is None:
+            graph = os.path.join(self.tmp, "graph-features")
+            ef = os.path.join(self.tmp, "edges.txt")
+            subprocess.run([self.chunkify, "build", ef, "-o", graph, "--symmetrize", "-q"], check=True)
+            feat, lab = os.path.join(self.tmp, "feat.npy"), os.path.join(self.tmp, "labels.npy")
+            subprocess.run([self.chunkify, "generate", "features", "--graph", graph, "--dim", "6", "--dtype",
+                            "float16", "--classes", "4", "--labels", lab, "-o", feat, "-q"], check=True)
+            subprocess.run([self.chunkify, "features", feat, "--labels", lab, "-o", graph, "-q"], check=True)
+            cls._features = (graph, np.load(feat), np.load(lab))
+        return cls._features
+
     def test_features(self):
         """A server with --features hands every minibatch its nodes' rows
         (batch.x, n_id order) and its seeds' labels (batch.y), exactly the
         packed matrix's, in every epoch and for sample requests."""
-        graph = os.path.join(self.tmp, "graph-features")
-        ef = os.path.join(self.tmp, "edges.txt")
-        subprocess.run([self.chunkify, "build", ef, "-o", graph, "--symmetrize", "-q"], check=True)
-        feat, lab = os.path.join(self.tmp, "feat.npy"), os.path.join(self.tmp, "labels.npy")
-        subprocess.run([self.chunkify, "generate", "features", "--graph", graph, "--dim", "6", "--dtype", "float16",
-                        "--classes", "4", "--labels", lab, "-o", feat, "-q"], check=True)
-        subprocess.run([self.chunkify, "features", feat, "--labels", lab, "-o", graph, "-q"], check=True)
-        x_all, y_all = np.load(feat), np.load(lab)
+        graph, x_all, y_all = self.features_graph()
         srv = self.server(graph=graph, extra_args=["--features", "--feature-cache", "4KiB", "--reorder", "match"])
         with srv.client(shared_rows=False) as c:  # the rows in the stream
             self.assertFalse(c._shared)
@@ -319,6 +327,52 @@ class Live(unittest.TestCase):
             self.assertEqual(n, 13)
             np.testing.assert_array_equal(held, held_copy)
             self.assertLessEqual(len(c._bufs._maps), 6)
+
+    def test_epoch_stats(self):
+        """epoch_stats(e) is what the server delivered of epoch e: the
+        minibatches, seeds and n_id rows this client received (all from
+        disk without a feature cache, row_bytes each), ms per minibatch
+        over the wall, the split's rows read directly; the current
+        epoch's while it runs, the epoch before's once it is left."""
+        graph, _, _ = self.features_graph()
+        srv = self.server(graph=graph, extra_args=["--features", "--feature-cache", "0"])
+        with srv.client() as c:
+            self.assertEqual(c.epoch_stats(1), None)  # not yet
+            batches = seeds = rows = 0
+            for b in c.batches(0, advance=False):
+                batches += 1
+                seeds += len(b.seeds)
+                rows += len(b.n_id)
+            st = c.epoch_stats()
+            assert st is not None
+            self.assertEqual((st["epoch"], st["batches"], st["num_batches"], st["complete"]), (0, 13, 13, True))
+            split = c.split(list(range(1, N, 5)), 32)
+            split_rows = sum(len(b.n_id) for b in c.split_batches(split["split"]))
+            info = c.advance(0)
+            self.assertEqual(info["epoch"], 1)
+            cur = c.epoch_stats()
+            assert cur is not None
+            self.assertEqual((cur["epoch"], cur["batches"]), (1, 0))
+            self.assertEqual(c.epoch_stats(1), cur)
+            prev = c.epoch_stats(0)
+            assert prev is not None
+            self.assertEqual((prev["batches"], prev["seeds"], prev["failed"]), (13, seeds, 0))
+            self.assertEqual(seeds, len(self.train))
+            self.assertAlmostEqual(prev["ms_per_batch"], prev["wall_s"] * 1e3 / 13)
+            self.assertGreater(prev["sample_s"], 0)
+            self.assertGreater(prev["bytes_read"], 0)
+            f = prev["features"]
+            reads = f["reads"]
+            self.assertEqual((reads["rows_needed"], reads["rows_from_disk"], reads["rows_from_cache"]), (rows, rows, 0))
+            self.assertEqual(reads["disk_row_bytes"], rows * 12)
+            self.assertGreaterEqual(reads["bytes_read"], rows * 12)
+            self.assertEqual(f["labels"], seeds)
+            self.assertLessEqual(f["read_s"], prev["wall_s"])
+            self.assertAlmostEqual(f["rows_per_s"], rows / f["read_s"], delta=1e-6 * f["rows_per_s"])
+            (sp,) = prev["splits"]
+            self.assertEqual((sp["split"], sp["batches"], sp["seeds"], sp["rows"]),
+                             (split["split"], split["num_batches"], split["num_nodes"], split_rows))
+            self.assertEqual(c.epoch_stats(5), None)
 
     def test_access(self):
         """The socket is 0600; TCP (and then the socket too) needs the
