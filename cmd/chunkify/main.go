@@ -63,7 +63,7 @@ Exit status: 0 on success, 1 for a failure, 2 for a bad command line.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBuildCmd(), newScanCmd(), newFeaturesCmd(), newInfoCmd(), newVerifyCmd(), newGenerateCmd())
+	root.AddCommand(newBuildCmd(), newScanCmd(), newFeaturesCmd(), newInfoCmd(), newVerifyCmd(), newExportCmd(), newGenerateCmd())
 	var cpuProfile string
 	var stopProfile func()
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
