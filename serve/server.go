@@ -24,6 +24,7 @@ import (
 	"github.com/streamsampler/streamsampler/featplan"
 	"github.com/streamsampler/streamsampler/featrows"
 	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/internal/memavail"
 	"github.com/streamsampler/streamsampler/pipeline"
 	"github.com/streamsampler/streamsampler/walk"
 )
@@ -49,7 +50,11 @@ type Config struct {
 	// reply is written, counted as its frame, a bound on its reply
 	// (replyBound) and then the reply's exact size. A connection whose next
 	// request does not fit waits, unread, until replies free the bytes.
-	// 0 means max(DefaultMaxInflight, 4*MaxRequest).
+	// 0 means max(DefaultMaxInflight, 4*MaxRequest), raised where the
+	// splits of every node of the graph (validation and test sets of any
+	// size: a PyG script's loaders register theirs without asking) would
+	// not fit their quarter of it, to four times their bound, but not past
+	// half the memory the process may use (memavail.Available).
 	MaxInflight int64
 	// MaxConnInflight is one connection's share of MaxInflight; 0 means
 	// half of it. A sample or walks request whose reply could need more is
@@ -194,6 +199,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxInflight == 0 {
 		cfg.MaxInflight = max(DefaultMaxInflight, 4*int64(cfg.MaxRequest))
+		if cfg.NumNodes > 0 {
+			splits := satMul(maxSplitShare, splitBound(&cfg, cfg.NumNodes))
+			if avail := memavail.Available(); avail > 0 {
+				splits = min(splits, avail/2)
+			}
+			cfg.MaxInflight = max(cfg.MaxInflight, splits)
+		}
 	}
 	if cfg.MaxConnInflight == 0 {
 		cfg.MaxConnInflight = cfg.MaxInflight / 2

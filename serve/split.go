@@ -51,19 +51,22 @@ type splitKey struct {
 // hop its frontier and its samples (and their edge ids), then the last
 // frontier, each frontier at most the previous one with all its samples
 // (and at most the graph's nodes). Sums saturate at 1<<62.
-func (s *Server) splitBytes(n int64) int64 {
+func (s *Server) splitBytes(n int64) int64 { return splitBound(&s.cfg, n) }
+
+// splitBound is splitBytes for a server of configuration cfg.
+func splitBound(cfg *Config, n int64) int64 {
 	perSample := int64(4)
-	if s.cfg.EdgeIDs {
+	if cfg.EdgeIDs {
 		perSample += 8
 	}
 	size := satMul(8, n)
 	d := n
-	for _, f := range s.cfg.Fanouts {
+	for _, f := range cfg.Fanouts {
 		edges := satMul(d, int64(f))
 		size = satAdd(size, satAdd(satMul(4, d), satMul(perSample, edges)))
 		d = satAdd(d, edges)
-		if s.cfg.NumNodes > 0 {
-			d = min(d, s.cfg.NumNodes)
+		if cfg.NumNodes > 0 {
+			d = min(d, cfg.NumNodes)
 		}
 	}
 	return satAdd(size, satMul(4, d))

@@ -10,6 +10,7 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/internal/memavail"
 	"github.com/streamsampler/streamsampler/pipeline"
 )
 
@@ -139,4 +140,49 @@ func sameBlocks(a, b *epoch.Blocks) bool {
 		}
 	}
 	return true
+}
+
+// TestDefaultBudgetHoldsEverySplit: with the default in-flight budget, a
+// server holds splits of every node of its graph at once (a PyG script's
+// validation and test loaders register theirs unasked: 20% of a million
+// nodes was refused with the old fixed 256 MiB), within half the memory
+// the process may use; an explicit budget is kept as given.
+func TestDefaultBudgetHoldsEverySplit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes int64
+		set   int64
+	}{
+		{"small graph: the fixed default", 1000, 0},
+		{"a million nodes: room for every split", 1_000_000, 0},
+		{"explicit budget kept", 1_000_000, 512 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(1000, 4), Fanouts: []int{15, 10}}, BatchSize: 1024}, EdgeIDs: true,
+				Sampler: &refSampler{}, NumNodes: tc.nodes, MaxInflight: tc.set}
+			s, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := s.cfg.MaxInflight
+			need := maxSplitShare * s.splitBytes(tc.nodes)
+			switch {
+			case tc.set != 0:
+				if got != tc.set {
+					t.Errorf("MaxInflight %d, set %d", got, tc.set)
+				}
+			case need <= DefaultMaxInflight:
+				if got != DefaultMaxInflight {
+					t.Errorf("MaxInflight %d, want the default %d", got, DefaultMaxInflight)
+				}
+			default:
+				if capped := memavail.Available() / 2; capped > 0 && need > capped {
+					need = capped
+				}
+				if got != need {
+					t.Errorf("MaxInflight %d, want %d (4 × the bound of a split of all %d nodes, at most half the memory)", got, need, tc.nodes)
+				}
+			}
+		})
+	}
 }
