@@ -54,7 +54,8 @@ type Config struct {
 	// splits of every node of the graph (validation and test sets of any
 	// size: a PyG script's loaders register theirs without asking) would
 	// not fit their quarter of it, to four times their bound, but not past
-	// half the memory the process may use (memavail.Available).
+	// the memory the process may use (memavail.Available): a bound on what
+	// may be held, which the memory itself bounds anyway.
 	MaxInflight int64
 	// MaxConnInflight is one connection's share of MaxInflight; 0 means
 	// half of it. A sample or walks request whose reply could need more is
@@ -202,7 +203,7 @@ func New(cfg Config) (*Server, error) {
 		if cfg.NumNodes > 0 {
 			splits := satMul(maxSplitShare, splitBound(&cfg, cfg.NumNodes))
 			if avail := memavail.Available(); avail > 0 {
-				splits = min(splits, avail/2)
+				splits = min(splits, avail)
 			}
 			cfg.MaxInflight = max(cfg.MaxInflight, splits)
 		}

@@ -145,8 +145,8 @@ func sameBlocks(a, b *epoch.Blocks) bool {
 // TestDefaultBudgetHoldsEverySplit: with the default in-flight budget, a
 // server holds splits of every node of its graph at once (a PyG script's
 // validation and test loaders register theirs unasked: 20% of a million
-// nodes was refused with the old fixed 256 MiB), within half the memory
-// the process may use; an explicit budget is kept as given.
+// nodes was refused with the old fixed 256 MiB), within the memory the
+// process may use; an explicit budget is kept as given.
 func TestDefaultBudgetHoldsEverySplit(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -176,11 +176,11 @@ func TestDefaultBudgetHoldsEverySplit(t *testing.T) {
 					t.Errorf("MaxInflight %d, want the default %d", got, DefaultMaxInflight)
 				}
 			default:
-				if capped := memavail.Available() / 2; capped > 0 && need > capped {
+				if capped := memavail.Available(); capped > 0 && need > capped {
 					need = capped
 				}
 				if got != need {
-					t.Errorf("MaxInflight %d, want %d (4 × the bound of a split of all %d nodes, at most half the memory)", got, need, tc.nodes)
+					t.Errorf("MaxInflight %d, want %d (4 × the bound of a split of all %d nodes, at most the memory)", got, need, tc.nodes)
 				}
 			}
 		})

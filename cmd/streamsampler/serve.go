@@ -80,7 +80,7 @@ request asks for at most --max-walk-length steps, runs for at most
 	fl.StringVar(&f.tcp, "tcp", "", "also listen on this loopback TCP address, e.g. 127.0.0.1:7070 (needs a token)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the token clients must present (default: $"+tokenEnv+"); required with --tcp")
 	fl.IntVar(&f.maxRequest, "max-request", serve.DefaultMaxRequest, "largest request frame accepted, in bytes")
-	fl.StringVar(&f.maxInfl, "max-inflight", "", "budget for all requests and replies in flight, e.g. 512MiB (default: 256MiB, 4 × --max-request, or room for splits of every node of the graph, whichever is largest, the last at most half the memory the server may use)")
+	fl.StringVar(&f.maxInfl, "max-inflight", "", "budget for all requests and replies in flight, e.g. 512MiB (default: 256MiB, 4 × --max-request, or room for splits of every node of the graph, whichever is largest, the last at most the memory the server may use)")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", serve.DefaultStallTimeout, "close a connection whose reply goes unread this long while other requests wait for the in-flight budget (0: never)")
 	fl.DurationVar(&f.walkTimeout, "walk-timeout", serve.DefaultWalkTimeout, "stop a walks request that runs longer, answering it timed out (0: no bound)")
 	fl.IntVar(&f.maxWalkLen, "max-walk-length", serve.DefaultMaxWalkLength, "longest walk (steps) a walks request may ask for")
