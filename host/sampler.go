@@ -74,6 +74,16 @@ type Options struct {
 	// result buffers are twice as large (and, with MaxTargets 0, a launch
 	// takes fewer targets within BufferBudget).
 	EdgeIDs bool
+	// ChunkCache is the host memory, in bytes, for chunks kept between
+	// the passes that use them (the layers of an epoch, the epochs, the
+	// walker's steps): up to ChunkCache / the largest chunk's read size of
+	// them (DESIGN §4, "The chunk cache"; AutoChunkCache is the
+	// commands' default), never fewer than two per device, the double
+	// buffering streaming needs anyway; 0 gives that floor. The emulated
+	// devices run their kernel over the cached chunks in place; a
+	// SmartSSD (BackendXRT) keeps reading each chunk peer-to-peer into its
+	// own two buffers, and the option is noted in Stats and not used.
+	ChunkCache int64
 
 	// skipChecksum turns the CRC check of chunk reads off: only the
 	// benchmarks that measure its cost set it.
@@ -95,6 +105,9 @@ type Sampler struct {
 	lanes    []*deviceLane
 	onChunk  func(layer, chunk int, bytes int64)
 	check    readCheck
+	// cache is the chunk cache (BackendEmu); nil for BackendXRT, whose
+	// lanes read into their own buffers.
+	cache *chunkCache
 	// edgeBase is chunk c's first global edge at c and the edge count at
 	// len(Chunks) (prefix sums of NEdges); nil without Options.EdgeIDs.
 	edgeBase []int64
@@ -116,6 +129,9 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 	}
 	if opts.Devices < 0 {
 		return nil, fmt.Errorf("host: %w: %d devices", ErrInvalid, opts.Devices)
+	}
+	if opts.ChunkCache < 0 {
+		return nil, fmt.Errorf("host: %w: chunk cache of %d bytes", ErrInvalid, opts.ChunkCache)
 	}
 	if opts.MaxFanout == 0 {
 		opts.MaxFanout = hls.MaxFanout
@@ -171,12 +187,13 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 		}
 	}()
 
-	var chunkBytes, maxNodes int64
+	// Every chunk buffer (a lane's or the cache's) holds the largest
+	// chunk's read size.
+	chunkBytes := slotBytes(m)
+	var maxNodes int64
 	for _, c := range m.Chunks {
-		chunkBytes = max(chunkBytes, roundUpTo(c.BytesUsed, ioAlign))
 		maxNodes = max(maxNodes, int64(c.NNodes))
 	}
-	chunkBytes = max(chunkBytes, ioAlign)
 	mt := int64(opts.MaxTargets)
 	if mt <= 0 {
 		mt = min(max(opts.BufferBudget/int64(4*(1+opts.MaxFanout*resultWords(opts.EdgeIDs))), 1), max(maxNodes, 1))
@@ -185,8 +202,18 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 	if err := sm.openFile(path, !opts.Buffered); err != nil {
 		return nil, err
 	}
+	laneChunkBytes := int(chunkBytes)
+	if opts.Backend == BackendEmu {
+		// The emulated devices read host memory (xrt.HostBuffers): their
+		// kernels run over the cache's entries, and they need no chunk
+		// buffers of their own.
+		sm.cache = newChunkCache(opts.ChunkCache, chunkBytes, cacheCapacity(opts.ChunkCache, chunkBytes, opts.Devices, len(m.Chunks)), len(m.Chunks))
+		laneChunkBytes = 0
+	} else if opts.ChunkCache > 0 {
+		sm.notes = append(sm.notes, fmt.Sprintf("chunk cache of %d bytes not used: the %s backend reads every chunk peer-to-peer into its devices' own buffers", opts.ChunkCache, opts.Backend))
+	}
 	for i := 0; i < opts.Devices; i++ {
-		ln, err := openLane(i, opts, sm, int(chunkBytes), int(mt))
+		ln, err := openLane(i, opts, sm, laneChunkBytes, int(mt))
 		if err != nil {
 			return nil, err
 		}
@@ -194,14 +221,13 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 	}
 	if sm.direct && len(m.Chunks) > 0 {
 		// Some filesystems accept O_DIRECT at open and refuse the read.
-		// The chunk read stays in the buffer, and its bytes are counted
-		// by the first epoch (deviceLane.opened): every byte read from
-		// edges.chunks is in the statistics.
-		if n, err := sm.lanes[0].load(0, 0); err == nil {
-			sm.lanes[0].opened[0] = n
-		} else if errors.Is(err, chunkfmt.ErrChecksum) {
+		// The chunk read stays in the buffer (or the cache), and its
+		// bytes are counted by the first epoch (deviceLane.opened,
+		// cacheEntry.opened): every byte read from edges.chunks is in
+		// the statistics.
+		if err := sm.probe(); errors.Is(err, chunkfmt.ErrChecksum) {
 			return nil, fmt.Errorf("host: %w", err)
-		} else {
+		} else if err != nil {
 			note := fmt.Sprintf("O_DIRECT read of %s failed (%v); using buffered reads", path, err)
 			if err := sm.openFile(path, false); err != nil {
 				return nil, err
@@ -210,6 +236,30 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 		}
 	}
 	return sm, nil
+}
+
+// probe reads chunk 0 the way epochs will (into the cache's first entry,
+// or lane 0's first buffer), leaving it there with its bytes to count.
+func (s *Sampler) probe() error {
+	if s.cache == nil {
+		n, err := s.lanes[0].load(0, 0)
+		if err == nil {
+			s.lanes[0].opened[0] = n
+		}
+		return err
+	}
+	e := s.cache.holding(-1) // an empty entry, from a probe that failed
+	if e == nil {
+		var err error
+		if e, err = s.cache.newEntry(); err != nil {
+			return err
+		}
+	}
+	n, err := s.readEntry(0, e.mem)
+	if err == nil {
+		e.chunk, e.opened = 0, n
+	}
+	return err
 }
 
 // FailpointOpenDirect is hit before edges.chunks is opened with O_DIRECT
@@ -276,12 +326,15 @@ func (s *Sampler) MaxTargets() int {
 	return s.lanes[0].mt
 }
 
-// BufferBytes is the device memory allocated for buffer objects, all
-// devices together.
+// BufferBytes is the memory allocated for buffer objects, all devices
+// together, and for the chunk cache's entries so far.
 func (s *Sampler) BufferBytes() int64 {
 	var n int64
 	for _, l := range s.lanes {
 		n += l.bytes()
+	}
+	if s.cache != nil {
+		n += s.cache.allocated()
 	}
 	return n
 }
@@ -310,17 +363,36 @@ func (s *Sampler) SampleEpochStats(ctx context.Context, seeds []uint32, fanouts 
 	if s.file == nil {
 		return nil, nil, fmt.Errorf("host: sampler is closed")
 	}
-	st := &Stats{Devices: len(s.lanes), Backend: s.backend, DirectIO: s.direct, Notes: s.notes}
-	lanes := make([]lane, len(s.lanes))
-	for i, l := range s.lanes {
-		lanes[i] = l
+	st := &Stats{Devices: len(s.lanes), Backend: s.backend, DirectIO: s.direct, Notes: s.notes, GraphBytes: s.graphBytes()}
+	res, err := sampleEpoch(ctx, s.stream(), s.index, seeds, fanouts, key, st, s.onChunk, s.edgeBase)
+	if s.cache != nil {
+		st.Cache = s.cache.stats()
 	}
-	res, err := sampleEpoch(ctx, lanes, s.index, seeds, fanouts, key, st, s.onChunk, s.edgeBase)
 	if err != nil {
 		return nil, nil, fmt.Errorf("host: epoch %d: %w", key.Epoch, err)
 	}
 	s.last = st
 	return res, st, nil
+}
+
+// stream is the way the sampler's passes reach its lanes: through the
+// chunk cache where it has one.
+func (s *Sampler) stream() stream {
+	st := stream{lanes: make([]lane, len(s.lanes)), cache: s.cache, read: s.readEntry}
+	for i, l := range s.lanes {
+		st.lanes[i] = l
+	}
+	return st
+}
+
+// graphBytes is one read of every chunk: what an epoch reads at least
+// from a cold start, where every layer-0 chunk is wanted.
+func (s *Sampler) graphBytes() int64 {
+	var n int64
+	for c := range s.manifest.Chunks {
+		n += s.readSize(c)
+	}
+	return n
 }
 
 // LastStats returns the statistics of the last successful SampleEpoch
@@ -340,6 +412,11 @@ func (s *Sampler) Close() error {
 		errs = append(errs, l.close())
 	}
 	s.lanes = nil
+	// After the lanes: their devices' buffers over the entries are gone.
+	if s.cache != nil {
+		errs = append(errs, s.cache.close())
+		s.cache = nil
+	}
 	if s.file != nil {
 		errs = append(errs, s.file.Close())
 		s.file = nil
