@@ -32,7 +32,10 @@ func (f *featureFlags) add(cmd *cobra.Command) {
 // planning opens the graph's feature store and returns it with the
 // pipeline's FeaturePlanning and a line that says the cache chosen (for
 // the command to report at start); nil, nil, "" without --features.
-func (f *featureFlags) planning(graph string) (*featstore.Store, *pipeline.FeaturePlanning, string, error) {
+// reserved is the memory already promised to the chunk cache
+// (backendFlags.resolveChunkCache), which --feature-cache auto leaves
+// out of what this process may use.
+func (f *featureFlags) planning(graph string, reserved int64) (*featstore.Store, *pipeline.FeaturePlanning, string, error) {
 	if !f.on {
 		if (f.cache != "auto" && f.cache != "0") || f.reorder != "none" {
 			return nil, nil, "", usagef("--feature-cache and --reorder need --features")
@@ -65,8 +68,11 @@ func (f *featureFlags) planning(graph string) (*featstore.Store, *pipeline.Featu
 	how := "--feature-cache"
 	if f.cache == "auto" {
 		avail := memavail.Available()
-		cache = featplan.AutoCacheBytes(data, avail)
+		cache = featplan.AutoCacheBytes(data, avail-reserved)
 		how = fmt.Sprintf("auto: half of the %s this process may use, at most the store; --feature-cache sets it", mib(avail))
+		if reserved > 0 {
+			how = fmt.Sprintf("auto: half of the %s this process may use less the chunk cache's %s, at most the store; --feature-cache sets it", mib(avail), mib(reserved))
+		}
 	}
 	rows := int(min(cache/fs.RowBytes(), int64(fs.NumNodes())))
 	report := fmt.Sprintf("feature cache %s, %d of %d rows (%s)", mib(int64(rows)*fs.RowBytes()), rows, fs.NumNodes(), how)

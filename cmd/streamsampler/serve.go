@@ -200,7 +200,14 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	fs, planning, cacheReport, err := f.stream.features.planning(f.stream.graph)
+	chunkCache, chunkReport, err := f.backend.resolveChunkCache(m)
+	if err != nil {
+		return err
+	}
+	if chunkReport != "" && !f.quiet {
+		fmt.Fprintf(cmd.ErrOrStderr(), "streamsampler serve: %s\n", chunkReport)
+	}
+	fs, planning, cacheReport, err := f.stream.features.planning(f.stream.graph, chunkCache)
 	if err != nil {
 		return err
 	}
