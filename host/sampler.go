@@ -308,8 +308,23 @@ func (s *Sampler) checkSize() error {
 // readSize is the bytes read for chunk c: BytesUsed rounded up to a page,
 // but never past the chunk's stored bytes (the last chunk is padded to a
 // sector only).
-func (s *Sampler) readSize(c int) int64 {
-	return min(roundUpTo(s.manifest.Chunks[c].BytesUsed, ioAlign), s.manifest.ChunkStoredSize(c))
+func (s *Sampler) readSize(c int) int64 { return chunkReadSize(s.manifest, c) }
+
+// chunkReadSize is Sampler.readSize for the graph of manifest m.
+func chunkReadSize(m *chunkfmt.Manifest, c int) int64 {
+	return min(roundUpTo(m.Chunks[c].BytesUsed, ioAlign), m.ChunkStoredSize(c))
+}
+
+// GraphReadBytes is one read of every chunk of the graph of manifest m
+// (each chunk's read size: its BytesUsed rounded up to a page, within its
+// stored bytes), the figure Stats.GraphBytes gives: an epoch that read
+// every chunk once read that much.
+func GraphReadBytes(m *chunkfmt.Manifest) int64 {
+	var n int64
+	for c := range m.Chunks {
+		n += chunkReadSize(m, c)
+	}
+	return n
 }
 
 // Manifest is the graph's manifest.
@@ -387,13 +402,7 @@ func (s *Sampler) stream() stream {
 
 // graphBytes is one read of every chunk: what an epoch reads at least
 // from a cold start, where every layer-0 chunk is wanted.
-func (s *Sampler) graphBytes() int64 {
-	var n int64
-	for c := range s.manifest.Chunks {
-		n += s.readSize(c)
-	}
-	return n
-}
+func (s *Sampler) graphBytes() int64 { return GraphReadBytes(s.manifest) }
 
 // LastStats returns the statistics of the last successful SampleEpoch
 // (nil before the first).
