@@ -50,7 +50,7 @@ func (b *backendFlags) addWith(cmd *cobra.Command, chunkCache string) {
 	cmd.Flags().StringVar(&b.Xclbin, "xclbin", "", "kernel binary for --backend xrt")
 	cmd.Flags().BoolVar(&b.EdgeIDs, "edge-ids", false, "also sample edge ids: each sampled edge's position in the graph's stored CSR (indptr[node] + the position chosen), for edge features")
 	cmd.Flags().BoolVar(&b.VerifyReads, "verify-reads", false, "--backend xrt: read every chunk a device reads again on the host and check its CRC-32C (emu and gpu always check)")
-	cmd.Flags().StringVar(&b.ChunkCache, "chunk-cache", chunkCache, "--backend emu: memory for graph chunks kept between the layers and epochs that read them (e.g. 4GiB; 0: only the two buffers per device streaming needs), in slots of the largest chunk; auto: every chunk when they fit in half of the memory this process may use (MemAvailable, or the tightest memory cgroup's room), else that half")
+	cmd.Flags().StringVar(&b.ChunkCache, "chunk-cache", chunkCache, "--backend emu: memory for graph chunks kept between the layers and epochs that read them (e.g. 4GiB; 0: only the two buffers per device streaming needs), in slots of the largest chunk; auto: every chunk when they fit in half of the memory this process may use (MemAvailable, or the tightest memory cgroup's room; a quarter with --features, whose auto cache takes the rest of the half), else that half")
 	addGPUFlags(cmd.Flags(), &b.GPU)
 }
 
@@ -59,7 +59,13 @@ func (b *backendFlags) addWith(cmd *cobra.Command, chunkCache string) {
 // most (its slots; 0 where the backend keeps no chunk cache: xrt reads
 // chunks peer-to-peer into the SmartSSDs, gpu holds the graph in GPU
 // memory) with a line for the command to report at start ("" for those).
-func (b *backendFlags) resolveChunkCache(m *chunkfmt.Manifest) (held int64, report string, err error) {
+// The automatic caches take at most half of the memory the process may
+// use between them, the rest being the epochs' and the page cache's: with
+// features (a feature cache to share it with) the chunk cache's auto is
+// every chunk when they fit a quarter of that memory, else that quarter,
+// and --feature-cache auto takes what the chunk cache left of the half
+// (featureFlags.planning).
+func (b *backendFlags) resolveChunkCache(m *chunkfmt.Manifest, features bool) (held int64, report string, err error) {
 	var n int64
 	how := "--chunk-cache"
 	emu := b.Backend == "emu" || b.Backend == ""
@@ -69,8 +75,13 @@ func (b *backendFlags) resolveChunkCache(m *chunkfmt.Manifest) (held int64, repo
 		// given for xrt is passed on, and noted in its statistics).
 	case b.ChunkCache == "auto" || b.ChunkCache == "":
 		avail := memavail.Available()
-		n = host.AutoChunkCache(m, avail)
-		how = fmt.Sprintf("auto: half of the %s this process may use, at most the graph; --chunk-cache sets it", mib(avail))
+		share := "half"
+		if features {
+			n, share = host.AutoChunkCache(m, avail/2), "a quarter"
+		} else {
+			n = host.AutoChunkCache(m, avail)
+		}
+		how = fmt.Sprintf("auto: %s of the %s this process may use, at most the graph; --chunk-cache sets it", share, mib(avail))
 	default:
 		if n, err = ingest.ParseSize(b.ChunkCache); err != nil || n < 0 {
 			return 0, "", usagef("--chunk-cache %q: want a size such as 4GiB, 0, or auto", b.ChunkCache)
@@ -139,7 +150,7 @@ func openBackend(graphDir string, b backendFlags) (host.Backend, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, _, err := b.resolveChunkCache(m); err != nil {
+			if _, _, err := b.resolveChunkCache(m, false); err != nil {
 				return nil, err
 			}
 		}

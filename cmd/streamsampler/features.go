@@ -33,8 +33,9 @@ func (f *featureFlags) add(cmd *cobra.Command) {
 // pipeline's FeaturePlanning and a line that says the cache chosen (for
 // the command to report at start); nil, nil, "" without --features.
 // reserved is the memory already promised to the chunk cache
-// (backendFlags.resolveChunkCache), which --feature-cache auto leaves
-// out of what this process may use.
+// (backendFlags.resolveChunkCache): --feature-cache auto takes what it
+// leaves of half the memory this process may use, so that the two caches
+// together never take more than that half.
 func (f *featureFlags) planning(graph string, reserved int64) (*featstore.Store, *pipeline.FeaturePlanning, string, error) {
 	if !f.on {
 		if (f.cache != "auto" && f.cache != "0") || f.reorder != "none" {
@@ -68,7 +69,8 @@ func (f *featureFlags) planning(graph string, reserved int64) (*featstore.Store,
 	how := "--feature-cache"
 	if f.cache == "auto" {
 		avail := memavail.Available()
-		cache = featplan.AutoCacheBytes(data, avail-reserved)
+		// Half of avail − 2·reserved is half of avail less reserved.
+		cache = featplan.AutoCacheBytes(data, avail-2*reserved)
 		how = fmt.Sprintf("auto: half of the %s this process may use, at most the store; --feature-cache sets it", mib(avail))
 		if reserved > 0 {
 			how = fmt.Sprintf("auto: half of the %s this process may use less the chunk cache's %s, at most the store; --feature-cache sets it", mib(avail), mib(reserved))

@@ -118,7 +118,7 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 		}
 	}
 	o.backend.EdgeIDs = cfg.EdgeIDs // as recorded, when --edge-ids is not given
-	_, chunkReport, err := o.backend.resolveChunkCache(m)
+	_, chunkReport, err := o.backend.resolveChunkCache(m, false)
 	if err != nil {
 		return err
 	}

@@ -82,7 +82,7 @@ func runLoop(ctx context.Context, w, ew io.Writer, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	chunkCache, chunkReport, err := o.backend.resolveChunkCache(m)
+	chunkCache, chunkReport, err := o.backend.resolveChunkCache(m, o.stream.features.on)
 	if err != nil {
 		return err
 	}

@@ -200,7 +200,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	chunkCache, chunkReport, err := f.backend.resolveChunkCache(m)
+	chunkCache, chunkReport, err := f.backend.resolveChunkCache(m, f.stream.features.on)
 	if err != nil {
 		return err
 	}
