@@ -25,7 +25,7 @@ import (
 // the lanes' kernels run over the entries directly, and a chunk is read
 // only when no entry holds it.
 //
-// Order and eviction (DESIGN §4, "The chunk cache"). Every pass (a layer
+// Order and eviction (DESIGN §4b). Every pass (a layer
 // of an epoch, a walk step) is planned before it starts: its chunks are
 // known then. Passes alternate direction (serpentine: ascending chunk
 // order, then descending, across layers and epochs), so that the chunks

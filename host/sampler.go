@@ -77,7 +77,7 @@ type Options struct {
 	// ChunkCache is the host memory, in bytes, for chunks kept between
 	// the passes that use them (the layers of an epoch, the epochs, the
 	// walker's steps): up to ChunkCache / the largest chunk's read size of
-	// them (DESIGN §4, "The chunk cache"; AutoChunkCache is the
+	// them (DESIGN §4b; AutoChunkCache is the
 	// commands' default), never fewer than two per device, the double
 	// buffering streaming needs anyway; 0 gives that floor. The emulated
 	// devices run their kernel over the cached chunks in place; a
