@@ -46,8 +46,9 @@ func BenchmarkSampleEpoch(b *testing.B) {
 // BenchmarkChunkCheck measures what checking chunk reads costs an epoch:
 // the same 3-layer epoch over one emulated device with the CRC-32C check
 // of every chunk read (the default, "crc"), with --verify-reads' host
-// re-read ("reread"), and without any check ("off", the streaming floor
-// the check is measured against). Run the variants interleaved
+// re-read ("reread"; the emulated device then streams as a SmartSSD does,
+// through its own two buffers, without the chunk cache), and without any
+// check ("off", the streaming floor the check is measured against). Run the variants interleaved
 // (docs/PERFORMANCE.md) and compare medians of ns/op.
 func BenchmarkChunkCheck(b *testing.B) {
 	g := randomCSR(200000, 10, 1)

@@ -64,9 +64,11 @@ type Options struct {
 	// the same bytes again into host memory and checking their CRC-32C
 	// there (--verify-reads). It is for BackendXRT, where the P2P read
 	// goes from the SSD to the FPGA and the host never sees the bytes;
-	// the emulated device checks its buffer itself (its "device memory"
-	// is host memory), so for it the option only changes how. It costs a
-	// second read of every chunk, in the reader goroutine (docs/KERNEL.md).
+	// the emulated devices, which check what they read themselves, then
+	// stream as SmartSSDs do (peer-to-peer into two buffers of their own,
+	// no chunk cache), which is how that path is tested without
+	// hardware. It costs a second read of every chunk, in the reader
+	// goroutine (docs/KERNEL.md).
 	VerifyReads bool
 	// EdgeIDs asks for edge ids: every Result's layers carry
 	// epoch.Layer.EdgeIDs (each sample's position in the stored CSR). The
@@ -82,7 +84,8 @@ type Options struct {
 	// buffering streaming needs anyway; 0 gives that floor. The emulated
 	// devices run their kernel over the cached chunks in place; a
 	// SmartSSD (BackendXRT) keeps reading each chunk peer-to-peer into its
-	// own two buffers, and the option is noted in Stats and not used.
+	// own two buffers, as do the emulated devices with VerifyReads, and
+	// the option is noted in Stats and not used.
 	ChunkCache int64
 
 	// skipChecksum turns the CRC check of chunk reads off: only the
@@ -203,13 +206,16 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 		return nil, err
 	}
 	laneChunkBytes := int(chunkBytes)
-	if opts.Backend == BackendEmu {
+	switch {
+	case opts.Backend == BackendEmu && !opts.VerifyReads:
 		// The emulated devices read host memory (xrt.HostBuffers): their
 		// kernels run over the cache's entries, and they need no chunk
 		// buffers of their own.
 		sm.cache = newChunkCache(opts.ChunkCache, chunkBytes, cacheCapacity(opts.ChunkCache, chunkBytes, opts.Devices, len(m.Chunks)), len(m.Chunks))
 		laneChunkBytes = 0
-	} else if opts.ChunkCache > 0 {
+	case opts.ChunkCache > 0 && opts.Backend == BackendEmu:
+		sm.notes = append(sm.notes, fmt.Sprintf("chunk cache of %d bytes not used: with VerifyReads the emulated devices stream as SmartSSDs do, peer-to-peer into their own buffers, each chunk re-read and checked", opts.ChunkCache))
+	case opts.ChunkCache > 0:
 		sm.notes = append(sm.notes, fmt.Sprintf("chunk cache of %d bytes not used: the %s backend reads every chunk peer-to-peer into its devices' own buffers", opts.ChunkCache, opts.Backend))
 	}
 	for i := 0; i < opts.Devices; i++ {

@@ -49,7 +49,7 @@ func (b *backendFlags) addWith(cmd *cobra.Command, chunkCache string) {
 	cmd.Flags().Var(intInRange{&b.Devices, 1, maxDevices}, "devices", "number of devices to stream over")
 	cmd.Flags().StringVar(&b.Xclbin, "xclbin", "", "kernel binary for --backend xrt")
 	cmd.Flags().BoolVar(&b.EdgeIDs, "edge-ids", false, "also sample edge ids: each sampled edge's position in the graph's stored CSR (indptr[node] + the position chosen), for edge features")
-	cmd.Flags().BoolVar(&b.VerifyReads, "verify-reads", false, "--backend xrt: read every chunk a device reads again on the host and check its CRC-32C (emu and gpu always check)")
+	cmd.Flags().BoolVar(&b.VerifyReads, "verify-reads", false, "--backend xrt: read every chunk a device reads again on the host and check its CRC-32C (emu and gpu always check; emu then streams as a SmartSSD does, without the chunk cache, which is how that path is tested)")
 	cmd.Flags().StringVar(&b.ChunkCache, "chunk-cache", chunkCache, "--backend emu: memory for graph chunks kept between the layers and epochs that read them (e.g. 4GiB; 0: only the two buffers per device streaming needs), in slots of the largest chunk; auto: every chunk when they fit in half of the memory this process may use (MemAvailable, or the tightest memory cgroup's room; a quarter with --features, whose auto cache takes the rest of the half), else that half")
 	addGPUFlags(cmd.Flags(), &b.GPU)
 }
@@ -68,11 +68,14 @@ func (b *backendFlags) addWith(cmd *cobra.Command, chunkCache string) {
 func (b *backendFlags) resolveChunkCache(m *chunkfmt.Manifest, features bool) (held int64, report string, err error) {
 	var n int64
 	how := "--chunk-cache"
-	emu := b.Backend == "emu" || b.Backend == ""
+	// The emulated devices stream through the chunk cache, but with
+	// --verify-reads as SmartSSDs do (host.Options.VerifyReads).
+	emu := (b.Backend == "emu" || b.Backend == "") && !b.VerifyReads
 	switch {
 	case (b.ChunkCache == "auto" || b.ChunkCache == "") && !emu:
 		// Nothing to size: xrt and gpu keep no chunk cache (a size
-		// given for xrt is passed on, and noted in its statistics).
+		// given for xrt is passed on, and noted in its statistics), nor
+		// emu with --verify-reads.
 	case b.ChunkCache == "auto" || b.ChunkCache == "":
 		avail := memavail.Available()
 		share := "half"
