@@ -95,6 +95,9 @@ func (b *backendFlags) resolveChunkCache(m *chunkfmt.Manifest, features bool) (h
 		return 0, "", nil
 	}
 	slots, slot := host.ChunkCacheSlots(m, b.Devices, n)
+	// Beyond the two buffers a device streams through, the cache is
+	// memory the heap's cgroup limit did not leave room for.
+	reserveGoMemory(int64(slots-2*max(b.Devices, 1)) * slot)
 	return int64(slots) * slot, fmt.Sprintf("chunk cache %s: %d of the graph's %d chunks, in slots of %s (%s)", mib(int64(slots)*slot), min(slots, len(m.Chunks)), len(m.Chunks), mib(slot), how), nil
 }
 
