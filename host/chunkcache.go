@@ -56,6 +56,9 @@ type chunkCache struct {
 	passes uint64
 	alloc  func(n int64) ([]byte, error)
 	free   func([]byte) error
+	// populate maps an entry's fresh memory in, writable, before its
+	// first read (prefault).
+	populate func([]byte)
 
 	mu      sync.Mutex    // guards the entries' done counts
 	changed chan struct{} // closed (and replaced) when a use is done
@@ -75,6 +78,9 @@ type cacheEntry struct {
 	// done counts the entry's uses finished in the current pass
 	// (chunkCache.mu).
 	done int
+	// ready is closed once the entry's memory is mapped in (prefault):
+	// its first read waits for it.
+	ready chan struct{}
 }
 
 // cacheStep is one job of a planned pass: the chunk's targets and the
@@ -103,26 +109,55 @@ func cacheCapacity(budget, slotBytes int64, lanes, numChunks int) int {
 // newChunkCache returns an empty cache of capacity entries of slotBytes,
 // in anonymous mappings (page-aligned, as O_DIRECT needs; returned to the
 // system at Close, not left to the garbage collector).
+//
+// An entry's memory is mapped in (madvise MADV_POPULATE_WRITE) before
+// its first read, on a goroutine of its own while the pass's earlier
+// reads run: an O_DIRECT read into fresh anonymous memory faults every
+// page in itself, which on this project's VM made a 512 MiB read take
+// 1.3–1.6 s instead of 0.8 s, where populating takes 0.22 s on the other
+// core. A kernel without MADV_POPULATE_WRITE (before Linux 5.14) refuses
+// the hint, and the read faults the pages in as before.
 func newChunkCache(budget, slotBytes int64, capacity, numChunks int) *chunkCache {
 	return &chunkCache{
 		slotBytes: slotBytes, capacity: capacity, numChunks: numChunks, budget: budget,
 		alloc: func(n int64) ([]byte, error) {
 			return unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 		},
-		free:    unix.Munmap,
-		changed: make(chan struct{}),
+		free:     unix.Munmap,
+		populate: func(b []byte) { _ = unix.Madvise(b, unix.MADV_POPULATE_WRITE) },
+		changed:  make(chan struct{}),
 	}
 }
 
-// newEntry allocates one more entry (the caller checked the capacity).
+// newEntry allocates one more entry (the caller checked the capacity),
+// its memory not yet mapped in: the caller hands it to prefault, which
+// closes its ready (close waits for every entry's).
 func (c *chunkCache) newEntry() (*cacheEntry, error) {
 	mem, err := c.alloc(c.slotBytes)
 	if err != nil {
 		return nil, fmt.Errorf("chunk cache: allocate entry %d of %d bytes: %w", len(c.entries), c.slotBytes, err)
 	}
-	e := &cacheEntry{id: len(c.entries), mem: mem, chunk: -1}
+	e := &cacheEntry{id: len(c.entries), mem: mem, chunk: -1, ready: make(chan struct{})}
 	c.entries = append(c.entries, e)
 	return e, nil
+}
+
+// prefault maps the entries' memory in, one after the other, on a
+// goroutine of its own, closing each one's ready as it is done; the
+// entries are new (their ready still open), in the order their first
+// reads come.
+func (c *chunkCache) prefault(entries []*cacheEntry) {
+	if len(entries) == 0 {
+		return
+	}
+	go func() {
+		for _, e := range entries {
+			if c.populate != nil {
+				c.populate(e.mem)
+			}
+			close(e.ready)
+		}
+	}()
 }
 
 // allocated is the host memory the entries hold.
@@ -150,9 +185,12 @@ func (c *chunkCache) holding(ch int) *cacheEntry {
 	return nil
 }
 
-// close releases the entries' memory.
+// close releases the entries' memory, once no prefault is under way.
 func (c *chunkCache) close() error {
 	var err error
+	for _, e := range c.entries {
+		<-e.ready
+	}
 	for _, e := range c.entries {
 		if e2 := c.free(e.mem); e2 != nil && err == nil {
 			err = fmt.Errorf("chunk cache: release entry %d: %w", e.id, e2)
@@ -206,6 +244,7 @@ func (c *chunkCache) plan(jobs []chunkJob) ([]cacheStep, error) {
 	}
 	uses := make([]int, len(c.entries), c.capacity)
 	steps := make([]cacheStep, len(order))
+	var fresh []*cacheEntry // allocated by this plan, in the order of their first reads
 	for i, j := range order {
 		k, hit := where[j.chunk]
 		if !hit {
@@ -217,9 +256,12 @@ func (c *chunkCache) plan(jobs []chunkJob) ([]cacheStep, error) {
 				}
 			}
 			if k < 0 && len(c.entries) < c.capacity {
-				if _, err := c.newEntry(); err != nil {
+				e, err := c.newEntry()
+				if err != nil {
+					c.prefault(fresh)
 					return nil, err
 				}
+				fresh = append(fresh, e)
 				held, uses = append(held, -1), append(uses, 0)
 				k = len(c.entries) - 1
 			}
@@ -252,6 +294,7 @@ func (c *chunkCache) plan(jobs []chunkJob) ([]cacheStep, error) {
 	for _, e := range c.entries {
 		e.done = 0
 	}
+	c.prefault(fresh)
 	return steps, nil
 }
 
@@ -420,6 +463,13 @@ func runCached(ctx context.Context, s stream, jobs []chunkJob, pass streamPass, 
 				e := st.entry
 				if err := c.wait(lctx, e, st.after); err != nil {
 					return
+				}
+				if st.read {
+					select { // its memory mapped in
+					case <-e.ready:
+					case <-lctx.Done():
+						return
+					}
 				}
 				// Bytes Open's probe read into the entry are counted by
 				// the first pass that uses the entry: as the read of the

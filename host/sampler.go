@@ -260,7 +260,9 @@ func (s *Sampler) probe() error {
 		if e, err = s.cache.newEntry(); err != nil {
 			return err
 		}
+		s.cache.prefault([]*cacheEntry{e})
 	}
+	<-e.ready
 	n, err := s.readEntry(0, e.mem)
 	if err == nil {
 		e.chunk, e.opened = 0, n
