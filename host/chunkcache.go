@@ -124,7 +124,7 @@ func newChunkCache(budget, slotBytes int64, capacity, numChunks int) *chunkCache
 			return unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 		},
 		free:     unix.Munmap,
-		populate: func(b []byte) { _ = unix.Madvise(b, unix.MADV_POPULATE_WRITE) },
+		populate: populateMemory,
 		changed:  make(chan struct{}),
 	}
 }
