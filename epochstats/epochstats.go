@@ -56,7 +56,12 @@ type Report struct {
 	// figure, 0 included: a graph in the page cache); without, the lines
 	// leave the bytes out.
 	BytesKnown bool `json:"-"`
-	Overlapped bool `json:"overlapped"` // sampled in the background during the previous epoch
+	// GraphBytes is one read of every chunk of the graph (host.Stats'),
+	// the figure BytesRead is told against: an epoch that streamed each
+	// chunk once read 1× the graph, one that found every chunk in the
+	// chunk cache 0×; 0 where not known.
+	GraphBytes int64 `json:"graph_bytes,omitempty"`
+	Overlapped bool  `json:"overlapped"` // sampled in the background during the previous epoch
 	// Features, with a feature store, are the epoch's feature figures.
 	Features *Features `json:"features,omitempty"`
 }
@@ -168,6 +173,9 @@ func (r *Report) Lines() []string {
 		sampled = fmt.Sprintf("sampled in %.3f s %s", r.SampleS, how)
 		if r.BytesKnown {
 			sampled += fmt.Sprintf(", %d bytes read at %.2f GB/s", r.BytesRead, r.ReadGBps)
+			if r.GraphBytes > 0 {
+				sampled += fmt.Sprintf(" (%.2f× the graph's %d bytes of chunks)", float64(r.BytesRead)/float64(r.GraphBytes), r.GraphBytes)
+			}
 		}
 	}
 	lines := []string{fmt.Sprintf("epoch %d: %s minibatches (%d seeds, %d edges) in %.3f s, %.3f ms/batch (%s; assembly alone %.3g edges/s); %s",

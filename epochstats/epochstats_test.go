@@ -25,10 +25,10 @@ func TestReportFinishAndLines(t *testing.T) {
 	}{
 		{
 			name: "run, features",
-			r:    Report{Epoch: 3, Batches: 10, Seeds: 640, Edges: 50000, WallS: 4, AssembleS: 0.5, SampleS: 2, BytesRead: 4e9, BytesKnown: true, Overlapped: true, Features: feat()},
+			r:    Report{Epoch: 3, Batches: 10, Seeds: 640, Edges: 50000, WallS: 4, AssembleS: 0.5, SampleS: 2, BytesRead: 4e9, BytesKnown: true, GraphBytes: 2e9, Overlapped: true, Features: feat()},
 			ms:   400, eps: 1e5, gbps: 2, rps: 2000, fgbps: 4000 * 100 / 2 / 1e9,
 			lines: []string{
-				"epoch 3: 10 minibatches (640 seeds, 50000 edges) in 4.000 s, 400.000 ms/batch (assembly 0.500 s, feature rows and labels 2.000 s; assembly alone 1e+05 edges/s); sampled in 2.000 s in the background during the previous epoch, 4000000000 bytes read at 2.00 GB/s",
+				"epoch 3: 10 minibatches (640 seeds, 50000 edges) in 4.000 s, 400.000 ms/batch (assembly 0.500 s, feature rows and labels 2.000 s; assembly alone 1e+05 edges/s); sampled in 2.000 s in the background during the previous epoch, 4000000000 bytes read at 2.00 GB/s (2.00× the graph's 2000000000 bytes of chunks)",
 				"  features: 4000 rows needed, 1000 from the cache (25.0%), 3000 read on demand; 30 reads of 307200 bytes in all",
 			},
 		},

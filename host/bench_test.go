@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
 )
 
@@ -45,8 +46,9 @@ func BenchmarkSampleEpoch(b *testing.B) {
 // BenchmarkChunkCheck measures what checking chunk reads costs an epoch:
 // the same 3-layer epoch over one emulated device with the CRC-32C check
 // of every chunk read (the default, "crc"), with --verify-reads' host
-// re-read ("reread"), and without any check ("off", the streaming floor
-// the check is measured against). Run the variants interleaved
+// re-read ("reread"; the emulated device then streams as a SmartSSD does,
+// through its own two buffers, without the chunk cache), and without any
+// check ("off", the streaming floor the check is measured against). Run the variants interleaved
 // (docs/PERFORMANCE.md) and compare medians of ns/op.
 func BenchmarkChunkCheck(b *testing.B) {
 	g := randomCSR(200000, 10, 1)
@@ -95,6 +97,50 @@ func BenchmarkEdgeIDs(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkChunkCache measures the chunk cache on BenchmarkSampleEpoch's
+// epoch (a graph of about 9 chunks of 1 MiB, one emulated device) with
+// Options.ChunkCache at 0 (the two buffers a device streams through), a
+// quarter of the graph and all of it, and reports the chunk bytes read
+// per epoch in graphs (read/graph: at 0 about a layer's reads less the
+// chunks left in memory by the layer before, with all of it 0 once every
+// chunk was read). The epochs after the first find what the previous left
+// cached, as consecutive epochs of a run do. Run interleaved
+// (-count 5) and compare medians of ns/op.
+func BenchmarkChunkCache(b *testing.B) {
+	g := randomCSR(200000, 10, 1)
+	dir := writeGraph(b, g, 1<<20)
+	seeds := randomSeeds(200000, 20000, 1)
+	fan := []int{15, 10, 5}
+	m, err := chunkfmt.ReadManifest(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	graph := GraphReadBytes(m)
+	for _, v := range []struct {
+		name   string
+		budget int64
+	}{
+		{"0", 0},
+		{"quarter", graph / 4},
+		{"all", int64(len(m.Chunks)) * slotBytes(m)},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			s := openSampler(b, dir, Options{ChunkCache: v.budget})
+			var bytes int64
+			var epochs int
+			for i := 0; b.Loop(); i++ {
+				_, st, err := s.SampleEpochStats(context.Background(), seeds, fan, epoch.Key{Seed: 1, Epoch: uint32(i)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				bytes += st.BytesRead()
+				epochs++
+			}
+			b.ReportMetric(float64(bytes)/float64(epochs)/float64(graph), "read/graph")
 		})
 	}
 }

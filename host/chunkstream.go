@@ -38,6 +38,10 @@ type lane interface {
 	takeOpenRead(slot int) int64
 	// run launches the kernel once over the chunk in slot (launch).
 	run(slot int, l launch) (kernel, sync time.Duration, err error)
+	// runEntry launches the kernel once over the chunk cache's entry e
+	// (its chunk, in host memory), for lanes whose device can read host
+	// memory (stream.cache; the emulated SmartSSD).
+	runEntry(e *cacheEntry, l launch) (kernel, sync time.Duration, err error)
 }
 
 // launch is one kernel launch over the chunk in a slot. In sampling mode
@@ -98,10 +102,10 @@ type loadedJob struct {
 	slot int
 }
 
-// sampleEpoch runs the layers of DESIGN §4 over lanes. With edgeBase
+// sampleEpoch runs the layers of DESIGN §4 through the stream. With edgeBase
 // (chunk c's first global edge, and its end at c+1: prefix sums of the
 // manifest's NEdges; nil for no edge ids) every layer gets EdgeIDs.
-func sampleEpoch(ctx context.Context, lanes []lane, ix chunkIndex, seeds []uint32, fanouts []int, key epoch.Key, st *Stats, onChunk func(layer, chunk int, bytes int64), edgeBase []int64) (*epoch.Result, error) {
+func sampleEpoch(ctx context.Context, sm stream, ix chunkIndex, seeds []uint32, fanouts []int, key epoch.Key, st *Stats, onChunk func(layer, chunk int, bytes int64), edgeBase []int64) (*epoch.Result, error) {
 	start := time.Now()
 	frontier := sortedUnique(seeds)
 	res := &epoch.Result{Key: key, Layers: make([]epoch.Layer, 0, len(fanouts))}
@@ -126,7 +130,7 @@ func sampleEpoch(ctx context.Context, lanes []lane, ix chunkIndex, seeds []uint3
 			hook = func(c int, n int64) { onChunk(l, c, n) }
 		}
 		pass := streamPass{samples: samples, edgeIDs: edgeIDs, edgeBase: edgeBase, fanout: k, key: key.Layer(l), replace: key.Replace}
-		if err := runLayer(ctx, lanes, jobs, pass, &ls, hook); err != nil {
+		if err := sm.run(ctx, jobs, pass, &ls, hook); err != nil {
 			return nil, fmt.Errorf("layer %d: %w", l, err)
 		}
 		n, err := checkSamples(samples, frontier, k, jobs, ix.NumNodes())
@@ -228,7 +232,6 @@ type streamPass struct {
 // range of edgeIDs as global ids. The first error cancels the layer; all
 // goroutines have exited when runLayer returns.
 func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, pass streamPass, ls *LayerStats, onChunk func(chunk int, bytes int64)) error {
-	samples, edgeIDs, edgeBase, fanout := pass.samples, pass.edgeIDs, pass.edgeBase, pass.fanout
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	queue := newDispatcher(jobs)
@@ -313,36 +316,12 @@ func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, pass streamPas
 			defer func() {
 				merge(func() { ls.Launches += launches; ls.KernelTime += kernel; ls.SyncTime += syncT })
 			}()
-			mt := ln.maxTargets()
-			var local []int32 // one launch's chunk-local edge indices
-			if edgeIDs != nil {
-				local = make([]int32, mt*fanout)
-			}
+			local := pass.localEdges(ln)
 			for lj := range loaded {
-				for off := 0; off < len(lj.targets) && lctx.Err() == nil; off += mt {
-					end := min(off+mt, len(lj.targets))
-					pos := lj.lo + off
-					out := samples[pos*fanout : (lj.lo+end)*fanout]
-					var el []int32
-					if local != nil {
-						el = local[:len(out)]
-					}
-					la := launch{Targets: lj.targets[off:end], Out: out, Edges: el, Fanout: fanout, Key: pass.key, Replace: pass.replace}
-					if pass.walks != nil {
-						la.Walks, la.Attempt0 = pass.walks[pos:lj.lo+end], pass.attempt0
-					}
-					kt, stt, err := ln.run(lj.slot, la)
-					kernel += kt
-					syncT += stt
-					launches++
-					if err == nil && el != nil {
-						err = globalEdges(edgeIDs[pos*fanout:(lj.lo+end)*fanout], el, out, lj.targets[off:end], fanout,
-							lj.chunk, edgeBase[lj.chunk], edgeBase[lj.chunk+1]-edgeBase[lj.chunk])
-					}
-					if err != nil {
-						cancel(fmt.Errorf("%s: chunk %d (targets %d..%d): %w", ln.name(), lj.chunk, off, end, err))
-						break
-					}
+				n, kt, stt, err := pass.runJob(lctx, ln, lj.chunkJob, local, func(la launch) (time.Duration, time.Duration, error) { return ln.run(lj.slot, la) })
+				launches, kernel, syncT = launches+n, kernel+kt, syncT+stt
+				if err != nil {
+					cancel(err)
 				}
 				free <- lj.slot // capacity 2: never blocks
 			}
@@ -350,6 +329,50 @@ func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, pass streamPas
 	}
 	wg.Wait()
 	return context.Cause(lctx)
+}
+
+// localEdges is a kernel goroutine's buffer for one launch's chunk-local
+// edge indices (nil without edge ids).
+func (p streamPass) localEdges(ln lane) []int32 {
+	if p.edgeIDs == nil {
+		return nil
+	}
+	return make([]int32, ln.maxTargets()*p.fanout)
+}
+
+// runJob samples job j's targets in launches of at most ln.maxTargets()
+// through run (one launch over the chunk wherever it is), each launch's
+// results landing in the job's range of the pass's samples (and, with edge
+// ids, local's indices as global ids in edgeIDs). It stops at the first
+// error, which names the lane, the chunk and the launch's targets, or
+// when ctx ends.
+func (p streamPass) runJob(ctx context.Context, ln lane, j chunkJob, local []int32, run func(launch) (time.Duration, time.Duration, error)) (launches int, kernel, syncT time.Duration, err error) {
+	mt, fanout := ln.maxTargets(), p.fanout
+	for off := 0; off < len(j.targets) && ctx.Err() == nil; off += mt {
+		end := min(off+mt, len(j.targets))
+		pos := j.lo + off
+		out := p.samples[pos*fanout : (j.lo+end)*fanout]
+		var el []int32
+		if local != nil {
+			el = local[:len(out)]
+		}
+		la := launch{Targets: j.targets[off:end], Out: out, Edges: el, Fanout: fanout, Key: p.key, Replace: p.replace}
+		if p.walks != nil {
+			la.Walks, la.Attempt0 = p.walks[pos:j.lo+end], p.attempt0
+		}
+		kt, stt, err := run(la)
+		kernel += kt
+		syncT += stt
+		launches++
+		if err == nil && el != nil {
+			err = globalEdges(p.edgeIDs[pos*fanout:(j.lo+end)*fanout], el, out, j.targets[off:end], fanout,
+				j.chunk, p.edgeBase[j.chunk], p.edgeBase[j.chunk+1]-p.edgeBase[j.chunk])
+		}
+		if err != nil {
+			return launches, kernel, syncT, fmt.Errorf("%s: chunk %d (targets %d..%d): %w", ln.name(), j.chunk, off, end, err)
+		}
+	}
+	return launches, kernel, syncT, nil
 }
 
 // dispatcher is the layer's work queue. Jobs go out in chunk order, except

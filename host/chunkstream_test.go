@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -67,8 +68,17 @@ func (f *fakeLane) load(slot, c int) (int64, error) {
 	return 4096, nil
 }
 func (f *fakeLane) run(slot int, la launch) (time.Duration, time.Duration, error) {
+	return f.runChunk(f.slots[slot], la)
+}
+
+// runEntry runs over the chunk whose id fakeRead wrote into the entry's
+// memory: what the memory holds, not what the cache's books say.
+func (f *fakeLane) runEntry(e *cacheEntry, la launch) (time.Duration, time.Duration, error) {
+	return f.runChunk(int(binary.LittleEndian.Uint32(e.mem)), la)
+}
+
+func (f *fakeLane) runChunk(c int, la launch) (time.Duration, time.Duration, error) {
 	targets, out, edges, k, key, replace := la.Targets, la.Out, la.Edges, la.Fanout, la.Key, la.Replace
-	c := f.slots[slot]
 	if f.onRun != nil {
 		f.onRun(c)
 	}
@@ -140,7 +150,7 @@ func TestPipelineMatchesReference(t *testing.T) {
 				t.Fatal(err)
 			}
 			var st Stats
-			got, err := sampleEpoch(context.Background(), fakeLanes(g, evenSplit(5000, tc.chunks), tc.lanes, tc.mt), evenSplit(5000, tc.chunks), seeds, []int{9, 5, 3}, key, &st, nil, nil)
+			got, err := sampleEpoch(context.Background(), stream{lanes: fakeLanes(g, evenSplit(5000, tc.chunks), tc.lanes, tc.mt)}, evenSplit(5000, tc.chunks), seeds, []int{9, 5, 3}, key, &st, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +167,7 @@ func TestPipelineMatchesReference(t *testing.T) {
 				base[c] = int64(g.Indptr[sp.starts[c]])
 			}
 			base[tc.chunks] = int64(len(g.Indices))
-			gotE, err := sampleEpoch(context.Background(), fakeLanes(g, sp, tc.lanes, tc.mt), sp, seeds, []int{9, 5, 3}, key, &Stats{}, nil, base)
+			gotE, err := sampleEpoch(context.Background(), stream{lanes: fakeLanes(g, sp, tc.lanes, tc.mt)}, sp, seeds, []int{9, 5, 3}, key, &Stats{}, nil, base)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,7 +239,7 @@ func TestPipelineDeviceErrorNamesDeviceAndChunk(t *testing.T) {
 		l.(*fakeLane).failAt = 13
 	}
 	before := runtime.NumGoroutine()
-	_, err := sampleEpoch(context.Background(), lanes, sp, randomSeeds(2000, 1500, 1), []int{4}, epoch.Key{}, &Stats{}, nil, nil)
+	_, err := sampleEpoch(context.Background(), stream{lanes: lanes}, sp, randomSeeds(2000, 1500, 1), []int{4}, epoch.Key{}, &Stats{}, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "chunk 13") || !strings.Contains(err.Error(), "fake device") || !strings.Contains(err.Error(), "injected") {
 		t.Fatalf("err = %v", err)
 	}
@@ -253,7 +263,7 @@ func TestPipelineCancel(t *testing.T) {
 		}
 	}
 	before := runtime.NumGoroutine()
-	_, err := sampleEpoch(ctx, lanes, sp, randomSeeds(4000, 3000, 2), []int{5, 5}, epoch.Key{}, &Stats{}, nil, nil)
+	_, err := sampleEpoch(ctx, stream{lanes: lanes}, sp, randomSeeds(4000, 3000, 2), []int{5, 5}, epoch.Key{}, &Stats{}, nil, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}

@@ -38,6 +38,9 @@ type deviceLane struct {
 	// reread is host memory, page-aligned for O_DIRECT, into which
 	// checkReread reads each chunk again (nil otherwise).
 	reread []byte
+	// imported are the chunk cache's entries as buffers of this device
+	// (xrt.HostBuffers), by entry id, imported when first run over.
+	imported map[int]xrt.BO
 }
 
 func openLane(i int, opts Options, s *Sampler, chunkBytes, mt int) (_ *deviceLane, err error) {
@@ -79,7 +82,12 @@ func openLane(i int, opts Options, s *Sampler, chunkBytes, mt int) (_ *deviceLan
 		}
 		return bo, nil
 	}
+	// With the chunk cache (chunkBytes 0) the kernel runs over the
+	// cache's entries instead: no chunk buffers of the lane's own.
 	for b := range l.chunk {
+		if chunkBytes == 0 {
+			break
+		}
 		if l.chunk[b], err = alloc(xrt.ArgChunk, chunkBytes, xrt.BOP2P); err != nil {
 			return nil, err
 		}
@@ -99,7 +107,7 @@ func openLane(i int, opts Options, s *Sampler, chunkBytes, mt int) (_ *deviceLan
 	if l.rmap, err = l.result.Map(); err != nil {
 		return nil, wrap("map result buffer", err)
 	}
-	if s.check == checkReread {
+	if s.check == checkReread && chunkBytes > 0 {
 		l.reread = alignedBuffer(chunkBytes, ioAlign)
 	}
 	if l.run_, err = l.kernel.NewRun(); err != nil {
@@ -194,14 +202,36 @@ func (l *deviceLane) readSummed(slot int, off, n int64) (uint32, error) {
 	})
 }
 
-// readHost reads chunk c into host memory as a lane reads it into a
-// device buffer (readPieces, then the manifest's CRC-32C) and returns its
-// bytes: buf[:readSize(c)], buf being page-aligned (the file may be open
-// with O_DIRECT) with room for them. The streaming walker's membership
-// passes read with it: the kernel has no membership mode, so node2vec's
-// neighbor tests search the previous nodes' chunks on the host.
+// readEntry reads chunk c into buf (page-aligned, as the file may be
+// open with O_DIRECT, with room for readSize(c) bytes) as a lane reads it
+// into a device buffer: in pieces read in parallel, each checksummed as it
+// lands (readPieces), then the chunk checked against the manifest's
+// CRC-32C (not with the benchmarks' skipChecksum). It returns the bytes
+// read. The chunk cache's entries are filled with it: a cached chunk was
+// checked when it was read, and is not checked again when a later pass
+// samples it.
+func (s *Sampler) readEntry(c int, buf []byte) (int64, error) {
+	return s.readChunk(c, buf, s.check != checkNone)
+}
+
+// readHost reads chunk c into host memory (as readEntry, always checked)
+// and returns its bytes: buf[:readSize(c)]. The streaming walker's
+// membership passes read with it: the kernel has no membership mode, so
+// node2vec's neighbor tests search the previous nodes' chunks on the host.
 func (s *Sampler) readHost(c int, buf []byte) ([]byte, error) {
+	n, err := s.readChunk(c, buf, true)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+// readChunk is readEntry, checking the CRC-32C when check is set.
+func (s *Sampler) readChunk(c int, buf []byte, check bool) (int64, error) {
 	n, off := s.readSize(c), s.manifest.ChunkOffset(c)
+	if int64(len(buf)) < n {
+		return 0, fmt.Errorf("chunk %d: %d bytes do not fit a %d-byte buffer", c, n, len(buf))
+	}
 	buf = buf[:n]
 	crc, err := readPieces(n, func(lo, size int64) ([]byte, error) {
 		b := buf[lo : lo+size]
@@ -211,12 +241,14 @@ func (s *Sampler) readHost(c int, buf []byte) ([]byte, error) {
 		return b, nil
 	})
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	if err := s.manifest.CheckChunkSum(s.file.Name(), c, crc, n); err != nil {
-		return nil, err
+	if check {
+		if err := s.manifest.CheckChunkSum(s.file.Name(), c, crc, n); err != nil {
+			return 0, err
+		}
 	}
-	return buf, nil
+	return n, nil
 }
 
 // readPieces reads n bytes with read(lo, size), which reads bytes
@@ -291,6 +323,36 @@ func resultWords(edgeIDs bool) int {
 // holds the first attempt + 1, the targets buffer the walk ids after the
 // nodes).
 func (l *deviceLane) run(slot int, la launch) (kernel, syncT time.Duration, err error) {
+	return l.runBO(l.chunk[slot], la)
+}
+
+// runEntry is run over the chunk cache's entry e: the device reads the
+// entry's host memory through a host-only buffer over it (imported once
+// per entry, xrt.HostBuffers), so a cached chunk is never copied.
+func (l *deviceLane) runEntry(e *cacheEntry, la launch) (kernel, syncT time.Duration, err error) {
+	bo, ok := l.imported[e.id]
+	if !ok {
+		hb, can := l.dev.(xrt.HostBuffers)
+		if !can {
+			return 0, 0, fmt.Errorf("%s cannot read host memory (chunk cache entry %d)", l.dev.Name(), e.id)
+		}
+		g, err := l.kernel.GroupID(xrt.ArgChunk)
+		if err != nil {
+			return 0, 0, fmt.Errorf("group of argument %d: %w", xrt.ArgChunk, err)
+		}
+		if bo, err = hb.ImportHost(e.mem, g); err != nil {
+			return 0, 0, err
+		}
+		if l.imported == nil {
+			l.imported = map[int]xrt.BO{}
+		}
+		l.imported[e.id] = bo
+	}
+	return l.runBO(bo, la)
+}
+
+// runBO is run over the chunk in buffer chunk.
+func (l *deviceLane) runBO(chunk xrt.BO, la launch) (kernel, syncT time.Duration, err error) {
 	t0 := time.Now()
 	targets, out, edges := la.Targets, la.Out, la.Edges
 	nt := len(targets)
@@ -313,7 +375,7 @@ func (l *deviceLane) run(slot int, la launch) (kernel, syncT time.Duration, err 
 		ed = 1
 	}
 	for _, e := range []error{
-		r.SetBO(xrt.ArgChunk, l.chunk[slot]),
+		r.SetBO(xrt.ArgChunk, chunk),
 		r.SetUint32(xrt.ArgNTargets, uint32(nt)),
 		r.SetUint32(xrt.ArgFanout, uint32(la.Fanout)),
 		r.SetUint64(xrt.ArgKey, la.Key),
@@ -353,6 +415,9 @@ func (l *deviceLane) close() error {
 	var errs []error
 	if l.run_ != nil {
 		errs = append(errs, l.run_.Close())
+	}
+	for _, b := range l.imported {
+		errs = append(errs, b.Free())
 	}
 	for _, b := range []xrt.BO{l.chunk[0], l.chunk[1], l.targets, l.result} {
 		if b != nil {

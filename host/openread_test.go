@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -82,40 +83,45 @@ func TestBytesReadEqualsChunksRead(t *testing.T) {
 		{"probe-used", append(randomSeeds(3000, 200, 3), 0)},
 		{"probe-replaced", []uint32{2999}}, // the last chunk only
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, seen := openWithProbe(t, dir, Options{Devices: 1})
-			probe := s.readSize(0)
-			var want int64
-			targeted := 0
-			for c, part := range s.index.ByChunk(sortedUnique(tc.seeds)) {
-				if len(part) > 0 {
-					want += s.readSize(c)
-					targeted++
+		for _, verify := range []bool{false, true} { // the chunk cache; the SmartSSD's path
+			t.Run(fmt.Sprintf("%s-verify%v", tc.name, verify), func(t *testing.T) {
+				s, seen := openWithProbe(t, dir, Options{Devices: 1, VerifyReads: verify})
+				if (s.cache == nil) != verify {
+					t.Fatalf("VerifyReads %v, chunk cache %v", verify, s.cache != nil)
 				}
-			}
-			usesChunk0 := len(s.index.ByChunk(sortedUnique(tc.seeds))[0]) > 0
-			if !usesChunk0 {
-				want += probe
-			}
-			for ep := uint32(0); ep < 2; ep++ {
-				_, st, err := s.SampleEpochStats(context.Background(), tc.seeds, []int{4, 4}, epoch.Key{Seed: 5, Epoch: ep})
-				if err != nil {
-					t.Fatal(err)
+				probe := s.readSize(0)
+				var want int64
+				targeted := 0
+				for c, part := range s.index.ByChunk(sortedUnique(tc.seeds)) {
+					if len(part) > 0 {
+						want += s.readSize(c)
+						targeted++
+					}
 				}
-				var hooked int64
-				for _, n := range seen() {
-					hooked += n
+				usesChunk0 := len(s.index.ByChunk(sortedUnique(tc.seeds))[0]) > 0
+				if !usesChunk0 {
+					want += probe
 				}
-				if st.BytesRead() != hooked {
-					t.Fatalf("epoch %d: statistics %d bytes, OnChunk %d", ep, st.BytesRead(), hooked)
+				for ep := uint32(0); ep < 2; ep++ {
+					_, st, err := s.SampleEpochStats(context.Background(), tc.seeds, []int{4, 4}, epoch.Key{Seed: 5, Epoch: ep})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var hooked int64
+					for _, n := range seen() {
+						hooked += n
+					}
+					if st.BytesRead() != hooked {
+						t.Fatalf("epoch %d: statistics %d bytes, OnChunk %d", ep, st.BytesRead(), hooked)
+					}
+					if ep > 0 {
+						continue
+					}
+					if l := st.Layers[0]; l.ChunksRead != targeted || l.ChunksReused != 0 || l.BytesRead != want {
+						t.Fatalf("layer 0: %+v; want %d chunks read, %d bytes (probe %d, chunk 0 a target: %v)", l, targeted, want, probe, usesChunk0)
+					}
 				}
-				if ep > 0 {
-					continue
-				}
-				if l := st.Layers[0]; l.ChunksRead != targeted || l.ChunksReused != 0 || l.BytesRead != want {
-					t.Fatalf("layer 0: %+v; want %d chunks read, %d bytes (probe %d, chunk 0 a target: %v)", l, targeted, want, probe, usesChunk0)
-				}
-			}
-		})
+			})
+		}
 	}
 }

@@ -64,9 +64,11 @@ type Options struct {
 	// the same bytes again into host memory and checking their CRC-32C
 	// there (--verify-reads). It is for BackendXRT, where the P2P read
 	// goes from the SSD to the FPGA and the host never sees the bytes;
-	// the emulated device checks its buffer itself (its "device memory"
-	// is host memory), so for it the option only changes how. It costs a
-	// second read of every chunk, in the reader goroutine (docs/KERNEL.md).
+	// the emulated devices, which check what they read themselves, then
+	// stream as SmartSSDs do (peer-to-peer into two buffers of their own,
+	// no chunk cache), which is how that path is tested without
+	// hardware. It costs a second read of every chunk, in the reader
+	// goroutine (docs/KERNEL.md).
 	VerifyReads bool
 	// EdgeIDs asks for edge ids: every Result's layers carry
 	// epoch.Layer.EdgeIDs (each sample's position in the stored CSR). The
@@ -74,6 +76,17 @@ type Options struct {
 	// result buffers are twice as large (and, with MaxTargets 0, a launch
 	// takes fewer targets within BufferBudget).
 	EdgeIDs bool
+	// ChunkCache is the host memory, in bytes, for chunks kept between
+	// the passes that use them (the layers of an epoch, the epochs, the
+	// walker's steps): up to ChunkCache / the largest chunk's read size of
+	// them (DESIGN §4b; AutoChunkCache is the
+	// commands' default), never fewer than two per device, the double
+	// buffering streaming needs anyway; 0 gives that floor. The emulated
+	// devices run their kernel over the cached chunks in place; a
+	// SmartSSD (BackendXRT) keeps reading each chunk peer-to-peer into its
+	// own two buffers, as do the emulated devices with VerifyReads, and
+	// the option is noted in Stats and not used.
+	ChunkCache int64
 
 	// skipChecksum turns the CRC check of chunk reads off: only the
 	// benchmarks that measure its cost set it.
@@ -95,6 +108,9 @@ type Sampler struct {
 	lanes    []*deviceLane
 	onChunk  func(layer, chunk int, bytes int64)
 	check    readCheck
+	// cache is the chunk cache (BackendEmu); nil for BackendXRT, whose
+	// lanes read into their own buffers.
+	cache *chunkCache
 	// edgeBase is chunk c's first global edge at c and the edge count at
 	// len(Chunks) (prefix sums of NEdges); nil without Options.EdgeIDs.
 	edgeBase []int64
@@ -116,6 +132,9 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 	}
 	if opts.Devices < 0 {
 		return nil, fmt.Errorf("host: %w: %d devices", ErrInvalid, opts.Devices)
+	}
+	if opts.ChunkCache < 0 {
+		return nil, fmt.Errorf("host: %w: chunk cache of %d bytes", ErrInvalid, opts.ChunkCache)
 	}
 	if opts.MaxFanout == 0 {
 		opts.MaxFanout = hls.MaxFanout
@@ -171,12 +190,13 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 		}
 	}()
 
-	var chunkBytes, maxNodes int64
+	// Every chunk buffer (a lane's or the cache's) holds the largest
+	// chunk's read size.
+	chunkBytes := slotBytes(m)
+	var maxNodes int64
 	for _, c := range m.Chunks {
-		chunkBytes = max(chunkBytes, roundUpTo(c.BytesUsed, ioAlign))
 		maxNodes = max(maxNodes, int64(c.NNodes))
 	}
-	chunkBytes = max(chunkBytes, ioAlign)
 	mt := int64(opts.MaxTargets)
 	if mt <= 0 {
 		mt = min(max(opts.BufferBudget/int64(4*(1+opts.MaxFanout*resultWords(opts.EdgeIDs))), 1), max(maxNodes, 1))
@@ -185,8 +205,21 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 	if err := sm.openFile(path, !opts.Buffered); err != nil {
 		return nil, err
 	}
+	laneChunkBytes := int(chunkBytes)
+	switch {
+	case opts.Backend == BackendEmu && !opts.VerifyReads:
+		// The emulated devices read host memory (xrt.HostBuffers): their
+		// kernels run over the cache's entries, and they need no chunk
+		// buffers of their own.
+		sm.cache = newChunkCache(opts.ChunkCache, chunkBytes, cacheCapacity(opts.ChunkCache, chunkBytes, opts.Devices, len(m.Chunks)), len(m.Chunks))
+		laneChunkBytes = 0
+	case opts.ChunkCache > 0 && opts.Backend == BackendEmu:
+		sm.notes = append(sm.notes, fmt.Sprintf("chunk cache of %d bytes not used: with VerifyReads the emulated devices stream as SmartSSDs do, peer-to-peer into their own buffers, each chunk re-read and checked", opts.ChunkCache))
+	case opts.ChunkCache > 0:
+		sm.notes = append(sm.notes, fmt.Sprintf("chunk cache of %d bytes not used: the %s backend reads every chunk peer-to-peer into its devices' own buffers", opts.ChunkCache, opts.Backend))
+	}
 	for i := 0; i < opts.Devices; i++ {
-		ln, err := openLane(i, opts, sm, int(chunkBytes), int(mt))
+		ln, err := openLane(i, opts, sm, laneChunkBytes, int(mt))
 		if err != nil {
 			return nil, err
 		}
@@ -194,14 +227,13 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 	}
 	if sm.direct && len(m.Chunks) > 0 {
 		// Some filesystems accept O_DIRECT at open and refuse the read.
-		// The chunk read stays in the buffer, and its bytes are counted
-		// by the first epoch (deviceLane.opened): every byte read from
-		// edges.chunks is in the statistics.
-		if n, err := sm.lanes[0].load(0, 0); err == nil {
-			sm.lanes[0].opened[0] = n
-		} else if errors.Is(err, chunkfmt.ErrChecksum) {
+		// The chunk read stays in the buffer (or the cache), and its
+		// bytes are counted by the first epoch (deviceLane.opened,
+		// cacheEntry.opened): every byte read from edges.chunks is in
+		// the statistics.
+		if err := sm.probe(); errors.Is(err, chunkfmt.ErrChecksum) {
 			return nil, fmt.Errorf("host: %w", err)
-		} else {
+		} else if err != nil {
 			note := fmt.Sprintf("O_DIRECT read of %s failed (%v); using buffered reads", path, err)
 			if err := sm.openFile(path, false); err != nil {
 				return nil, err
@@ -210,6 +242,32 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 		}
 	}
 	return sm, nil
+}
+
+// probe reads chunk 0 the way epochs will (into the cache's first entry,
+// or lane 0's first buffer), leaving it there with its bytes to count.
+func (s *Sampler) probe() error {
+	if s.cache == nil {
+		n, err := s.lanes[0].load(0, 0)
+		if err == nil {
+			s.lanes[0].opened[0] = n
+		}
+		return err
+	}
+	e := s.cache.holding(-1) // an empty entry, from a probe that failed
+	if e == nil {
+		var err error
+		if e, err = s.cache.newEntry(); err != nil {
+			return err
+		}
+		s.cache.prefault([]*cacheEntry{e})
+	}
+	<-e.ready
+	n, err := s.readEntry(0, e.mem)
+	if err == nil {
+		e.chunk, e.opened = 0, n
+	}
+	return err
 }
 
 // FailpointOpenDirect is hit before edges.chunks is opened with O_DIRECT
@@ -258,8 +316,23 @@ func (s *Sampler) checkSize() error {
 // readSize is the bytes read for chunk c: BytesUsed rounded up to a page,
 // but never past the chunk's stored bytes (the last chunk is padded to a
 // sector only).
-func (s *Sampler) readSize(c int) int64 {
-	return min(roundUpTo(s.manifest.Chunks[c].BytesUsed, ioAlign), s.manifest.ChunkStoredSize(c))
+func (s *Sampler) readSize(c int) int64 { return chunkReadSize(s.manifest, c) }
+
+// chunkReadSize is Sampler.readSize for the graph of manifest m.
+func chunkReadSize(m *chunkfmt.Manifest, c int) int64 {
+	return min(roundUpTo(m.Chunks[c].BytesUsed, ioAlign), m.ChunkStoredSize(c))
+}
+
+// GraphReadBytes is one read of every chunk of the graph of manifest m
+// (each chunk's read size: its BytesUsed rounded up to a page, within its
+// stored bytes), the figure Stats.GraphBytes gives: an epoch that read
+// every chunk once read that much.
+func GraphReadBytes(m *chunkfmt.Manifest) int64 {
+	var n int64
+	for c := range m.Chunks {
+		n += chunkReadSize(m, c)
+	}
+	return n
 }
 
 // Manifest is the graph's manifest.
@@ -276,12 +349,15 @@ func (s *Sampler) MaxTargets() int {
 	return s.lanes[0].mt
 }
 
-// BufferBytes is the device memory allocated for buffer objects, all
-// devices together.
+// BufferBytes is the memory allocated for buffer objects, all devices
+// together, and for the chunk cache's entries so far.
 func (s *Sampler) BufferBytes() int64 {
 	var n int64
 	for _, l := range s.lanes {
 		n += l.bytes()
+	}
+	if s.cache != nil {
+		n += s.cache.allocated()
 	}
 	return n
 }
@@ -310,18 +386,31 @@ func (s *Sampler) SampleEpochStats(ctx context.Context, seeds []uint32, fanouts 
 	if s.file == nil {
 		return nil, nil, fmt.Errorf("host: sampler is closed")
 	}
-	st := &Stats{Devices: len(s.lanes), Backend: s.backend, DirectIO: s.direct, Notes: s.notes}
-	lanes := make([]lane, len(s.lanes))
-	for i, l := range s.lanes {
-		lanes[i] = l
+	st := &Stats{Devices: len(s.lanes), Backend: s.backend, DirectIO: s.direct, Notes: s.notes, GraphBytes: s.graphBytes()}
+	res, err := sampleEpoch(ctx, s.stream(), s.index, seeds, fanouts, key, st, s.onChunk, s.edgeBase)
+	if s.cache != nil {
+		st.Cache = s.cache.stats()
 	}
-	res, err := sampleEpoch(ctx, lanes, s.index, seeds, fanouts, key, st, s.onChunk, s.edgeBase)
 	if err != nil {
 		return nil, nil, fmt.Errorf("host: epoch %d: %w", key.Epoch, err)
 	}
 	s.last = st
 	return res, st, nil
 }
+
+// stream is the way the sampler's passes reach its lanes: through the
+// chunk cache where it has one.
+func (s *Sampler) stream() stream {
+	st := stream{lanes: make([]lane, len(s.lanes)), cache: s.cache, read: s.readEntry}
+	for i, l := range s.lanes {
+		st.lanes[i] = l
+	}
+	return st
+}
+
+// graphBytes is one read of every chunk: what an epoch reads at least
+// from a cold start, where every layer-0 chunk is wanted.
+func (s *Sampler) graphBytes() int64 { return GraphReadBytes(s.manifest) }
 
 // LastStats returns the statistics of the last successful SampleEpoch
 // (nil before the first).
@@ -340,6 +429,11 @@ func (s *Sampler) Close() error {
 		errs = append(errs, l.close())
 	}
 	s.lanes = nil
+	// After the lanes: their devices' buffers over the entries are gone.
+	if s.cache != nil {
+		errs = append(errs, s.cache.close())
+		s.cache = nil
+	}
 	if s.file != nil {
 		errs = append(errs, s.file.Close())
 		s.file = nil

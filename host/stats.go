@@ -14,7 +14,7 @@ type LayerStats struct {
 	SampledSlots  int64         `json:"sampled_slots"`  // non-empty (>= 0) sample entries
 	ChunksRead    int           `json:"chunks_read"`    // chunks holding at least one target
 	ChunksSkipped int           `json:"chunks_skipped"` // chunks with no target, never read
-	ChunksReused  int           `json:"chunks_reused"`  // chunks with targets still in a device buffer, not read again
+	ChunksReused  int           `json:"chunks_reused"`  // chunks with targets still in memory (the chunk cache, a device buffer), not read again
 	Launches      int           `json:"launches"`       // kernel runs (a chunk's targets may need several)
 	BytesRead     int64         `json:"bytes_read"`     // every byte read from edges.chunks, the probe read at Open included (by the first epoch)
 	ReadTime      time.Duration `json:"read_ns"`        // summed over devices
@@ -49,6 +49,30 @@ type Stats struct {
 	Notes    []string      `json:"notes,omitempty"`
 	Layers   []LayerStats  `json:"layers"`
 	Wall     time.Duration `json:"wall_ns"`
+	// GraphBytes is one read of every chunk (each chunk's read size):
+	// BytesRead over it is the epoch's reads in graphs.
+	GraphBytes int64 `json:"graph_bytes"`
+	// Cache is the chunk cache after the epoch (nil without one: the XRT
+	// backend).
+	Cache *CacheStats `json:"chunk_cache,omitempty"`
+}
+
+// ChunksRead sums the layers' chunk reads.
+func (s *Stats) ChunksRead() int {
+	n := 0
+	for _, l := range s.Layers {
+		n += l.ChunksRead
+	}
+	return n
+}
+
+// ChunksReused sums the layers' chunks found in memory.
+func (s *Stats) ChunksReused() int {
+	n := 0
+	for _, l := range s.Layers {
+		n += l.ChunksReused
+	}
+	return n
 }
 
 // BytesRead sums the layers' bytes.
@@ -58,6 +82,15 @@ func (s *Stats) BytesRead() int64 {
 		n += l.BytesRead
 	}
 	return n
+}
+
+// ReadGraphs is BytesRead over GraphBytes: the epoch's reads in graphs
+// (0 without the graph's size).
+func (s *Stats) ReadGraphs() float64 {
+	if s.GraphBytes <= 0 {
+		return 0
+	}
+	return float64(s.BytesRead()) / float64(s.GraphBytes)
 }
 
 // SampledSlots sums the layers' non-empty sample entries.
@@ -79,6 +112,10 @@ func (s *Stats) String() string {
 	fmt.Fprintf(&b, "backend %s, %d device(s), %s reads, wall %v\n", s.Backend, s.Devices, io, s.Wall.Round(time.Microsecond))
 	for _, n := range s.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	if c := s.Cache; c != nil {
+		fmt.Fprintf(&b, "chunk cache: %d of %d slots of %d bytes hold chunks (%d bytes allocated, budget %d); %d bytes read = %.2f× the graph's %d\n",
+			c.Resident, c.Slots, c.SlotBytes, c.Allocated, c.Budget, s.BytesRead(), s.ReadGraphs(), s.GraphBytes)
 	}
 	fmt.Fprintf(&b, "%5s %6s %10s %12s %7s %7s %7s %12s %8s %10s %10s %10s\n",
 		"layer", "fanout", "targets", "sampled", "read", "reused", "skipped", "bytes", "GB/s", "kernel", "sync", "wall")

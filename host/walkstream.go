@@ -67,7 +67,7 @@ type streamWalker struct {
 	st     *walk.Stats
 	c      walk.Config
 	starts []uint32
-	lanes  []lane
+	stream stream
 	// The step being taken.
 	step uint32
 	key  uint64
@@ -95,10 +95,7 @@ func grow[T any](s []T, n int) []T {
 
 func (w *streamWalker) walk(ctx context.Context, out []int32) error {
 	t0 := time.Now()
-	w.lanes = make([]lane, len(w.s.lanes))
-	for i, l := range w.s.lanes {
-		w.lanes[i] = l
-	}
+	w.stream = w.s.stream()
 	n, L := len(w.starts), w.c.Length
 	nw := walk.NumWalks(n, w.c)
 	row := L + 1
@@ -264,7 +261,7 @@ func (w *streamWalker) candidates(ctx context.Context, nodes, walks []uint32, a0
 		hook = func(c int, n int64) { w.s.onChunk(int(w.step), c, n) }
 	}
 	pass := streamPass{samples: cands, fanout: k, key: w.key, walks: pw, attempt0: a0}
-	if err := runLayer(ctx, w.lanes, jobs, pass, &ls, hook); err != nil {
+	if err := w.stream.run(ctx, jobs, pass, &ls, hook); err != nil {
 		return nil, nil, err
 	}
 	if ls.SampledSlots, err = checkSamples(cands, targets, k, jobs, w.s.manifest.NumNodes); err != nil {
@@ -469,12 +466,15 @@ func (w *streamWalker) neighborsOf(ctx context.Context, us, xs []uint32) ([]bool
 		if r.err != nil {
 			return nil, fmt.Errorf("chunk %d: read for node2vec's neighbor test: %w", r.job.chunk, r.err)
 		}
-		n := int64(len(r.data))
-		ls.ChunksRead++
-		ls.BytesRead += n
-		ls.ReadTime += r.took
-		if w.s.onChunk != nil {
-			w.s.onChunk(int(w.step), r.job.chunk, n)
+		if n := r.bytes; r.cached && n == 0 {
+			ls.ChunksReused++
+		} else {
+			ls.ChunksRead++
+			ls.BytesRead += n
+			ls.ReadTime += r.took
+			if w.s.onChunk != nil {
+				w.s.onChunk(int(w.step), r.job.chunk, n)
+			}
 		}
 		words, ok := hostorder.Words(r.data)
 		if !ok {
@@ -499,10 +499,16 @@ func (w *streamWalker) neighborsOf(ctx context.Context, us, xs []uint32) ([]bool
 }
 
 // hostChunk is a chunk a membership pass read into one of the walker's
-// host buffers, or the error that stopped the reader.
+// host buffers, or found in the chunk cache, or the error that stopped
+// the reader.
 type hostChunk struct {
-	job     chunkJob
-	data    []byte // the chunk's bytes (readSize), in the buffer
+	job    chunkJob
+	data   []byte // the chunk's bytes (readSize), in the buffer or the cache's entry
+	cached bool   // data is the cache's
+	// bytes is what was read from edges.chunks for it: the chunk's read
+	// size, 0 when cached (or the bytes Open's probe read into the
+	// entry, which no pass has counted yet).
+	bytes   int64
 	took    time.Duration
 	err     error
 	release func() // hands the buffer back to the reader
@@ -511,7 +517,9 @@ type hostChunk struct {
 // readChunks reads the jobs' chunks, in order, into the walker's two host
 // buffers (kept from pass to pass) on a goroutine of its own, which reads
 // the next chunk while the caller searches the one it received; the
-// caller releases each chunk when done with it. The reader stops at its
+// caller releases each chunk when done with it. A chunk the chunk cache
+// holds is handed over from there, not read (no candidate pass runs
+// meanwhile, so its entry stays as it is). The reader stops at its
 // first error (sent as a chunk) or when ctx is done. stop, which the
 // caller must call, returns once the reader has exited: no buffer is then
 // in use.
@@ -535,12 +543,18 @@ func (w *streamWalker) readChunks(ctx context.Context, jobs []chunkJob) (_ <-cha
 			if rctx.Err() != nil {
 				return
 			}
+			if e := w.cacheHolding(j.chunk); e != nil {
+				opened := e.opened
+				e.opened = 0
+				reads <- hostChunk{job: j, data: e.mem[:w.s.readSize(j.chunk)], cached: true, bytes: opened, release: func() { free <- b }}
+				continue
+			}
 			if n := w.s.readSize(j.chunk); int64(cap(bufs[b])) < n {
 				bufs[b] = alignedBuffer(int(n), ioAlign) // page-aligned: the file may be open with O_DIRECT
 			}
 			t := time.Now()
 			data, err := w.s.readHost(j.chunk, bufs[b])
-			reads <- hostChunk{job: j, data: data, took: time.Since(t), err: err, release: func() { free <- b }}
+			reads <- hostChunk{job: j, data: data, bytes: int64(len(data)), took: time.Since(t), err: err, release: func() { free <- b }}
 			if err != nil {
 				return
 			}
@@ -551,6 +565,15 @@ func (w *streamWalker) readChunks(ctx context.Context, jobs []chunkJob) (_ <-cha
 		for range reads { // closed when the reader has exited
 		}
 	}
+}
+
+// cacheHolding is the chunk cache's entry holding chunk c, nil where none
+// does or there is no cache.
+func (w *streamWalker) cacheHolding(c int) *cacheEntry {
+	if w.stream.cache == nil {
+		return nil
+	}
+	return w.stream.cache.holding(c)
 }
 
 // walkPass is a pass's statistics as walk.Stats reports them.

@@ -124,7 +124,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 		r := &EpochReport{Report: epochstats.Report{Epoch: key.Epoch, SampleS: time.Since(t0).Seconds()}, Stats: lastStats(be)}
 		if r.Stats != nil {
-			r.BytesRead, r.BytesKnown = r.Stats.BytesRead(), true
+			r.BytesRead, r.BytesKnown, r.GraphBytes = r.Stats.BytesRead(), true, r.Stats.GraphBytes
 		}
 		mu.Lock()
 		sampled[key.Epoch] = r
@@ -169,7 +169,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 		mu.Lock()
 		if s := sampled[cur.Epoch]; s != nil {
-			cur.SampleS, cur.BytesRead, cur.BytesKnown, cur.Stats = s.SampleS, s.BytesRead, s.BytesKnown, s.Stats
+			cur.SampleS, cur.BytesRead, cur.BytesKnown, cur.GraphBytes, cur.Stats = s.SampleS, s.BytesRead, s.BytesKnown, s.GraphBytes, s.Stats
 			cur.Overlapped = cur.Epoch > o.Config.FirstEpoch
 		}
 		mu.Unlock()

@@ -114,7 +114,7 @@ func TestRun(t *testing.T) {
 			t.Fatalf("features %v: %d epochs (%d reported), %d minibatches, wall %v", features, len(rep.Epochs), len(seen), len(batches), rep.Wall)
 		}
 		for e, r := range rep.Epochs {
-			if r != seen[e] || int(r.Epoch) != e || r.Batches != 8 || r.Seeds != n/2 || r.Edges <= 0 || r.SampleS <= 0 || r.Stats == nil || r.BytesRead <= 0 || r.Overlapped != (e > 0) {
+			if r != seen[e] || int(r.Epoch) != e || r.Batches != 8 || r.Seeds != n/2 || r.Edges <= 0 || r.SampleS <= 0 || r.Stats == nil || r.BytesRead <= 0 || r.GraphBytes != r.Stats.GraphBytes || r.GraphBytes <= 0 || r.Overlapped != (e > 0) {
 				t.Fatalf("epoch %d: %+v", e, r)
 			}
 			if f := r.Features; (f != nil) != features || f != nil && (f.Labels != int64(r.Seeds) || f.Reads.RowsNeeded <= 0) {

@@ -105,6 +105,10 @@ type Config struct {
 	// right after each one, on the sampler's turn, for its statistics
 	// (EpochStats.BytesRead). Nil: not known (the GPU engine reads none).
 	SampleBytes func() int64
+	// GraphBytes is one read of every chunk of the graph (host.Stats'
+	// GraphBytes), which the epochs' bytes read are told against; 0: not
+	// said.
+	GraphBytes int64
 
 	// Features, when not nil, is the graph's feature store: every
 	// minibatch reply carries its nodes' feature rows and its seeds'
@@ -250,6 +254,7 @@ func New(cfg Config) (*Server, error) {
 	gate := newSamplerGate()
 	sampler := cfg.Sampler
 	book := newStatsBook(cfg.Logf, cfg.FirstEpoch, stage, cfg.SampleBytes != nil)
+	book.graphBytes = cfg.GraphBytes
 	// Epoch and split sampling take their turn on the sampler, ahead of
 	// any walk (samplerGate); each is timed, with what it read, for the
 	// epoch's figures or the split's (splitSampling).

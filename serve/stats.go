@@ -95,6 +95,7 @@ type statsBook struct {
 	first      uint32        // Config.FirstEpoch: epochs after it were sampled in the background
 	features   *featureStage // nil without a feature store
 	bytesKnown bool          // Config.SampleBytes is set
+	graphBytes int64         // Config.GraphBytes
 
 	mu      sync.Mutex
 	current uint32 // the latest epoch seen current
@@ -446,6 +447,9 @@ func (b *statsBook) statsLocked(r *epochRecord) (EpochStats, *featrows.Epoch) {
 	}
 	if sm, ok := b.sampled[r.e]; ok {
 		st.SampleS, st.BytesRead, st.BytesKnown = sm.d.Seconds(), sm.bytes, b.bytesKnown
+		if b.bytesKnown {
+			st.GraphBytes = b.graphBytes
+		}
 	}
 	var rowBytes int64
 	if b.features != nil {

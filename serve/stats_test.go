@@ -85,7 +85,7 @@ func TestServeEpochStats(t *testing.T) {
 				Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(2500, 3), Fanouts: []int{4, 3}, Seed: 5},
 					BatchSize: 45, Epochs: 2, PrepareAt: 0.5, Logf: logs.logf},
 				Sampler: &refSampler{g: g}, NumNodes: 2500,
-				SampleBytes: func() int64 { return sampleBytes },
+				SampleBytes: func() int64 { return sampleBytes }, GraphBytes: 2 * sampleBytes,
 			}
 			if c.features {
 				cfg.Features = fs
@@ -208,7 +208,7 @@ func TestServeEpochStats(t *testing.T) {
 				if int(st.Epoch) != e || !st.Complete || st.Failed != 0 || st.Batches != nb || st.NumBatches != nb || st.Batches != d.batches || st.Seeds != d.seeds || st.Edges != d.edges {
 					t.Fatalf("epoch %d: stats %+v, delivered %+v", e, st, d)
 				}
-				if st.SampleS <= 0 || st.BytesRead != sampleBytes || st.Overlapped != (e > 0) || st.AssembleS <= 0 || st.EdgesPerS <= 0 {
+				if st.SampleS <= 0 || st.BytesRead != sampleBytes || st.GraphBytes != 2*sampleBytes || st.Overlapped != (e > 0) || st.AssembleS <= 0 || st.EdgesPerS <= 0 {
 					t.Fatalf("epoch %d: sampling and assembly figures %+v", e, st.Report)
 				}
 				// The headline is the wall, which holds assembly and the

@@ -42,7 +42,7 @@ type Stats struct {
 	// them), the engine's own figures for the others. Read and kernel
 	// times are summed over devices, so they may exceed Wall.
 	ChunksRead   int           `json:"chunks_read"`
-	ChunksReused int           `json:"chunks_reused"` // needed by a pass, still in a device buffer: not read again
+	ChunksReused int           `json:"chunks_reused"` // needed by a pass, still in memory (the chunk cache, a device buffer): not read again
 	BytesRead    int64         `json:"chunk_bytes"`   // chunk bytes read
 	ReadTime     time.Duration `json:"read_ns"`
 	KernelTime   time.Duration `json:"kernel_ns"` // the GPU: its walk kernels

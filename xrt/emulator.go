@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -241,6 +242,31 @@ func (d *emuDevice) AllocBO(size int, flags BOFlags, group int) (BO, error) {
 	return bo, nil
 }
 
+var _ HostBuffers = (*emuDevice)(nil)
+
+// ImportHost is xrt.HostBuffers: a host-only buffer over the caller's
+// memory (no device memory charged, nothing copied; Free leaves mem
+// alone). The kernel reads mem as it reads any buffer's device copy.
+func (d *emuDevice) ImportHost(mem []byte, group int) (BO, error) {
+	if len(mem) == 0 {
+		return nil, d.errorf("import host memory: empty")
+	}
+	if addr := uintptr(unsafe.Pointer(&mem[0])); addr%emuPage != 0 {
+		return nil, d.errorf("import %d bytes of host memory at %#x: %w: want a multiple of %d", len(mem), addr, ErrAlignment, emuPage)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, d.errorf("import host memory: %w", ErrClosed)
+	}
+	if err := d.checkGroup(group); err != nil {
+		return nil, d.errorf("import %d bytes of host memory: %w", len(mem), err)
+	}
+	bo := &emuBO{dev: d, size: len(mem), flags: BOHostOnly, group: group, addr: d.nextAddr, host: mem, mem: mem, borrowed: true}
+	d.bos[bo] = struct{}{}
+	return bo, nil
+}
+
 // checkGroup validates a memory group against the loaded xclbin (or the
 // built-in single bank before one is loaded). d.mu is held.
 func (d *emuDevice) checkGroup(group int) error {
@@ -329,6 +355,7 @@ type emuBO struct {
 	pins     int  // runs in flight that use the buffer
 	freed    bool // Free was called
 	released bool // memory unmapped and capacity returned
+	borrowed bool // the memory is the caller's (ImportHost): never unmapped here
 }
 
 func (b *emuBO) errorf(format string, a ...any) error {
@@ -413,6 +440,10 @@ func (b *emuBO) releaseLocked() error {
 	b.released = true
 	b.dev.used -= b.charged
 	delete(b.dev.bos, b)
+	if b.borrowed {
+		b.host, b.mem = nil, nil
+		return nil
+	}
 	var err error
 	if e := unix.Munmap(b.mem); e != nil {
 		err = b.errorf("munmap: %w", e)

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/streamsampler/streamsampler/hls"
 	"github.com/streamsampler/streamsampler/rng"
 	"github.com/streamsampler/streamsampler/xrt/xclbin"
@@ -667,5 +669,81 @@ func TestEmulatorComputeUnits(t *testing.T) {
 	}
 	if err := runUnits(boom, 2, chunk, ts, make([]int32, len(ts)), nil, 1, 0, false); err == nil || !strings.Contains(err.Error(), "compute unit 1 panicked") {
 		t.Fatalf("panicking unit: %v", err)
+	}
+}
+
+// ImportHost: a kernel run over caller-owned host memory samples what it
+// samples from a P2P buffer holding the same chunk; the memory is a view
+// (a later write is seen), Free and Close leave it mapped, and a
+// misaligned or empty slice or a group the xclbin lacks is refused.
+func TestEmulatorImportHost(t *testing.T) {
+	g := newTestGraph(400, 400, 40, 64<<10)
+	ts := g.targets(0, func(v uint32) bool { return v%2 == 0 })
+	const fanout = 7
+	key := rng.Key(5, 1, 0)
+	dev, uuid := openEmu(t, EmulatorConfig{})
+	hb, ok := dev.(HostBuffers)
+	if !ok {
+		t.Fatal("the emulated device does not implement HostBuffers")
+	}
+	run, rb := setupSample(t, dev, uuid, g, ts, fanout, key)
+	sample := func() []int32 {
+		t.Helper()
+		if err := run.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run.Wait(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := rb.Sync(FromDevice, rb.Size(), 0); err != nil {
+			t.Fatal(err)
+		}
+		return getI32s(must[[]byte](t)(rb.Map()), len(ts)*fanout)
+	}
+	want := sample() // from the P2P buffer setupSample filled
+	mem, err := unix.Mmap(-1, 0, g.chunkSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	bo := must[BO](t)(hb.ImportHost(mem, 0))
+	if bo.Flags() != BOHostOnly || bo.Size() != len(mem) {
+		t.Fatalf("imported buffer: %s, %d bytes", bo.Flags(), bo.Size())
+	}
+	copy(mem, g.chunk(t, 0)) // after the import: a view, not a copy
+	if err := run.SetBO(ArgChunk, bo); err != nil {
+		t.Fatal(err)
+	}
+	if got := sample(); !slices.Equal(got, want) {
+		t.Fatal("samples over imported host memory differ from those over the P2P buffer")
+	}
+	if err := bo.Free(); err != nil {
+		t.Fatal(err)
+	}
+	mem[0] ^= 1 // still mapped: Free released the view only
+	mem[0] ^= 1
+	for _, tc := range []struct {
+		mem   []byte
+		group int
+		want  string
+	}{
+		{mem[8:4104], 0, "want a multiple of 4096"},
+		{nil, 0, "empty"},
+		{mem, 7, "no memory group 7"},
+	} {
+		if _, err := hb.ImportHost(tc.mem, tc.group); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ImportHost(%d bytes, group %d) = %v, want an error saying %q", len(tc.mem), tc.group, err, tc.want)
+		}
+	}
+	if _, err := hb.ImportHost(mem, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Close(); err != nil { // frees the import it still holds
+		t.Fatal(err)
+	}
+	mem[0] ^= 1
+	mem[0] ^= 1
+	if _, err := hb.ImportHost(mem, 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("ImportHost after Close = %v, want ErrClosed", err)
 	}
 }

@@ -254,6 +254,23 @@ type Device interface {
 	Close() error
 }
 
+// HostBuffers is implemented by devices whose kernels can read host
+// memory that the caller owns, as XRT's user-pointer buffer objects do
+// (xrt::bo over a host pointer, host-only): the emulated SmartSSD, whose
+// kernels run on the host anyway. The streaming sampler keeps its chunk
+// cache in such memory and runs the kernel over a cached chunk without
+// copying it (host.Options.ChunkCache); a SmartSSD reads its chunks
+// peer-to-peer into its own DDR instead, and the XRT binding does not
+// implement it.
+type HostBuffers interface {
+	// ImportHost returns a host-only buffer object over mem, for a kernel
+	// argument connected to memory group group. mem must be page-aligned
+	// (4096 bytes) and not empty, and must stay valid until the buffer is
+	// freed (or its device closed): the buffer is a view of it, never a
+	// copy, and Free releases the view, not mem.
+	ImportHost(mem []byte, group int) (BO, error)
+}
+
 // BO is a buffer object: device memory with (for most kinds) a host view.
 type BO interface {
 	// Map returns the host view of the whole buffer. The slice stays valid

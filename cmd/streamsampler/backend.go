@@ -8,7 +8,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/internal/memavail"
 	"github.com/streamsampler/streamsampler/internal/progress"
 	"github.com/streamsampler/streamsampler/walk"
 )
@@ -27,18 +31,74 @@ type backendFlags struct {
 	EdgeIDs bool
 	// GPU holds the --gpu-* flags (backend_gpu.go).
 	GPU gpuOptions
+	// ChunkCache is --chunk-cache as given: "auto", 0 or a size
+	// (host.Options.ChunkCache); chunkCache its bytes once resolved.
+	ChunkCache string
+	chunkCache *int64
 	// OnChunk, if set, receives each chunk read (progress reporting).
 	OnChunk func(layer, chunk int, bytes int64)
 }
 
-func (b *backendFlags) add(cmd *cobra.Command) {
+func (b *backendFlags) add(cmd *cobra.Command) { b.addWith(cmd, "auto") }
+
+// addWith is add with chunkCache as --chunk-cache's default: bench's is
+// 0, since it measures streaming against the file's sequential read rate.
+func (b *backendFlags) addWith(cmd *cobra.Command, chunkCache string) {
 	cmd.Flags().StringVar(&b.Backend, "backend", "emu", "sampling engine: emu (emulated SmartSSD), xrt (SmartSSD via XRT, needs -tags xrt) or gpu")
 	b.Devices = 1
 	cmd.Flags().Var(intInRange{&b.Devices, 1, maxDevices}, "devices", "number of devices to stream over")
 	cmd.Flags().StringVar(&b.Xclbin, "xclbin", "", "kernel binary for --backend xrt")
 	cmd.Flags().BoolVar(&b.EdgeIDs, "edge-ids", false, "also sample edge ids: each sampled edge's position in the graph's stored CSR (indptr[node] + the position chosen), for edge features")
-	cmd.Flags().BoolVar(&b.VerifyReads, "verify-reads", false, "--backend xrt: read every chunk a device reads again on the host and check its CRC-32C (emu and gpu always check)")
+	cmd.Flags().BoolVar(&b.VerifyReads, "verify-reads", false, "--backend xrt: read every chunk a device reads again on the host and check its CRC-32C (emu and gpu always check; emu then streams as a SmartSSD does, without the chunk cache, which is how that path is tested)")
+	cmd.Flags().StringVar(&b.ChunkCache, "chunk-cache", chunkCache, "--backend emu: memory for graph chunks kept between the layers and epochs that read them (e.g. 4GiB; 0: only the two buffers per device streaming needs), in slots of the largest chunk; auto: every chunk when they fit in half of the memory this process may use (MemAvailable, or the tightest memory cgroup's room; a quarter with --features, whose auto cache takes the rest of the half), else that half")
 	addGPUFlags(cmd.Flags(), &b.GPU)
+}
+
+// resolveChunkCache turns --chunk-cache into bytes for the graph of
+// manifest m, once, and returns the host memory the cache will hold at
+// most (its slots; 0 where the backend keeps no chunk cache: xrt reads
+// chunks peer-to-peer into the SmartSSDs, gpu holds the graph in GPU
+// memory) with a line for the command to report at start ("" for those).
+// The automatic caches take at most half of the memory the process may
+// use between them, the rest being the epochs' and the page cache's: with
+// features (a feature cache to share it with) the chunk cache's auto is
+// every chunk when they fit a quarter of that memory, else that quarter,
+// and --feature-cache auto takes what the chunk cache left of the half
+// (featureFlags.planning).
+func (b *backendFlags) resolveChunkCache(m *chunkfmt.Manifest, features bool) (held int64, report string, err error) {
+	var n int64
+	how := "--chunk-cache"
+	// The emulated devices stream through the chunk cache, but with
+	// --verify-reads as SmartSSDs do (host.Options.VerifyReads).
+	emu := (b.Backend == "emu" || b.Backend == "") && !b.VerifyReads
+	switch {
+	case (b.ChunkCache == "auto" || b.ChunkCache == "") && !emu:
+		// Nothing to size: xrt and gpu keep no chunk cache (a size
+		// given for xrt is passed on, and noted in its statistics), nor
+		// emu with --verify-reads.
+	case b.ChunkCache == "auto" || b.ChunkCache == "":
+		avail := memavail.Available()
+		share := "half"
+		if features {
+			n, share = host.AutoChunkCache(m, avail/2), "a quarter"
+		} else {
+			n = host.AutoChunkCache(m, avail)
+		}
+		how = fmt.Sprintf("auto: %s of the %s this process may use, at most the graph; --chunk-cache sets it", share, mib(avail))
+	default:
+		if n, err = ingest.ParseSize(b.ChunkCache); err != nil || n < 0 {
+			return 0, "", usagef("--chunk-cache %q: want a size such as 4GiB, 0, or auto", b.ChunkCache)
+		}
+	}
+	b.chunkCache = &n
+	if !emu {
+		return 0, "", nil
+	}
+	slots, slot := host.ChunkCacheSlots(m, b.Devices, n)
+	// Beyond the two buffers a device streams through, the cache is
+	// memory the heap's cgroup limit did not leave room for.
+	reserveGoMemory(int64(slots-2*max(b.Devices, 1)) * slot)
+	return int64(slots) * slot, fmt.Sprintf("chunk cache %s: %d of the graph's %d chunks, in slots of %s (%s)", mib(int64(slots)*slot), min(slots, len(m.Chunks)), len(m.Chunks), mib(slot), how), nil
 }
 
 // maxDevices bounds --devices: every device gets its own chunk and result
@@ -91,7 +151,16 @@ type gpuOptions struct {
 func openBackend(graphDir string, b backendFlags) (host.Backend, error) {
 	switch b.Backend {
 	case "emu", "xrt":
-		return host.Open(graphDir, host.Options{Backend: b.Backend, Devices: b.Devices, Xclbin: b.Xclbin, VerifyReads: b.VerifyReads, EdgeIDs: b.EdgeIDs, OnChunk: b.OnChunk})
+		if b.chunkCache == nil {
+			m, err := chunkfmt.ReadManifest(graphDir)
+			if err != nil {
+				return nil, err
+			}
+			if _, _, err := b.resolveChunkCache(m, false); err != nil {
+				return nil, err
+			}
+		}
+		return host.Open(graphDir, host.Options{Backend: b.Backend, Devices: b.Devices, Xclbin: b.Xclbin, VerifyReads: b.VerifyReads, EdgeIDs: b.EdgeIDs, OnChunk: b.OnChunk, ChunkCache: *b.chunkCache})
 	case "gpu":
 		return openGPU(graphDir, b)
 	default:

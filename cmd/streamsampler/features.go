@@ -32,7 +32,11 @@ func (f *featureFlags) add(cmd *cobra.Command) {
 // planning opens the graph's feature store and returns it with the
 // pipeline's FeaturePlanning and a line that says the cache chosen (for
 // the command to report at start); nil, nil, "" without --features.
-func (f *featureFlags) planning(graph string) (*featstore.Store, *pipeline.FeaturePlanning, string, error) {
+// reserved is the memory already promised to the chunk cache
+// (backendFlags.resolveChunkCache): --feature-cache auto takes what it
+// leaves of half the memory this process may use, so that the two caches
+// together never take more than that half.
+func (f *featureFlags) planning(graph string, reserved int64) (*featstore.Store, *pipeline.FeaturePlanning, string, error) {
 	if !f.on {
 		if (f.cache != "auto" && f.cache != "0") || f.reorder != "none" {
 			return nil, nil, "", usagef("--feature-cache and --reorder need --features")
@@ -65,8 +69,12 @@ func (f *featureFlags) planning(graph string) (*featstore.Store, *pipeline.Featu
 	how := "--feature-cache"
 	if f.cache == "auto" {
 		avail := memavail.Available()
-		cache = featplan.AutoCacheBytes(data, avail)
+		// Half of avail − 2·reserved is half of avail less reserved.
+		cache = featplan.AutoCacheBytes(data, avail-2*reserved)
 		how = fmt.Sprintf("auto: half of the %s this process may use, at most the store; --feature-cache sets it", mib(avail))
+		if reserved > 0 {
+			how = fmt.Sprintf("auto: half of the %s this process may use less the chunk cache's %s, at most the store; --feature-cache sets it", mib(avail), mib(reserved))
+		}
 	}
 	rows := int(min(cache/fs.RowBytes(), int64(fs.NumNodes())))
 	report := fmt.Sprintf("feature cache %s, %d of %d rows (%s)", mib(int64(rows)*fs.RowBytes()), rows, fs.NumNodes(), how)

@@ -141,6 +141,13 @@ func TestRunFeatures(t *testing.T) {
 			t.Fatalf("minibatch %s missing after reorder", k)
 		}
 	}
+	// Both caches automatic: the chunk cache takes a quarter of the
+	// memory at most, the feature cache what it leaves of the half; the
+	// start says both.
+	if _, e, code := cli(t, "run", "--graph", graph, "--train", tf, "--fanouts", "4", "--epochs", "1", "--features"); code != 0 ||
+		!strings.Contains(e, "chunk cache ") || !strings.Contains(e, "(auto: a quarter of the") || !strings.Contains(e, "less the chunk cache's") {
+		t.Fatalf("both caches auto: exit %d, %s", code, e)
+	}
 	for _, bad := range [][]string{{"--feature-cache", "1MiB"}, {"--features", "--reorder", "best"}, {"--features", "--feature-cache", "lots"}} {
 		args := append([]string{"run", "--graph", graph, "--train", tf, "--fanouts", "4", "--epochs", "1"}, bad...)
 		if _, e, code := cli(t, args...); code != 2 {

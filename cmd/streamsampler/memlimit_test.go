@@ -22,3 +22,18 @@ func TestGoMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// A chunk cache held outside the heap lowers the heap's limit by its
+// size, to a quarter of the limit at least; no limit stays none.
+func TestLowerGoLimit(t *testing.T) {
+	for _, c := range []struct{ limit, n, want int64 }{
+		{3 << 30, 1 << 30, 2 << 30},
+		{3 << 30, 0, 3 << 30},
+		{3 << 30, 3 << 30, 3 << 28},
+		{0, 1 << 30, 0},
+	} {
+		if got := lowerGoLimit(c.limit, c.n); got != c.want {
+			t.Errorf("lowerGoLimit(%d, %d) = %d, want %d", c.limit, c.n, got, c.want)
+		}
+	}
+}

@@ -118,6 +118,13 @@ func runPrepare(ctx context.Context, cmd *cobra.Command, o prepareOptions) (err 
 		}
 	}
 	o.backend.EdgeIDs = cfg.EdgeIDs // as recorded, when --edge-ids is not given
+	_, chunkReport, err := o.backend.resolveChunkCache(m, false)
+	if err != nil {
+		return err
+	}
+	if chunkReport != "" && !o.json && !o.quiet {
+		fmt.Fprintln(cmd.ErrOrStderr(), chunkReport)
+	}
 	be, err := openBackend(cfg.Graph, o.backend)
 	if err != nil {
 		return err

@@ -82,7 +82,14 @@ func runLoop(ctx context.Context, w, ew io.Writer, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	fs, planning, cacheReport, err := o.stream.features.planning(o.stream.graph)
+	chunkCache, chunkReport, err := o.backend.resolveChunkCache(m, o.stream.features.on)
+	if err != nil {
+		return err
+	}
+	if chunkReport != "" && !o.json {
+		fmt.Fprintln(ew, chunkReport)
+	}
+	fs, planning, cacheReport, err := o.stream.features.planning(o.stream.graph, chunkCache)
 	if err != nil {
 		return err
 	}

@@ -200,7 +200,14 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	fs, planning, cacheReport, err := f.stream.features.planning(f.stream.graph)
+	chunkCache, chunkReport, err := f.backend.resolveChunkCache(m, f.stream.features.on)
+	if err != nil {
+		return err
+	}
+	if chunkReport != "" && !f.quiet {
+		fmt.Fprintf(cmd.ErrOrStderr(), "streamsampler serve: %s\n", chunkReport)
+	}
+	fs, planning, cacheReport, err := f.stream.features.planning(f.stream.graph, chunkCache)
 	if err != nil {
 		return err
 	}
@@ -225,7 +232,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	defer be.Close()
 	srv, err := serve.New(serve.Config{
-		Config: cfg, Sampler: be, SampleBytes: sampleBytes(be), MaxRequest: f.maxRequest, MaxInflight: maxInflight,
+		Config: cfg, Sampler: be, SampleBytes: sampleBytes(be), GraphBytes: host.GraphReadBytes(m), MaxRequest: f.maxRequest, MaxInflight: maxInflight,
 		NumNodes: int64(m.NumNodes), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs, Walk: backendWalker(be),
 		StallTimeout: noneIfZero(f.stallTimeout), WalkTimeout: noneIfZero(f.walkTimeout), MaxWalkLength: f.maxWalkLen,
 	})

@@ -145,7 +145,7 @@ type walkSummary struct {
 	// outside the passes (grouping walkers, deciding their steps).
 	Passes        int     `json:"passes"`
 	ChunksRead    int     `json:"chunks_read"`
-	ChunksReused  int     `json:"chunks_reused"` // needed by a pass but still in a device buffer: not read
+	ChunksReused  int     `json:"chunks_reused"` // needed by a pass but still in memory (the chunk cache, a device buffer): not read
 	ChunkBytes    int64   `json:"chunk_bytes"`   // walk.Stats.BytesRead: the passes' chunk bytes, summed
 	ReadSeconds   float64 `json:"read_seconds"`
 	KernelSeconds float64 `json:"kernel_seconds"`

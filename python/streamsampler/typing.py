@@ -152,6 +152,7 @@ class EpochStats(TypedDict, total=False):
     sample_s: float
     bytes_read: int
     read_gbps: float
+    graph_bytes: int
     overlapped: bool
     features: FeatureStats
     complete: bool
