@@ -70,6 +70,12 @@ type Plan struct {
 	sums            []uint64
 	optimum         int64
 	optimumRowBytes int64
+	// pack, where the plan was made with PackTo and a packed copy pays,
+	// says how the executor serves the misses (pack.go); packRows then
+	// holds every minibatch's missed rows, sorted, once ForgetNodes has
+	// dropped the node sets.
+	pack     *packInfo
+	packRows []uint32
 }
 
 // ForgetNodes drops the plan's reference to the minibatches' node sets,
@@ -83,6 +89,9 @@ func (p *Plan) ForgetNodes(rowBytes int64) {
 		return
 	}
 	p.optimum, p.optimumRowBytes = p.optimumBytes(rowBytes), rowBytes
+	if p.pack != nil {
+		p.packRows = p.missRows()
+	}
 	p.sums = make([]uint64, len(p.batches))
 	for b, nid := range p.batches {
 		p.sums[b] = nidSum(nid)
@@ -169,7 +178,19 @@ func (p *Plan) Preload() []uint32 { return p.preload }
 // next use; the furthest non-empty bucket is found through a two-level
 // bitmap, one word per 4096 minibatches). Memory: 4 bytes per access (the
 // plan), 4 per node, 28 per cache row, 4 per minibatch.
+//
+// With PackTo, a part of the cache (packStaging) is set aside for the
+// buffers of a packed copy of the misses, where that pays (pack.go).
 func NewPlan(batches [][]uint32, numNodes uint32, cacheRows int, opts ...PlanOption) (*Plan, error) {
+	o := options(opts)
+	if o.packDir == "" || o.rowBytes <= 0 || cacheRows < 0 {
+		return newPlan(batches, numNodes, cacheRows, o)
+	}
+	return newPackedPlan(batches, numNodes, cacheRows, o)
+}
+
+// newPlan is NewPlan without PackTo.
+func newPlan(batches [][]uint32, numNodes uint32, cacheRows int, o *planOptions) (*Plan, error) {
 	if cacheRows < 0 || cacheRows > math.MaxInt32-2 {
 		return nil, fmt.Errorf("%w: cache of %d rows (want 0..%d)", ErrInput, cacheRows, math.MaxInt32-2)
 	}
@@ -183,7 +204,7 @@ func NewPlan(batches [][]uint32, numNodes uint32, cacheRows int, opts ...PlanOpt
 	p := &Plan{NumNodes: numNodes, CacheRows: cacheRows, batches: batches, off: off,
 		misses: make([]int32, len(batches))}
 	var err error
-	if p.act, err = options(opts).accessArray(p, off[len(batches)]); err != nil {
+	if p.act, err = o.accessArray(p, off[len(batches)]); err != nil {
 		return nil, err
 	}
 

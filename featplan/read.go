@@ -54,6 +54,9 @@ type Reader struct {
 	ext      []Extent
 	rep      Report
 	optimum  int64 // the plan's Report.OptimumBytes, once computed; -1 before
+	// pk is the packed copy of the misses, where the plan asks for one
+	// (Plan.Packed) and it could be made (pack.go); nil otherwise.
+	pk *packed
 }
 
 // NewReader prepares the execution of p over f, whose row v (of rowBytes
@@ -134,6 +137,17 @@ func (r *Reader) read(bp BatchPlan, dst []byte) (int, error) {
 			return b, err
 		}
 	}
+	if b == 0 && r.plan.pack != nil && r.pk == nil {
+		ok, err := r.pack()
+		if err != nil {
+			return b, err
+		}
+		if ok {
+			r.rep.Reads += r.pk.reads
+			r.rep.BytesRead += r.pk.bytesRead
+			r.rep.PackBytes = r.pk.copyBytes
+		}
+	}
 	// Hits first: a slot may be given to a row read below.
 	r.copyHits(bp, dst)
 	keys := r.keys[:0]
@@ -149,17 +163,24 @@ func (r *Reader) read(bp BatchPlan, dst []byte) (int, error) {
 		rows = append(rows, uint32(k>>32))
 	}
 	r.rows = rows
-	ext, err := Extents(r.ext[:0], rows, rb, r.opts)
-	r.ext = ext
-	if err != nil {
-		return b, err
-	}
-	if err := r.readExtents(b, bp, dst, keys, rows, ext); err != nil {
-		return b, err
-	}
-	for _, e := range ext {
-		r.rep.Reads++
-		r.rep.BytesRead += e.Length
+	if r.pk != nil {
+		if err := r.readPacked(b, bp, dst, keys, rows); err != nil {
+			return b, err
+		}
+		r.rep.PackedRows += int64(len(rows))
+	} else {
+		ext, err := Extents(r.ext[:0], rows, rb, r.opts)
+		r.ext = ext
+		if err != nil {
+			return b, err
+		}
+		if err := r.readExtents(b, bp, dst, keys, rows, ext); err != nil {
+			return b, err
+		}
+		for _, e := range ext {
+			r.rep.Reads++
+			r.rep.BytesRead += e.Length
+		}
 	}
 	r.rep.Batches++
 	r.rep.RowsNeeded += int64(bp.Len())
@@ -308,6 +329,18 @@ func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// Close ends what the Reader has in the background (the reading back of
+// a packed copy, whose file it removes); it may be called at any time,
+// and more than once. A Reader that served every minibatch has nothing
+// left in the background.
+func (r *Reader) Close() error {
+	if r.pk != nil {
+		r.pk.stop()
+		r.pk.wg.Wait()
+	}
+	return nil
 }
 
 // Report is what the minibatches served so far read (the plan's Report once

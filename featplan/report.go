@@ -40,6 +40,12 @@ type Report struct {
 	// it below.
 	OptimumBytes int64   `json:"optimum_bytes"`
 	VsOptimum    float64 `json:"vs_optimum"`
+	// PackedRows are the rows of RowsFromDisk served from a packed copy
+	// of the misses (PackTo), PackBytes the copy's bytes (written once,
+	// read back once); Reads and BytesRead are then the sweep over the
+	// feature file that made it.
+	PackedRows int64 `json:"packed_rows,omitempty"`
+	PackBytes  int64 `json:"pack_bytes,omitempty"`
 }
 
 func (r *Report) finish() {
