@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,14 +43,17 @@ import (
 // Every row is still checked against its CRC (ExtentOptions.Check) when a
 // minibatch takes it from the packed copy, so a row corrupt in the feature
 // file fails the minibatch that needs it, as before, and a packed copy
-// changed under the executor is caught too. The buffers (the ring, the
-// partitions' write buffers, the sweep's reads) come out of the cache's
-// budget: the plan is made with that much less cache (packStaging).
+// changed under the executor is caught too. The buffers come out of the
+// cache's budget: the ring, and the sweep's reads, from the staging the
+// plan sets aside (packStaging: the plan is made with that much less
+// cache); the partitions' write buffers from the cache itself, which holds
+// nothing before the first minibatch (from the staging where the cache
+// is too small for them). Measured in docs/PERFORMANCE.md ("Feature reads
+// at the disk's limit").
 
 // PackStaging is the most a plan sets aside of its cache for a packed
 // copy's buffers (at most an eighth of the cache): a ring of three
-// partitions read back, or the partitions' write buffers and the sweep's
-// reads while it packs.
+// partitions read back, or the sweep's reads while it packs.
 const PackStaging = 32 << 20
 
 // RequestCost and StreamRate are the disk model that decides whether a
@@ -301,6 +305,13 @@ func (r *Reader) pack() (ok bool, err error) {
 	pk.part = max(1, int(pi.staging/3/rb))
 	pk.region = (int64(pk.part)*rb + Align - 1) &^ (Align - 1)
 	pk.nparts = (n + pk.part - 1) / pk.part
+	// The copy's blocks allocated at once: O_DIRECT writes past the end
+	// of a file, or into its holes, take the file's lock one at a time
+	// (ext4), and the partitions are written all over it.
+	if err := fallocate(f, int64(pk.nparts)*pk.region); err != nil {
+		pk.stop()
+		return false, fmt.Errorf("featplan: %s: packed copy of %d bytes in %s: %w", r.name, int64(pk.nparts)*pk.region, pk.name, err)
+	}
 	if err := pk.write(r); err != nil {
 		pk.stop()
 		return false, err
@@ -328,6 +339,17 @@ func createScratch(dir string) (*os.File, bool, error) {
 		return nil, false, err
 	}
 	return g, direct, nil
+}
+
+// fallocate allocates the first size bytes of f's blocks; where the file
+// system cannot (EOPNOTSUPP), it sets the size, which is all a writer
+// past the end needs.
+func fallocate(f *os.File, size int64) error {
+	err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		return f.Truncate(size)
+	}
+	return err
 }
 
 func openDirectRW(path string) (*os.File, bool, error) {
@@ -376,8 +398,22 @@ func (pk *packed) write(r *Reader) error {
 	// writers whenever it holds that many (whole pages, as O_DIRECT
 	// needs; the rest, less than a row, goes on in a fresh one); the buffers
 	// share the half of the staging the sweep's reads leave.
-	wb := max(Align, staging/2/int64(pk.nparts+packWriters)&^(Align-1))
-	w := newPackWriter(pk.f, wb+(rb+Align-1)&^(Align-1), pk.nparts+packWriters)
+	// Before the first minibatch the cache holds nothing: where it is
+	// large enough, the buffers are its memory, and as large as 1 MiB
+	// (this VM's disk writes 1 MiB at 1.8 GB/s, 88 KiB at 0.8, and
+	// beside the sweep's reads 0.4 and 0.3).
+	nbufs := int64(pk.nparts + packWriters)
+	rowPages := (rb + Align - 1) &^ (Align - 1)
+	wb := max(Align, staging/2/nbufs&^(Align-1))
+	var arena [][]byte
+	if per := (int64(len(r.cache)) - Align) / nbufs; per-rowPages > wb {
+		wb = min(packWriteMax, per-rowPages) &^ (Align - 1)
+		c := r.cache[int(-uintptr(unsafe.Pointer(unsafe.SliceData(r.cache)))&(Align-1)):]
+		for i := range nbufs {
+			arena = append(arena, c[i*(wb+rowPages):][:0:wb+rowPages])
+		}
+	}
+	w := newPackWriter(pk.f, wb+rowPages, int(nbufs), arena)
 	bufs := make([][]byte, pk.nparts)
 	written := make([]int64, pk.nparts) // bytes of each partition handed to the writers
 	flush := func(k int, last bool) {
@@ -440,8 +476,12 @@ func (pk *packed) write(r *Reader) error {
 	return nil
 }
 
-// packWriters is how many writes of the copy are in flight.
-const packWriters = 4
+// packWriters is how many writes of the copy are in flight, packWriteMax
+// the largest.
+const (
+	packWriters  = 4
+	packWriteMax = 1 << 20
+)
 
 // packWriter writes buffers at offsets of a file, packWriters at once, and
 // recycles them.
@@ -460,10 +500,14 @@ type packWrite struct {
 	off int64
 }
 
-func newPackWriter(f *os.File, size int64, buffers int) *packWriter {
+func newPackWriter(f *os.File, size int64, buffers int, arena [][]byte) *packWriter {
 	w := &packWriter{f: f, size: size, jobs: make(chan packWrite, packWriters), pool: make(chan []byte, buffers)}
-	for range buffers {
-		w.pool <- nil // allocated on first use
+	for i := range buffers {
+		if i < len(arena) {
+			w.pool <- arena[i]
+		} else {
+			w.pool <- nil // allocated on first use
+		}
 	}
 	for range packWriters {
 		w.wg.Add(1)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -138,6 +139,7 @@ func (r *Reader) read(bp BatchPlan, dst []byte) (int, error) {
 		}
 	}
 	if b == 0 && r.plan.pack != nil && r.pk == nil {
+		t0 := time.Now()
 		ok, err := r.pack()
 		if err != nil {
 			return b, err
@@ -146,6 +148,7 @@ func (r *Reader) read(bp BatchPlan, dst []byte) (int, error) {
 			r.rep.Reads += r.pk.reads
 			r.rep.BytesRead += r.pk.bytesRead
 			r.rep.PackBytes = r.pk.copyBytes
+			r.rep.PackS = time.Since(t0).Seconds()
 		}
 	}
 	// Hits first: a slot may be given to a row read below.

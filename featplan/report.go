@@ -43,9 +43,12 @@ type Report struct {
 	// PackedRows are the rows of RowsFromDisk served from a packed copy
 	// of the misses (PackTo), PackBytes the copy's bytes (written once,
 	// read back once); Reads and BytesRead are then the sweep over the
-	// feature file that made it.
+	// feature file that made it. Not in Plan.Report, which counts the
+	// random reads.
 	PackedRows int64 `json:"packed_rows,omitempty"`
 	PackBytes  int64 `json:"pack_bytes,omitempty"`
+	// PackS is the time the sweep took, before the first minibatch.
+	PackS float64 `json:"pack_s,omitempty"`
 }
 
 func (r *Report) finish() {
