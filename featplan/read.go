@@ -48,7 +48,7 @@ type Reader struct {
 	plan     *Plan
 	opts     ExtentOptions
 	cache    []byte
-	bufs     [][]byte // one aligned read buffer per read in flight
+	bufs     [][]byte // one aligned read buffer per read in flight (ReadBuffers at most)
 	next     int
 	keys     []uint64
 	rows     []uint32
@@ -193,6 +193,13 @@ func (r *Reader) read(bp BatchPlan, dst []byte) (int, error) {
 	return b, nil
 }
 
+// ReadBuffers bounds the read buffers of a Reader (or of a ReadRows
+// call): one aligned buffer per read in flight, as long as the longest
+// extent, at most ReadBuffers bytes of them (plus Align each, to align
+// them): sixteen extents of DefaultMaxExtent, or DefaultDepth of a few
+// pages (random rows).
+const ReadBuffers = 16 << 20
+
 // hitsPerWorker is the least rows a goroutine copies out of the cache.
 const hitsPerWorker = 8192
 
@@ -287,16 +294,54 @@ func (r *Reader) check(v uint32, src []byte) error {
 }
 
 // readEach reads the extents ext (over the sorted rows rows), up to Depth
-// at once, each on a goroutine with its own aligned buffer (a disk serves
-// several requests in flight far faster than one after another), and
-// calls place with each extent's bytes; place runs concurrently with
-// itself and must write disjoint memory, and its error (a row that
-// failed its check) fails the read. what names the reads in errors.
+// at once, each into an aligned buffer of its own (a disk serves several
+// requests in flight far faster than one after another), and calls place
+// with each extent's bytes; place may run concurrently with itself and
+// must write disjoint memory, and its error (a row that failed its check)
+// fails the read. what names the reads in errors. An O_DIRECT file is
+// read through Linux AIO, Depth reads in flight from one goroutine
+// (aio.go: goroutines blocked in pread hold the scheduler's Ps, and on
+// two cores kept about two reads in flight); any other, or where the
+// kernel refuses AIO, by Depth goroutines each calling ReadAt.
 func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e Extent, buf []byte) error) error {
 	rb := r.rowBytes
-	depth := min(max(1, r.opts.Depth), len(ext))
-	for len(r.bufs) < depth {
-		r.bufs = append(r.bufs, alignedBuffer(r.opts.MaxExtent))
+	// One buffer per read in flight, as long as the longest extent; at
+	// most ReadBuffers bytes of them (fewer reads in flight for long
+	// extents, which stream anyway).
+	var maxLen int64
+	for _, e := range ext {
+		maxLen = max(maxLen, e.Length)
+	}
+	depth := min(max(1, r.opts.Depth), len(ext), max(1, int(ReadBuffers/max(1, maxLen))))
+	for w := range depth {
+		if w == len(r.bufs) {
+			r.bufs = append(r.bufs, nil)
+		}
+		if int64(len(r.bufs[w])) < maxLen {
+			r.bufs[w] = alignedBuffer(maxLen)
+		}
+	}
+	// need is how many bytes of extent e the read must have: it may end
+	// short at the end of the file (rounded up to Align) as long as it
+	// covers its rows.
+	need := func(e Extent) int64 { return (int64(rows[e.Last-1])+1)*rb - e.Offset }
+	if fd, ok := directFD(r.f); ok && depth > 1 {
+		ok, err := aioRead(fd, ext, r.bufs[:depth], func(k int, buf []byte, n int, err error) error {
+			e := ext[k]
+			if int64(n) < need(e) {
+				if err == nil {
+					err = io.ErrUnexpectedEOF
+				}
+				return fmt.Errorf("featplan: %s: %s: read %d bytes at %d, want %d: %w", r.name, what, n, e.Offset, need(e), err)
+			}
+			if err := place(e, buf[:e.Length]); err != nil {
+				return fmt.Errorf("featplan: %s: %s: %w", r.name, what, err)
+			}
+			return nil
+		})
+		if ok {
+			return err
+		}
 	}
 	errs := make([]error, depth)
 	var next atomic.Int64
@@ -307,20 +352,13 @@ func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e
 			defer wg.Done()
 			for k := int(next.Add(1) - 1); k < len(ext); k = int(next.Add(1) - 1) {
 				e := ext[k]
-				if int64(len(r.bufs[w])) < e.Length {
-					r.bufs[w] = alignedBuffer(e.Length)
-				}
 				buf := r.bufs[w][:e.Length]
-				// The last extent may run past the end of the file
-				// (rounded up to Align): a short read is fine as long as
-				// it covers its rows.
-				need := (int64(rows[e.Last-1])+1)*rb - e.Offset
 				n, err := r.f.ReadAt(buf, e.Offset)
-				if int64(n) < need {
+				if int64(n) < need(e) {
 					if err == nil || err == io.EOF {
 						err = io.ErrUnexpectedEOF
 					}
-					errs[w] = fmt.Errorf("featplan: %s: %s: read %d bytes at %d, want %d: %w", r.name, what, n, e.Offset, need, err)
+					errs[w] = fmt.Errorf("featplan: %s: %s: read %d bytes at %d, want %d: %w", r.name, what, n, e.Offset, need(e), err)
 					return
 				}
 				if err := place(e, buf); err != nil {
