@@ -283,21 +283,22 @@ type loaded struct {
 
 // pack makes the packed copy of r's plan: the sweep over the feature file
 // and the partitions written, then the reading back started. ok false:
-// the copy could not be made where it should go (no O_DIRECT there), and
-// the plan is read at random.
-func (r *Reader) pack() (ok bool, err error) {
+// the copy could not be made where it should go (no O_DIRECT there, no
+// room, a failed write: why says), and the plan is read at random, which
+// needs none of it. An error reading the feature file fails the read.
+func (r *Reader) pack() (ok bool, why string, err error) {
 	pi := r.plan.pack
 	rb := r.rowBytes
 	if rb != pi.rowBytes {
-		return false, nil
+		return false, fmt.Sprintf("planned for rows of %d bytes, read with %d", pi.rowBytes, rb), nil
 	}
 	f, direct, err := createScratch(pi.dir)
 	if err != nil {
-		return false, fmt.Errorf("featplan: %s: packed copy: %w", r.name, err)
+		return false, err.Error(), nil
 	}
 	if !direct {
 		f.Close()
-		return false, nil
+		return false, fmt.Sprintf("%s refuses O_DIRECT (a tmpfs?)", pi.dir), nil
 	}
 	rows := r.plan.packRows
 	if rows == nil {
@@ -314,18 +315,28 @@ func (r *Reader) pack() (ok bool, err error) {
 	// (ext4), and the partitions are written all over it.
 	if err := fallocate(f, int64(pk.nparts)*pk.region); err != nil {
 		pk.stop()
-		return false, fmt.Errorf("featplan: %s: packed copy of %d bytes in %s: %w", r.name, int64(pk.nparts)*pk.region, pk.name, err)
+		return false, fmt.Sprintf("%d bytes in %s: %v", int64(pk.nparts)*pk.region, pk.name, err), nil
 	}
 	if err := pk.write(r); err != nil {
 		pk.stop()
-		return false, err
+		var we *copyWriteError
+		if errors.As(err, &we) {
+			return false, we.Error(), nil
+		}
+		return false, "", err
 	}
 	r.pk = pk
 	// A Reader dropped without Close stops its reading back.
 	runtime.AddCleanup(r, func(pk *packed) { pk.stop() }, pk)
 	pk.start()
-	return true, nil
+	return true, "", nil
 }
+
+// copyWriteError is a failed write of the packed copy (not of the data).
+type copyWriteError struct{ err error }
+
+func (e *copyWriteError) Error() string { return "writing the packed copy: " + e.err.Error() }
+func (e *copyWriteError) Unwrap() error { return e.err }
 
 // createScratch creates the packed copy's file in dir, unlinked, O_DIRECT
 // where the file system allows it (direct false: it does not, and the
@@ -470,8 +481,8 @@ func (pk *packed) write(r *Reader) error {
 	for k := range bufs {
 		flush(k, true)
 	}
-	if werr := w.close(); err == nil {
-		err = werr
+	if werr := w.close(); err == nil && werr != nil {
+		err = &copyWriteError{werr}
 	}
 	if err != nil {
 		return fmt.Errorf("featplan: %s: packing the misses into %s: %w", r.name, pk.name, err)

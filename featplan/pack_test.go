@@ -302,3 +302,45 @@ func TestPackedClose(t *testing.T) {
 		t.Fatalf("the packed copy %s is still there: %v", rd.pk.name, err)
 	}
 }
+
+// TestPackedFallback: where the packed copy cannot be made (its directory
+// is gone), the epoch is read at random, every row as the file's, and the
+// report says why.
+func TestPackedFallback(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 40))
+	const numNodes, rowBytes = 3000, 512
+	path, data := writeFeatures(t, r, numNodes, rowBytes)
+	batches := randomBatches(r, 20, 300, numNodes, 0)
+	dir := t.TempDir()
+	p, err := NewPreloadedPlan(batches, numNodes, 300, PackTo(dir, rowBytes), alwaysPack)
+	if err != nil || !p.Packed() {
+		t.Fatalf("packed %v, %v", p != nil && p.Packed(), err)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	f, _, err := OpenDirect(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd, err := NewReader(f, path, rowBytes, p, DefaultExtentOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	dst := make([]byte, 300*rowBytes)
+	for b, nid := range batches {
+		if _, err := rd.Next(dst); err != nil {
+			t.Fatalf("minibatch %d: %v", b, err)
+		}
+		for i, v := range nid {
+			if !bytes.Equal(dst[i*rowBytes:][:rowBytes], data[int(v)*rowBytes:][:rowBytes]) {
+				t.Fatalf("minibatch %d row %d differs", b, i)
+			}
+		}
+	}
+	if rep := rd.Report(); rep.PackedRows != 0 || rep.PackError == "" || rep.RowsFromDisk == 0 {
+		t.Fatalf("report %+v: want the rows read at random and why", rep)
+	}
+}

@@ -140,10 +140,11 @@ func (r *Reader) read(bp BatchPlan, dst []byte) (int, error) {
 	}
 	if b == 0 && r.plan.pack != nil && r.pk == nil {
 		t0 := time.Now()
-		ok, err := r.pack()
+		ok, why, err := r.pack()
 		if err != nil {
 			return b, err
 		}
+		r.rep.PackError = why
 		if ok {
 			r.rep.Reads += r.pk.reads
 			r.rep.BytesRead += r.pk.bytesRead

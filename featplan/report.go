@@ -49,6 +49,10 @@ type Report struct {
 	PackBytes  int64 `json:"pack_bytes,omitempty"`
 	// PackS is the time the sweep took, before the first minibatch.
 	PackS float64 `json:"pack_s,omitempty"`
+	// PackError says why a plan whose misses were to be packed
+	// (Plan.Packed) was read at random instead (no O_DIRECT or no room
+	// where the copy goes).
+	PackError string `json:"pack_error,omitempty"`
 }
 
 func (r *Report) finish() {
