@@ -20,7 +20,8 @@ import (
 // goroutines read 62 k at depth 64). With AIO one goroutine keeps Depth
 // reads in flight in the kernel, whatever GOMAXPROCS is: it submits them
 // in one system call and waits for any of them in another. O_DIRECT only:
-// on a buffered file io_submit reads synchronously.
+// on a buffered file io_submit reads synchronously. A Reader keeps one
+// context for its life (aioCtx).
 
 // iocb is the kernel's struct iocb (linux/aio_abi.h), little-endian.
 type iocb struct {
@@ -62,31 +63,61 @@ func directFD(f io.ReaderAt) (int, bool) {
 	return fd, true
 }
 
-// aioRead reads the extents ext of the O_DIRECT file fd, depth at once,
-// each into bufs[slot] (depth aligned buffers, each at least as long as
-// any extent), and calls done with each extent's index and the bytes
-// read (n < e.Length at the end of the file), in the order they complete,
-// on the caller's goroutine. ok false: the kernel refused AIO (ENOSYS,
-// EPERM...), nothing was read, and the caller reads another way. Every
-// read submitted has ended when it returns.
-func aioRead(fd int, ext []Extent, bufs [][]byte, done func(k int, buf []byte, n int, err error) error) (ok bool, err error) {
-	depth := len(bufs)
-	var ctx uintptr
-	if _, _, e := unix.Syscall(unix.SYS_IO_SETUP, uintptr(depth), uintptr(unsafe.Pointer(&ctx)), 0); e != 0 {
-		return false, nil
+// aioCtx is a Linux AIO context of up to depth reads in flight, kept for
+// a Reader's life: io_destroy waits for an RCU grace period, which under
+// load took tens of milliseconds — per minibatch, had each made its own.
+type aioCtx struct {
+	id     uintptr
+	depth  int
+	cbs    []iocb
+	ptrs   []uintptr
+	events []ioEvent
+}
+
+// newAIO sets up a context of depth reads; nil where the kernel refuses
+// AIO (ENOSYS, EPERM, EAGAIN at fs.aio-max-nr...): the caller reads
+// another way.
+func newAIO(depth int) *aioCtx {
+	a := &aioCtx{depth: depth, cbs: make([]iocb, depth), ptrs: make([]uintptr, depth), events: make([]ioEvent, depth)}
+	if _, _, e := unix.Syscall(unix.SYS_IO_SETUP, uintptr(depth), uintptr(unsafe.Pointer(&a.id)), 0); e != 0 {
+		return nil
 	}
-	cbs := make([]iocb, depth)
-	ptrs := make([]uintptr, depth)
-	events := make([]ioEvent, depth)
+	return a
+}
+
+// destroy ends the context (no read is in flight: read waits for all).
+func (a *aioCtx) destroy() {
+	unix.Syscall(unix.SYS_IO_DESTROY, a.id, 0, 0)
+}
+
+// read reads the extents ext of the O_DIRECT file fd, len(bufs) (at most
+// a.depth) at once, each into bufs[slot] (aligned buffers, each at least
+// as long as any extent), and calls done with each extent's index and
+// the bytes read (n < e.Length at the end of the file), in the order they
+// complete, on the caller's goroutine. Every read submitted has ended
+// when it returns, whatever it returns.
+func (a *aioCtx) read(fd int, ext []Extent, bufs [][]byte, done func(k int, buf []byte, n int, err error) error) (err error) {
+	depth := min(len(bufs), a.depth)
+	cbs, ptrs, events := a.cbs, a.ptrs, a.events
 	inflight := 0
 	defer func() {
-		// io_destroy waits for the reads in flight, which write into bufs.
-		unix.Syscall(unix.SYS_IO_DESTROY, ctx, 0, 0)
+		// Reads still in flight after an error write into bufs: wait.
+		for inflight > 0 {
+			r, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, a.id, 1, uintptr(a.depth), uintptr(unsafe.Pointer(&events[0])), 0, 0)
+			switch {
+			case e == unix.EINTR:
+			case e != 0:
+				err = errors.Join(err, fmt.Errorf("io_getevents: %w", e))
+				return
+			default:
+				inflight -= int(r)
+			}
+		}
 	}()
 	// submit submits the extents prepared in ptrs[:n].
 	submit := func(n int) error {
 		for n > 0 {
-			r, _, e := unix.Syscall(unix.SYS_IO_SUBMIT, ctx, uintptr(n), uintptr(unsafe.Pointer(&ptrs[0])))
+			r, _, e := unix.Syscall(unix.SYS_IO_SUBMIT, a.id, uintptr(n), uintptr(unsafe.Pointer(&ptrs[0])))
 			switch {
 			case e == unix.EINTR || e == unix.EAGAIN:
 				continue
@@ -110,15 +141,15 @@ func aioRead(fd int, ext []Extent, bufs [][]byte, done func(k int, buf []byte, n
 		prepare(k, k, k)
 	}
 	if err := submit(next); err != nil {
-		return true, err
+		return err
 	}
 	for inflight > 0 {
-		r, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, ctx, 1, uintptr(depth), uintptr(unsafe.Pointer(&events[0])), 0, 0)
+		r, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, a.id, 1, uintptr(a.depth), uintptr(unsafe.Pointer(&events[0])), 0, 0)
 		if e == unix.EINTR {
 			continue
 		}
 		if e != 0 {
-			return true, fmt.Errorf("io_getevents: %w", e)
+			return fmt.Errorf("io_getevents: %w", e)
 		}
 		inflight -= int(r)
 		n := 0
@@ -141,11 +172,11 @@ func aioRead(fd int, ext []Extent, bufs [][]byte, done func(k int, buf []byte, n
 			}
 		}
 		if len(errs) > 0 {
-			return true, errors.Join(errs...)
+			return errors.Join(errs...)
 		}
 		if err := submit(n); err != nil {
-			return true, err
+			return err
 		}
 	}
-	return true, nil
+	return nil
 }

@@ -60,15 +60,18 @@ import (
 // disk's sequential rate all the same.
 const PackStaging = 16 << 20
 
-// RequestCost and StreamRate are the disk model that decides whether a
-// packed copy pays: a random read costs RequestCost (1/61.4 k: fio's
-// best random 4 KiB O_DIRECT rate on the development VM, io_uring at
-// depth 64, 2026-11-26; the executor's own pread goroutines reach 25 k),
-// and StreamRate bytes/s are read or written sequentially (fio's 1 MiB
-// O_DIRECT reads at depth 8: 751 MB/s; `dd iflag=direct bs=4M` 776–828
-// MB/s; writes 1.2–1.8 GB/s, counted at the read rate).
+// RequestCost, WriteCost and StreamRate are the disk model that decides
+// whether a packed copy pays: a random read costs RequestCost (1/61.4 k:
+// fio's best random 4 KiB O_DIRECT rate on the development VM, io_uring
+// at depth 64, 2026-11-26), a write request WriteCost (fio's random
+// O_DIRECT writes: 4 KiB at 6.4 k/s from four threads and 9.1 k/s from
+// one, 88 KiB at 9.4 k/s, 2026-11-27: about the same per request up to a
+// hundred KiB), and StreamRate bytes/s are read or written sequentially
+// (fio's 1 MiB O_DIRECT reads at depth 8: 751 MB/s; `dd iflag=direct
+// bs=4M` 776–828 MB/s; 1 MiB writes 1.8 GB/s, counted at the read rate).
 const (
 	RequestCost = 16 * time.Microsecond
+	WriteCost   = 125 * time.Microsecond
 	StreamRate  = 750e6
 )
 
@@ -100,19 +103,24 @@ func PackTo(dir string, rowBytes int64) PlanOption {
 }
 
 // PackModel replaces the disk model PackTo decides with (RequestCost,
-// StreamRate): a disk whose random read costs requestCost, and which
-// reads and writes streamRate bytes/s sequentially.
-func PackModel(requestCost time.Duration, streamRate float64) PlanOption {
-	return func(o *planOptions) { o.requestCost, o.streamRate = requestCost, streamRate }
+// WriteCost, StreamRate): a disk whose random read costs requestCost, a
+// write request writeCost, and which reads and writes streamRate bytes/s
+// sequentially.
+func PackModel(requestCost, writeCost time.Duration, streamRate float64) PlanOption {
+	return func(o *planOptions) { o.requestCost, o.writeCost, o.streamRate = requestCost, writeCost, streamRate }
 }
 
-// diskModel is PackTo's disk: seconds per random request, bytes/s.
-type diskModel struct{ request, rate float64 }
+// diskModel is PackTo's disk: seconds per random read and per write
+// request, bytes/s.
+type diskModel struct{ request, write, rate float64 }
 
 func (o *planOptions) disk() diskModel {
-	d := diskModel{RequestCost.Seconds(), StreamRate}
+	d := diskModel{RequestCost.Seconds(), WriteCost.Seconds(), StreamRate}
 	if o.requestCost > 0 {
 		d.request = o.requestCost.Seconds()
+	}
+	if o.writeCost > 0 {
+		d.write = o.writeCost.Seconds()
 	}
 	if o.streamRate > 0 {
 		d.rate = o.streamRate
@@ -154,7 +162,7 @@ func newPackedPlan(batches [][]uint32, numNodes uint32, cacheRows int, o *planOp
 	if err != nil {
 		return nil, err
 	}
-	if c := p.packCost(rb, o.disk()); c.pays(int64(numNodes) * rb) {
+	if c := p.packCost(rb, staging, o.disk()); c.pays(int64(numNodes) * rb) {
 		p.pack = &packInfo{dir: o.packDir, rowBytes: rb, staging: staging}
 		return p, nil
 	}
@@ -176,9 +184,10 @@ func (c packCost) pays(fileBytes int64) bool {
 
 // packCost estimates both ways of reading p's misses: at random, each
 // minibatch's extents (DefaultExtentOptions) at RequestCost each plus
-// their bytes at StreamRate; packed, the sweep's bytes plus the copy
-// written and read back, at StreamRate.
-func (p *Plan) packCost(rowBytes int64, d diskModel) packCost {
+// their bytes at StreamRate; packed, the sweep's extents and bytes, the
+// copy's writes (as packShape cuts them for a staging of staging bytes)
+// and its bytes written and read back.
+func (p *Plan) packCost(rowBytes, staging int64, d diskModel) packCost {
 	o := DefaultExtentOptions()
 	var c packCost
 	var rows []uint32
@@ -201,14 +210,39 @@ func (p *Plan) packCost(rowBytes int64, d diskModel) packCost {
 		}
 		misses += int64(len(rows))
 	}
-	sweep, _ := Extents(nil, setRows(seen), rowBytes, sweepOptions(PackStaging))
+	sweep, _ := Extents(nil, setRows(seen), rowBytes, sweepOptions(staging))
 	var bytes int64
 	for _, e := range sweep {
 		bytes += e.Length
 	}
 	c.scratch = misses * rowBytes
-	c.packed = float64(bytes+2*c.scratch)/d.rate + float64(len(sweep))*d.request
+	part, nparts, wb, _ := packShape(int(misses), staging, int64(p.CacheRows)*rowBytes, rowBytes)
+	writes := int64(nparts) * ((int64(part)*rowBytes + wb - 1) / wb)
+	c.packed = float64(bytes+2*c.scratch)/d.rate + float64(len(sweep))*d.request + float64(writes)*d.write
 	return c
+}
+
+// packShape is how a packed copy of misses rows of rowBytes is cut and
+// written, for a staging of staging bytes and a cache of cacheBytes:
+// positions per partition (three partitions are the staging), partitions,
+// the bytes of each write (whole pages), and whether the write buffers
+// are the cache's memory. Before the first minibatch the cache holds
+// nothing: where it is large enough, the buffers (one per partition and
+// one per write in flight) are its memory, and as large as packWriteMax
+// (this VM's disk writes 1 MiB at 1.8 GB/s, 88 KiB at 0.8, and beside the
+// sweep's reads 0.4 and 0.3; a write request costs about WriteCost up to
+// a hundred KiB); otherwise they share the half of the staging the
+// sweep's reads leave.
+func packShape(misses int, staging, cacheBytes, rowBytes int64) (part, nparts int, wb int64, arena bool) {
+	part = max(1, int(staging/3/rowBytes))
+	nparts = (misses + part - 1) / part
+	nbufs := int64(nparts + packWriters)
+	rowPages := (rowBytes + Align - 1) &^ (Align - 1)
+	wb = max(Align, staging/2/nbufs&^(Align-1))
+	if per := (cacheBytes - Align) / nbufs; per-rowPages > wb {
+		wb, arena = min(packWriteMax, per-rowPages)&^(Align-1), true
+	}
+	return part, nparts, wb, arena
 }
 
 // setRows returns the rows whose bits are set, ascending.
@@ -307,9 +341,8 @@ func (r *Reader) pack() (ok bool, why string, err error) {
 	n := len(rows)
 	pk := &packed{f: f, name: f.Name(), rb: rb, rows: rows, cur: -1, done: make(chan struct{})}
 	// Three partitions of the staging are read back at a time.
-	pk.part = max(1, int(pi.staging/3/rb))
+	pk.part, pk.nparts, _, _ = packShape(n, pi.staging, int64(len(r.cache)), rb)
 	pk.region = (int64(pk.part)*rb + Align - 1) &^ (Align - 1)
-	pk.nparts = (n + pk.part - 1) / pk.part
 	// The copy's blocks allocated at once: O_DIRECT writes past the end
 	// of a file, or into its holes, take the file's lock one at a time
 	// (ext4), and the partitions are written all over it.
@@ -411,18 +444,12 @@ func (pk *packed) write(r *Reader) error {
 
 	// One write buffer per partition, its first wb bytes handed to the
 	// writers whenever it holds that many (whole pages, as O_DIRECT
-	// needs; the rest, less than a row, goes on in a fresh one); the buffers
-	// share the half of the staging the sweep's reads leave.
-	// Before the first minibatch the cache holds nothing: where it is
-	// large enough, the buffers are its memory, and as large as 1 MiB
-	// (this VM's disk writes 1 MiB at 1.8 GB/s, 88 KiB at 0.8, and
-	// beside the sweep's reads 0.4 and 0.3).
+	// needs; the rest, less than a row, goes on in a fresh one): packShape.
 	nbufs := int64(pk.nparts + packWriters)
 	rowPages := (rb + Align - 1) &^ (Align - 1)
-	wb := max(Align, staging/2/nbufs&^(Align-1))
+	_, _, wb, inCache := packShape(n, staging, int64(len(r.cache)), rb)
 	var arena [][]byte
-	if per := (int64(len(r.cache)) - Align) / nbufs; per-rowPages > wb {
-		wb = min(packWriteMax, per-rowPages) &^ (Align - 1)
+	if inCache {
 		c := r.cache[int(-uintptr(unsafe.Pointer(unsafe.SliceData(r.cache)))&(Align-1)):]
 		for i := range nbufs {
 			arena = append(arena, c[i*(wb+rowPages):][:0:wb+rowPages])

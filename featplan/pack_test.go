@@ -13,7 +13,7 @@ import (
 )
 
 // alwaysPack is a disk model under which a packed copy always pays.
-var alwaysPack = PackModel(time.Second, 1e12)
+var alwaysPack = PackModel(time.Second, time.Nanosecond, 1e12)
 
 // packedPlan is a plan of batches with PackTo (a copy in a directory of
 // its own), its staging set to staging bytes (0: packStaging's), and its
@@ -113,18 +113,28 @@ func TestPackedMatchesReadAt(t *testing.T) {
 
 // TestPackDecision: PackTo keeps a packed copy where the disk model says
 // it is faster than the random reads (misses dense in a small file), not
-// where the misses are few and scattered over a large one, whose plan then
-// has the whole cache; a cache too small for three partitions is never
-// packed.
+// where the misses are few and scattered over a large one, nor where the
+// cache is too small for the copy to be written in large requests, whose
+// plans then have the whole cache; a cache too small for three
+// partitions is never packed.
 func TestPackDecision(t *testing.T) {
 	r := rand.New(rand.NewPCG(33, 34))
 	dense := randomBatches(r, 60, 2000, 100000, 0)
-	p, err := NewPreloadedPlan(dense, 100000, 1000, PackTo(t.TempDir(), 512))
+	p, err := NewPreloadedPlan(dense, 100000, 20000, PackTo(t.TempDir(), 512))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Packed() || p.CacheRows != 1000-int(packStaging(1000, 512)/512) {
+	if !p.Packed() || p.CacheRows != 20000-int(packStaging(20000, 512)/512) {
 		t.Fatalf("dense misses: packed %v, cache %d", p.Packed(), p.CacheRows)
+	}
+	// The same misses with a cache so small that the copy would be
+	// written 4 KiB at a time: a write costs eight random reads.
+	p, err = NewPreloadedPlan(dense, 100000, 1000, PackTo(t.TempDir(), 512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Packed() || p.CacheRows != 1000 {
+		t.Fatalf("a small cache: packed %v, cache %d", p.Packed(), p.CacheRows)
 	}
 	var sparse [][]uint32
 	for b := range 40 {

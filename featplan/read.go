@@ -58,6 +58,11 @@ type Reader struct {
 	// pk is the packed copy of the misses, where the plan asks for one
 	// (Plan.Packed) and it could be made (pack.go); nil otherwise.
 	pk *packed
+	// aio is the AIO context random reads of an O_DIRECT file go
+	// through (aio.go), from the first; noAIO: none (refused, or closed).
+	aio        *aioCtx
+	noAIO      bool
+	aioCleanup runtime.Cleanup
 }
 
 // NewReader prepares the execution of p over f, whose row v (of rowBytes
@@ -326,8 +331,8 @@ func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e
 	// short at the end of the file (rounded up to Align) as long as it
 	// covers its rows.
 	need := func(e Extent) int64 { return (int64(rows[e.Last-1])+1)*rb - e.Offset }
-	if fd, ok := directFD(r.f); ok && depth > 1 {
-		ok, err := aioRead(fd, ext, r.bufs[:depth], func(k int, buf []byte, n int, err error) error {
+	if fd, ok := directFD(r.f); ok && depth > 1 && r.aioContext() != nil {
+		return r.aio.read(fd, ext, r.bufs[:depth], func(k int, buf []byte, n int, err error) error {
 			e := ext[k]
 			if int64(n) < need(e) {
 				if err == nil {
@@ -340,9 +345,6 @@ func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e
 			}
 			return nil
 		})
-		if ok {
-			return err
-		}
 	}
 	errs := make([]error, depth)
 	var next atomic.Int64
@@ -373,6 +375,20 @@ func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e
 	return errors.Join(errs...)
 }
 
+// aioContext returns the Reader's AIO context, set up on first use (nil
+// where the kernel refuses one, and from then on), destroyed by Close or,
+// for a Reader dropped without it, when the Reader is collected.
+func (r *Reader) aioContext() *aioCtx {
+	if r.aio == nil && !r.noAIO {
+		if r.aio = newAIO(max(1, r.opts.Depth)); r.aio == nil {
+			r.noAIO = true
+		} else {
+			r.aioCleanup = runtime.AddCleanup(r, func(a *aioCtx) { a.destroy() }, r.aio)
+		}
+	}
+	return r.aio
+}
+
 // Close ends what the Reader has in the background (the reading back of
 // a packed copy, whose file it removes); it may be called at any time,
 // and more than once. A Reader that served every minibatch has nothing
@@ -381,6 +397,11 @@ func (r *Reader) Close() error {
 	if r.pk != nil {
 		r.pk.stop()
 		r.pk.wg.Wait()
+	}
+	if r.aio != nil {
+		r.aioCleanup.Stop()
+		r.aio.destroy()
+		r.aio, r.noAIO = nil, true
 	}
 	return nil
 }
@@ -433,6 +454,7 @@ func ReadRows(f io.ReaderAt, name string, rowBytes int64, nid []uint32, dst []by
 		return Report{}, err
 	}
 	r := &Reader{f: f, name: name, rowBytes: rowBytes, opts: o}
+	defer r.Close()
 	err = r.readEach("rows", rows, ext, func(e Extent, buf []byte) error {
 		for j := e.First; j < e.Last; j++ {
 			i := int64(uint32(keys[j]))

@@ -18,8 +18,8 @@ type planOptions struct {
 	packDir  string // PackTo
 	rowBytes int64  // PackTo
 	// PackModel's disk (0: RequestCost, StreamRate).
-	requestCost time.Duration
-	streamRate  float64
+	requestCost, writeCost time.Duration
+	streamRate             float64
 	// For tests: a packed copy's staging in bytes (0: packStaging's).
 	staging int64
 }

@@ -20,7 +20,7 @@ import (
 // which it always pays), with its node sets forgotten where asked.
 func packedPlan(t *testing.T, rowBytes int64, numNodes uint32, bs [][]uint32, cacheRows int, forget bool) *featplan.Plan {
 	t.Helper()
-	p, err := featplan.NewPreloadedPlan(bs, numNodes, cacheRows, featplan.PackTo(t.TempDir(), rowBytes), featplan.PackModel(time.Second, 1e12))
+	p, err := featplan.NewPreloadedPlan(bs, numNodes, cacheRows, featplan.PackTo(t.TempDir(), rowBytes), featplan.PackModel(time.Second, time.Nanosecond, 1e12))
 	if err != nil {
 		t.Fatal(err)
 	}
