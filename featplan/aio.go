@@ -64,8 +64,9 @@ func directFD(f io.ReaderAt) (int, bool) {
 }
 
 // aioCtx is a Linux AIO context of up to depth reads in flight, kept for
-// a Reader's life: io_destroy waits for an RCU grace period, which under
-// load took tens of milliseconds — per minibatch, had each made its own.
+// a Reader's life rather than set up and torn down per minibatch
+// (io_destroy waits for the context's last references, an RCU grace
+// period).
 type aioCtx struct {
 	id     uintptr
 	depth  int
