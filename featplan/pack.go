@@ -32,11 +32,11 @@ import (
 //     the order the minibatches take them, cut into partitions of a few
 //     MiB. A partition's rows arrive in file order, so each partition is
 //     a region of the file whose rows are written in that order, through
-//     one small buffer per partition, and the executor keeps, per miss,
-//     where in its partition it lies.
+//     one buffer per partition (packShape), and the executor keeps, per
+//     miss, where in its partition it lies.
 //  2. While the minibatches are served, their misses come from the
-//     partitions, read back in order (sequentially, one ahead) into a ring
-//     of buffers.
+//     partitions, read back in order (sequentially, up to two ahead) into
+//     a ring of three buffers.
 //
 // The disk then reads the feature file once and the misses twice more
 // (written, read back), all sequentially, instead of a request per miss.
