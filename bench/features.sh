@@ -34,18 +34,31 @@
 # Targets (issue 12): ours ≤ 1.5 × max(floor, plain); ours ≥ 5× faster
 # than memmap; the consumer receives ≥ 2 GB/s of rows (delivery); the plan reads ≤
 # 1.1× the bytes of Belady's MIN at page granularity; Match-Reorder's
-# shared fraction ≥ 1.5× the unordered epoch's. Prints a table with
-# PASS/FAIL; BENCH_DIR/features.md is its markdown.
+# shared fraction ≥ 1.5× the unordered epoch's. Issue 23 (item 4) adds
+# the disk's own limits, measured in the same run: one sequential
+# O_DIRECT read of the feature file (dd) and fio's best random 4 KiB
+# O_DIRECT read rate on it (io_uring at depth 16, 64 and 128, where fio is
+# installed); ours ≤ 3× that sequential read; with OLD_SS (a streamsampler
+# binary of another commit: today's executor, built in a temporary
+# directory) ours ≥ 5× faster than the same variant run with it; and the
+# random reads the plan still makes (run --features --json) at ≥ 0.8 of
+# fio's rate. Prints a table with PASS/FAIL; BENCH_DIR/features.md is its
+# markdown. Where a packed plan (featplan.PackTo) is 0.5 (bytes read vs the
+# optimum) it is below 1.1 because it reads the file once, sequentially.
 #
 #   bench/features.sh
 #   SCALE=20 CGROUP_LIMIT=512MiB bench/features.sh     # a quick look
 #   CGROUP_LIMIT=none bench/features.sh                # no cgroup
+#   git archive 8104dda --prefix=old/ | tar -x -C /tmp && (cd /tmp/old && go build -o /tmp/old/ss ./cmd/streamsampler)
+#   CACHE=192MiB OLD_SS=/tmp/old/ss OLD_NAME=8104dda SKIP="reorder nocache memmap" bench/features.sh
 #
 # Environment: SCALE, DIM, CACHE (128MiB), CGROUP_LIMIT (1GiB or none),
 # CHUNK (64MiB), SERVER_MEM (GOMEMLIMIT of the server), PRELOAD_CACHE,
 # BENCH_DIR (/tmp/ss-features), PY (/usr/bin/python3, with numpy), SEED (1),
 # TIMEOUT (s per variant; 900: a variant still running is stopped and shown
-# as "> TIMEOUT", a lower bound), KEEP=1 (keep the graph).
+# as "> TIMEOUT", a lower bound), KEEP=1 (keep the graph), OLD_SS (see
+# above; OLD_NAME names it in the report), SKIP (variants left out, e.g.
+# "reorder nocache memmap delivery").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -117,10 +130,23 @@ FEAT=$(ls "$G"/features-*.bin)
 "$PY" "$REPO/bench/scale_train.py" --nodes "$N" --fraction 0.1 --seed 7 -o "$W/train.npy"
 STREAM=(--graph "$G" --train "$W/train.npy" --fanouts 15,10,5 --batch-size 1024 --seed "$SEED" --prepare-at 1)
 
-# --- the floor and the plan's figures (outside any cgroup).
+skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
+
+# --- the floor, the disk's limits and the plan's figures (outside any cgroup).
 drop
 FREAD=$(dd if="$FEAT" of=/dev/null bs=4M iflag=direct 2>&1 | ddsecs)
 FSIZE=$(stat -c %s "$FEAT")
+# fio's best random 4 KiB O_DIRECT read rate on the feature file.
+FIO=nan FIOQD=""
+if command -v fio >/dev/null; then
+  for qd in 16 64 128; do
+    iops=$(fio --name=rand --filename="$FEAT" --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth="$qd" \
+      --runtime=5 --time_based --output-format=terse --terse-version=3 2>/dev/null | awk -F';' '{print $8}')
+    if [[ -n $iops ]] && { [[ $FIO == nan ]] || awk -v a="$iops" -v b="$FIO" 'BEGIN {exit !(a > b)}'; }; then FIO=$iops FIOQD=$qd; fi
+  done
+else
+  note "no fio: the random-read limit is not measured (apt-get install fio)"
+fi
 "$SS" run "${STREAM[@]}" --epochs 1 --json --features --feature-cache "$CACHE" --reorder match > "$W/plan.json"
 COMP=$(jnum "$W/plan.json" compulsory_bytes)
 SB=$(jnum "$W/plan.json" shared_before) SA=$(jnum "$W/plan.json" shared_after) SBOUND=$(jnum "$W/plan.json" shared_bound)
@@ -163,16 +189,33 @@ OURS=$V_WALL; [[ $V_OK == 1 ]] || OURS=nan
 row "ours (--feature-cache $CACHE)" "$(fmt "$OURS")" s "" "-"
 row "  rows received by the consumer" "$(fmt "$V_GBPS")" GB/s "" "-"
 row "  cgroup peak / OOM kills" "$(fmt "$V_PEAK / 1048576" %.0f) MiB / $V_OOM" "" "<= $CGROUP_LIMIT, 0" "$(pf "$V_OOM == 0 && $V_OK == 1")"
-serve_epoch reorder --features --feature-cache "$CACHE" --reorder match -- features
-row "ours with --reorder match" "$( [[ $V_OK == 1 ]] && fmt "$V_WALL" || echo nan)" s "" "-"
 # wallrow LABEL: the variant's wall time; "> TIMEOUT" where it ran out.
 wallrow() { if [[ $V_OK == 1 ]]; then row "$1" "$(fmt "$V_WALL")" s "" "-"; elif [[ $V_TO == 1 ]]; then row "$1" "> $TIMEOUT" s "" "stopped"; else row "$1" nan s "" "FAIL"; fi; }
-serve_epoch nocache --features --feature-cache 0 -- features
-wallrow "ours, cache off (--feature-cache 0: one read per minibatch's run of rows)"
-serve_epoch memmap -- memmap "$FEAT" "$N" "$DIM"
-MM=$V_WALL MMLB=""; [[ $V_OK == 1 ]] || MM=nan
-[[ $V_TO == 1 ]] && MM=$TIMEOUT MMLB=">= "
-wallrow "numpy.memmap x[n_id] (PyG/DGL on-disk path)"
+if [[ -n ${OLD_SS:-} ]]; then
+  # The same variant with another commit's binary (today's executor).
+  NEW_SS=$SS SS=$OLD_SS
+  serve_epoch old --features --feature-cache "$CACHE" -- features
+  SS=$NEW_SS
+  OLD=$V_WALL OLDLB=""; [[ $V_OK == 1 ]] || OLD=nan
+  [[ $V_TO == 1 ]] && OLD=$TIMEOUT OLDLB=">= "
+  wallrow "the same with OLD_SS (${OLD_NAME:-$OLD_SS})"
+  row "OLD_SS / ours" "$OLDLB$(fmt "$OLD / $OURS")" x ">= 5 (issue 23)" "$(pf "$OLD / $OURS >= 5")"
+fi
+if ! skip reorder; then
+  serve_epoch reorder --features --feature-cache "$CACHE" --reorder match -- features
+  row "ours with --reorder match" "$( [[ $V_OK == 1 ]] && fmt "$V_WALL" || echo nan)" s "" "-"
+fi
+if ! skip nocache; then
+  serve_epoch nocache --features --feature-cache 0 -- features
+  wallrow "ours, cache off (--feature-cache 0: one read per minibatch's run of rows)"
+fi
+MM=nan MMLB=""
+if ! skip memmap; then
+  serve_epoch memmap -- memmap "$FEAT" "$N" "$DIM"
+  MM=$V_WALL; [[ $V_OK == 1 ]] || MM=nan
+  [[ $V_TO == 1 ]] && MM=$TIMEOUT MMLB=">= "
+  wallrow "numpy.memmap x[n_id] (PyG/DGL on-disk path)"
+fi
 drop
 cg_new
 t0=$(date +%s%N)
@@ -183,9 +226,25 @@ row "I/O floor: compulsory $(fmt "$COMP / 1048576" %.0f) MiB at $(fmt "$FSIZE / 
 row "  the optimum's bytes for this cache ($(fmt "$OPTB / 1048576" %.0f) MiB) at that rate" "$OPTFLOOR" s "" "-"
 LIM=$(fmt "1.5 * ($FLOOR > $PLAIN ? $FLOOR : $PLAIN)")
 row "ours / max(floor, without features)" "$(fmt "$OURS / ($LIM / 1.5)")" x "<= 1.5" "$(pf "$OURS <= $LIM")"
-row "memmap / ours" "$MMLB$(fmt "$MM / $OURS")" x ">= 5" "$(pf "$MM / $OURS >= 5")"
-NOCG=1 serve_epoch delivery --features --feature-cache "$PRELOAD_CACHE" -- features
-row "delivery: rows received, all in memory (--feature-cache $PRELOAD_CACHE, no cgroup)" "$( [[ $V_OK == 1 ]] && fmt "$V_GBPS" || echo nan)" GB/s ">= 2" "$(pf "$V_GBPS >= 2 && $V_OK == 1")"
+skip memmap || row "memmap / ours" "$MMLB$(fmt "$MM / $OURS")" x ">= 5" "$(pf "$MM / $OURS >= 5")"
+row "one sequential O_DIRECT read of the feature file (dd bs=4M)" "$(fmt "$FREAD")" s "" "-"
+row "ours / that read" "$(fmt "$OURS / $FREAD")" x "<= 3 (issue 23)" "$(pf "$OURS <= 3 * $FREAD")"
+row "fio: random 4 KiB O_DIRECT reads of the feature file, best of depth 16/64/128 (io_uring)" "$(fmt "$FIO / 1000" %.1f) k${FIOQD:+ at $FIOQD}" reads/s "" "-"
+# The plan's own reads (run --features --json above): a packed plan's
+# are its sweep (sequential); the random reads that remain are the
+# others'.
+freads() { "$PY" -c 'import json, sys; f = json.load(open(sys.argv[1]))["features"]; print(f["reads"].get(sys.argv[2], f.get(sys.argv[2], 0)))' "$W/plan.json" "$1" 2>/dev/null || echo nan; }
+PACKED=$(freads packed_rows) PREADS=$(freads reads) PREADS_S=$(freads read_s) PACKS=$(freads pack_s)
+if [[ $PACKED != 0 ]]; then
+  row "the plan's misses packed: rows / sweep of the file" "$PACKED / $(fmt "${PACKS:-nan}")" "rows / s" "" "-"
+  row "  random reads that remain" 0 reads "" "-"
+else
+  row "the plan's random reads: reads / time in the reader (copies included)" "$(fmt "$PREADS / $PREADS_S / 1000" %.1f) k" reads/s ">= 0.8 fio" "$(pf "$PREADS / $PREADS_S >= 0.8 * $FIO")"
+fi
+if ! skip delivery; then
+  NOCG=1 serve_epoch delivery --features --feature-cache "$PRELOAD_CACHE" -- features
+  row "delivery: rows received, all in memory (--feature-cache $PRELOAD_CACHE, no cgroup)" "$( [[ $V_OK == 1 ]] && fmt "$V_GBPS" || echo nan)" GB/s ">= 2" "$(pf "$V_GBPS >= 2 && $V_OK == 1")"
+fi
 row "bytes read / MIN optimum (page-rounded, same cache)" "$(fmt "$VSOPT" %.3f)" x "<= 1.1" "$(pf "$VSOPT <= 1.1")"
 row "Match-Reorder shared fraction (after / before)" "$(fmt "$SA") / $(fmt "$SB")" "" ">= 1.5x" "$(pf "$SA >= 1.5 * $SB")"
 row "  any order, estimated bound (best predecessor each)" "$(fmt "$SBOUND")" "" "" "-"

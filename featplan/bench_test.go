@@ -2,9 +2,13 @@ package featplan
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -207,32 +211,62 @@ func BenchmarkReadRows(b *testing.B) {
 // BenchmarkReadDepth: the executor's random-read rate (reads/s) as a
 // function of the reads it keeps in flight (ExtentOptions.Depth), on a
 // 1 GiB file read with O_DIRECT, one 4 KiB row per read (16384 random rows
-// a minibatch, no two adjacent). The disk's own rate at each depth is
-// fio's (`fio --rw=randread --bs=4k --direct=1 --ioengine=io_uring
-// --iodepth=D`); DefaultDepth is set from this.
+// a minibatch, no two adjacent): through Linux AIO (aio), as ReadRows
+// reads an O_DIRECT file, and through Depth goroutines calling pread (the
+// same file behind a plain io.ReaderAt), against fio on the same file at
+// the same depth (`fio --rw=randread --bs=4k --direct=1 --ioengine=io_uring
+// --iodepth=D`, 3 s; where fio is installed), measured in the same run.
 func BenchmarkReadDepth(b *testing.B) {
 	const rowBytes, numRows, perBatch = 4096, 1 << 18, 16384
 	path, direct := directFile(b, numRows*rowBytes)
 	r := rand.New(rand.NewPCG(3, 4))
 	dst := make([]byte, perBatch*rowBytes)
 	for _, depth := range []int{16, 32, 64, 128} {
-		b.Run(fmt.Sprintf("depth%d", depth), func(b *testing.B) {
-			o := DefaultExtentOptions()
-			o.Depth, o.MaxGap = depth, 0
-			reads := 0
-			for b.Loop() {
-				// Every other row, so that no two rows share an extent.
-				nid := make([]uint32, perBatch)
-				for i, v := range r.Perm(numRows / 2)[:perBatch] {
-					nid[i] = uint32(2 * v)
+		for _, how := range []string{"aio", "pread"} {
+			b.Run(fmt.Sprintf("depth%d/%s", depth, how), func(b *testing.B) {
+				o := DefaultExtentOptions()
+				o.Depth, o.MaxGap = depth, 0
+				var f io.ReaderAt = direct
+				if how == "pread" {
+					f = struct{ io.ReaderAt }{direct}
 				}
-				rep, err := ReadRows(direct, path, rowBytes, nid, dst, o)
-				if err != nil {
-					b.Fatal(err)
+				reads := 0
+				for b.Loop() {
+					// Every other row, so that no two rows share an extent.
+					nid := make([]uint32, perBatch)
+					for i, v := range r.Perm(numRows / 2)[:perBatch] {
+						nid[i] = uint32(2 * v)
+					}
+					rep, err := ReadRows(f, path, rowBytes, nid, dst, o)
+					if err != nil {
+						b.Fatal(err)
+					}
+					reads += int(rep.Reads)
 				}
-				reads += int(rep.Reads)
+				b.ReportMetric(float64(reads)/b.Elapsed().Seconds(), "reads/s")
+			})
+		}
+		b.Run(fmt.Sprintf("depth%d/fio", depth), func(b *testing.B) {
+			if _, err := exec.LookPath("fio"); err != nil {
+				b.Skip("no fio")
 			}
-			b.ReportMetric(float64(reads)/b.Elapsed().Seconds(), "reads/s")
+			var iops float64
+			for b.Loop() {
+				out, err := exec.Command("fio", "--name=rand", "--filename="+path, "--rw=randread", "--bs=4k", "--direct=1",
+					"--ioengine=io_uring", fmt.Sprintf("--iodepth=%d", depth), "--runtime=3", "--time_based",
+					"--output-format=terse", "--terse-version=3").Output()
+				if err != nil {
+					b.Skipf("fio: %v", err)
+				}
+				fields := strings.Split(string(out), ";")
+				if len(fields) < 8 {
+					b.Skipf("fio: %q", out)
+				}
+				if iops, err = strconv.ParseFloat(fields[7], 64); err != nil {
+					b.Skipf("fio: %q", out)
+				}
+			}
+			b.ReportMetric(iops, "reads/s")
 		})
 	}
 }
@@ -268,4 +302,73 @@ func directFile(b *testing.B, size int64) (path string, direct *os.File) {
 		b.Skip("no O_DIRECT on this file system")
 	}
 	return path, direct
+}
+
+// BenchmarkPackedEpoch: one out-of-core epoch (2 M rows of 512 bytes, a
+// 1 GiB file read with O_DIRECT; 48 skewed minibatches of 40 000 rows, a
+// cache of a tenth of the rows, so that MIN reads a few thousand rows a
+// minibatch scattered over the whole file) executed with random reads
+// (the extents, Depth in flight) and from a packed copy (PackTo), against
+// the peer measured in the same run: one sequential O_DIRECT read of the
+// file (4 MiB reads, three in flight). Reports each epoch's seconds, its
+// ratio to that read, and the random path's reads/s.
+func BenchmarkPackedEpoch(b *testing.B) {
+	const numRows, rowBytes = 1 << 21, 512
+	path, f := directFile(b, numRows*rowBytes)
+	batches := benchTrace(48, 40_000, numRows)
+	seq := func() float64 {
+		ext := []Extent{}
+		for off := int64(0); off < numRows*rowBytes; off += packSweepExtent {
+			ext = append(ext, Extent{Offset: off, Length: packSweepExtent})
+		}
+		t0 := time.Now()
+		if err := streamExtents(f, ext, packSweepDepth, numRows*rowBytes, func(Extent, []byte) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0).Seconds()
+	}
+	for _, packed := range []bool{false, true} {
+		var opts []PlanOption
+		if packed {
+			opts = append(opts, PackTo(b.TempDir(), rowBytes))
+		}
+		p, err := NewPreloadedPlan(batches, numRows, numRows/10, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if p.Packed() != packed {
+			b.Fatalf("packed %v, want %v", p.Packed(), packed)
+		}
+		b.Run(fmt.Sprintf("packed=%v", packed), func(b *testing.B) {
+			dst := make([]byte, 40_000*rowBytes)
+			var epoch, sweep float64
+			var rep Report
+			for b.Loop() {
+				b.StopTimer()
+				sweep += seq()
+				b.StartTimer()
+				t0 := time.Now()
+				rd, err := NewReader(f, path, rowBytes, p, DefaultExtentOptions())
+				if err != nil {
+					b.Fatal(err)
+				}
+				for range batches {
+					if _, err := rd.Next(dst); err != nil {
+						b.Fatal(err)
+					}
+				}
+				epoch += time.Since(t0).Seconds()
+				rep = rd.Report()
+				rd.Close()
+			}
+			n := float64(b.N)
+			b.ReportMetric(epoch/n, "s/epoch")
+			b.ReportMetric(sweep/n, "s/seq-read")
+			b.ReportMetric(epoch/sweep, "x-seq-read")
+			if !packed {
+				b.ReportMetric(float64(rep.Reads)*n/epoch, "reads/s")
+			}
+			b.ReportMetric(float64(rep.RowsFromDisk), "rows-from-disk")
+		})
+	}
 }

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"github.com/streamsampler/streamsampler/internal/hugepages"
 )
 
 // ErrInput is wrapped by every error about the minibatches or parameters
@@ -70,6 +72,12 @@ type Plan struct {
 	sums            []uint64
 	optimum         int64
 	optimumRowBytes int64
+	// pack, where the plan was made with PackTo and a packed copy pays,
+	// says how the executor serves the misses (pack.go); packRows then
+	// holds every minibatch's missed rows, sorted, once ForgetNodes has
+	// dropped the node sets.
+	pack     *packInfo
+	packRows []uint32
 }
 
 // ForgetNodes drops the plan's reference to the minibatches' node sets,
@@ -83,6 +91,9 @@ func (p *Plan) ForgetNodes(rowBytes int64) {
 		return
 	}
 	p.optimum, p.optimumRowBytes = p.optimumBytes(rowBytes), rowBytes
+	if p.pack != nil {
+		p.packRows = p.missRows()
+	}
 	p.sums = make([]uint64, len(p.batches))
 	for b, nid := range p.batches {
 		p.sums[b] = nidSum(nid)
@@ -168,8 +179,20 @@ func (p *Plan) Preload() []uint32 { return p.preload }
 // Time O(numNodes + accesses): every step is O(1) (the cache is bucketed by
 // next use; the furthest non-empty bucket is found through a two-level
 // bitmap, one word per 4096 minibatches). Memory: 4 bytes per access (the
-// plan), 4 per node, 28 per cache row, 4 per minibatch.
+// plan), 4 per node, 20 per cache row, 4 per minibatch.
+//
+// With PackTo, a part of the cache (packStaging) is set aside for the
+// buffers of a packed copy of the misses, where that pays (pack.go).
 func NewPlan(batches [][]uint32, numNodes uint32, cacheRows int, opts ...PlanOption) (*Plan, error) {
+	o := options(opts)
+	if o.packDir == "" || o.rowBytes <= 0 || cacheRows < 0 {
+		return newPlan(batches, numNodes, cacheRows, o)
+	}
+	return newPackedPlan(batches, numNodes, cacheRows, o)
+}
+
+// newPlan is NewPlan without PackTo.
+func newPlan(batches [][]uint32, numNodes uint32, cacheRows int, o *planOptions) (*Plan, error) {
 	if cacheRows < 0 || cacheRows > math.MaxInt32-2 {
 		return nil, fmt.Errorf("%w: cache of %d rows (want 0..%d)", ErrInput, cacheRows, math.MaxInt32-2)
 	}
@@ -183,7 +206,7 @@ func NewPlan(batches [][]uint32, numNodes uint32, cacheRows int, opts ...PlanOpt
 	p := &Plan{NumNodes: numNodes, CacheRows: cacheRows, batches: batches, off: off,
 		misses: make([]int32, len(batches))}
 	var err error
-	if p.act, err = options(opts).accessArray(p, off[len(batches)]); err != nil {
+	if p.act, err = o.accessArray(p, off[len(batches)]); err != nil {
 		return nil, err
 	}
 
@@ -191,6 +214,7 @@ func NewPlan(batches [][]uint32, numNodes uint32, cacheRows int, opts ...PlanOpt
 	// nearest later use (never when none). A repeat within one minibatch
 	// shows as seen == b.
 	seen := make([]int32, numNodes)
+	hugepages.Advise(seen) // read and written at random, once per access
 	for i := range seen {
 		seen[i] = never
 	}
@@ -227,7 +251,9 @@ func NewPlan(batches [][]uint32, numNodes uint32, cacheRows int, opts ...PlanOpt
 		var misses int32
 		// Hits first: a hit's row moves to the bucket of its next use (or
 		// out of the cache when never used again), so that the misses below
-		// compete with the hits' new next uses.
+		// compete with the hits' new next uses. Bucket b holds exactly b's
+		// hits: it is emptied at once, and each hit linked anew.
+		c.drop(int32(b))
 		for i, v := range nid {
 			s := slotOf[v]
 			if s < 0 {
@@ -236,7 +262,6 @@ func NewPlan(batches [][]uint32, numNodes uint32, cacheRows int, opts ...PlanOpt
 			}
 			next := act[i]
 			act[i] = s
-			c.unlink(s)
 			if next == never {
 				c.free(s)
 				slotOf[v] = -1
@@ -292,6 +317,7 @@ func NewPreloadedPlan(batches [][]uint32, numNodes uint32, cacheRows int, opts .
 	// One pass marks the distinct rows (and checks the input as NewPlan
 	// does); MIN's two passes are only needed where they do not fit.
 	slot := make([]int32, numNodes)
+	hugepages.Advise(slot)
 	var accesses, distinct int64
 	for b, nid := range batches {
 		for i, v := range nid {
@@ -362,13 +388,17 @@ func errTwice(b int, v uint32) error {
 
 // bucketCache is the cache's bookkeeping: slots, linked into one list per
 // next-use minibatch, and a two-level bitmap of the non-empty buckets, so
-// that the row used furthest in the future is found in O(1).
+// that the row used furthest in the future is found in O(1). A list is
+// only ever taken from at its head (an eviction takes any row of the
+// furthest bucket) or emptied whole (minibatch b's bucket holds exactly
+// b's hits, which all move on), so one link per slot suffices: a slot's
+// bookkeeping is one random access where a doubly linked list's unlink
+// was three dependent ones (45 M accesses at scale 22).
 type bucketCache struct {
 	node        []uint32 // row in slot (noNode: free)
 	stamp       []int32  // minibatch that admitted the slot's row
 	pos         []int32  // its position in that minibatch's n_id
-	next, prev  []int32  // list links (-1 ends)
-	key         []int32  // bucket of the slot
+	next        []int32  // list link (-1 ends)
 	head        []int32  // first slot of each bucket
 	lo          []uint64 // bit k: bucket k non-empty
 	hi          []uint64 // bit w: lo[w] != 0
@@ -382,8 +412,6 @@ func newBucketCache(rows, buckets int) *bucketCache {
 	c.stamp = make([]int32, rows)
 	c.pos = make([]int32, rows)
 	c.next = make([]int32, rows)
-	c.prev = make([]int32, rows)
-	c.key = make([]int32, rows)
 	c.freeList = make([]int32, rows)
 	for i := range rows {
 		c.node[i] = noNode
@@ -399,37 +427,35 @@ func newBucketCache(rows, buckets int) *bucketCache {
 	return c
 }
 
+// link puts slot s (in no list) at the head of bucket k.
 func (c *bucketCache) link(s, k int32) {
 	h := c.head[k]
-	c.key[s], c.prev[s], c.next[s] = k, -1, h
-	if h >= 0 {
-		c.prev[h] = s
-	} else {
+	c.next[s] = h
+	if h < 0 {
 		c.lo[k>>6] |= 1 << (k & 63)
 		c.hi[k>>12] |= 1 << ((k >> 6) & 63)
 	}
 	c.head[k] = s
 }
 
-func (c *bucketCache) unlink(s int32) {
-	k, p, n := c.key[s], c.prev[s], c.next[s]
-	if n >= 0 {
-		c.prev[n] = p
-	}
-	if p >= 0 {
-		c.next[p] = n
+// drop empties bucket k: its slots are in no list afterwards.
+func (c *bucketCache) drop(k int32) {
+	if c.head[k] < 0 {
 		return
 	}
-	c.head[k] = n
-	if n < 0 {
-		c.lo[k>>6] &^= 1 << (k & 63)
-		if c.lo[k>>6] == 0 {
-			c.hi[k>>12] &^= 1 << ((k >> 6) & 63)
-		}
+	c.head[k] = -1
+	c.clear(k)
+}
+
+// clear marks bucket k empty in the bitmap.
+func (c *bucketCache) clear(k int32) {
+	c.lo[k>>6] &^= 1 << (k & 63)
+	if c.lo[k>>6] == 0 {
+		c.hi[k>>12] &^= 1 << ((k >> 6) & 63)
 	}
 }
 
-// free returns slot s (already unlinked) to the free list.
+// free returns slot s (in no list) to the free list.
 func (c *bucketCache) free(s int32) {
 	c.node[s] = noNode
 	c.stamp[s] = -1
@@ -449,8 +475,8 @@ func (c *bucketCache) maxKey() int32 {
 }
 
 // take finds a slot for a row next used by minibatch next: a free one, or
-// the slot of a row used later than next (unlinked; its node left for the
-// caller to unmap). ok false: the row should not be cached.
+// the slot of a row used later than next (taken out of its list; its node
+// left for the caller to unmap). ok false: the row should not be cached.
 func (c *bucketCache) take(next int32) (int32, bool) {
 	if c.used < c.limit {
 		n := len(c.freeList) - 1
@@ -467,6 +493,9 @@ func (c *bucketCache) take(next int32) (int32, bool) {
 		return 0, false
 	}
 	s := c.head[k]
-	c.unlink(s)
+	c.head[k] = c.next[s]
+	if c.head[k] < 0 {
+		c.clear(k)
+	}
 	return s, true
 }

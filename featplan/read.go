@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -47,13 +48,21 @@ type Reader struct {
 	plan     *Plan
 	opts     ExtentOptions
 	cache    []byte
-	bufs     [][]byte // one aligned read buffer per read in flight
+	bufs     [][]byte // one aligned read buffer per read in flight (ReadBuffers at most)
 	next     int
 	keys     []uint64
 	rows     []uint32
 	ext      []Extent
 	rep      Report
 	optimum  int64 // the plan's Report.OptimumBytes, once computed; -1 before
+	// pk is the packed copy of the misses, where the plan asks for one
+	// (Plan.Packed) and it could be made (pack.go); nil otherwise.
+	pk *packed
+	// aio is the AIO context random reads of an O_DIRECT file go
+	// through (aio.go), from the first; noAIO: none (refused, or closed).
+	aio        *aioCtx
+	noAIO      bool
+	aioCleanup runtime.Cleanup
 }
 
 // NewReader prepares the execution of p over f, whose row v (of rowBytes
@@ -134,6 +143,20 @@ func (r *Reader) read(bp BatchPlan, dst []byte) (int, error) {
 			return b, err
 		}
 	}
+	if b == 0 && r.plan.pack != nil && r.pk == nil {
+		t0 := time.Now()
+		ok, why, err := r.pack()
+		if err != nil {
+			return b, err
+		}
+		r.rep.PackError = why
+		if ok {
+			r.rep.Reads += r.pk.reads
+			r.rep.BytesRead += r.pk.bytesRead
+			r.rep.PackBytes = r.pk.copyBytes
+			r.rep.PackS = time.Since(t0).Seconds()
+		}
+	}
 	// Hits first: a slot may be given to a row read below.
 	r.copyHits(bp, dst)
 	keys := r.keys[:0]
@@ -149,17 +172,24 @@ func (r *Reader) read(bp BatchPlan, dst []byte) (int, error) {
 		rows = append(rows, uint32(k>>32))
 	}
 	r.rows = rows
-	ext, err := Extents(r.ext[:0], rows, rb, r.opts)
-	r.ext = ext
-	if err != nil {
-		return b, err
-	}
-	if err := r.readExtents(b, bp, dst, keys, rows, ext); err != nil {
-		return b, err
-	}
-	for _, e := range ext {
-		r.rep.Reads++
-		r.rep.BytesRead += e.Length
+	if r.pk != nil {
+		if err := r.readPacked(b, bp, dst, keys, rows); err != nil {
+			return b, err
+		}
+		r.rep.PackedRows += int64(len(rows))
+	} else {
+		ext, err := Extents(r.ext[:0], rows, rb, r.opts)
+		r.ext = ext
+		if err != nil {
+			return b, err
+		}
+		if err := r.readExtents(b, bp, dst, keys, rows, ext); err != nil {
+			return b, err
+		}
+		for _, e := range ext {
+			r.rep.Reads++
+			r.rep.BytesRead += e.Length
+		}
 	}
 	r.rep.Batches++
 	r.rep.RowsNeeded += int64(bp.Len())
@@ -168,6 +198,13 @@ func (r *Reader) read(bp BatchPlan, dst []byte) (int, error) {
 	r.next++
 	return b, nil
 }
+
+// ReadBuffers bounds the read buffers of a Reader (or of a ReadRows
+// call): one aligned buffer per read in flight, as long as the longest
+// extent, at most ReadBuffers bytes of them (plus Align each, to align
+// them): sixteen extents of DefaultMaxExtent, or DefaultDepth of a few
+// pages (random rows).
+const ReadBuffers = 16 << 20
 
 // hitsPerWorker is the least rows a goroutine copies out of the cache.
 const hitsPerWorker = 8192
@@ -263,16 +300,51 @@ func (r *Reader) check(v uint32, src []byte) error {
 }
 
 // readEach reads the extents ext (over the sorted rows rows), up to Depth
-// at once, each on a goroutine with its own aligned buffer (a disk serves
-// several requests in flight far faster than one after another), and
-// calls place with each extent's bytes; place runs concurrently with
-// itself and must write disjoint memory, and its error (a row that
-// failed its check) fails the read. what names the reads in errors.
+// at once, each into an aligned buffer of its own (a disk serves several
+// requests in flight far faster than one after another), and calls place
+// with each extent's bytes; place may run concurrently with itself and
+// must write disjoint memory, and its error (a row that failed its check)
+// fails the read. what names the reads in errors. An O_DIRECT file is
+// read through Linux AIO, Depth reads in flight from one goroutine
+// (aio.go: goroutines blocked in pread hold the scheduler's Ps, and on
+// two cores kept about two reads in flight); any other, or where the
+// kernel refuses AIO, by Depth goroutines each calling ReadAt.
 func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e Extent, buf []byte) error) error {
 	rb := r.rowBytes
-	depth := min(max(1, r.opts.Depth), len(ext))
-	for len(r.bufs) < depth {
-		r.bufs = append(r.bufs, alignedBuffer(r.opts.MaxExtent))
+	// One buffer per read in flight, as long as the longest extent; at
+	// most ReadBuffers bytes of them (fewer reads in flight for long
+	// extents, which stream anyway).
+	var maxLen int64
+	for _, e := range ext {
+		maxLen = max(maxLen, e.Length)
+	}
+	depth := min(max(1, r.opts.Depth), len(ext), max(1, int(ReadBuffers/max(1, maxLen))))
+	for w := range depth {
+		if w == len(r.bufs) {
+			r.bufs = append(r.bufs, nil)
+		}
+		if int64(len(r.bufs[w])) < maxLen {
+			r.bufs[w] = alignedBuffer(maxLen)
+		}
+	}
+	// need is how many bytes of extent e the read must have: it may end
+	// short at the end of the file (rounded up to Align) as long as it
+	// covers its rows.
+	need := func(e Extent) int64 { return (int64(rows[e.Last-1])+1)*rb - e.Offset }
+	if fd, ok := directFD(r.f); ok && depth > 1 && r.aioContext() != nil {
+		return r.aio.read(fd, ext, r.bufs[:depth], func(k int, buf []byte, n int, err error) error {
+			e := ext[k]
+			if int64(n) < need(e) {
+				if err == nil {
+					err = io.ErrUnexpectedEOF
+				}
+				return fmt.Errorf("featplan: %s: %s: read %d bytes at %d, want %d: %w", r.name, what, n, e.Offset, need(e), err)
+			}
+			if err := place(e, buf[:e.Length]); err != nil {
+				return fmt.Errorf("featplan: %s: %s: %w", r.name, what, err)
+			}
+			return nil
+		})
 	}
 	errs := make([]error, depth)
 	var next atomic.Int64
@@ -283,20 +355,13 @@ func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e
 			defer wg.Done()
 			for k := int(next.Add(1) - 1); k < len(ext); k = int(next.Add(1) - 1) {
 				e := ext[k]
-				if int64(len(r.bufs[w])) < e.Length {
-					r.bufs[w] = alignedBuffer(e.Length)
-				}
 				buf := r.bufs[w][:e.Length]
-				// The last extent may run past the end of the file
-				// (rounded up to Align): a short read is fine as long as
-				// it covers its rows.
-				need := (int64(rows[e.Last-1])+1)*rb - e.Offset
 				n, err := r.f.ReadAt(buf, e.Offset)
-				if int64(n) < need {
+				if int64(n) < need(e) {
 					if err == nil || err == io.EOF {
 						err = io.ErrUnexpectedEOF
 					}
-					errs[w] = fmt.Errorf("featplan: %s: %s: read %d bytes at %d, want %d: %w", r.name, what, n, e.Offset, need, err)
+					errs[w] = fmt.Errorf("featplan: %s: %s: read %d bytes at %d, want %d: %w", r.name, what, n, e.Offset, need(e), err)
 					return
 				}
 				if err := place(e, buf); err != nil {
@@ -308,6 +373,37 @@ func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// aioContext returns the Reader's AIO context, set up on first use (nil
+// where the kernel refuses one, and from then on), destroyed by Close or,
+// for a Reader dropped without it, when the Reader is collected.
+func (r *Reader) aioContext() *aioCtx {
+	if r.aio == nil && !r.noAIO {
+		if r.aio = newAIO(max(1, r.opts.Depth)); r.aio == nil {
+			r.noAIO = true
+		} else {
+			r.aioCleanup = runtime.AddCleanup(r, func(a *aioCtx) { a.destroy() }, r.aio)
+		}
+	}
+	return r.aio
+}
+
+// Close ends what the Reader has in the background (the reading back of
+// a packed copy, whose file it removes); it may be called at any time,
+// and more than once. A Reader that served every minibatch has nothing
+// left in the background.
+func (r *Reader) Close() error {
+	if r.pk != nil {
+		r.pk.stop()
+		r.pk.wg.Wait()
+	}
+	if r.aio != nil {
+		r.aioCleanup.Stop()
+		r.aio.destroy()
+		r.aio, r.noAIO = nil, true
+	}
+	return nil
 }
 
 // Report is what the minibatches served so far read (the plan's Report once
@@ -358,6 +454,7 @@ func ReadRows(f io.ReaderAt, name string, rowBytes int64, nid []uint32, dst []by
 		return Report{}, err
 	}
 	r := &Reader{f: f, name: name, rowBytes: rowBytes, opts: o}
+	defer r.Close()
 	err = r.readEach("rows", rows, ext, func(e Extent, buf []byte) error {
 		for j := e.First; j < e.Last; j++ {
 			i := int64(uint32(keys[j]))

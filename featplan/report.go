@@ -40,6 +40,19 @@ type Report struct {
 	// it below.
 	OptimumBytes int64   `json:"optimum_bytes"`
 	VsOptimum    float64 `json:"vs_optimum"`
+	// PackedRows are the rows of RowsFromDisk served from a packed copy
+	// of the misses (PackTo), PackBytes the copy's bytes (written once,
+	// read back once); Reads and BytesRead are then the sweep over the
+	// feature file that made it. Not in Plan.Report, which counts the
+	// random reads.
+	PackedRows int64 `json:"packed_rows,omitempty"`
+	PackBytes  int64 `json:"pack_bytes,omitempty"`
+	// PackS is the time the sweep took, before the first minibatch.
+	PackS float64 `json:"pack_s,omitempty"`
+	// PackError says why a plan whose misses were to be packed
+	// (Plan.Packed) was read at random instead (no O_DIRECT or no room
+	// where the copy goes).
+	PackError string `json:"pack_error,omitempty"`
 }
 
 func (r *Report) finish() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -14,6 +15,13 @@ type PlanOption func(*planOptions)
 
 type planOptions struct {
 	spillDir string
+	packDir  string // PackTo
+	rowBytes int64  // PackTo
+	// PackModel's disk (0: RequestCost, StreamRate).
+	requestCost, writeCost time.Duration
+	streamRate             float64
+	// For tests: a packed copy's staging in bytes (0: packStaging's).
+	staging int64
 }
 
 // SpillTo keeps the plan's per-access array (4 bytes for every row of

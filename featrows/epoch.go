@@ -202,8 +202,9 @@ func (ep *Epoch) Close() error {
 	}
 	ep.wakeLocked()
 	ep.mu.Unlock()
-	// Once the read in progress, if any, is over, the epoch reads no more.
+	// Once the read in progress, if any, is over, the epoch reads no more
+	// (and what its reader does in the background stops).
 	ep.rmu.Lock()
 	defer ep.rmu.Unlock()
-	return nil
+	return ep.r.Close()
 }

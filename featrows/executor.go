@@ -147,7 +147,8 @@ func (x *Executor) Epoch(e uint32, p *featplan.Plan) (*Epoch, error) {
 // of the caller's choosing, which no plan knows) into dst (at least
 // len(nodes)·RowBytes bytes), in nodes' order, and returns what the reads
 // cost. They are read as a plan reads a minibatch's disk rows — sorted,
-// coalesced into aligned extents, sixteen in flight (featplan.ReadRows) —
+// coalesced into aligned extents, featplan.DefaultDepth in flight
+// (featplan.ReadRows) —
 // but through the page cache: unlike an epoch streamed through a plan,
 // one minibatch pollutes little, and a repeated sample (an evaluation
 // split read every epoch) finds its rows there (BenchmarkReadRows in

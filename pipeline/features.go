@@ -38,7 +38,10 @@ type FeaturePlanning struct {
 	// SpillDir, where set, is a directory (not a tmpfs) in which each
 	// plan's per-access array lives in an unlinked mapped file instead of
 	// the heap (featplan.SpillTo): the kernel may write it out under
-	// memory pressure.
+	// memory pressure. With RowBytes too, an epoch whose rows do not fit
+	// the cache may have its misses packed there, read sequentially
+	// instead of at random (featplan.PackTo; its buffers come out of
+	// CacheRows).
 	SpillDir string
 }
 
@@ -138,6 +141,9 @@ func (p *Pipeline) planFeatures(ctx context.Context, r *epoch.Result, m *meta, e
 	var opts []featplan.PlanOption
 	if d := p.cfg.Features.SpillDir; d != "" {
 		opts = append(opts, featplan.SpillTo(d))
+		if rb := p.cfg.Features.RowBytes; rb > 0 {
+			opts = append(opts, featplan.PackTo(d, rb))
+		}
 	}
 	plan, err := featplan.NewPreloadedPlan(fp.NodeSets, numNodes, p.cfg.Features.CacheRows, opts...)
 	if err != nil {
