@@ -24,7 +24,7 @@ func TestRootHelp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sub := range []string{"scan", "build", "features", "info", "verify", "generate"} {
+	for _, sub := range []string{"scan", "build", "features", "info", "verify", "export", "generate"} {
 		if !strings.Contains(out, sub) {
 			t.Errorf("help lacks %q:\n%s", sub, out)
 		}
