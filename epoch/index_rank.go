@@ -66,8 +66,11 @@ func (s rankSet) rank(v uint32) (int32, bool) {
 // numIDs returns the ids the set covers (a multiple of the block).
 func (s rankSet) numIDs() int { return len(s) / 8 * rankBlockIDs }
 
-// rankRows is denseRows over a rankSet: each dst node's row, with the
-// next block of nodes' blocks prefetched (their header words, in blk).
+// rankRows appends the position of each dst node in the frontier of s to
+// rows and returns it, with blk (reused: the word offsets of the next
+// rowsPrefetch nodes' blocks, which it prefetches, as gather does, while
+// the current ones are ranked); bad is the index in dst of the first node
+// missing from the frontier, or -1.
 func rankRows(rows []int32, s rankSet, dst []uint32, blk []uint32) ([]int32, []uint32, int) {
 	pf := usePrefetch && len(s) > 0
 	lim := uint32(s.numIDs())
