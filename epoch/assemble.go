@@ -157,6 +157,9 @@ type Assembler struct {
 	hash   localTable
 	dense  denseTable
 	bySort sortRelabel
+	batch  batchTable
+	// inBatch: the batch table holds this minibatch's nodes so far.
+	inBatch bool
 	// The hop's dst sorted by node id (rows.go), for mergeRows and bySort.
 	dstByID dstOrder
 	// The nodes a PyG hop expands, sorted by id (rows.go): a part of
@@ -164,6 +167,7 @@ type Assembler struct {
 	expandByID dstOrder
 	// One hop's arrays, reused (Sample copies them into the Hop):
 	rowBuf  []int32  // each dst node's row in the layer (rows)
+	blkBuf  []uint32 // rankRows' prefetch offsets
 	sampled []uint32 // the valid samples of those rows, in edge order (gather)
 	edgeDst []int32  // each edge's destination, as an index into dst (gather)
 	edgeSrc []int32  // each edge's source, as a local id (relabel)
@@ -206,7 +210,7 @@ func (a *Assembler) Assemble(seeds []uint32, sem Semantics) (*Blocks, error) {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, sem)
 	}
 	r := a.r
-	b := &Blocks{Epoch: r.Key.Epoch, Semantics: sem, Seeds: append(make([]uint32, 0, len(seeds)), seeds...), Hops: make([]Hop, len(r.Layers))}
+	b := &Blocks{Epoch: r.Key.Epoch, Semantics: sem, Seeds: clone(seeds), Hops: make([]Hop, len(r.Layers))}
 	if _, err := a.assemble(b.Seeds, sem, b); err != nil {
 		return nil, err
 	}
@@ -251,7 +255,7 @@ func (a *Assembler) assemble(seeds []uint32, sem Semantics, b *Blocks) ([]uint32
 		ly := &r.Layers[h]
 		a.dstByID.forget()
 		a.expandByID.forget()
-		relabeler := a.relabelerFor(len(known), len(expand)*ly.Fanout)
+		relabeler := a.relabelerFor(h, len(known), len(expand)*ly.Fanout)
 		if bad, repeated := relabeler.begin(h, known); bad >= 0 {
 			switch {
 			case !repeated:
@@ -278,7 +282,7 @@ func (a *Assembler) assemble(seeds []uint32, sem Semantics, b *Blocks) ([]uint32
 		edgeSrc := slices.Grow(a.edgeSrc[:0], numEdges)[:numEdges]
 		src, bad := relabeler.relabel(append(a.src[:0], known...), sampled, edgeSrc)
 		if bad >= 0 {
-			return nil, fmt.Errorf("%w: sample %d of node %d at hop %d is beyond the index's %d nodes", ErrNotInFrontier, sampled[bad], expand[edgeDst[bad]], h+1, len(a.ix.dense[h]))
+			return nil, fmt.Errorf("%w: sample %d of node %d at hop %d is beyond the index's %d nodes", ErrNotInFrontier, sampled[bad], expand[edgeDst[bad]], h+1, a.ix.numNodes)
 		}
 		a.sampled, a.edgeDst, a.edgeSrc, a.src = sampled, edgeDst, edgeSrc, src
 		lo := len(known)
@@ -290,9 +294,7 @@ func (a *Assembler) assemble(seeds []uint32, sem Semantics, b *Blocks) ([]uint32
 		} else {
 			hop := &b.Hops[h]
 			hop.Dst = expand
-			hop.Src = append(make([]uint32, 0, len(src)), src...)
-			hop.EdgeSrc = append(make([]int32, 0, len(edgeSrc)), edgeSrc...)
-			hop.EdgeDst = append(make([]int32, 0, len(edgeDst)), edgeDst...)
+			hop.Src, hop.EdgeSrc, hop.EdgeDst = clone(src), clone(edgeSrc), clone(edgeDst)
 			if ly.EdgeIDs != nil {
 				hop.EdgeIDs = gatherEdgeIDs(make([]int64, 0, numEdges), ly.Samples, ly.EdgeIDs, rows, ly.Fanout)
 			}
@@ -306,6 +308,12 @@ func (a *Assembler) assemble(seeds []uint32, sem Semantics, b *Blocks) ([]uint32
 	}
 	return known, nil
 }
+
+// clone returns a copy of s, never nil. Appending to an empty slice
+// allocates without clearing what the copy overwrites, where
+// append(make(…, 0, n), s...) cleared it first: a minibatch's hops are
+// megabytes, written twice.
+func clone[T uint32 | int32](s []T) []T { return append([]T{}, s...) }
 
 // checkSeeds checks the seeds of a Result without layers: they must be
 // distinct training nodes.

@@ -1,13 +1,17 @@
 package epoch_test
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
@@ -26,6 +30,22 @@ import (
 // within 10% of the real graph's (167 772 → 374 331 → 560 399 → 644 900),
 // and a minibatch of 1024 has 244 k edges against the real epoch's 245 k.
 func rmatLikeResult(scale uint, fanouts []int, seed uint64) *epoch.Result {
+	return rmatShapedResult(rmatShape{scale: scale, edgeFactor: 30, trainPerMille: 80}, fanouts, seed)
+}
+
+// rmatShape is the graph and training set rmatShapedResult imitates: an
+// R-MAT graph of 2^scale nodes and edgeFactor·2^scale edges, symmetrized
+// (mean degree 2·edgeFactor), with trainPerMille‰ of its nodes training
+// nodes.
+type rmatShape struct {
+	scale         uint
+	edgeFactor    int
+	trainPerMille int
+}
+
+// rmatShapedResult is rmatLikeResult for any rmatShape.
+func rmatShapedResult(shape rmatShape, fanouts []int, seed uint64) *epoch.Result {
+	scale := shape.scale
 	n := uint32(1) << scale
 	mask := n - 1
 	const mulA, mulB = 0x9E3779B1, 0x85EBCA77 // odd: bijections mod 2^scale
@@ -53,7 +73,7 @@ func rmatLikeResult(scale uint, fanouts []int, seed uint64) *epoch.Result {
 		}
 		return perm(code)
 	}
-	const avgDegree = 2 * 30
+	avgDegree := float64(2 * shape.edgeFactor)
 	degree := func(v uint32) int {
 		ones := bits.OnesCount32(unperm(v))
 		mean := avgDegree * math.Pow(2*0.24, float64(ones)) * math.Pow(2*0.76, float64(int(scale)-ones))
@@ -70,7 +90,7 @@ func rmatLikeResult(scale uint, fanouts []int, seed uint64) *epoch.Result {
 			k++
 		}
 	}
-	train := epochtest.RandomSeeds(rand.New(rand.NewPCG(seed, 3)), int(n), int(n)*8/100)
+	train := epochtest.RandomSeeds(rand.New(rand.NewPCG(seed, 3)), int(n), int(n)*shape.trainPerMille/1000)
 	slices.Sort(train)
 	res := &epoch.Result{Key: epoch.Key{Seed: seed}}
 	f := train
@@ -115,7 +135,7 @@ func rmatBenchResult() *epoch.Result {
 }
 
 // BenchmarkSample assembles minibatches of 1024 seeds with each way of
-// finding a node's row (binary search, the dense index, the map index) on
+// finding a node's row (binary search, the Index, the map index) on
 // two epochs: "rmat2M", products-like (R-MAT skew, 2^21 nodes; the issue's
 // workload), and "uniform1M" (uniform samples over 2^20 nodes: every hop
 // reaches mostly new nodes, 6× the edges per minibatch). With
@@ -146,6 +166,8 @@ func BenchmarkSample(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// "dense" is the Index: rank sets since issue 24, the name
+			// kept for the commands docs/PERFORMANCE.md records.
 			for _, c := range []struct {
 				name string
 				ix   *epoch.Index
@@ -181,5 +203,160 @@ func benchAssembler(b *testing.B, a *epoch.Assembler, batches [][]uint32, sem ep
 	b.ReportMetric(float64(edges)/float64(b.N), "edges/batch")
 	if n := a.IndexBytes(); n > 0 {
 		b.ReportMetric(float64(n)/(1<<20), "index-MiB")
+	}
+}
+
+// storeIndexBudget is pipeline.DefaultIndexBudget (pipeline imports
+// epoch, not the other way).
+const storeIndexBudget = 512 << 20
+
+// storeIndex returns the index a pipeline.Store with the default budget
+// gives res's assemblers (pipeline.Store.install): an index where it fits
+// the budget, with the relabel table over every node id where that fits
+// too.
+func storeIndex(tb testing.TB, res *epoch.Result) *epoch.Index {
+	n := res.DenseIndexBytes(0)
+	if n > storeIndexBudget {
+		return nil
+	}
+	var opts []epoch.IndexOption
+	if n+epoch.RelabelTableBytes(res.NumNodes()) > storeIndexBudget {
+		opts = append(opts, epoch.WithoutRelabelTable())
+	}
+	ix, err := res.Index(0, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ix
+}
+
+var (
+	scaleMu  sync.Mutex
+	scaleRes = map[uint]*epoch.Result{}
+)
+
+// scaleResult is the papers100M-shaped epoch of issue 24 on a synthetic
+// R-MAT graph of 2^scale nodes (edge factor 16, symmetrized), 1.1% of
+// nodes training nodes, fanouts [20,15,10]; built once per scale.
+func scaleResult(scale uint) *epoch.Result {
+	scaleMu.Lock()
+	defer scaleMu.Unlock()
+	if r := scaleRes[scale]; r != nil {
+		return r
+	}
+	r := rmatShapedResult(rmatShape{scale: scale, edgeFactor: 16, trainPerMille: 11}, []int{20, 15, 10}, 7)
+	scaleRes[scale] = r
+	return r
+}
+
+// BenchmarkAssembleScale measures what issue 24 targets: assembly's cost
+// per assembled edge as the id space grows, at two R-MAT-like epochs in
+// the same run (EPOCH_BENCH_SCALES, default "22,25": 4.2 M and 33.5 M
+// nodes; papers100M's shape, scaleResult), DGL semantics, minibatches of
+// 1024 in the epoch's order, with each way of assembling (assembleVariants;
+// "store" is what the pipeline does by default). EPOCH_BENCH_WORKERS
+// (default 1) goroutines assemble side by side, each with an Assembler of
+// its own, as the pipeline's workers do: they share the caches. It reports
+// ns per edge over the wall and in thread CPU time (summed over the
+// workers), and logs each scale's ratio to the first one.
+func BenchmarkAssembleScale(b *testing.B) {
+	scales := []uint{22, 25}
+	if s := os.Getenv("EPOCH_BENCH_SCALES"); s != "" {
+		scales = scales[:0]
+		for _, f := range strings.Split(s, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || v < 10 || v > 30 {
+				b.Fatalf("EPOCH_BENCH_SCALES: bad scale %q", f)
+			}
+			scales = append(scales, uint(v))
+		}
+	}
+	workers := 1
+	if s := os.Getenv("EPOCH_BENCH_WORKERS"); s != "" {
+		var err error
+		if workers, err = strconv.Atoi(s); err != nil || workers < 1 {
+			b.Fatalf("EPOCH_BENCH_WORKERS: bad count %q", s)
+		}
+	}
+	perEdge := map[string]float64{}
+	var names []string
+	for _, scale := range scales {
+		res := scaleResult(scale)
+		batches := epoch.Batches(res.Layers[0].Frontier, 1024, 1, 0)
+		for _, v := range assembleVariants(b, res) {
+			name := fmt.Sprintf("s%d/%s", scale, v.name)
+			asms := make([]*epoch.Assembler, workers)
+			for w := range asms {
+				asms[w] = epoch.NewAssembler(res, v.ix)
+			}
+			b.Run(name, func(b *testing.B) {
+				var edges atomic.Int64
+				var cpuNs atomic.Int64
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				for w, a := range asms {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+						c0 := threadCPU()
+						for i := w; i < b.N; i += workers {
+							blk, err := a.Assemble(batches[i%len(batches)], epoch.DGL)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							edges.Add(int64(blk.NumEdges()))
+						}
+						cpuNs.Add(int64((threadCPU() - c0) * 1e9))
+					}()
+				}
+				wg.Wait()
+				n := float64(edges.Load())
+				ns := float64(b.Elapsed().Nanoseconds()) / n
+				cpu := float64(cpuNs.Load()) / 1e9
+				b.ReportMetric(ns, "ns/edge")
+				b.ReportMetric(cpu*1e9/n, "cpu-ns/edge")
+				b.ReportMetric(n/float64(b.N), "edges/batch")
+				if _, ok := perEdge[name]; !ok {
+					names = append(names, name)
+				}
+				perEdge[name] = ns
+			})
+		}
+	}
+	for _, n := range names {
+		variant := n[strings.IndexByte(n, '/')+1:]
+		base := fmt.Sprintf("s%d/%s", scales[0], variant)
+		if perEdge[base] > 0 {
+			b.Logf("%s: %.1f ns/edge, %.2f× %s", n, perEdge[n], perEdge[n]/perEdge[base], base)
+		}
+	}
+}
+
+type assembleVariant struct {
+	name string
+	ix   *epoch.Index
+}
+
+// assembleVariants returns the assemblers BenchmarkAssembleScale compares
+// on res: "store", what a pipeline.Store with the default budget gives it;
+// "table" and "batch", the index with and without the relabel table over
+// every node id; "search", no index.
+func assembleVariants(tb testing.TB, res *epoch.Result) []assembleVariant {
+	table, err := res.Index(0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	batch, err := res.Index(0, epoch.WithoutRelabelTable())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return []assembleVariant{
+		{"store", storeIndex(tb, res)},
+		{"table", table},
+		{"batch", batch},
+		{"search", nil},
 	}
 }

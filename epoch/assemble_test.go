@@ -1,6 +1,7 @@
 package epoch_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,7 +55,7 @@ func checkInvariants(t *testing.T, r *epoch.Result, b *epoch.Blocks) {
 }
 
 // eachLookup runs fn with each way of finding rows (binary search or
-// sort-and-merge, mergeRatio) and of relabelling without a dense index
+// sort-and-merge, mergeRatio) and of relabelling without an index
 // (hash table or sorting, sortRelabelMin), forced and at the defaults.
 func eachLookup(t *testing.T, fn func(t *testing.T)) {
 	for _, c := range [][2]int{{0, 1 << 30}, {64, 1 << 15}, {1 << 30, 0}, {1 << 30, 1 << 30}, {0, 0}} {
@@ -95,9 +96,14 @@ func testSampleMatchesBruteForce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		batch, err := res.Index(uint32(c.n), epoch.WithoutRelabelTable())
+		if err != nil {
+			t.Fatal(err)
+		}
 		asms := map[string]*epoch.Assembler{
 			"search": epoch.NewAssembler(res, nil),
 			"dense":  epoch.NewAssembler(res, dense),
+			"batch":  epoch.NewAssembler(res, batch),
 			"map":    epoch.NewAssembler(res, res.MapIndex()),
 		}
 		for trial := 0; trial < 20; trial++ {
@@ -158,7 +164,8 @@ func testSampleErrors(t *testing.T) {
 	g := epochtest.RandomGraph(r, 100, 6, false)
 	res := epochtest.SampleEpoch(g, []uint32{1, 5, 9, 20}, []int{3, 2}, epoch.Key{Seed: 7})
 	ix, _ := res.Index(0)
-	for _, a := range []*epoch.Assembler{epoch.NewAssembler(res, nil), epoch.NewAssembler(res, ix), epoch.NewAssembler(res, res.MapIndex())} {
+	noTable, _ := res.Index(0, epoch.WithoutRelabelTable())
+	for _, a := range []*epoch.Assembler{epoch.NewAssembler(res, nil), epoch.NewAssembler(res, ix), epoch.NewAssembler(res, noTable), epoch.NewAssembler(res, res.MapIndex())} {
 		if _, err := a.Assemble([]uint32{5, 6}, epoch.DGL); !errors.Is(err, epoch.ErrNotInFrontier) {
 			t.Fatalf("seed 6 not in frontier: got %v", err)
 		} else if !containsNum(err.Error(), 6) {
@@ -245,10 +252,11 @@ func TestIndexAndZeroLayers(t *testing.T) {
 		t.Fatal("index smaller than the node ids accepted")
 	}
 	ix, err := res.Index(1000)
-	if err != nil || ix.Bytes() != 1000*4 || res.DenseIndexBytes(1000) != ix.Bytes() {
+	// One 64-byte block per 384 node ids and layer: 3 blocks for 1000.
+	if err != nil || ix.Bytes() != 3*64 || res.DenseIndexBytes(1000) != ix.Bytes() {
 		t.Fatalf("index of 1000 nodes: %v, %d bytes", err, ix.Bytes())
 	}
-	// A seed beyond a dense index is simply not in the frontier.
+	// A seed beyond the index is simply not in the frontier.
 	if _, err := epoch.NewAssembler(res, ix).Assemble([]uint32{5000}, epoch.DGL); !errors.Is(err, epoch.ErrNotInFrontier) {
 		t.Fatalf("seed beyond the index: %v", err)
 	}
@@ -276,7 +284,8 @@ func testAssemblerReuse(t *testing.T) {
 	train := epochtest.RandomSeeds(r, 3000, 2000)
 	res := epochtest.SampleEpoch(g, train, []int{6, 3}, epoch.Key{Seed: 1})
 	ix, _ := res.Index(0)
-	asms := []*epoch.Assembler{epoch.NewAssembler(res, nil), epoch.NewAssembler(res, ix)}
+	noTable, _ := res.Index(0, epoch.WithoutRelabelTable())
+	asms := []*epoch.Assembler{epoch.NewAssembler(res, nil), epoch.NewAssembler(res, ix), epoch.NewAssembler(res, noTable)}
 	for i := 0; i < 24; i++ {
 		m := 1 + r.IntN(4)
 		if i%3 == 0 {
@@ -295,4 +304,75 @@ func testAssemblerReuse(t *testing.T) {
 		}
 	}
 
+}
+
+// TestIndexedMatchesSearch compares the indexed assembly (rank sets, with
+// the relabel table over every node id and with the minibatch-sized hash
+// table) against the assembly without an index (binary search or merge,
+// and the hash table or sorting), byte for byte, on random epochs with
+// and without edge ids, under both semantics: over 255 minibatches on one
+// Assembler (the batch table's stamp wraps), sizes from 1 seed to most of
+// the training nodes (its table grows within a minibatch), and with a
+// node limit that a minibatch outgrows at a later hop (the hops after it
+// start afresh).
+func TestIndexedMatchesSearch(t *testing.T) {
+	r := rand.New(rand.NewPCG(24, 2))
+	for ci, c := range []struct {
+		n, maxDeg int
+		fanouts   []int
+		limit     int
+	}{
+		{2000, 12, []int{5, 4, 3}, 0},
+		{5000, 30, []int{10, 5}, 0},
+		{3000, 20, []int{6, 6, 6}, 400},
+	} {
+		if c.limit > 0 {
+			defer epoch.SetBatchMaxNodes(c.limit)()
+		}
+		g := epochtest.RandomGraph(r, c.n, c.maxDeg, true)
+		train := epochtest.RandomSeeds(r, c.n, c.n/2)
+		res := epochtest.SampleEpoch(g, train, c.fanouts, epoch.Key{Seed: uint64(ci), Epoch: 1})
+		if ci == 1 {
+			epochtest.WithEdgeIDs(res)
+		}
+		table, err := res.Index(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch, err := res.Index(uint32(c.n), epoch.WithoutRelabelTable())
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := epoch.NewAssembler(res, nil)
+		asms := map[string]*epoch.Assembler{"table": epoch.NewAssembler(res, table), "batch": epoch.NewAssembler(res, batch)}
+		for i := 0; i < 300; i++ {
+			m := 1 + r.IntN(20)
+			switch i % 7 {
+			case 0:
+				m = 1 + r.IntN(len(train))
+			case 1:
+				m = 200 + r.IntN(300)
+			}
+			seeds := epochtest.Pick(r, train, min(m, len(train)))
+			sem := epoch.Semantics(i % 2)
+			want, err := old.Assemble(seeds, sem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantJSON := want.AppendJSON(nil)
+			for name, a := range asms {
+				got, err := a.Assemble(seeds, sem)
+				if err != nil {
+					t.Fatalf("case %d minibatch %d %s: %v", ci, i, name, err)
+				}
+				if gotJSON := got.AppendJSON(nil); !bytes.Equal(gotJSON, wantJSON) {
+					t.Fatalf("case %d minibatch %d (%d seeds, %v) %s: differs from the assembly without an index", ci, i, len(seeds), sem, name)
+				}
+				nodes, err := a.NodeSet(seeds, sem, nil)
+				if err != nil || !slices.Equal(nodes, want.Nodes()) {
+					t.Fatalf("case %d minibatch %d %s: NodeSet differs (%v)", ci, i, name, err)
+				}
+			}
+		}
+	}
 }

@@ -19,11 +19,15 @@
 // DGL to_block blocks: dst (the seeds, then the previous hop's src), src
 // (dst first, then new neighbors in order of first appearance) and edges
 // in local ids ordered by dst and sample slot. A node's row is found
-// through a dense Index (4 bytes per node per layer) when memory allows —
-// the Store builds one within its budget — and otherwise by binary search,
-// or, for a hop with many nodes, by sorting them and merging with the
-// frontier; global ids become local ones through a dense table, a hash
-// table, or (large hops without an index) by sorting.
+// through an Index (a rank set per layer: a bitmap with ranks, 1.33 bits
+// per node) when memory allows — the Store builds one within its budget —
+// and otherwise by binary search, or, for a hop with many nodes, by
+// sorting them and merging with the frontier; global ids become local ones
+// through a table over every node id (up to 2^24 nodes, where the Store's
+// budget holds it), a hash table sized by the minibatch (larger id spaces,
+// or a smaller budget), or without an index through a per-hop hash table
+// or (large hops) by sorting. Every way gives the same blocks, byte for
+// byte.
 //
 // # Minibatch order and sharding
 //

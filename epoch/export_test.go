@@ -28,7 +28,15 @@ func SetLookup(merge, sortMin int) (restore func()) {
 	return func() { mergeRatio, sortRelabelMin = m, s }
 }
 
-// IndexBytes is the size of the assembler's dense index (0 without one).
+// SetBatchMaxNodes lowers the most nodes a minibatch may have in the
+// batch table and returns what restores it.
+func SetBatchMaxNodes(n int) (restore func()) {
+	old := batchMaxNodes
+	batchMaxNodes = n
+	return func() { batchMaxNodes = old }
+}
+
+// IndexBytes is the size of the assembler's index (0 without one).
 func (a *Assembler) IndexBytes() int64 {
 	if a.ix == nil {
 		return 0

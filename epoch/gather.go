@@ -61,7 +61,7 @@ const (
 	gatherTouch     = 32
 	relabelPrefetch = 32
 	relabelTouch    = 64
-	rowsPrefetch    = 32 // denseRows
+	rowsPrefetch    = 32 // rankRows
 )
 
 // usePrefetch selects prefetch instructions over touching loads; a

@@ -16,8 +16,3 @@ func prefetchIdx8(base *uint64, idx []uint32)
 func prefetchRows(base *int32, rows []int32, k int)
 
 const havePrefetch = true
-
-// prefetchIdx4 is prefetchIdx8 for 4-byte elements.
-//
-//go:noescape
-func prefetchIdx4(base *int32, idx []uint32)

@@ -38,19 +38,3 @@ loop:
 	JNE loop
 done:
 	RET
-
-// func prefetchIdx4(base *int32, idx []uint32)
-TEXT ·prefetchIdx4(SB), NOSPLIT, $0-32
-	MOVQ base+0(FP), AX
-	MOVQ idx_base+8(FP), BX
-	MOVQ idx_len+16(FP), CX
-	TESTQ CX, CX
-	JEQ done
-loop:
-	MOVLQZX (BX), DX
-	PREFETCHT0 (AX)(DX*4)
-	ADDQ $4, BX
-	DECQ CX
-	JNE loop
-done:
-	RET

@@ -8,6 +8,4 @@ func prefetchIdx8(base *uint64, idx []uint32) {}
 
 func prefetchRows(base *int32, rows []int32, k int) {}
 
-func prefetchIdx4(base *int32, idx []uint32) {}
-
 const havePrefetch = false

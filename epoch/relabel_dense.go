@@ -6,7 +6,8 @@ import (
 	"github.com/streamsampler/streamsampler/internal/hugepages"
 )
 
-// denseTable is the relabelling strategy that goes with a dense index: it
+// denseTable is the relabelling strategy of an Index that allows a table
+// over every node id (up to tableMaxNodes; batchTable past it): it
 // maps global to local ids through an array over all node ids, each entry
 // packing a generation stamp (high half) with the local id, so that
 // emptying it is O(1) and a lookup is one memory access. It is kept from

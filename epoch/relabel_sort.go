@@ -7,7 +7,7 @@ import (
 )
 
 // sortRelabelMin is the number of candidate edges in a hop (len(dst) ×
-// fanout) from which Sample, without a dense index, relabels by sorting.
+// fanout) from which Sample, without an index, relabels by sorting.
 // A variable so that tests can force either method.
 var sortRelabelMin = 1 << 15
 

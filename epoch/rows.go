@@ -8,7 +8,7 @@ import (
 
 // rows returns the row of each dst node in layer h's frontier (in
 // a.rowBuf, reused), the first step of a hop. There are three ways:
-//   - with a dense index, one array access per node (denseRows);
+//   - with an index, one rank-set lookup per node (rankRows);
 //   - without an index, when dst is large next to the frontier, by sorting
 //     dst and walking the frontier once (mergeRows): sequential instead of
 //     ~log2 cache misses per node. With relabelling by sorting this made
@@ -24,8 +24,8 @@ import (
 func (a *Assembler) rows(h int, dst []uint32, order *dstOrder) ([]int32, error) {
 	rows, bad := a.rowBuf[:0], -1
 	switch f := a.r.Layers[h].Frontier; {
-	case a.ix != nil && a.ix.dense != nil:
-		rows, bad = denseRows(rows, a.ix.dense[h], dst)
+	case a.ix != nil && a.ix.rank != nil:
+		rows, a.blkBuf, bad = rankRows(rows, a.ix.rank[h], dst, a.blkBuf)
 	case a.ix == nil && len(dst)*mergeRatio >= len(f):
 		rows, bad = mergeRows(rows, f, order.sorted(dst))
 	default:
@@ -49,29 +49,6 @@ func (a *Assembler) rows(h int, dst []uint32, order *dstOrder) ([]int32, error) 
 // binary search when len(dst)·mergeRatio >= len(frontier). A variable so
 // that tests can force either method.
 var mergeRatio = 64
-
-// denseRows appends the position of each dst node in the frontier of
-// index p to rows (as gather, prefetching the next block's entries) and
-// returns it; bad is the index in dst of the first node missing from the
-// frontier, or -1.
-func denseRows(rows []int32, p []int32, dst []uint32) ([]int32, int) {
-	pf := usePrefetch && len(p) > 0
-	if pf {
-		prefetchIdx4(&p[0], dst[:min(rowsPrefetch, len(dst))])
-	}
-	for i0 := 0; i0 < len(dst); i0 += rowsPrefetch {
-		if next := i0 + rowsPrefetch; pf && next < len(dst) {
-			prefetchIdx4(&p[0], dst[next:min(next+rowsPrefetch, len(dst))])
-		}
-		for ii, v := range dst[i0:min(i0+rowsPrefetch, len(dst))] {
-			if int(v) >= len(p) || p[v] < 0 {
-				return rows, i0 + ii
-			}
-			rows = append(rows, p[v])
-		}
-	}
-	return rows, -1
-}
 
 // rowOf finds node in layer l's frontier through the map index, or
 // without an index by binary search.

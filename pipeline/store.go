@@ -26,7 +26,7 @@ var (
 	ErrAlreadyPreparing = errors.New("epoch: next epoch already preparing or prepared")
 )
 
-// DefaultIndexBudget is the most memory a Store spends on a Result's dense
+// DefaultIndexBudget is the most memory a Store spends on a Result's
 // position index (Result.Index) by default; above it, Sample binary-searches.
 const DefaultIndexBudget = 512 << 20
 
@@ -34,12 +34,14 @@ const DefaultIndexBudget = 512 << 20
 type StoreOption func(*Store)
 
 // WithIndexBudget sets the memory a Store may spend on each resident
-// epoch's dense index (4 bytes per node per layer, plus 8 bytes per node
-// for each goroutine's relabel table); 0 disables the index, and Sample
-// then binary-searches the frontiers and relabels through a hash table.
+// epoch's index (Result.DenseIndexBytes: 1.33 bits per node per layer),
+// and on one goroutine's relabel table over every node id
+// (epoch.RelabelTableBytes: 8 bytes per node up to 2^24 nodes) where it
+// fits too; 0 disables the index, and Sample then binary-searches the
+// frontiers and relabels through a hash table.
 func WithIndexBudget(bytes int64) StoreOption { return func(s *Store) { s.indexBudget = bytes } }
 
-// WithNumNodes sizes the dense index for a graph of n nodes instead of
+// WithNumNodes sizes the index for a graph of n nodes instead of
 // max(Final)+1 (the same lookups; only useful to bound memory up front).
 func WithNumNodes(n uint32) StoreOption { return func(s *Store) { s.numNodes = n } }
 
@@ -97,14 +99,20 @@ func (s *Store) install(r *epoch.Result) (*resident, error) {
 		return nil, errors.New("epoch: nil result")
 	}
 	res := &resident{r: r}
-	// The budget covers the index and one Assembler's relabel table (8
-	// bytes per node); each further concurrent Sample holds another table.
-	n := int64(s.numNodes)
+	// The budget covers the index and one Assembler's relabel table over
+	// every node id; each further concurrent Sample holds another table.
+	// Where only the index fits, assemblers relabel through tables sized
+	// by the minibatch instead.
+	n := s.numNodes
 	if n == 0 {
-		n = int64(r.NumNodes())
+		n = r.NumNodes()
 	}
-	if s.indexBudget > 0 && len(r.Layers) > 0 && r.DenseIndexBytes(s.numNodes)+8*n <= s.indexBudget {
-		ix, err := r.Index(s.numNodes)
+	if ixBytes := r.DenseIndexBytes(n); s.indexBudget > 0 && len(r.Layers) > 0 && ixBytes <= s.indexBudget {
+		var opts []epoch.IndexOption
+		if ixBytes+epoch.RelabelTableBytes(n) > s.indexBudget {
+			opts = append(opts, epoch.WithoutRelabelTable())
+		}
+		ix, err := r.Index(s.numNodes, opts...)
 		if err != nil {
 			return nil, err
 		}

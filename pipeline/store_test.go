@@ -185,7 +185,13 @@ func TestStoreSampleDuringAdvance(t *testing.T) {
 	for e := range results {
 		results[e] = f.result(uint32(e))
 	}
-	for _, budget := range []int64{0, DefaultIndexBudget} {
+	// Budgets: no index; the index without the relabel table over every
+	// node id (which then does not fit); both.
+	var ixBytes int64
+	for _, r := range results {
+		ixBytes = max(ixBytes, r.DenseIndexBytes(0))
+	}
+	for _, budget := range []int64{0, ixBytes, DefaultIndexBudget} {
 		s := NewStore(WithIndexBudget(budget))
 		s.SetCurrent(results[0])
 		stop := make(chan struct{})
