@@ -54,7 +54,9 @@ def _crc32c_table() -> List[int]:
     return table
 
 
-_CRC32C = _crc32c_table()
+#: CRC-32C's byte table (reflected Castagnoli polynomial): ``crc32c``'s,
+#: and the device table's row checks'.
+CRC32C_TABLE = _crc32c_table()
 
 
 def crc32c(data: bytes) -> int:
@@ -62,7 +64,7 @@ def crc32c(data: bytes) -> int:
     of a graph fingerprint)."""
     c = 0xFFFFFFFF
     for b in data:
-        c = _CRC32C[(c ^ b) & 0xFF] ^ (c >> 8)
+        c = CRC32C_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
     return c ^ 0xFFFFFFFF
 
 

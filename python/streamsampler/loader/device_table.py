@@ -24,6 +24,7 @@ training loader and its evaluation loaders), and freed with the last.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import weakref
@@ -31,7 +32,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..featstore import MANIFEST, FeatureStore, StoreError
+from ..featstore import CRC32C_TABLE, MANIFEST, FeatureStore, StoreError
 from ..optional import require
 
 __all__ = ["BLOCK_BYTES", "DeviceTable", "FRACTION", "crc32c_rows", "device_table", "fits", "resolve", "store_bytes"]
@@ -46,17 +47,7 @@ FRACTION = 0.25
 #: overlaps copying and checking the one before).
 BLOCK_BYTES = 64 << 20
 
-_POLY = 0x82F63B78  # CRC-32C, reflected
-
-
-def _crc_table() -> np.ndarray[Any, np.dtype[np.int64]]:
-    t = np.arange(256, dtype=np.int64)
-    for _ in range(8):
-        t = np.where(t & 1, (t >> 1) ^ _POLY, t >> 1)
-    return t
-
-
-_TABLE = _crc_table()
+_TABLE = np.array(CRC32C_TABLE, dtype=np.int64)
 _tables: Dict[Any, Any] = {}
 
 
@@ -128,7 +119,7 @@ class DeviceTable:
         stream = torch.cuda.Stream(device) if pinned else None
         bad: List[Tuple[int, Any, Any]] = []
         with open(path, "rb", buffering=0) as f, (torch.cuda.stream(stream) if stream is not None
-                                                   else _nothing()):
+                                                   else contextlib.nullcontext()):
             for k, lo in enumerate(range(0, store.num_nodes, per)):
                 hi = min(store.num_nodes, lo + per)
                 i = k % 2
@@ -184,14 +175,6 @@ class DeviceTable:
         on the current stream."""
         x = self.x.index_select(0, n_id)
         return x, (self.y.index_select(0, n_id) if self.y is not None else None)
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _read_exact(f: Any, buf: Any, path: str, offset: int) -> None:
