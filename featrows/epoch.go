@@ -76,6 +76,29 @@ func (ep *Epoch) Read(ctx context.Context, index int, nodes []uint32, dst []byte
 	return ep.pass(index, err)
 }
 
+// ReadInto is Read where the destination is had in the minibatch's turn:
+// once the turn comes, alloc returns dst (it may wait for memory that
+// earlier minibatches, already delivered, give back: a shared buffer the
+// consumer returns as it consumes). An alloc that fails passes the turn
+// on with the rows read for the plan's sake, as Read with dst nil, and
+// ReadInto returns its error unwrapped, with the epoch unfailed.
+func (ep *Epoch) ReadInto(ctx context.Context, index int, nodes []uint32, alloc func() ([]byte, error)) ([]byte, error) {
+	if err := ep.await(ctx, index); err != nil {
+		return nil, err
+	}
+	dst, aerr := alloc()
+	ep.rmu.Lock()
+	err := ep.read(index, nodes, dst)
+	ep.rmu.Unlock()
+	if err := ep.pass(index, err); err != nil {
+		return nil, err
+	}
+	if aerr != nil {
+		return nil, aerr
+	}
+	return dst, nil
+}
+
 func (ep *Epoch) read(index int, nodes []uint32, dst []byte) error {
 	if ep.closed.Load() {
 		return ErrClosed

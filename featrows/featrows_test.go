@@ -403,3 +403,54 @@ func TestDirectAndLabels(t *testing.T) {
 		})
 	}
 }
+
+// TestReadInto: the destination is asked for only in the minibatch's turn
+// (never before an earlier minibatch is delivered), the rows are the
+// store's, and a destination that cannot be had passes the turn on with
+// the cache filled as planned: later minibatches still get the store's
+// rows, and the epoch is not failed.
+func TestReadInto(t *testing.T) {
+	const n = 1200
+	fs := store(t, n, 4, false)
+	r := rand.New(rand.NewPCG(7, 8))
+	bs := batches(r, 30, 90, n)
+	x := newExec(t, fs)
+	ep, err := x.Epoch(1, plan(t, fs, bs, 100, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("no buffer")
+	var wg sync.WaitGroup
+	errs := make(chan error, len(bs))
+	for i := len(bs) - 1; i >= 0; i-- { // the later ones ask first
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := ep.ReadInto(context.Background(), i, bs[i], func() ([]byte, error) {
+				if turn := ep.Turn(); turn != i {
+					return nil, fmt.Errorf("minibatch %d asked for its buffer at turn %d", i, turn)
+				}
+				if i%7 == 3 {
+					return nil, refused
+				}
+				return make([]byte, int64(len(bs[i]))*fs.RowBytes()), nil
+			})
+			switch {
+			case i%7 == 3 && !errors.Is(err, refused):
+				errs <- fmt.Errorf("minibatch %d: refused buffer gave %v", i, err)
+			case i%7 != 3 && err != nil:
+				errs <- fmt.Errorf("minibatch %d: %w", i, err)
+			case i%7 != 3 && !bytes.Equal(got, want(t, fs, bs[i])):
+				errs <- fmt.Errorf("minibatch %d: rows differ from the store's", i)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if ep.Turn() != len(bs) {
+		t.Fatalf("turn %d after %d minibatches", ep.Turn(), len(bs))
+	}
+}

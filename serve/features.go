@@ -66,6 +66,19 @@ func rowBuffer(n int64, pool *rowPool) ([]byte, *rowLease, error) {
 	return l.bytes(int(n)), l, nil
 }
 
+// rowBufferWait is rowBuffer where a shared buffer may be waited for
+// (rowPool.acquireWait) rather than the rows put on the heap.
+func rowBufferWait(ctx context.Context, n int64, pool *rowPool) ([]byte, *rowLease, error) {
+	if pool == nil {
+		return make([]byte, n), nil, nil
+	}
+	l, err := pool.acquireWait(ctx, int(n))
+	if err != nil {
+		return nil, nil, err
+	}
+	return l.bytes(int(n)), l, nil
+}
+
 // planned reads minibatch index of epoch e, whose node set is nodes, in
 // its turn and returns its features (with a pool, in one of its buffers)
 // with the labels of seeds. With seeds nil the rows are read for the
@@ -88,15 +101,14 @@ func (st *featureStage) planned(ctx context.Context, e uint32, index int, plan *
 	case seeds == nil:
 		return nil, ep.Read(ctx, index, nodes, nil)
 	}
-	x, mem, err := rowBuffer(int64(len(nodes))*st.fs.RowBytes(), pool)
+	// The buffer is leased in the minibatch's turn: one the client has to
+	// give back is then one of an earlier minibatch, already sent.
+	var mem *rowLease
+	x, err := ep.ReadInto(ctx, index, nodes, func() (x []byte, err error) {
+		x, mem, err = rowBufferWait(ctx, int64(len(nodes))*st.fs.RowBytes(), pool)
+		return x, err
+	})
 	if err != nil {
-		// Its turn is still taken: the rows are read for the cache's sake.
-		if rerr := ep.Read(ctx, index, nodes, nil); rerr != nil {
-			return nil, rerr
-		}
-		return nil, err
-	}
-	if err := ep.Read(ctx, index, nodes, x); err != nil {
 		mem.abandon()
 		return nil, err
 	}

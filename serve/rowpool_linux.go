@@ -3,9 +3,11 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -37,6 +39,9 @@ type rowPool struct {
 	bufs   []*rowBuf
 	nextID uint32
 	closed bool
+	// impatient: a wait for a lease timed out and no lease has come back
+	// since (acquireWait puts rows on the heap at once meanwhile).
+	impatient bool
 }
 
 // MaxRowBuffers is the most shared-rows buffers (memory files) a
@@ -87,22 +92,83 @@ func (p *rowPool) closeBuf(b *rowBuf) {
 // (nil: to nothing).
 func newRowPool(acct rowAccount) *rowPool { return &rowPool{acct: acct} }
 
+// leaseWait is how long acquireWait waits for the client to give back a
+// lease before it puts a minibatch's rows on the heap. A trainer gives a
+// buffer back when it drops the minibatch before last, within one step of
+// its loop; the wait only has to outlast a step. One that keeps its
+// minibatches (list(loader)) costs one wait, not one per minibatch: the
+// pool stops waiting until it next sees a lease come back.
+const leaseWait = 500 * time.Millisecond
+
+// acquireWait is acquire where the pool may not grow but a buffer large
+// enough is leased: it waits, up to leaseWait (or ctx), for the client to
+// give one back, and takes that instead of n bytes of heap. Rows on the
+// heap travel through the socket (a copy into the kernel and one out of
+// it, 0.86 GB/s against the shared buffers' 2.5 on the benchmark VM) and
+// load the Go heap, whose collector then runs without pause inside a
+// memory limit: with the client's four requests in flight and a pool
+// that holds two of them, an out-of-core epoch took 42 s instead of 28
+// (docs/PERFORMANCE.md, issue 23 item 4). Callers take their turn before
+// they wait (featrows.Epoch.ReadInto), so the leases waited for are of
+// minibatches already sent, which the client gives back as it consumes.
+func (p *rowPool) acquireWait(ctx context.Context, n int) (*rowLease, error) {
+	deadline := time.Now().Add(leaseWait)
+	pause := 20 * time.Microsecond
+	for {
+		l, wait, err := p.tryAcquire(n)
+		if err != nil || l != nil {
+			return l, err
+		}
+		if !wait || time.Now().After(deadline) {
+			if wait { // timed out: no more waits until a lease comes back
+				p.mu.Lock()
+				p.impatient = true
+				p.mu.Unlock()
+			}
+			return &rowLease{heap: make([]byte, n), retire: noBuffer}, nil
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, time.Millisecond)
+	}
+}
+
 // acquire leases a buffer for n bytes of rows: the smallest free one that
 // holds them, or a new one a quarter larger than n (rounded to 2 MiB), so
 // that minibatches of similar sizes reuse it; or, where the pool may not
 // grow (MaxRowBuffers, its account's refusal), n bytes of heap.
 func (p *rowPool) acquire(n int) (*rowLease, error) {
+	l, _, err := p.tryAcquire(n)
+	if l == nil && err == nil {
+		l = &rowLease{heap: make([]byte, n), retire: noBuffer}
+	}
+	return l, err
+}
+
+// tryAcquire is acquire without the heap: where the pool may not grow it
+// returns no lease, and whether a leased buffer large enough could come
+// back (worth waiting for, unless an earlier wait timed out since the
+// client last gave one back).
+func (p *rowPool) tryAcquire(n int) (_ *rowLease, wait bool, _ error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, fmt.Errorf("shared rows: connection closed")
+		return nil, false, fmt.Errorf("shared rows: connection closed")
 	}
 	var best, small *rowBuf
 	at := -1
+	heldFits := false
 	for i, b := range p.bufs {
 		if atomic.LoadUint64(b.lease()) != leaseFree {
+			heldFits = heldFits || b.rows() >= n
 			continue
 		}
+		p.impatient = false // the client gives leases back
 		if b.rows() >= n {
 			if best == nil || b.rows() < best.rows() {
 				best = b
@@ -115,14 +181,14 @@ func (p *rowPool) acquire(n int) (*rowLease, error) {
 	if best == nil {
 		size := rowsOffset + (n+n/4+poolRound-1)/poolRound*poolRound
 		if small == nil && len(p.bufs) >= MaxRowBuffers || p.acct != nil && !p.acct.chargeRows(int64(size)) {
-			return &rowLease{heap: make([]byte, n), retire: noBuffer}, nil
+			return nil, heldFits && !p.impatient, nil
 		}
 		b, err := newRowBuf(p.nextID, size)
 		if err != nil {
 			if p.acct != nil {
 				p.acct.refundRows(int64(size))
 			}
-			return nil, err
+			return nil, false, err
 		}
 		p.nextID++
 		if small != nil {
@@ -136,7 +202,7 @@ func (p *rowPool) acquire(n int) (*rowLease, error) {
 		l.buf = b
 	}
 	atomic.StoreUint64(l.buf.lease(), leaseHeld)
-	return l, nil
+	return l, false, nil
 }
 
 // newRowBuf maps a new memory file of size bytes, populated at once (one

@@ -3,8 +3,11 @@
 package serve
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -56,5 +59,74 @@ func TestRowPool(t *testing.T) {
 	unix.Close(fd)
 	if fd2, _ := d.attach(); fd2 != -1 {
 		t.Fatalf("second attach passed descriptor %d again", fd2)
+	}
+}
+
+// capAccount lets a pool hold at most limit bytes of buffers.
+type capAccount struct{ held, limit int64 }
+
+func (a *capAccount) chargeRows(n int64) bool {
+	if a.held+n > a.limit {
+		return false
+	}
+	a.held += n
+	return true
+}
+func (a *capAccount) refundRows(n int64) { a.held -= n }
+
+// TestRowPoolWait: where the pool may not grow, acquireWait waits for a
+// held buffer to come back instead of putting the rows on the heap; one
+// wait that times out makes the next ones give up at once, until a lease
+// comes back; acquire never waits.
+func TestRowPoolWait(t *testing.T) {
+	p := newRowPool(&capAccount{limit: 2 << 20 * 2}) // room for one 2 MiB buffer (plus its lease page)
+	defer p.close()
+	ctx := context.Background()
+	free := func(l *rowLease) { atomic.StoreUint64(l.buf.lease(), leaseFree) }
+	a, err := p.acquireWait(ctx, 1<<20)
+	if err != nil || !a.shared() {
+		t.Fatalf("first lease: shared %v, %v", a.shared(), err)
+	}
+	if h, _ := p.acquire(1 << 20); h.shared() {
+		t.Fatal("acquire leased a second buffer past the account's limit")
+	}
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		free(a)
+	}()
+	t0 := time.Now()
+	b, err := p.acquireWait(ctx, 1<<20)
+	if err != nil || !b.shared() || b.id() != a.id() {
+		t.Fatalf("waited lease: shared %v, id %v (want %d), %v", b.shared(), b.id(), a.id(), err)
+	}
+	if w := time.Since(t0); w < 20*time.Millisecond {
+		t.Fatalf("took the held buffer after %v, before it came back", w)
+	}
+	// b is never given back: one full wait, then none.
+	t0 = time.Now()
+	if h, _ := p.acquireWait(ctx, 1<<20); h.shared() || time.Since(t0) < leaseWait {
+		t.Fatalf("lease while b is held: shared %v after %v (want the heap after %v)", h.shared(), time.Since(t0), leaseWait)
+	}
+	for i := range 3 {
+		t0 = time.Now()
+		if h, _ := p.acquireWait(ctx, 1<<20); h.shared() || time.Since(t0) > leaseWait/2 {
+			t.Fatalf("lease %d after the wait, b still held: shared %v after %v (want the heap at once)", i+2, h.shared(), time.Since(t0))
+		}
+	}
+	free(b)
+	if c, _ := p.acquireWait(ctx, 1<<20); !c.shared() {
+		t.Fatal("a buffer given back was not leased again")
+	}
+	// Waiting ends with ctx.
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	p.impatient = false
+	if _, err := p.acquireWait(cctx, 1<<20); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("wait past ctx: %v", err)
+	}
+	// A request larger than any buffer cannot be served by waiting.
+	t0 = time.Now()
+	if h, _ := p.acquireWait(ctx, 64<<20); h.shared() || time.Since(t0) > leaseWait/2 {
+		t.Fatalf("oversized request: shared %v after %v (want the heap at once)", h.shared(), time.Since(t0))
 	}
 }

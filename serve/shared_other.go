@@ -3,6 +3,7 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"net"
 )
@@ -17,12 +18,15 @@ type rowBuf struct{ id uint32 }
 
 func newRowPool(rowAccount) *rowPool                { return &rowPool{} }
 func (p *rowPool) acquire(n int) (*rowLease, error) { return nil, errors.New("no memory files here") }
-func (p *rowPool) close()                           {}
-func (l *rowLease) bytes(n int) []byte              { return nil }
-func (l *rowLease) abandon()                        {}
-func (l *rowLease) attach() (int, error)            { return -1, errors.New("no memory files here") }
-func (l *rowLease) id() uint32                      { return 0 }
-func (l *rowLease) shared() bool                    { return false }
+func (p *rowPool) acquireWait(_ context.Context, n int) (*rowLease, error) {
+	return nil, errors.New("no memory files here")
+}
+func (p *rowPool) close()                {}
+func (l *rowLease) bytes(n int) []byte   { return nil }
+func (l *rowLease) abandon()             {}
+func (l *rowLease) attach() (int, error) { return -1, errors.New("no memory files here") }
+func (l *rowLease) id() uint32           { return 0 }
+func (l *rowLease) shared() bool         { return false }
 
 const rowsOffset = 4096
 
