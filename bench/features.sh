@@ -54,7 +54,8 @@
 #
 # Environment: SCALE, DIM, CACHE (128MiB), CGROUP_LIMIT (1GiB or none),
 # CHUNK (64MiB), SERVER_MEM (GOMEMLIMIT of the server), PRELOAD_CACHE,
-# BENCH_DIR (/tmp/ss-features), PY (/usr/bin/python3, with numpy), SEED (1),
+# BENCH_DIR (/tmp/ss-features), BIN_DIR (prebuilt chunkify and
+# streamsampler, for a machine without Go; default: go build), PY (/usr/bin/python3, with numpy), SEED (1),
 # TIMEOUT (s per variant; 900: a variant still running is stopped and shown
 # as "> TIMEOUT", a lower bound), KEEP=1 (keep the graph), OLD_SS (see
 # above; OLD_NAME names it in the report), SKIP (variants left out, e.g.
@@ -76,7 +77,11 @@ note() { echo "features.sh: $*" >&2; }
 for t in dd awk timeout numfmt; do command -v "$t" >/dev/null || die "needs $t"; done
 mkdir -p "$BENCH_DIR/bin"
 W=$BENCH_DIR
-go build -o "$W/bin/" ./cmd/chunkify ./cmd/streamsampler
+if [[ -n ${BIN_DIR:-} ]]; then  # prebuilt (a machine without Go)
+  cp "$BIN_DIR/chunkify" "$BIN_DIR/streamsampler" "$W/bin/"
+else
+  go build -o "$W/bin/" ./cmd/chunkify ./cmd/streamsampler
+fi
 CK=$W/bin/chunkify SS=$W/bin/streamsampler
 ROWS=$W/rows.tsv
 : > "$ROWS"

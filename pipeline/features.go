@@ -11,6 +11,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featplan"
+	"github.com/streamsampler/streamsampler/internal/memavail"
 )
 
 // FeaturePlanning asks a Pipeline to plan each epoch's feature reads while
@@ -87,16 +88,17 @@ func reorderSeed(seed uint64, e uint32) uint64 {
 func (p *Pipeline) planFeatures(ctx context.Context, r *epoch.Result, m *meta, e uint32) (*FeaturePlan, error) {
 	t0 := time.Now()
 	batches := m.batches
+	workers := runtime.GOMAXPROCS(0)
 	var ix *epoch.Index
-	if r.DenseIndexBytes(0) <= DefaultIndexBudget {
+	if ixBytes := r.DenseIndexBytes(0); ixBytes <= DefaultIndexBudget {
 		var err error
-		if ix, err = r.Index(0); err != nil {
+		if ix, err = r.Index(0, indexOptions(ixBytes, r.NumNodes(), workers, DefaultIndexBudget, memavail.Available())...); err != nil {
 			return nil, fmt.Errorf("epoch %d: %w", e, err)
 		}
 	}
 	sets := make([][]uint32, len(batches))
 	var next atomic.Int64
-	errs := make([]error, runtime.GOMAXPROCS(0))
+	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := range errs {
 		wg.Add(1)

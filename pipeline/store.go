@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/internal/memavail"
 	"github.com/streamsampler/streamsampler/statedir"
 )
 
@@ -108,17 +110,33 @@ func (s *Store) install(r *epoch.Result) (*resident, error) {
 		n = r.NumNodes()
 	}
 	if ixBytes := r.DenseIndexBytes(n); s.indexBudget > 0 && len(r.Layers) > 0 && ixBytes <= s.indexBudget {
-		var opts []epoch.IndexOption
-		if ixBytes+epoch.RelabelTableBytes(n) > s.indexBudget {
-			opts = append(opts, epoch.WithoutRelabelTable())
-		}
-		ix, err := r.Index(s.numNodes, opts...)
+		ix, err := r.Index(s.numNodes, indexOptions(ixBytes, n, runtime.GOMAXPROCS(0), s.indexBudget, memavail.Available())...)
 		if err != nil {
 			return nil, err
 		}
 		res.ix = ix
 	}
 	return res, nil
+}
+
+// indexOptions are the options of an index of ixBytes over n node ids
+// that assemblers goroutines read at once: a relabel table over every
+// node id for each of them (epoch.RelabelTableBytes) only where they fit
+// the budget beside the index, and where they fit what memory this
+// process may still use (a quarter of avail, memavail.Available), as each
+// goroutine holds its own. Otherwise assemblers relabel through tables
+// sized by the minibatch. On 16 cores a scale-22 epoch's 16 tables of
+// 32 MiB each, twice over (the feature plan's node sets, then the
+// minibatches), took a server out of its 1 GiB cgroup (OOM-killed before
+// its first minibatch, docs/PERFORMANCE.md).
+func indexOptions(ixBytes int64, n uint32, assemblers int, budget, avail int64) []epoch.IndexOption {
+	if avail > 0 {
+		budget = min(budget, avail/4)
+	}
+	if ixBytes+int64(max(assemblers, 1))*epoch.RelabelTableBytes(n) > budget {
+		return []epoch.IndexOption{epoch.WithoutRelabelTable()}
+	}
+	return nil
 }
 
 // SetCurrent makes r the current epoch directly (for a Result loaded with
