@@ -39,7 +39,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PY = "/usr/bin/python3"
+PY = os.environ.get("PY", "/usr/bin/python3")  # with numpy (the pyenv python3 on PATH has none)
 
 
 def drop_caches():
