@@ -154,6 +154,13 @@ def main():
     if "epoch_s" in b.get("ringsampler", {}):
         checks.append(("RingSampler's epoch / ours, scale 25", b["ringsampler"]["epoch_s"] / b["one"]["wall"], 10.0,
                        ">="))
+        # Like for like: RingSampler's figure is an epoch of a run with the
+        # page cache warm; ours here is an epoch of a two-epoch run (process
+        # start, the cold read of the graph and the second epoch, whose
+        # chunks are in the chunk cache, over two). Printed beside the
+        # target's, which counts our cold epoch from process start alone.
+        checks.append(("  the same, ours per epoch over two epochs", b["ringsampler"]["epoch_s"] / (b["two"]["wall"] / 2),
+                       None, ">="))
     if "epoch_s" in a.get("ringsampler", {}):
         checks.append(("RingSampler's epoch / ours, scale 22", a["ringsampler"]["epoch_s"] / a["one"]["wall"], None,
                        ">="))
