@@ -39,8 +39,8 @@ type rowPool struct {
 	bufs   []*rowBuf
 	nextID uint32
 	closed bool
-	// impatient: a wait for a lease timed out and no lease has come back
-	// since (acquireWait puts rows on the heap at once meanwhile).
+	// impatient: a wait for a lease timed out; acquireWait no longer
+	// waits on this connection.
 	impatient bool
 }
 
@@ -93,11 +93,14 @@ func (p *rowPool) closeBuf(b *rowBuf) {
 func newRowPool(acct rowAccount) *rowPool { return &rowPool{acct: acct} }
 
 // leaseWait is how long acquireWait waits for the client to give back a
-// lease before it puts a minibatch's rows on the heap. A trainer gives a
-// buffer back when it drops the minibatch before last, within one step of
-// its loop; the wait only has to outlast a step. One that keeps its
-// minibatches (list(loader)) costs one wait, not one per minibatch: the
-// pool stops waiting until it next sees a lease come back.
+// lease before it puts a minibatch's rows on the heap. A consumer that
+// drops each minibatch before it asks for more than its requests in
+// flight gives a buffer back within one step of its loop; the wait only
+// has to outlast a step. One that holds more minibatches than the pool
+// has buffers (a loader's prefetch queue, list(loader)) would make every
+// minibatch wait the whole of it (397 ms a minibatch for a consumer that
+// kept six), so the first wait that times out is the connection's last:
+// from then on its rows go on the heap at once, as before waits existed.
 const leaseWait = 500 * time.Millisecond
 
 // acquireWait is acquire where the pool may not grow but a buffer large
@@ -111,6 +114,7 @@ const leaseWait = 500 * time.Millisecond
 // (docs/PERFORMANCE.md, issue 23 item 4). Callers take their turn before
 // they wait (featrows.Epoch.ReadInto), so the leases waited for are of
 // minibatches already sent, which the client gives back as it consumes.
+// The first wait that times out is the connection's last (leaseWait).
 func (p *rowPool) acquireWait(ctx context.Context, n int) (*rowLease, error) {
 	deadline := time.Now().Add(leaseWait)
 	pause := 20 * time.Microsecond
@@ -120,7 +124,7 @@ func (p *rowPool) acquireWait(ctx context.Context, n int) (*rowLease, error) {
 			return l, err
 		}
 		if !wait || time.Now().After(deadline) {
-			if wait { // timed out: no more waits until a lease comes back
+			if wait { // timed out: no more waits on this connection
 				p.mu.Lock()
 				p.impatient = true
 				p.mu.Unlock()
@@ -152,8 +156,7 @@ func (p *rowPool) acquire(n int) (*rowLease, error) {
 
 // tryAcquire is acquire without the heap: where the pool may not grow it
 // returns no lease, and whether a leased buffer large enough could come
-// back (worth waiting for, unless an earlier wait timed out since the
-// client last gave one back).
+// back (worth waiting for, unless an earlier wait timed out).
 func (p *rowPool) tryAcquire(n int) (_ *rowLease, wait bool, _ error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -168,7 +171,6 @@ func (p *rowPool) tryAcquire(n int) (_ *rowLease, wait bool, _ error) {
 			heldFits = heldFits || b.rows() >= n
 			continue
 		}
-		p.impatient = false // the client gives leases back
 		if b.rows() >= n {
 			if best == nil || b.rows() < best.rows() {
 				best = b

@@ -76,8 +76,9 @@ func (a *capAccount) refundRows(n int64) { a.held -= n }
 
 // TestRowPoolWait: where the pool may not grow, acquireWait waits for a
 // held buffer to come back instead of putting the rows on the heap; one
-// wait that times out makes the next ones give up at once, until a lease
-// comes back; acquire never waits.
+// wait that times out is the pool's last, even once leases come back (a
+// consumer that holds more minibatches than the pool has buffers would
+// otherwise wait out every one); acquire never waits.
 func TestRowPoolWait(t *testing.T) {
 	p := newRowPool(&capAccount{limit: 2 << 20 * 2}) // room for one 2 MiB buffer (plus its lease page)
 	defer p.close()
@@ -114,8 +115,13 @@ func TestRowPoolWait(t *testing.T) {
 		}
 	}
 	free(b)
-	if c, _ := p.acquireWait(ctx, 1<<20); !c.shared() {
+	c, _ := p.acquireWait(ctx, 1<<20)
+	if !c.shared() {
 		t.Fatal("a buffer given back was not leased again")
+	}
+	t0 = time.Now()
+	if h, _ := p.acquireWait(ctx, 1<<20); h.shared() || time.Since(t0) > leaseWait/2 {
+		t.Fatalf("after a timed-out wait and a lease given back: shared %v after %v (want the heap at once)", h.shared(), time.Since(t0))
 	}
 	// Waiting ends with ctx.
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
