@@ -130,3 +130,42 @@ func TestServeFullNeighborhoods(t *testing.T) {
 		t.Fatalf("the connection after a refused reply: %v", err)
 	}
 }
+
+// Where a hop takes every neighbor, a sample's bound comes from the
+// largest degree and is loose: a sample whose bound exceeds the
+// connection's share is served holding the share (as a next_batch is),
+// not refused; the same request of a server of sampled hops is refused.
+func TestServeFullSampleOverShare(t *testing.T) {
+	g := randomCSR(300, 6, 2)
+	train := trainNodes(300, 2)
+	for _, tc := range []struct {
+		fanouts []int
+		refused bool
+	}{{[]int{-1}, false}, {[]int{64, 64, 64}, true}} {
+		// A largest degree of 10^6 (so claimed) makes the full hop's bound
+		// far larger than the 1 MiB share, as 64^3 samples a seed (the node
+		// count not given) make the sampled hops'; the replies are small.
+		cfg := Config{Sampler: &refSampler{g: g}, MaxDegree: 1e6, NumEdges: 1e9,
+			MaxRequest: 1 << 16, MaxInflight: 2 << 20,
+			Config: pipeline.Config{Sampling: epoch.Sampling{Train: train, Fanouts: tc.fanouts, Seed: 1}, BatchSize: 8}}
+		s := newTestServer(t, cfg)
+		c := dial(t, serveUnix(t, s))
+		seeds := train[:100]
+		if bound := s.replyBound(int64(len(seeds))); bound <= s.connSize {
+			t.Fatalf("fanouts %v: bound %d within the share %d: the test does not exercise the refusal", tc.fanouts, bound, s.connSize)
+		}
+		b, err := c.Sample(0, seeds)
+		var re *RemoteError
+		switch {
+		case tc.refused && (!errors.As(err, &re) || re.Code != CodeOverBudget):
+			t.Fatalf("fanouts %v: %v, want CodeOverBudget", tc.fanouts, err)
+		case !tc.refused && err != nil:
+			t.Fatalf("fanouts %v: %v", tc.fanouts, err)
+		case !tc.refused:
+			ref, _ := host.Reference(g, train, tc.fanouts, epoch.Key{Seed: 1})
+			if wb, _ := ref.Assemble(seeds, epoch.DGL); !reflect.DeepEqual(b, wb) {
+				t.Fatalf("fanouts %v: sample differs from the reference", tc.fanouts)
+			}
+		}
+	}
+}
