@@ -75,14 +75,16 @@ func (a *allRows) layer(frontier []uint32) epoch.Layer {
 
 // join concatenates parts (n elements in all) into one slice: the one
 // part itself where there is one (a graph of one chunk), so that the
-// layer is not copied.
+// layer is not copied. Each part is let go once copied, so that the
+// collector may take it back before the last is.
 func join[T int32 | int64](parts [][]T, n int64) []T {
 	if len(parts) == 1 && parts[0] != nil {
 		return parts[0]
 	}
 	out := make([]T, 0, n)
-	for _, p := range parts {
+	for i, p := range parts {
 		out = append(out, p...)
+		parts[i] = nil
 	}
 	return out
 }
