@@ -360,6 +360,23 @@ class Loaders(unittest.TestCase):
             for hop in b.hops:
                 self.check_full_hop(hop)
 
+    def test_pyg_neighbor_loader_full(self):
+        """streamsampler.pyg.NeighborLoader takes num_neighbors=[-1] and
+        [-1, 3] (PyG's layer-wise inference loader), its batches' full
+        hops every in-edge of the nodes they expand (torch_geometric is
+        needed only to build Data, not for the batches)."""
+        for fanouts in ([-1], [-1, 3]):
+            lo = NeighborLoader(self.graph, num_neighbors=fanouts, input_nodes=self.val, batch_size=64,
+                                binary=self.ss)
+            self.assertEqual(lo.fanouts, fanouts)
+            seen = []
+            for b in lo.batches():
+                self.assertEqual(b.semantics, "pyg")
+                self.check_full_hop(b.hops[0])
+                seen += b.seeds.tolist()
+            self.assertEqual(seen, self.val.tolist())
+            lo.close()
+
     def test_servers_stop_with_their_loaders(self):
         a = NodeLoader(self.graph, [2], 10, self.val, False, False, "pyg", None, seed=99, binary=self.ss)
         b = NodeLoader(self.graph, [2], 10, self.test, False, False, "dgl", None, seed=99, binary=self.ss)
