@@ -55,8 +55,9 @@ func (p AllProgress) Done(n int) bool { return p.Stop >= n }
 
 // validateAll checks what the copy-all mode trusts: the chunk and the
 // targets as validate does, one count per target, the edge output (nil
-// or as long as out), a capacity that fits 32 bits and holds at least one
-// neighbor, and skip within targets[0]'s degree.
+// or as long as out), targets and a capacity that fit the int32 status and
+// counts, a capacity of at least one neighbor, and skip within
+// targets[0]'s degree.
 func validateAll(chunk, targets []uint32, skip uint32, counts, out, edges []int32) error {
 	if len(counts) != len(targets) {
 		return fmt.Errorf("%w: %d counts for %d targets", ErrBadOutput, len(counts), len(targets))
@@ -64,8 +65,9 @@ func validateAll(chunk, targets []uint32, skip uint32, counts, out, edges []int3
 	if edges != nil && len(edges) != len(out) {
 		return fmt.Errorf("%w: len(edges) = %d, want len(out) = %d", ErrBadOutput, len(edges), len(out))
 	}
-	if uint64(len(out)) > math.MaxUint32 {
-		return fmt.Errorf("%w: capacity of %d neighbors, at most %d per launch", ErrBadOutput, len(out), uint64(math.MaxUint32))
+	// The status and the counts are int32 words.
+	if int64(len(out)) > math.MaxInt32 || int64(len(targets)) > math.MaxInt32 {
+		return fmt.Errorf("%w: %d targets and a capacity of %d neighbors, at most %d each per launch", ErrBadOutput, len(targets), len(out), math.MaxInt32)
 	}
 	if len(targets) == 0 {
 		return nil

@@ -34,8 +34,9 @@
 //                          edge index (as in sampling)
 //
 // where key carries (capacity << 32) | skip (no random number is drawn,
-// so the key is free): capacity bounds the neighbors one launch writes
-// (the host sizes it by its result buffer), and targets[0]'s adjacency is
+// so the key is free): capacity (below 2^31: the counts are int32)
+// bounds the neighbors one launch writes (the host sizes it by its result
+// buffer), and targets[0]'s adjacency is
 // copied from position skip on (a row a previous launch stopped in).
 // A launch stops where the next neighbor would not fit; the host launches
 // again from targets[stop] with skip = resume, so a row of any length

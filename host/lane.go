@@ -364,9 +364,10 @@ func (l *deviceLane) runEntry(e *cacheEntry, la launch) (kernel, syncT time.Dura
 
 // allCapacity is the neighbors a copy-all launch of nt targets has room
 // for in the result buffer (after the status and the counts; with edge
-// indices, half of what is left), at most the kernel's 32-bit count.
+// indices, half of what is left), at most what the kernel's int32 counts
+// can say.
 func (l *deviceLane) allCapacity(nt int, edges bool) int {
-	return min((l.rwords-hls.AllStatusWords-nt)/resultWords(edges), math.MaxUint32)
+	return min((l.rwords-hls.AllStatusWords-nt)/resultWords(edges), math.MaxInt32)
 }
 
 // runAllBO runs a copy-all launch (la.All) over the chunk in buffer
