@@ -255,7 +255,24 @@ func (a *Assembler) assemble(seeds []uint32, sem Semantics, b *Blocks) ([]uint32
 		ly := &r.Layers[h]
 		a.dstByID.forget()
 		a.expandByID.forget()
-		relabeler := a.relabelerFor(h, len(known), len(expand)*ly.Fanout)
+		order := &a.dstByID
+		if len(expand) != len(known) {
+			order = &a.expandByID
+		}
+		// The relabelling is chosen by the hop's samples, at most
+		// len(expand)·fanout; a full layer's rows are as long as their
+		// nodes' degrees, so its rows are found first and their lengths
+		// summed (the batch table must know its 24-bit ids suffice).
+		var rows []int32
+		maxEdges := len(expand) * ly.Fanout
+		if ly.Full() {
+			var err error
+			if rows, err = a.rows(h, expand, order); err != nil {
+				return nil, err
+			}
+			maxEdges = fullEdges(ly.Offsets, rows)
+		}
+		relabeler := a.relabelerFor(h, len(known), maxEdges)
 		if bad, repeated := relabeler.begin(h, known); bad >= 0 {
 			switch {
 			case !repeated:
@@ -266,18 +283,21 @@ func (a *Assembler) assemble(seeds []uint32, sem Semantics, b *Blocks) ([]uint32
 				return nil, fmt.Errorf("epoch: internal error: node %d twice among hop %d destinations", known[bad], h+1)
 			}
 		}
-		order := &a.dstByID
-		if len(expand) != len(known) {
-			order = &a.expandByID
+		if !ly.Full() {
+			var err error
+			if rows, err = a.rows(h, expand, order); err != nil {
+				return nil, err
+			}
 		}
-		rows, err := a.rows(h, expand, order)
-		if err != nil {
-			return nil, err
-		}
-		maxEdges := len(rows)*ly.Fanout + 1
+		maxEdges++ // gather's branch-free copy writes one slot past the last edge
 		sampled := slices.Grow(a.sampled[:0], maxEdges)[:maxEdges]
 		edgeDst := slices.Grow(a.edgeDst[:0], maxEdges)[:maxEdges]
-		numEdges := a.gather(sampled, edgeDst, ly.Samples, rows, ly.Fanout)
+		var numEdges int
+		if ly.Full() {
+			numEdges = gatherFull(sampled, edgeDst, ly.Samples, ly.Offsets, rows)
+		} else {
+			numEdges = a.gather(sampled, edgeDst, ly.Samples, rows, ly.Fanout)
+		}
 		sampled, edgeDst = sampled[:numEdges], edgeDst[:numEdges]
 		edgeSrc := slices.Grow(a.edgeSrc[:0], numEdges)[:numEdges]
 		src, bad := relabeler.relabel(append(a.src[:0], known...), sampled, edgeSrc)
@@ -295,7 +315,10 @@ func (a *Assembler) assemble(seeds []uint32, sem Semantics, b *Blocks) ([]uint32
 			hop := &b.Hops[h]
 			hop.Dst = expand
 			hop.Src, hop.EdgeSrc, hop.EdgeDst = clone(src), clone(edgeSrc), clone(edgeDst)
-			if ly.EdgeIDs != nil {
+			switch {
+			case ly.EdgeIDs != nil && ly.Full():
+				hop.EdgeIDs = gatherFullEdgeIDs(make([]int64, 0, numEdges), ly.EdgeIDs, ly.Offsets, rows)
+			case ly.EdgeIDs != nil:
 				hop.EdgeIDs = gatherEdgeIDs(make([]int64, 0, numEdges), ly.Samples, ly.EdgeIDs, rows, ly.Fanout)
 			}
 			known = hop.Src

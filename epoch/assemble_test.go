@@ -81,6 +81,13 @@ func testSampleMatchesBruteForce(t *testing.T) {
 		{300, 20, true, []int{4, 4, 4}, true},
 		{1000, 8, false, []int{2, 2, 2, 2}, true},
 		{40, 60, true, []int{64}, false},
+		// Full layers (fanout -1): alone, mixed, and a multigraph's
+		// repeated neighbors, with and without edge ids (odd cases).
+		{200, 12, true, []int{-1}, false},
+		{300, 20, true, []int{-1, 3}, true},
+		{300, 10, false, []int{4, -1}, false},
+		{150, 8, true, []int{-1, -1}, false},
+		{120, 30, true, []int{2, -1, 2}, true},
 	}
 	for ci, c := range cases {
 		g := epochtest.RandomGraph(r, c.n, c.maxDeg, c.dups)
@@ -325,6 +332,8 @@ func TestIndexedMatchesSearch(t *testing.T) {
 		{2000, 12, []int{5, 4, 3}, 0},
 		{5000, 30, []int{10, 5}, 0},
 		{3000, 20, []int{6, 6, 6}, 400},
+		{2000, 12, []int{-1, 4}, 0},
+		{1500, 10, []int{3, -1}, 300},
 	} {
 		if c.limit > 0 {
 			defer epoch.SetBatchMaxNodes(c.limit)()
@@ -371,6 +380,71 @@ func TestIndexedMatchesSearch(t *testing.T) {
 				nodes, err := a.NodeSet(seeds, sem, nil)
 				if err != nil || !slices.Equal(nodes, want.Nodes()) {
 					t.Fatalf("case %d minibatch %d %s: NodeSet differs (%v)", ci, i, name, err)
+				}
+			}
+		}
+	}
+}
+
+// A hop over a full layer (fanout -1) holds, for each destination, every
+// edge of its adjacency in the graph itself, once each, in CSR order, with
+// edge ids where the layer has them: checked against the graph, not
+// against the Result, under both semantics and every lookup.
+func TestFullHopsHoldEveryEdge(t *testing.T) { eachLookup(t, testFullHopsHoldEveryEdge) }
+
+func testFullHopsHoldEveryEdge(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 9))
+	for ci, fan := range [][]int{{-1}, {-1, 2}, {3, -1}, {-1, -1, 2}} {
+		n := 400
+		g := epochtest.RandomGraph(r, n, 15, true)
+		train := epochtest.RandomSeeds(r, n, n/2)
+		res := epochtest.SampleEpoch(g, train, fan, epoch.Key{Seed: uint64(ci), Epoch: 2})
+		// Edge ids as in the stored CSR: the graph's offset + the position.
+		for l := range res.Layers {
+			ly := &res.Layers[l]
+			ly.EdgeIDs = make([]int64, len(ly.Samples))
+			for i, v := range ly.Frontier {
+				lo, hi := ly.Span(i)
+				for j := lo; j < hi; j++ {
+					ly.EdgeIDs[j] = -1
+					if ly.Samples[j] >= 0 {
+						ly.EdgeIDs[j] = int64(g.Off[v]) + int64(j-lo)
+					}
+				}
+			}
+		}
+		if err := res.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		ix, err := res.Index(uint32(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range []*epoch.Assembler{epoch.NewAssembler(res, nil), epoch.NewAssembler(res, ix)} {
+			for trial := range 10 {
+				seeds := epochtest.Pick(r, train, 1+r.IntN(30))
+				for _, sem := range []epoch.Semantics{epoch.DGL, epoch.PyG} {
+					b, err := a.Assemble(seeds, sem)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for h, hop := range b.Hops {
+						if fan[h] != epoch.AllNeighbors {
+							continue
+						}
+						e := 0
+						for i, v := range hop.Dst {
+							for p, u := range g.Neighbors(v) {
+								if e >= len(hop.EdgeSrc) || int(hop.EdgeDst[e]) != i || hop.Src[hop.EdgeSrc[e]] != u || hop.EdgeIDs[e] != int64(g.Off[v]+p) {
+									t.Fatalf("fanouts %v trial %d %v hop %d: node %d's edge %d (neighbor %d, position %d) is not edge %d of the hop", fan, trial, sem, h+1, v, g.Off[v]+p, u, p, e)
+								}
+								e++
+							}
+						}
+						if e != len(hop.EdgeSrc) {
+							t.Fatalf("fanouts %v trial %d %v hop %d: %d edges, the destinations have %d", fan, trial, sem, h+1, len(hop.EdgeSrc), e)
+						}
+					}
 				}
 			}
 		}

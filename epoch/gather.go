@@ -82,3 +82,41 @@ func gatherEdgeIDs(dst []int64, layerSamples []int32, layerEdgeIDs []int64, rows
 	}
 	return dst
 }
+
+// fullEdges is the number of samples the given rows of a full layer hold:
+// the sum of their lengths, which sizes gatherFull's output.
+func fullEdges(offsets []int64, rows []int32) int {
+	n := 0
+	for _, row := range rows {
+		n += int(offsets[row+1] - offsets[row])
+	}
+	return n
+}
+
+// gatherFull is gather for a full layer (Layer.Offsets): every sample of
+// each row is an edge (a full layer has no empty slot), so a row is one
+// copy of its span, however long. sampled and edgeDst must hold
+// fullEdges(offsets, rows). Rows of a full layer are mostly longer than a
+// fixed fanout's, and each starts a sequential copy the hardware
+// prefetcher follows, so the software prefetching of gather is not used.
+func gatherFull(sampled []uint32, edgeDst []int32, layerSamples []int32, offsets []int64, rows []int32) int {
+	j := 0
+	for i, row := range rows {
+		lo, hi := offsets[row], offsets[row+1]
+		for _, s := range layerSamples[lo:hi] {
+			sampled[j] = uint32(s)
+			edgeDst[j] = int32(i)
+			j++
+		}
+	}
+	return j
+}
+
+// gatherFullEdgeIDs is gatherEdgeIDs for a full layer: the edge ids of
+// each row's whole span, in gatherFull's order.
+func gatherFullEdgeIDs(dst []int64, layerEdgeIDs []int64, offsets []int64, rows []int32) []int64 {
+	for _, row := range rows {
+		dst = append(dst, layerEdgeIDs[offsets[row]:offsets[row+1]]...)
+	}
+	return dst
+}

@@ -3,6 +3,7 @@ package epoch
 import (
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/streamsampler/streamsampler/rng"
 )
@@ -36,9 +37,22 @@ type Key struct {
 // Layer returns the RNG key of layer l (hop l+1), rng.Key(Seed, Epoch, l).
 func (k Key) Layer(l int) uint64 { return rng.Key(k.Seed, k.Epoch, l) }
 
+// AllNeighbors is the fanout of a full layer: every node of the frontier
+// takes all of its neighbors, in CSR order (PyG's and DGL's -1; DESIGN
+// §3, "Full neighborhoods"). It is rng.AllNeighbors.
+const AllNeighbors = rng.AllNeighbors
+
 // Layer is one sampling layer of an epoch: the sorted unique frontier, the
 // fanout used, and len(Frontier)*Fanout samples, row i holding the
 // neighbors drawn for Frontier[i] with -1 in empty slots.
+//
+// A full layer (Fanout == AllNeighbors) is shaped as a CSR instead: row i
+// is Samples[Offsets[i]:Offsets[i+1]], every neighbor of Frontier[i] in
+// CSR order, so rows have the nodes' degrees as lengths and hold no -1.
+// Offsets has len(Frontier)+1 entries, starts at 0, never decreases and
+// ends at len(Samples); it is nil in every other layer. A row's length is
+// its node's degree, which may be anything (a hub's million neighbors are
+// one row), so nothing about a full layer is sized by a fanout.
 //
 // EdgeIDs is nil when the epoch was sampled without edge ids (the
 // default). Otherwise len(EdgeIDs) == len(Samples) and EdgeIDs[i] is the
@@ -53,10 +67,70 @@ type Layer struct {
 	Fanout   int
 	Samples  []int32
 	EdgeIDs  []int64
+	// Offsets is a full layer's row offsets (see above); nil otherwise.
+	Offsets []int64
+}
+
+// Full reports whether the layer takes every neighbor (Fanout ==
+// AllNeighbors): its rows are variable-length, through Offsets.
+func (l *Layer) Full() bool { return l.Fanout == AllNeighbors }
+
+// Span returns where row i lies in Samples (and EdgeIDs): [lo, hi).
+func (l *Layer) Span(i int) (lo, hi int) {
+	if l.Offsets != nil {
+		return int(l.Offsets[i]), int(l.Offsets[i+1])
+	}
+	return i * l.Fanout, (i + 1) * l.Fanout
 }
 
 // Row returns the samples of Frontier[i].
-func (l *Layer) Row(i int) []int32 { return l.Samples[i*l.Fanout : (i+1)*l.Fanout] }
+func (l *Layer) Row(i int) []int32 {
+	lo, hi := l.Span(i)
+	return l.Samples[lo:hi]
+}
+
+// slotOf returns the row and the slot within it of entry j of Samples.
+func (l *Layer) slotOf(j int) (row, slot int) {
+	if l.Offsets == nil {
+		return j / l.Fanout, j % l.Fanout
+	}
+	// The last row starting at or before j (empty rows share a start).
+	row = sort.Search(len(l.Offsets)-1, func(i int) bool { return l.Offsets[i+1] > int64(j) })
+	return row, j - int(l.Offsets[row])
+}
+
+// checkOffsets checks the shape of layer l's rows: a full layer's Offsets
+// (len(Frontier)+1 entries, 0 first, non-decreasing, len(Samples) last),
+// or len(Frontier)·Fanout samples and no Offsets in any other layer.
+func (ly *Layer) checkOffsets(l int) error {
+	if !ly.Full() {
+		if ly.Fanout < 1 {
+			return fmt.Errorf("layer %d: fanout %d, want >= 1 or %d (every neighbor)", l, ly.Fanout, AllNeighbors)
+		}
+		if ly.Offsets != nil {
+			return fmt.Errorf("layer %d: fanout %d with row offsets (only a full layer, fanout %d, has them)", l, ly.Fanout, AllNeighbors)
+		}
+		if want := int64(len(ly.Frontier)) * int64(ly.Fanout); int64(len(ly.Samples)) != want {
+			return fmt.Errorf("layer %d: %d samples, want %d (%d frontier nodes × fanout %d)", l, len(ly.Samples), want, len(ly.Frontier), ly.Fanout)
+		}
+		return nil
+	}
+	if len(ly.Offsets) != len(ly.Frontier)+1 {
+		return fmt.Errorf("layer %d (every neighbor): %d row offsets for %d frontier nodes, want %d", l, len(ly.Offsets), len(ly.Frontier), len(ly.Frontier)+1)
+	}
+	if ly.Offsets[0] != 0 {
+		return fmt.Errorf("layer %d (every neighbor): row offsets start at %d, want 0", l, ly.Offsets[0])
+	}
+	for i := 1; i < len(ly.Offsets); i++ {
+		if ly.Offsets[i] < ly.Offsets[i-1] {
+			return fmt.Errorf("layer %d (every neighbor): row %d (node %d) ends at %d, before it starts (%d)", l, i-1, ly.Frontier[i-1], ly.Offsets[i], ly.Offsets[i-1])
+		}
+	}
+	if last := ly.Offsets[len(ly.Offsets)-1]; last != int64(len(ly.Samples)) {
+		return fmt.Errorf("layer %d (every neighbor): row offsets end at %d, the layer has %d samples", l, last, len(ly.Samples))
+	}
+	return nil
+}
 
 // Result is one epoch's sampling output. Layers[0].Frontier is the epoch's
 // (sorted unique) training nodes; Layers[l+1].Frontier and finally Final are
@@ -106,7 +180,7 @@ func (r *Result) NumSampledEdges() int64 {
 func (r *Result) Bytes() int64 {
 	n := int64(len(r.Final)) * 4
 	for i := range r.Layers {
-		n += int64(len(r.Layers[i].Frontier))*4 + int64(len(r.Layers[i].Samples))*4 + int64(len(r.Layers[i].EdgeIDs))*8
+		n += int64(len(r.Layers[i].Frontier))*4 + int64(len(r.Layers[i].Samples))*4 + int64(len(r.Layers[i].EdgeIDs))*8 + int64(len(r.Layers[i].Offsets))*8
 	}
 	return n
 }
@@ -128,9 +202,9 @@ func (ly *Layer) checkEdgeIDs(l int, want bool) error {
 	}
 	for i, e := range ly.EdgeIDs {
 		if (e == -1) != (ly.Samples[i] == -1) || e < -1 {
-			row := i / ly.Fanout
+			row, slot := ly.slotOf(i)
 			return fmt.Errorf("%w: layer %d row %d (node %d) slot %d: edge id %d for sample %d, want -1 exactly at an empty slot and an edge id >= 0 elsewhere",
-				ErrInvalid, l, row, ly.Frontier[row], i%ly.Fanout, e, ly.Samples[i])
+				ErrInvalid, l, row, ly.Frontier[row], slot, e, ly.Samples[i])
 		}
 	}
 	return nil
@@ -152,21 +226,26 @@ func (r *Result) Validate() error {
 	}
 	for l := range r.Layers {
 		ly := &r.Layers[l]
-		if ly.Fanout < 1 {
-			return fmt.Errorf("%w: layer %d: fanout %d, want >= 1", ErrInvalid, l, ly.Fanout)
-		}
 		if err := checkSortedUnique(ly.Frontier); err != nil {
 			return fmt.Errorf("%w: layer %d frontier: %v", ErrInvalid, l, err)
 		}
-		if want := int64(len(ly.Frontier)) * int64(ly.Fanout); int64(len(ly.Samples)) != want {
-			return fmt.Errorf("%w: layer %d: %d samples, want %d (%d frontier nodes × fanout %d)",
-				ErrInvalid, l, len(ly.Samples), want, len(ly.Frontier), ly.Fanout)
+		if err := ly.checkOffsets(l); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		// A full layer's rows hold neighbors only: no empty slot.
+		least := int32(-1)
+		if ly.Full() {
+			least = 0
 		}
 		for i, s := range ly.Samples {
-			if s < -1 {
-				row := i / ly.Fanout
-				return fmt.Errorf("%w: layer %d row %d (node %d) slot %d: sample %d, want -1 or a node id",
-					ErrInvalid, l, row, ly.Frontier[row], i%ly.Fanout, s)
+			if s < least {
+				row, slot := ly.slotOf(i)
+				want := "-1 or a node id"
+				if ly.Full() {
+					want = "a node id (a full layer has no empty slot)"
+				}
+				return fmt.Errorf("%w: layer %d row %d (node %d) slot %d: sample %d, want %s",
+					ErrInvalid, l, row, ly.Frontier[row], slot, s, want)
 			}
 		}
 		if err := ly.checkEdgeIDs(l, r.Layers[0].EdgeIDs != nil); err != nil {
@@ -213,9 +292,9 @@ func compareFrontier(l int, ly *Layer, got, want []uint32) error {
 		// Name the row that put v into the frontier.
 		for j, s := range ly.Samples {
 			if s >= 0 && uint32(s) == v {
-				row := j / ly.Fanout
+				row, slot := ly.slotOf(j)
 				return fmt.Errorf("%w: %s lacks node %d, sampled by layer %d row %d (node %d) slot %d",
-					ErrInvalid, name, v, l, row, ly.Frontier[row], j%ly.Fanout)
+					ErrInvalid, name, v, l, row, ly.Frontier[row], slot)
 			}
 		}
 		return fmt.Errorf("%w: %s lacks node %d of frontier %d", ErrInvalid, name, v, l)
@@ -225,7 +304,7 @@ func compareFrontier(l int, ly *Layer, got, want []uint32) error {
 }
 
 // CheckShape is the cheap part of Validate that a writer needs: array
-// lengths that agree with the fanouts.
+// lengths that agree with the fanouts (and a full layer's row offsets).
 func (r *Result) CheckShape() error {
 	if r == nil {
 		return errors.New("nil result")
@@ -236,8 +315,8 @@ func (r *Result) CheckShape() error {
 	edgeIDs := r.HasEdgeIDs()
 	for l := range r.Layers {
 		ly := &r.Layers[l]
-		if ly.Fanout < 1 || int64(len(ly.Samples)) != int64(len(ly.Frontier))*int64(ly.Fanout) {
-			return fmt.Errorf("layer %d: %d samples for %d frontier nodes and fanout %d", l, len(ly.Samples), len(ly.Frontier), ly.Fanout)
+		if err := ly.checkOffsets(l); err != nil {
+			return err
 		}
 		if (ly.EdgeIDs != nil) != edgeIDs || (edgeIDs && len(ly.EdgeIDs) != len(ly.Samples)) {
 			return fmt.Errorf("layer %d: %d edge ids for %d samples (layer 0 has edge ids: %v)", l, len(ly.EdgeIDs), len(ly.Samples), edgeIDs)

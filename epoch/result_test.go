@@ -169,3 +169,65 @@ func TestValidateEdgeIDs(t *testing.T) {
 		}
 	}
 }
+
+// A full layer (fanout -1) is a CSR: Validate checks its row offsets and
+// that it holds no empty slot, naming the layer and the row.
+func TestValidateFull(t *testing.T) {
+	fresh := func() *epoch.Result {
+		r := epochtest.NewResult(t, 6, 300, []int{-1, 2})
+		return epochtest.WithEdgeIDs(r)
+	}
+	res := fresh()
+	if err := res.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ly := &res.Layers[0]
+	if !ly.Full() || ly.Offsets == nil || res.Layers[1].Offsets != nil {
+		t.Fatal("layer 0 should be full, layer 1 not")
+	}
+	for i := range ly.Frontier {
+		lo, hi := ly.Span(i)
+		if row := ly.Row(i); len(row) != hi-lo || int64(lo) != ly.Offsets[i] {
+			t.Fatalf("row %d: span [%d, %d), %d samples", i, lo, hi, len(row))
+		}
+	}
+	// The first row with at least two neighbors.
+	long := -1
+	for i := range ly.Frontier {
+		if lo, hi := ly.Span(i); hi-lo >= 2 && long < 0 {
+			long = i
+		}
+	}
+	if long < 0 {
+		t.Fatal("no row with two neighbors")
+	}
+	at := int(ly.Offsets[long]) + 1
+	cases := map[string]struct {
+		mut  func(r *epoch.Result)
+		want string
+	}{
+		"no offsets":      {func(r *epoch.Result) { r.Layers[0].Offsets = nil }, "layer 0 (every neighbor): 0 row offsets"},
+		"short offsets":   {func(r *epoch.Result) { r.Layers[0].Offsets = r.Layers[0].Offsets[1:] }, "row offsets for"},
+		"start":           {func(r *epoch.Result) { r.Layers[0].Offsets[0] = 1 }, "start at 1"},
+		"decreasing":      {func(r *epoch.Result) { r.Layers[0].Offsets[long+1] = r.Layers[0].Offsets[long] - 1 }, fmt.Sprintf("row %d", long)},
+		"end":             {func(r *epoch.Result) { r.Layers[0].Samples = r.Layers[0].Samples[1:] }, "row offsets end at"},
+		"empty slot":      {func(r *epoch.Result) { r.Layers[0].Samples[at] = -1 }, fmt.Sprintf("layer 0 row %d (node %d) slot 1", long, ly.Frontier[long])},
+		"offsets on k":    {func(r *epoch.Result) { r.Layers[1].Offsets = []int64{0} }, "layer 1: fanout 2 with row offsets"},
+		"edge id at row":  {func(r *epoch.Result) { r.Layers[0].EdgeIDs[at] = -1 }, fmt.Sprintf("layer 0 row %d", long)},
+		"fanout -2":       {func(r *epoch.Result) { r.Layers[0].Fanout = -2 }, "fanout -2"},
+		"sampled by full": {func(r *epoch.Result) { r.Final = r.Final[1:] }, "frontier 2 lacks node"},
+	}
+	for name, c := range cases {
+		r := fresh()
+		c.mut(r)
+		err := r.Validate()
+		if !errors.Is(err, epoch.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want mention of %q", name, err, c.want)
+		}
+		if name != "sampled by full" && name != "empty slot" && name != "edge id at row" {
+			if err := r.CheckShape(); err == nil {
+				t.Errorf("%s: CheckShape accepts it", name)
+			}
+		}
+	}
+}

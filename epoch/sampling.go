@@ -25,7 +25,7 @@ type Sampling struct {
 }
 
 // Check reports (wrapping ErrConfig) the first thing wrong with s: no
-// fanouts or more than MaxLayers, a fanout below 1, a rank outside the
+// fanouts or more than MaxLayers, a fanout below 1 other than AllNeighbors, a rank outside the
 // world, or fewer distinct training nodes than ranks (an empty training
 // set included: every rank needs a minibatch).
 func (s Sampling) Check() error {
@@ -36,8 +36,8 @@ func (s Sampling) Check() error {
 		return fmt.Errorf("%w: %d fanouts, at most %d", ErrConfig, len(s.Fanouts), MaxLayers)
 	}
 	for h, k := range s.Fanouts {
-		if k < 1 {
-			return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want >= 1", ErrConfig, k, h, h+1)
+		if k < 1 && k != AllNeighbors {
+			return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want >= 1 or %d (every neighbor)", ErrConfig, k, h, h+1, AllNeighbors)
 		}
 	}
 	world := s.WorldSize()

@@ -191,10 +191,14 @@ func int64Bytes(a []int64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*8)
 }
 
-// arrayNames lists the arrays of an L-layer epoch in manifest order; with
-// edge ids, edges-<l> of every layer follow the others (so the positions
-// of the frontier and sample arrays do not depend on them).
-func arrayNames(L int, edgeIDs bool) (names, dtypes []string) {
+// arrayNames lists the arrays of an epoch of the given fanouts in
+// manifest order; with edge ids, edges-<l> of every layer follow the
+// others (so the positions of the frontier and sample arrays do not depend
+// on them), and then offsets-<l> (int64, len(frontier-<l>)+1: the rows of
+// a CSR) of each full layer (fanout epoch.AllNeighbors), whose
+// samples-<l> holds every neighbor of each frontier node, row after row.
+func arrayNames(fanouts []int, edgeIDs bool) (names, dtypes []string) {
+	L := len(fanouts)
 	for l := 0; l < L; l++ {
 		names = append(names, fmt.Sprintf("frontier-%d", l), fmt.Sprintf("samples-%d", l))
 		dtypes = append(dtypes, "uint32", "int32")
@@ -207,7 +211,36 @@ func arrayNames(L int, edgeIDs bool) (names, dtypes []string) {
 			dtypes = append(dtypes, "int64")
 		}
 	}
+	for _, l := range fullLayers(fanouts) {
+		names = append(names, fmt.Sprintf("offsets-%d", l))
+		dtypes = append(dtypes, "int64")
+	}
 	return names, dtypes
+}
+
+// fullLayers lists the layers whose fanout is epoch.AllNeighbors.
+func fullLayers(fanouts []int) []int {
+	var out []int
+	for l, k := range fanouts {
+		if k == epoch.AllNeighbors {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// extraArray says what array i of an epoch's manifest holds when it comes
+// after the frontiers and samples (i > 2L): a layer's edge ids, or a full
+// layer's row offsets.
+func extraArray(i int, fanouts []int, edgeIDs bool) (layer int, offsets bool) {
+	j := i - 2*len(fanouts) - 1
+	if edgeIDs {
+		if j < len(fanouts) {
+			return j, false
+		}
+		j -= len(fanouts)
+	}
+	return fullLayers(fanouts)[j], true
 }
 
 // wordsPer is the 32-bit words per element of dtype.
@@ -279,14 +312,18 @@ func Write(dir string, r *epoch.Result, opts WriteOptions) (err error) {
 	edgeIDs := r.HasEdgeIDs()
 	m := Manifest{Format: formatName, Version: FormatVersion, Seed: r.Key.Seed, Epoch: r.Key.Epoch,
 		Replace: r.Key.Replace, Fanouts: r.Fanouts(), EdgeIDs: edgeIDs, Identity: opts.Identity}
-	names, dtypes := arrayNames(len(r.Layers), edgeIDs)
+	names, dtypes := arrayNames(m.Fanouts, edgeIDs)
 	L := len(r.Layers)
 	for i, name := range names {
 		var raw []byte
 		var n int
 		switch {
 		case i > 2*L:
-			e := r.Layers[i-2*L-1].EdgeIDs
+			l, offsets := extraArray(i, m.Fanouts, edgeIDs)
+			e := r.Layers[l].EdgeIDs
+			if offsets {
+				e = r.Layers[l].Offsets
+			}
 			raw, n = leBytes64(int64Bytes(e)), len(e)
 		case i == 2*L:
 			raw, n = leBytes(hostorder.Bytes(r.Final)), len(r.Final)
@@ -410,7 +447,11 @@ func Read(dir string) (*epoch.Result, error) {
 		}
 		switch {
 		case i > 2*L:
-			r.Layers[i-2*L-1].EdgeIDs = asInt64s(words)
+			if l, offsets := extraArray(i, m.Fanouts, m.EdgeIDs); offsets {
+				r.Layers[l].Offsets = asInt64s(words)
+			} else {
+				r.Layers[l].EdgeIDs = asInt64s(words)
+			}
 		case i == 2*L:
 			r.Final = words
 		case i%2 == 0:
@@ -491,14 +532,14 @@ func parseManifest(path string, data []byte) (*Manifest, error) {
 		return nil, bad("%d layers, at most %d", len(m.Fanouts), epoch.MaxLayers)
 	}
 	for l, k := range m.Fanouts {
-		if k < 1 || k > 1<<16 {
-			return nil, bad("layer %d: fanout %d out of range", l, k)
+		if (k < 1 || k > 1<<16) && k != epoch.AllNeighbors {
+			return nil, bad("layer %d: fanout %d out of range (want 1..%d, or %d: every neighbor)", l, k, 1<<16, epoch.AllNeighbors)
 		}
 	}
 	if id := m.Identity; id != nil && (id.WorldSize < 1 || id.Rank < 0 || id.Rank >= id.WorldSize || id.Train.Count < 0) {
 		return nil, bad("identity: rank %d of world size %d, %d training nodes: out of range", id.Rank, id.WorldSize, id.Train.Count)
 	}
-	names, dtypes := arrayNames(len(m.Fanouts), m.EdgeIDs)
+	names, dtypes := arrayNames(m.Fanouts, m.EdgeIDs)
 	if len(m.Arrays) != len(names) {
 		return nil, bad("%d arrays for %d layers, want %d", len(m.Arrays), len(m.Fanouts), len(names))
 	}
@@ -519,14 +560,21 @@ func parseManifest(path string, data []byte) (*Manifest, error) {
 			return nil, bad("array %s: length %d out of range", a.Name, a.Length)
 		}
 		L := len(m.Fanouts)
-		if i%2 == 1 && i < 2*L {
+		// A full layer's samples are as many as its rows' lengths sum to:
+		// its offsets' last entry, which Read checks (epoch.Validate).
+		if i%2 == 1 && i < 2*L && m.Fanouts[i/2] != epoch.AllNeighbors {
 			k := int64(m.Fanouts[i/2])
 			if fl := m.Arrays[i-1].Length; a.Length != fl*k {
 				return nil, bad("array %s: length %d, want %d (frontier %d × fanout %d)", a.Name, a.Length, fl*k, fl, k)
 			}
 		}
 		if i > 2*L {
-			if sl := m.Arrays[2*(i-2*L-1)+1].Length; a.Length != sl {
+			l, offsets := extraArray(i, m.Fanouts, m.EdgeIDs)
+			if offsets {
+				if fl := m.Arrays[2*l].Length; a.Length != fl+1 {
+					return nil, bad("array %s: length %d, want %d (one more than frontier %d's nodes)", a.Name, a.Length, fl+1, l)
+				}
+			} else if sl := m.Arrays[2*l+1].Length; a.Length != sl {
 				return nil, bad("array %s: length %d, want %d (one per sample)", a.Name, a.Length, sl)
 			}
 		}

@@ -378,3 +378,79 @@ func TestWriteRefusesMisnamedEpoch(t *testing.T) {
 		t.Fatalf("left %v", ents)
 	}
 }
+
+// Full layers (fanout -1) are stored as a CSR: samples-<l> holds the rows
+// one after the other and offsets-<l>.i64 their offsets, after the edge
+// ids. The round trip is exact, alone and mixed with sampled layers, with
+// and without edge ids and compression.
+func TestWriteReadFullLayers(t *testing.T) {
+	for _, comp := range []string{"", "zstd"} {
+		for _, fanouts := range [][]int{{-1}, {-1, 3}, {2, -1}, {-1, -1}} {
+			for _, eids := range []bool{false, true} {
+				res := epochtest.NewResult(t, uint64(len(fanouts)), 400, fanouts)
+				if eids {
+					epochtest.WithEdgeIDs(res)
+				}
+				dir := filepath.Join(t.TempDir(), "ep")
+				if err := Write(dir, res, WriteOptions{Compress: comp}); err != nil {
+					t.Fatal(err)
+				}
+				got, err := Read(dir)
+				if err != nil {
+					t.Fatalf("%q %v eids %v: %v", comp, fanouts, eids, err)
+				}
+				if !epochtest.EqualResult(got, res) {
+					t.Fatalf("%q %v eids %v: round trip differs", comp, fanouts, eids)
+				}
+				suffix := map[string]string{"": "", "zstd": ".zst"}[comp]
+				for l, k := range fanouts {
+					_, err := os.Stat(filepath.Join(dir, fmt.Sprintf("offsets-%d.i64%s", l, suffix)))
+					if (err == nil) != (k == epoch.AllNeighbors) {
+						t.Fatalf("%v layer %d: offsets file: %v", fanouts, l, err)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestReadFullLayersCorruption(t *testing.T) {
+	res := epochtest.WithEdgeIDs(epochtest.NewResult(t, 3, 400, []int{-1, 3}))
+	edit := editEpochManifest
+	// Arrays: frontier-0 samples-0 frontier-1 samples-1 frontier-2
+	// edges-0 edges-1 offsets-0.
+	for _, c := range []struct {
+		name    string
+		mut     func(t *testing.T, dir string)
+		mention string
+	}{
+		{"missing", func(t *testing.T, d string) { os.Remove(filepath.Join(d, "offsets-0.i64")) }, "offsets-0.i64"},
+		{"bit flip", func(t *testing.T, d string) { flipByte(t, filepath.Join(d, "offsets-0.i64"), 9) }, "offsets-0.i64"},
+		{"length", edit(func(m map[string]any) { array(m, 7)["length"] = 3 }), "offsets-0"},
+		{"name", edit(func(m map[string]any) { array(m, 7)["name"] = "offsets-1" }), "offsets-0"},
+		{"fanout", edit(func(m map[string]any) { m["fanouts"] = []any{-2, 3} }), "fanout -2"},
+		{"fanout sampled", edit(func(m map[string]any) { m["fanouts"] = []any{4, 3} }), "arrays"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "epoch-4")
+			if err := Write(dir, res, WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			c.mut(t, dir)
+			_, err := Read(dir)
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.mention) {
+				t.Fatalf("got %v, want ErrCorrupt mentioning %q", err, c.mention)
+			}
+		})
+	}
+	// Valid checksums, broken invariant: an empty slot in a full layer.
+	bad := epochtest.NewResult(t, 3, 400, []int{-1, 3})
+	bad.Layers[0].Samples[0] = -1
+	dir := filepath.Join(t.TempDir(), "epoch-4")
+	if err := Write(dir, bad, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(dir); !errors.Is(err, ErrCorrupt) || !errors.Is(err, epoch.ErrInvalid) || !strings.Contains(err.Error(), "layer 0 row") {
+		t.Fatalf("empty slot in a full layer: %v", err)
+	}
+}

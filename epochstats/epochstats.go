@@ -62,6 +62,12 @@ type Report struct {
 	// chunk cache 0×; 0 where not known.
 	GraphBytes int64 `json:"graph_bytes,omitempty"`
 	Overlapped bool  `json:"overlapped"` // sampled in the background during the previous epoch
+	// ResultBytes is the memory the epoch's sampled Result holds
+	// (epoch.Result.Bytes: frontiers, samples, edge ids, the row offsets
+	// of full layers), one of the two epochs a pipeline keeps; 0 where
+	// not sampled by this process. A layer with fanout -1 holds every
+	// neighbor of its frontier: this is where its cost shows.
+	ResultBytes int64 `json:"result_bytes,omitempty"`
 	// Features, with a feature store, are the epoch's feature figures.
 	Features *Features `json:"features,omitempty"`
 }
@@ -171,6 +177,9 @@ func (r *Report) Lines() []string {
 			how = "in the background during the previous epoch"
 		}
 		sampled = fmt.Sprintf("sampled in %.3f s %s", r.SampleS, how)
+		if r.ResultBytes > 0 {
+			sampled += fmt.Sprintf(", %d bytes of samples in memory", r.ResultBytes)
+		}
 		if r.BytesKnown {
 			sampled += fmt.Sprintf(", %d bytes read at %.2f GB/s", r.BytesRead, r.ReadGBps)
 			if r.GraphBytes > 0 {

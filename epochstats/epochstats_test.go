@@ -45,6 +45,12 @@ func TestReportFinishAndLines(t *testing.T) {
 			lines: []string{"epoch 1: 2 minibatches (4 seeds, 8 edges) in 0.002 s, 1.000 ms/batch (assembly 0.001 s; assembly alone 8e+03 edges/s); sampled in 0.500 s in the background during the previous epoch, 0 bytes read at 0.00 GB/s"},
 		},
 		{
+			name: "the samples' memory (a full layer's cost)",
+			r:    Report{Epoch: 1, Batches: 2, Seeds: 4, Edges: 8, WallS: 0.002, AssembleS: 0.001, SampleS: 0.5, BytesKnown: true, BytesRead: 5e8, ResultBytes: 123456},
+			ms:   1, eps: 8000, gbps: 1,
+			lines: []string{"epoch 1: 2 minibatches (4 seeds, 8 edges) in 0.002 s, 1.000 ms/batch (assembly 0.001 s; assembly alone 8e+03 edges/s); sampled in 0.500 s before its first minibatch, 123456 bytes of samples in memory, 500000000 bytes read at 1.00 GB/s"},
+		},
+		{
 			name:  "nothing delivered, not sampled here",
 			r:     Report{Epoch: 2, NumBatches: 8},
 			lines: []string{"epoch 2: 0 of 8 minibatches (0 seeds, 0 edges) in 0.000 s, 0.000 ms/batch (assembly 0.000 s; assembly alone 0 edges/s); its sampling not timed here"},

@@ -50,6 +50,12 @@ var (
 	ErrTimeout         = errors.New("gpu: watchdog timeout")
 	ErrCUDA            = errors.New("gpu: CUDA error")
 	ErrClosed          = errors.New("gpu: backend closed")
+	// ErrFullNeighborhood: a layer asks for every neighbor (fanout -1,
+	// epoch.AllNeighbors), which the CUDA engines do not implement yet
+	// (their output is rows of a fixed fanout); the error also wraps
+	// ErrInvalid and names the layer. Use the emulated or XRT backend
+	// (host.Sampler) for full layers.
+	ErrFullNeighborhood = errors.New("gpu: fanout -1 (every neighbor) is not supported by the CUDA engines; use --backend emu or xrt")
 )
 
 // Mode selects the engine of SampleEpoch.
@@ -434,6 +440,9 @@ func (b *Backend) validate(seeds []uint32, fanouts []int) error {
 		return fmt.Errorf("%w: %d layers, want 1..%d", ErrInvalid, len(fanouts), epoch.MaxLayers)
 	}
 	for l, k := range fanouts {
+		if k == epoch.AllNeighbors {
+			return fmt.Errorf("%w: %w: layer %d (hop %d)", ErrInvalid, ErrFullNeighborhood, l, l+1)
+		}
 		if k < 1 || k > MaxFanout {
 			return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want 1..%d", ErrInvalid, k, l, l+1, MaxFanout)
 		}

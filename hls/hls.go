@@ -68,6 +68,13 @@ func validate(chunk, targets []uint32, out, edges []int32, fanout int) error {
 	if len(targets) == 0 {
 		return nil
 	}
+	return validateChunk(chunk, targets, edges != nil)
+}
+
+// validateChunk checks the chunk's header and every target's offsets, as
+// the kernel trusts them; edges says edge indices are asked for (then the
+// neighbor words must be countable in int32).
+func validateChunk(chunk, targets []uint32, edges bool) error {
 	if len(chunk) < chunkfmt.MinHeaderWords {
 		return fmt.Errorf("%w: %d words, shorter than the %d-word minimum header", ErrBadChunk, len(chunk), chunkfmt.MinHeaderWords)
 	}
@@ -81,7 +88,7 @@ func validate(chunk, targets []uint32, out, edges []int32, fanout int) error {
 		return fmt.Errorf("%w: n_nodes %d needs a %d-word header, chunk has %d words",
 			ErrBadChunk, nNodes, first, len(chunk))
 	}
-	if edges != nil && uint64(len(chunk))-first > math.MaxInt32+1 {
+	if edges && uint64(len(chunk))-first > math.MaxInt32+1 {
 		return fmt.Errorf("%w: %d neighbor words, chunk-local edge indices are int32", ErrBadChunk, uint64(len(chunk))-first)
 	}
 	if uint64(start)+uint64(nNodes) > math.MaxUint32+1 {

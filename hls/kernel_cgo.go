@@ -109,3 +109,52 @@ func RunWalkEdges(chunk []uint32, nodes, walks []uint32, out, edges []int32, k i
 		C.uint32_t(len(nodes)), C.uint32_t(k), C.uint64_t(key), C.uint32_t(attempt0))
 	return nil
 }
+
+// RunAll runs the kernel's copy-all mode (fanout -1: every neighbor, in
+// CSR order) once, through sample_all_split, after validating the inputs
+// as ReferenceAll does: targets[0]'s neighbors from position skip, then
+// the others', into out until it is full, each target's count in counts,
+// with edges (as long as out) their chunk-local edge indices. It returns
+// where the launch stopped; its output equals ReferenceAll's bit for bit.
+func RunAll(chunk, targets []uint32, skip uint32, counts, out, edges []int32) (AllProgress, error) {
+	if err := validateAll(chunk, targets, skip, counts, out, edges); err != nil {
+		return AllProgress{}, err
+	}
+	if len(targets) == 0 {
+		return AllProgress{}, nil
+	}
+	var status [AllStatusWords]int32
+	C.sample_all_split(
+		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(chunk))),
+		(*C.int32_t)(unsafe.Pointer(&status[0])),
+		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(counts))),
+		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(out))),
+		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(edges))),
+		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(targets))),
+		C.uint32_t(len(targets)), C.uint32_t(len(out)), C.uint32_t(skip))
+	return ParseAllStatus(status[:], counts, len(out))
+}
+
+// RunAllRaw runs the copy-all mode through the synthesised top itself
+// (sample_kernel with fanout FanoutAll and key AllKey(capacity, skip))
+// over one result buffer laid out as on the FPGA (sample_kernel.h). It is
+// what the emulated device executes; it validates first, as RunAll.
+func RunAllRaw(chunk, targets []uint32, result []int32, capacity int, skip uint32, edges bool) error {
+	_, counts, out, eout, err := splitAll(result, len(targets), capacity, edges)
+	if err != nil {
+		return err
+	}
+	if err := validateAll(chunk, targets, skip, counts, out, eout); err != nil {
+		return err
+	}
+	if len(targets) == 0 {
+		result[0], result[1] = 0, 0
+		return nil
+	}
+	C.sample_kernel(
+		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(chunk))),
+		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(result))),
+		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(targets))),
+		C.uint32_t(len(targets)), C.uint32_t(FanoutAll), C.uint64_t(AllKey(capacity, skip)), 0, cBool(edges), 0)
+	return nil
+}

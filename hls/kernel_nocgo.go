@@ -31,3 +31,15 @@ func RunWalk(chunk []uint32, nodes, walks []uint32, out []int32, k int, key uint
 func RunWalkEdges(chunk []uint32, nodes, walks []uint32, out, edges []int32, k int, key uint64, attempt0 uint32) error {
 	return ReferenceWalkEdges(chunk, nodes, walks, out, edges, k, key, attempt0)
 }
+
+// RunAll runs the copy-all mode (fanout -1). Built without cgo it is
+// ReferenceAll.
+func RunAll(chunk, targets []uint32, skip uint32, counts, out, edges []int32) (AllProgress, error) {
+	return ReferenceAll(chunk, targets, skip, counts, out, edges)
+}
+
+// RunAllRaw is the copy-all mode over one result buffer laid out as the
+// kernel's. Built without cgo it is ReferenceAllRaw.
+func RunAllRaw(chunk, targets []uint32, result []int32, capacity int, skip uint32, edges bool) error {
+	return ReferenceAllRaw(chunk, targets, result, capacity, skip, edges)
+}

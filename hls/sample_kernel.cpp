@@ -271,6 +271,69 @@ groups:
   }
 }
 
+// copy_all is the copy-all mode (FANOUT_ALL; the layout is in
+// sample_kernel.h): each target's adjacency from its offsets, copied word
+// by word into out until capacity words are written. No random numbers,
+// no registers per lane: one sequential read burst per adjacency on gmem0
+// (unlike sampling's random reads) and one write burst on gmem1, II=1.
+// The only data-dependent exit is the buffer filling up, which ends the
+// launch at a known (stop, resume) point for the host to go on from.
+static inline void copy_all(const uint32_t* chunk, int32_t* status, int32_t* counts,
+                            int32_t* out, int32_t* eout, bool want_edges,
+                            const uint32_t* targets, uint32_t n_targets, uint32_t capacity,
+                            uint32_t skip) {
+#pragma HLS INLINE
+  const uint32_t n_nodes = chunk[0];
+  const uint32_t start = chunk[1];
+  const uint32_t first = 3 + n_nodes;
+  uint64_t w = 0;             // neighbors written so far
+  uint64_t stop = n_targets;  // the first target not finished
+  uint32_t resume = 0;
+rows:
+  for (uint32_t r = 0; r < n_targets; r++) {
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 1048576
+    const uint32_t v = targets[r];
+    // Unsigned, as in sampling: a target below start wraps and fails.
+    const uint32_t idx = v - start;
+    uint32_t b = 0, d = 0;
+    if (idx < n_nodes) {
+      b = chunk[2 + (uint64_t)idx];
+      const uint32_t e = chunk[3 + (uint64_t)idx];
+      d = e >= b ? e - b : 0;
+    }
+    // Only the first target can be one a previous launch stopped in.
+    const uint32_t p0 = r == 0 ? (skip < d ? skip : d) : 0;
+    const uint32_t left = d - p0;
+    const uint64_t room = (uint64_t)capacity - w;
+    const uint32_t take = (uint64_t)left <= room ? left : (uint32_t)room;
+  copy:
+    for (uint32_t i = 0; i < take; i++) {
+#pragma HLS LOOP_TRIPCOUNT min = 0 max = 64
+#pragma HLS PIPELINE II = 1
+      const uint32_t word = b + p0 + i;
+      out[w + i] = (int32_t)chunk[word];
+      if (want_edges) eout[w + i] = (int32_t)(word - first);
+    }
+    counts[r] = (int32_t)take;
+    w += take;
+    if (take < left) {
+      stop = r;
+      resume = p0 + take;
+      break;
+    }
+  }
+  // Targets past the stop were not reached: their counts are 0, so the
+  // host may read the counts whole.
+zero:
+  for (uint64_t r = stop + 1; r < n_targets; r++) {
+#pragma HLS LOOP_TRIPCOUNT min = 0 max = 1048576
+#pragma HLS PIPELINE II = 1
+    counts[r] = 0;
+  }
+  status[0] = (int32_t)stop;
+  status[1] = (int32_t)resume;
+}
+
 extern "C" void sample_kernel(const uint32_t* chunk, int32_t* result, const uint32_t* targets,
                               uint32_t n_targets, uint32_t fanout, uint64_t key, uint32_t replace,
                               uint32_t edges, uint32_t walk) {
@@ -292,6 +355,16 @@ extern "C" void sample_kernel(const uint32_t* chunk, int32_t* result, const uint
 #pragma HLS INTERFACE s_axilite port = walk bundle = control
 #pragma HLS INTERFACE s_axilite port = return bundle = control
 
+  if (fanout == FANOUT_ALL) {
+    // Copy-all: key is (capacity << 32) | skip; status, counts, the
+    // neighbors and their edge indices share the result buffer.
+    const uint32_t capacity = (uint32_t)(key >> 32);
+    int32_t* counts = result + ALL_STATUS_WORDS;
+    int32_t* out = counts + n_targets;
+    copy_all(chunk, result, counts, out, out + capacity, edges != 0, targets, n_targets, capacity,
+             (uint32_t)key);
+    return;
+  }
   // With edges, the edge indices follow the n_targets × fanout samples in
   // the same buffer (one AXI master, one BO on the host).
   // In a walk step the walk ids follow the n_targets nodes in targets.
@@ -305,6 +378,12 @@ extern "C" void sample_kernel_split(const uint32_t* chunk, int32_t* result, int3
                                     uint64_t key, uint32_t replace) {
   sample_rows(chunk, result, eresult, eresult != nullptr, targets, nullptr, n_targets, fanout, key,
               replace, false, 0);
+}
+
+extern "C" void sample_all_split(const uint32_t* chunk, int32_t* status, int32_t* counts,
+                                 int32_t* out, int32_t* eout, const uint32_t* targets,
+                                 uint32_t n_targets, uint32_t capacity, uint32_t skip) {
+  copy_all(chunk, status, counts, out, eout, eout != nullptr, targets, n_targets, capacity, skip);
 }
 
 extern "C" void walk_kernel_split(const uint32_t* chunk, int32_t* result, int32_t* eresult,

@@ -11,7 +11,10 @@
 //   3. the walk-step mode (argument 8): the DESIGN §3 walk vectors, its
 //      guards, and random walkers against walk_ref, a C++ rendering of the
 //      contract (candidate(key, w, a, d) = below(draw(key, w, 2a), d));
-//   4. every case of the golden file generated from the Go reference
+//   4. the copy-all mode (fanout FANOUT_ALL, every neighbor): the DESIGN
+//      §3 vector, rows cut by the capacity and resumed, targets outside
+//      the chunk, random chunks launch after launch against all_ref;
+//   5. every case of the golden file generated from the Go reference
 //      (rng.Sample, rng.Positions, rng.Candidate) by `go test ./hls -run
 //      Golden -update`, the cases with edge indices (argument 7) in both of
 //      the kernel's forms (contiguous and sample_kernel_split), the walk
@@ -309,6 +312,188 @@ int walk_random() {
   return fails;
 }
 
+// all_ref is the copy-all mode's expected result buffer (sample_kernel.h:
+// status, counts, neighbors, edge indices), written out from the
+// contract (DESIGN §3, "Full neighborhoods": nb[0..d) in CSR order)
+// independently of the kernel's loop: the rows from position skip of the
+// first target on, cut where capacity neighbors are written. Words the
+// kernel must not write (neighbor and edge slots past the last written)
+// hold kCanary; a target outside the chunk has no neighbors.
+std::vector<int32_t> all_ref(const std::vector<uint32_t>& chunk,
+                             const std::vector<uint32_t>& targets, uint32_t capacity,
+                             uint32_t skip, bool edges) {
+  const size_t n = targets.size();
+  std::vector<int32_t> out(ALL_STATUS_WORDS + n + capacity * (edges ? 2 : 1), kCanary);
+  std::vector<int32_t> flat, eflat;
+  std::vector<int32_t> counts(n, 0);
+  uint32_t stop = (uint32_t)n, resume = 0;
+  for (size_t r = 0; r < n && stop == n; r++) {
+    const uint32_t i = targets[r] - chunk[1];
+    uint32_t b = 0, d = 0;
+    if (i < chunk[0]) b = chunk[2 + i], d = chunk[3 + i] - b;
+    for (uint32_t p = r == 0 ? skip : 0; p < d; p++) {
+      if (flat.size() == capacity) {
+        stop = (uint32_t)r, resume = p;
+        break;
+      }
+      flat.push_back((int32_t)chunk[b + p]);
+      eflat.push_back((int32_t)(b + p - (3 + chunk[0])));
+      counts[r]++;
+    }
+  }
+  out[0] = (int32_t)stop, out[1] = (int32_t)resume;
+  for (size_t r = 0; r < n; r++) out[ALL_STATUS_WORDS + r] = counts[r];
+  for (size_t j = 0; j < flat.size(); j++) {
+    out[ALL_STATUS_WORDS + n + j] = flat[j];
+    if (edges) out[ALL_STATUS_WORDS + n + capacity + j] = eflat[j];
+  }
+  return out;
+}
+
+// run_all runs one copy-all launch (fanout FANOUT_ALL, key (capacity <<
+// 32) | skip) through the kernel's top and its split form
+// (sample_all_split) and checks the buffer against want (all_ref), and
+// that nothing past it is written. It returns 1 on a mismatch.
+int run_all(const char* name, const std::vector<uint32_t>& chunk,
+            const std::vector<uint32_t>& targets, uint32_t capacity, uint32_t skip, bool edges,
+            const std::vector<int32_t>& want) {
+  std::vector<int32_t> buf(want.size() + 16, kCanary);
+  static const uint32_t none = 0;
+  const uint32_t* tp = targets.empty() ? &none : targets.data();
+  const uint32_t n = (uint32_t)targets.size();
+  sample_kernel(chunk.data(), buf.data(), tp, n, FANOUT_ALL, (uint64_t)capacity << 32 | skip, 0,
+                edges ? 1 : 0, 0);
+  for (size_t i = 0; i < buf.size(); i++) {
+    const int32_t w = i < want.size() ? want[i] : kCanary;
+    if (buf[i] != w) {
+      std::printf("FAIL %s: word %zu of the copy-all result: got %d, want %d\n", name, i, buf[i], w);
+      return 1;
+    }
+  }
+  // The split form writes the same parts into separate arrays.
+  std::vector<int32_t> st(2 + 4, kCanary), cn(n + 4, kCanary), out(capacity + 4, kCanary),
+      eo(capacity + 4, kCanary);
+  sample_all_split(chunk.data(), st.data(), cn.data(), out.data(), edges ? eo.data() : nullptr, tp,
+                   n, capacity, skip);
+  for (size_t i = 0; i < st.size() + cn.size() + out.size() + eo.size(); i++) {
+    int32_t got, w;
+    if (i < st.size()) {
+      got = st[i], w = i < (size_t)ALL_STATUS_WORDS ? want[i] : kCanary;
+    } else if (i < st.size() + cn.size()) {
+      const size_t j = i - st.size();
+      got = cn[j], w = j < n ? want[ALL_STATUS_WORDS + j] : kCanary;
+    } else if (i < st.size() + cn.size() + out.size()) {
+      const size_t j = i - st.size() - cn.size();
+      got = out[j], w = j < capacity ? want[ALL_STATUS_WORDS + n + j] : kCanary;
+    } else {
+      const size_t j = i - st.size() - cn.size() - out.size();
+      got = eo[j], w = edges && j < capacity ? want[ALL_STATUS_WORDS + n + capacity + j] : kCanary;
+    }
+    if (got != w) {
+      std::printf("FAIL %s (split): word %zu: got %d, want %d\n", name, i, got, w);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// The copy-all mode (fanout -1): the DESIGN §3 vector (nb = [3 9] gives
+// [3 9], positions 0 1), a row cut by the capacity and resumed, targets
+// outside the chunk (no neighbors), then random chunks whose targets are
+// taken launch after launch, each from where the last stopped, until
+// all are done: the concatenation must be every target's whole adjacency,
+// in CSR order, with its edge indices.
+int all_mode() {
+  int fails = 0;
+  std::vector<uint32_t> nb;
+  for (uint32_t v = 100; v < 200; v++) nb.push_back(v);
+  const auto chunk = build_chunk(5, {{}, {1}, nb, {3, 9}, {}}, 7);  // nodes 5..9
+  fails += run_all("all/design", chunk, {8}, 4, 0, false, {1, 0, 2, 3, 9, kCanary, kCanary});
+  fails += run_all("all/design-edges", chunk, {8, 9}, 2, 0, true,
+                   {2, 0, 2, 0, 3, 9, 101, 102});
+  fails += run_all("all/cut", chunk, {6, 7, 8}, 30, 0, true, all_ref(chunk, {6, 7, 8}, 30, 0, true));
+  fails += run_all("all/resume", chunk, {7, 8}, 80, 30, false, all_ref(chunk, {7, 8}, 80, 30, false));
+  // Node 8 fills the buffer; 5 and 9 (no neighbors) are finished, 6 is
+  // where the next launch starts.
+  fails += run_all("all/full-buffer", chunk, {8, 5, 9, 6}, 2, 0, false,
+                   {3, 0, 2, 0, 0, 0, 3, 9});
+  fails += run_all("all/outside", chunk, {4, 8, 10, 0x80000000u}, 8, 0, true,
+                   all_ref(chunk, {4, 8, 10, 0x80000000u}, 8, 0, true));
+  fails += run_all("all/no-targets", chunk, {}, 4, 0, false, all_ref(chunk, {}, 4, 0, false));
+  if (fails) return fails;
+
+  uint64_t s = 0xa11;
+  auto next = [&s]() { return mix64(s += 0x9E3779B97F4A7C15ull); };
+  for (int it = 0; it < 200 && fails == 0; it++) {
+    const uint32_t n_nodes = 1 + (uint32_t)(next() % 120);
+    const uint32_t start = (uint32_t)(next() % (1u << 31));
+    std::vector<std::vector<uint32_t>> adj(n_nodes);
+    static const uint32_t caps[] = {0, 3, 40, 700};
+    const uint32_t dmax = caps[next() % 4];
+    for (auto& a : adj) {
+      const uint32_t d = (uint32_t)(next() % (dmax + 1));
+      for (uint32_t j = 0; j < d; j++) a.push_back((uint32_t)(next() >> 33));
+    }
+    const auto chunk = build_chunk(start, adj, (size_t)(next() % 3));
+    const uint32_t n = (uint32_t)(next() % 90);
+    std::vector<uint32_t> targets(n);
+    for (auto& t : targets) t = start + (uint32_t)(next() % n_nodes);
+    const uint32_t capacity = 1 + (uint32_t)(next() % 97);
+    const bool edges = (it & 1) != 0;
+    // Launch after launch, as the host does.
+    std::vector<int32_t> flat, eflat;
+    size_t r = 0;
+    uint32_t skip = 0;
+    int launches = 0;
+    while (r < n && fails == 0) {
+      const std::vector<uint32_t> part(targets.begin() + (long)r, targets.end());
+      char name[80];
+      std::snprintf(name, sizeof name, "all-random %d launch %d (capacity %u)", it, launches,
+                    capacity);
+      const auto want = all_ref(chunk, part, capacity, skip, edges);
+      fails += run_all(name, chunk, part, capacity, skip, edges, want);
+      const size_t m = part.size();
+      size_t words = 0;
+      for (size_t j = 0; j < m; j++) words += (size_t)want[ALL_STATUS_WORDS + j];
+      for (size_t j = 0; j < words; j++) {
+        flat.push_back(want[ALL_STATUS_WORDS + m + j]);
+        if (edges) eflat.push_back(want[ALL_STATUS_WORDS + m + capacity + j]);
+      }
+      const uint32_t stop = (uint32_t)want[0];
+      if (stop == m) {
+        r = n;
+      } else {
+        r += stop;
+        skip = (uint32_t)want[1];
+      }
+      if (++launches > 100000) {
+        std::printf("FAIL all-random %d: no progress\n", it);
+        return fails + 1;
+      }
+    }
+    // The launches together: every target's whole row, in order.
+    size_t j = 0;
+    for (uint32_t t : targets) {
+      const uint32_t i = t - start;
+      const uint32_t b = chunk[2 + i], d = chunk[3 + i] - b;
+      for (uint32_t p = 0; p < d && fails == 0; p++, j++) {
+        if (j >= flat.size() || flat[j] != (int32_t)chunk[b + p] ||
+            (edges && eflat[j] != (int32_t)(b + p - (3 + n_nodes)))) {
+          std::printf("FAIL all-random %d: target %u position %u is not neighbor %zu of the launches\n",
+                      it, t, p, j);
+          fails++;
+        }
+      }
+    }
+    if (fails == 0 && j != flat.size()) {
+      std::printf("FAIL all-random %d: %zu neighbors written, the targets have %zu\n", it,
+                  flat.size(), j);
+      fails++;
+    }
+  }
+  return fails;
+}
+
 // Little-endian reader over the golden file.
 struct Reader {
   std::vector<unsigned char> buf;
@@ -378,7 +563,8 @@ int golden(const char* path, int* n_cases) {
 
 int main(int argc, char** argv) {
   const char* path = argc > 1 ? argv[1] : "testdata/golden_kernel.bin";
-  int fails = design_vectors() + guards() + walk_vectors() + walk_guards() + walk_random();
+  int fails =
+      design_vectors() + guards() + walk_vectors() + walk_guards() + walk_random() + all_mode();
   int n_cases = 0;
   const int g = golden(path, &n_cases);
   if (g < 0) return 1;
@@ -388,8 +574,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf(
-      "PASS: design vectors, guards, walk vectors, walk guards, 300 random walk steps and %d "
-      "golden cases match the Go reference\n",
+      "PASS: design vectors, guards, walk vectors, walk guards, 300 random walk steps, the "
+      "copy-all mode (vectors, guards, 200 random chunks launch after launch) and %d golden "
+      "cases match the Go reference\n",
       n_cases);
   return 0;
 }

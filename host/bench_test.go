@@ -144,3 +144,47 @@ func BenchmarkChunkCache(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFullLayer streams one full layer (fanout -1) of every node of a
+// 200 k-node graph through an emulated device: the copy-all launches and
+// the joining of the rows into a CSR layer, against the same layer with
+// fanout 10 (sampled) and the in-memory reference. It reports neighbors
+// (samples) per second and the Result's bytes.
+func BenchmarkFullLayer(b *testing.B) {
+	g := randomCSR(200000, 10, 1)
+	dir := writeGraph(b, g, 1<<20)
+	seeds := make([]uint32, g.NumNodes())
+	for i := range seeds {
+		seeds[i] = uint32(i)
+	}
+	for _, v := range []struct {
+		name string
+		fan  []int
+	}{{"full", []int{-1}}, {"fanout10", []int{10}}} {
+		b.Run(v.name, func(b *testing.B) {
+			s := openSampler(b, dir, Options{})
+			var n, bytes int64
+			for i := 0; b.Loop(); i++ {
+				r, st, err := s.SampleEpochStats(context.Background(), seeds, v.fan, epoch.Key{Seed: 1, Epoch: uint32(i)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += st.SampledSlots()
+				bytes = r.Bytes()
+			}
+			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "samples/s")
+			b.ReportMetric(float64(bytes), "result-bytes")
+		})
+	}
+	b.Run("reference-full", func(b *testing.B) {
+		var n int64
+		for i := 0; b.Loop(); i++ {
+			r, err := Reference(g, seeds, []int{-1}, epoch.Key{Seed: 1, Epoch: uint32(i)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += r.NumSampledEdges()
+		}
+		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "samples/s")
+	})
+}

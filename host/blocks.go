@@ -9,7 +9,7 @@ import (
 
 // SampleBlocks samples one minibatch from scratch, the way a per-minibatch
 // (DGL-style) neighbor sampler does: for each hop it draws fanouts[h]
-// neighbors of every destination node with rng.Sample under key.Layer(h)
+// neighbors (all of them for epoch.AllNeighbors) of every destination node with rng.Sample under key.Layer(h)
 // and relabels the sources to local ids with a hash map. Nothing is shared
 // between calls and no epoch is sampled first.
 //
@@ -30,9 +30,14 @@ func SampleBlocks(g Adjacency, seeds []uint32, fanouts []int, key epoch.Key) (*e
 		if cap(row) < k {
 			row = make([]int32, k)
 		}
-		row = row[:k]
-		local := make(map[uint32]int32, len(dst)*(k+1))
-		src := make([]uint32, 0, len(dst)*(k+1))
+		if k != epoch.AllNeighbors {
+			row = row[:k]
+		}
+		// A full hop's size is unknown until its rows are read: a fanout's
+		// worth of room is only the first guess.
+		guess := max(k, 1) + 1
+		local := make(map[uint32]int32, len(dst)*guess)
+		src := make([]uint32, 0, len(dst)*guess)
 		for i, v := range dst {
 			if _, ok := local[v]; ok {
 				// Only the seeds can repeat: later dst are a previous src.
@@ -48,7 +53,11 @@ func SampleBlocks(g Adjacency, seeds []uint32, fanouts []int, key epoch.Key) (*e
 			if err != nil {
 				return nil, fmt.Errorf("sample blocks: hop %d node %d: %w", h+1, v, err)
 			}
-			rng.Sample(row, nb, v, lkey, key.Replace)
+			if k == epoch.AllNeighbors {
+				row = rng.AppendAll(row[:0], nb)
+			} else {
+				rng.Sample(row, nb, v, lkey, key.Replace)
+			}
 			for _, s := range row {
 				if s < 0 {
 					continue

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/hls"
 )
 
 // lane is one device's share of the chunk stream. It owns two chunk
@@ -50,6 +51,13 @@ type lane interface {
 // for each walker standing on a target (its walk id in Walks, attempts
 // Attempt0 on; rng.Candidate, hls.RunWalk). Either way, when Edges is not
 // nil (as long as Out) each slot's chunk-local edge index goes there too.
+//
+// A copy-all launch (All not nil; Fanout epoch.AllNeighbors) runs the
+// kernel's copy-all mode (hls.RunAllRaw): every neighbor of each target,
+// from position Skip on for Targets[0], as many as the lane's result
+// buffer holds; the lane leaves the output and where the launch stopped
+// in *All (Out and Edges are not used), with edge indices when
+// AllEdges.
 type launch struct {
 	Targets    []uint32
 	Walks      []uint32
@@ -58,6 +66,20 @@ type launch struct {
 	Key        uint64
 	Replace    bool
 	Attempt0   uint32
+	All        *allOut
+	Skip       uint32
+	AllEdges   bool
+}
+
+// allOut is what a copy-all launch leaves: where it stopped (relative to
+// its Targets), each target's count (up to and including the stop
+// target), and its neighbors and their chunk-local edge indices, Words of
+// each. The slices are the lane's to fill, reused from launch to launch.
+type allOut struct {
+	Progress hls.AllProgress
+	Counts   []int32
+	Samples  []int32
+	Edges    []int32
 }
 
 // chunkIndex partitions a sorted frontier by chunk (chunkfmt.Index).
@@ -71,6 +93,7 @@ type chunkIndex interface {
 type chunkJob struct {
 	chunk   int
 	lo      int // position of targets[0] in the frontier
+	seq     int // the job's place in the pass (chunkJobs' order)
 	targets []uint32
 }
 
@@ -87,7 +110,7 @@ func chunkJobs(ix chunkIndex, targets []uint32, ls *LayerStats) ([]chunkJob, err
 			ls.ChunksSkipped++
 			continue
 		}
-		jobs = append(jobs, chunkJob{chunk: c, lo: lo, targets: p})
+		jobs = append(jobs, chunkJob{chunk: c, lo: lo, seq: len(jobs), targets: p})
 		lo += len(p)
 	}
 	if lo != len(targets) {
@@ -116,6 +139,18 @@ func sampleEpoch(ctx context.Context, sm stream, ix chunkIndex, seeds []uint32, 
 		}
 		t0 := time.Now()
 		ls := LayerStats{Layer: l, Fanout: k, Targets: len(frontier)}
+		if k == epoch.AllNeighbors {
+			ly, err := sampleAll(ctx, sm, ix, frontier, l, &ls, onChunk, edgeBase)
+			if err != nil {
+				return nil, err
+			}
+			res.Layers = append(res.Layers, ly)
+			frontier = epoch.NextFrontier(frontier, ly.Samples)
+			ls.ResultBytes = layerBytes(&ly)
+			ls.Wall = time.Since(t0)
+			st.Layers = append(st.Layers, ls)
+			continue
+		}
 		samples := make([]int32, len(frontier)*k)
 		var edgeIDs []int64
 		if edgeBase != nil {
@@ -140,6 +175,7 @@ func sampleEpoch(ctx context.Context, sm stream, ix chunkIndex, seeds []uint32, 
 		ls.SampledSlots = n
 		res.Layers = append(res.Layers, epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples, EdgeIDs: edgeIDs})
 		frontier = epoch.NextFrontier(frontier, samples)
+		ls.ResultBytes = layerBytes(&res.Layers[len(res.Layers)-1])
 		ls.Wall = time.Since(t0)
 		st.Layers = append(st.Layers, ls)
 	}
@@ -218,6 +254,10 @@ type streamPass struct {
 	replace  bool
 	walks    []uint32
 	attempt0 uint32
+	// all collects a full layer's rows (fanout epoch.AllNeighbors): the
+	// launches run the kernel's copy-all mode, and samples, edgeIDs and
+	// fanout are not used.
+	all *allRows
 }
 
 // runLayer streams jobs through every lane concurrently: a shared work
@@ -332,9 +372,10 @@ func runLayer(ctx context.Context, lanes []lane, jobs []chunkJob, pass streamPas
 }
 
 // localEdges is a kernel goroutine's buffer for one launch's chunk-local
-// edge indices (nil without edge ids).
+// edge indices (nil without edge ids, and in a full layer, whose launches
+// leave them in the lane's allOut).
 func (p streamPass) localEdges(ln lane) []int32 {
-	if p.edgeIDs == nil {
+	if p.edgeIDs == nil || p.all != nil {
 		return nil
 	}
 	return make([]int32, ln.maxTargets()*p.fanout)
@@ -347,6 +388,9 @@ func (p streamPass) localEdges(ln lane) []int32 {
 // error, which names the lane, the chunk and the launch's targets, or
 // when ctx ends.
 func (p streamPass) runJob(ctx context.Context, ln lane, j chunkJob, local []int32, run func(launch) (time.Duration, time.Duration, error)) (launches int, kernel, syncT time.Duration, err error) {
+	if p.all != nil {
+		return p.runJobAll(ctx, ln, j, run)
+	}
 	mt, fanout := ln.maxTargets(), p.fanout
 	for off := 0; off < len(j.targets) && ctx.Err() == nil; off += mt {
 		end := min(off+mt, len(j.targets))

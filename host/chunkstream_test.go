@@ -198,6 +198,34 @@ func requireEqualResults(t *testing.T, got, want *epoch.Result) {
 		if g.Fanout != w.Fanout || !slices.Equal(g.Frontier, w.Frontier) {
 			t.Fatalf("layer %d: frontier differs (%d vs %d nodes)", l, len(g.Frontier), len(w.Frontier))
 		}
+		if w.Full() {
+			// A full layer's rows: the same offsets, then the same
+			// neighbors and edge ids (row and position named).
+			if !slices.Equal(g.Offsets, w.Offsets) {
+				for i := range min(len(g.Offsets), len(w.Offsets)) {
+					if g.Offsets[i] != w.Offsets[i] {
+						t.Fatalf("layer %d (every neighbor): row offsets differ at %d (row of node %d): %d vs %d", l, i, w.Frontier[max(i-1, 0)], g.Offsets[i], w.Offsets[i])
+					}
+				}
+				t.Fatalf("layer %d (every neighbor): %d row offsets, want %d", l, len(g.Offsets), len(w.Offsets))
+			}
+			if len(g.Samples) != len(w.Samples) || len(g.EdgeIDs) != len(w.EdgeIDs) {
+				t.Fatalf("layer %d (every neighbor): %d samples / %d edge ids, want %d / %d", l, len(g.Samples), len(g.EdgeIDs), len(w.Samples), len(w.EdgeIDs))
+			}
+			for i := range w.Frontier {
+				lo, hi := w.Span(i)
+				if !slices.Equal(g.Samples[lo:hi], w.Samples[lo:hi]) {
+					t.Fatalf("layer %d (every neighbor): row %d (node %d) differs: %v vs %v", l, i, w.Frontier[i], g.Samples[lo:hi], w.Samples[lo:hi])
+				}
+				if (g.EdgeIDs == nil) != (w.EdgeIDs == nil) || (w.EdgeIDs != nil && !slices.Equal(g.EdgeIDs[lo:hi], w.EdgeIDs[lo:hi])) {
+					t.Fatalf("layer %d (every neighbor): row %d (node %d) edge ids differ: %v vs %v", l, i, w.Frontier[i], g.EdgeIDs, w.EdgeIDs)
+				}
+			}
+			continue
+		}
+		if g.Offsets != nil {
+			t.Fatalf("layer %d: fanout %d with row offsets", l, g.Fanout)
+		}
 		if i := firstDiff(g.Samples, w.Samples); i >= 0 {
 			t.Fatalf("layer %d: samples differ at row %d (node %d): %v vs %v", l, i/w.Fanout, w.Frontier[i/w.Fanout],
 				g.Samples[i/w.Fanout*w.Fanout:][:w.Fanout], w.Samples[i/w.Fanout*w.Fanout:][:w.Fanout])

@@ -4,12 +4,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
+	"github.com/streamsampler/streamsampler/hls"
 	"github.com/streamsampler/streamsampler/internal/crc32c"
 	"github.com/streamsampler/streamsampler/internal/hostorder"
 	"github.com/streamsampler/streamsampler/xrt"
@@ -30,6 +33,9 @@ type deviceLane struct {
 	tmap    []byte
 	rmap    []byte
 	mt      int
+	// rwords is the result buffer's int32 words: what a copy-all launch
+	// divides between its status, counts, neighbors and edge indices.
+	rwords  int
 	timeout time.Duration
 	res     [2]int // chunk held by each chunk buffer, -1 for none
 	// opened is the bytes read into each chunk buffer by Open's probe
@@ -97,8 +103,13 @@ func openLane(i int, opts Options, s *Sampler, chunkBytes, mt int) (_ *deviceLan
 		return nil, err
 	}
 	// With edge ids the kernel writes as many edge indices after the
-	// samples (argument 7): the result buffer is twice as large.
-	if l.result, err = alloc(xrt.ArgResult, 4*mt*opts.MaxFanout*resultWords(opts.EdgeIDs), xrt.BONormal); err != nil {
+	// samples (argument 7): the result buffer is twice as large. The
+	// copy-all mode (full layers) takes the same buffer for a status word
+	// pair, a count per target and mt·MaxFanout neighbors (and their edge
+	// indices): room for the counts is added, so that a launch of mt
+	// targets still has room for at least that many neighbors.
+	l.rwords = mt*opts.MaxFanout*resultWords(opts.EdgeIDs) + mt + hls.AllStatusWords
+	if l.result, err = alloc(xrt.ArgResult, 4*l.rwords, xrt.BONormal); err != nil {
 		return nil, err
 	}
 	if l.tmap, err = l.targets.Map(); err != nil {
@@ -351,8 +362,100 @@ func (l *deviceLane) runEntry(e *cacheEntry, la launch) (kernel, syncT time.Dura
 	return l.runBO(bo, la)
 }
 
+// allCapacity is the neighbors a copy-all launch of nt targets has room
+// for in the result buffer (after the status and the counts; with edge
+// indices, half of what is left), at most what the kernel's int32 counts
+// can say.
+func (l *deviceLane) allCapacity(nt int, edges bool) int {
+	return min((l.rwords-hls.AllStatusWords-nt)/resultWords(edges), math.MaxInt32)
+}
+
+// runAllBO runs a copy-all launch (la.All) over the chunk in buffer
+// chunk: the targets go up, the kernel copies their neighbors from
+// la.Skip on until the result buffer's capacity is used, and only what it
+// wrote comes back: first the status and the counts, checked
+// (hls.ParseAllStatus), then the neighbors (and edge indices) they say
+// were written.
+func (l *deviceLane) runAllBO(chunk xrt.BO, la launch) (kernel, syncT time.Duration, err error) {
+	t0 := time.Now()
+	nt := len(la.Targets)
+	putWords(l.tmap[:4*nt], la.Targets)
+	if err := l.targets.Sync(xrt.ToDevice, 4*nt, 0); err != nil {
+		return 0, 0, fmt.Errorf("sync targets: %w", err)
+	}
+	capacity := l.allCapacity(nt, la.AllEdges)
+	if capacity < 1 {
+		return 0, 0, fmt.Errorf("copy-all launch of %d targets: no room in a result buffer of %d words", nt, l.rwords)
+	}
+	ed := uint32(0)
+	if la.AllEdges {
+		ed = 1
+	}
+	r := l.run_
+	for _, e := range []error{
+		r.SetBO(xrt.ArgChunk, chunk),
+		r.SetUint32(xrt.ArgNTargets, uint32(nt)),
+		r.SetUint32(xrt.ArgFanout, hls.FanoutAll),
+		r.SetUint64(xrt.ArgKey, hls.AllKey(capacity, la.Skip)),
+		r.SetUint32(xrt.ArgReplace, 0),
+		r.SetUint32(xrt.ArgEdges, ed),
+		r.SetUint32(xrt.ArgWalk, 0),
+	} {
+		if e != nil {
+			return 0, 0, fmt.Errorf("set kernel arguments: %w", e)
+		}
+	}
+	t1 := time.Now()
+	if err := r.Start(); err != nil {
+		return 0, t1.Sub(t0), fmt.Errorf("start: %w", err)
+	}
+	if _, err := r.Wait(l.timeout); err != nil {
+		if errors.Is(err, xrt.ErrTimeout) {
+			r.Wait(0)
+		}
+		return time.Since(t1), t1.Sub(t0), fmt.Errorf("kernel: %w", err)
+	}
+	t2 := time.Now()
+	out := la.All
+	hdr := hls.AllStatusWords + nt
+	if err := l.result.Sync(xrt.FromDevice, 4*hdr, 0); err != nil {
+		return t2.Sub(t1), t1.Sub(t0), fmt.Errorf("sync copy-all status: %w", err)
+	}
+	var status [hls.AllStatusWords]int32
+	getInt32s(status[:], l.rmap[:4*hls.AllStatusWords])
+	out.Counts = slices.Grow(out.Counts[:0], nt)[:nt]
+	getInt32s(out.Counts, l.rmap[4*hls.AllStatusWords:4*hdr])
+	p, err := hls.ParseAllStatus(status[:], out.Counts, capacity)
+	if err != nil {
+		return t2.Sub(t1), t1.Sub(t0) + time.Since(t2), err
+	}
+	out.Progress = p
+	w := p.Words
+	out.Samples = slices.Grow(out.Samples[:0], w)[:w]
+	if w > 0 {
+		if err := l.result.Sync(xrt.FromDevice, 4*w, 4*hdr); err != nil {
+			return t2.Sub(t1), t1.Sub(t0), fmt.Errorf("sync copy-all neighbors: %w", err)
+		}
+		getInt32s(out.Samples, l.rmap[4*hdr:4*(hdr+w)])
+	}
+	if la.AllEdges {
+		out.Edges = slices.Grow(out.Edges[:0], w)[:w]
+		if w > 0 {
+			eo := hdr + capacity
+			if err := l.result.Sync(xrt.FromDevice, 4*w, 4*eo); err != nil {
+				return t2.Sub(t1), t1.Sub(t0), fmt.Errorf("sync copy-all edge indices: %w", err)
+			}
+			getInt32s(out.Edges, l.rmap[4*eo:4*(eo+w)])
+		}
+	}
+	return t2.Sub(t1), t1.Sub(t0) + time.Since(t2), nil
+}
+
 // runBO is run over the chunk in buffer chunk.
 func (l *deviceLane) runBO(chunk xrt.BO, la launch) (kernel, syncT time.Duration, err error) {
+	if la.All != nil {
+		return l.runAllBO(chunk, la)
+	}
 	t0 := time.Now()
 	targets, out, edges := la.Targets, la.Out, la.Edges
 	nt := len(targets)

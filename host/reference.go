@@ -11,7 +11,8 @@ import (
 )
 
 // ErrInvalid is wrapped by every error about the caller's arguments (a seed
-// out of range, a fanout outside 1..hls.MaxFanout, too many layers), so
+// out of range, a fanout outside 1..hls.MaxFanout other than
+// epoch.AllNeighbors, too many layers), so
 // that a CLI can tell bad input from a device or I/O failure.
 var ErrInvalid = errors.New("invalid sampling request")
 
@@ -45,8 +46,9 @@ func (c *CSR) Neighbors(node uint32) ([]uint32, error) {
 	return c.Indices[c.Indptr[node]:c.Indptr[node+1]], nil
 }
 
-// validateRequest checks fanouts (1..hls.MaxFanout, at most
-// epoch.MaxLayers layers) and that every seed is a node of the graph.
+// validateRequest checks fanouts (1..hls.MaxFanout or
+// epoch.AllNeighbors, at most epoch.MaxLayers layers) and that every seed
+// is a node of the graph.
 func validateRequest(numNodes uint32, seeds []uint32, fanouts []int) error {
 	if len(fanouts) == 0 {
 		return fmt.Errorf("%w: no fanouts (need at least one layer)", ErrInvalid)
@@ -55,8 +57,8 @@ func validateRequest(numNodes uint32, seeds []uint32, fanouts []int) error {
 		return fmt.Errorf("%w: %d layers, at most %d", ErrInvalid, len(fanouts), epoch.MaxLayers)
 	}
 	for l, k := range fanouts {
-		if k < 1 || k > hls.MaxFanout {
-			return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want 1..%d", ErrInvalid, k, l, l+1, hls.MaxFanout)
+		if (k < 1 || k > hls.MaxFanout) && k != epoch.AllNeighbors {
+			return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want 1..%d or %d (every neighbor)", ErrInvalid, k, l, l+1, hls.MaxFanout, epoch.AllNeighbors)
 		}
 	}
 	for i, s := range seeds {
@@ -109,6 +111,15 @@ func reference(g Adjacency, edges EdgeAdjacency, seeds []uint32, fanouts []int, 
 	frontier := sortedUnique(seeds)
 	res := &epoch.Result{Key: key, Layers: make([]epoch.Layer, len(fanouts))}
 	for l, k := range fanouts {
+		if k == epoch.AllNeighbors {
+			ly, err := referenceAll(g, edges, frontier, l)
+			if err != nil {
+				return nil, err
+			}
+			res.Layers[l] = ly
+			frontier = nextFrontierSet(frontier, ly.Samples)
+			continue
+		}
 		lkey := key.Layer(l)
 		samples := make([]int32, len(frontier)*k)
 		var edgeIDs []int64
@@ -139,25 +150,61 @@ func reference(g Adjacency, edges EdgeAdjacency, seeds []uint32, fanouts []int, 
 			}
 		}
 		res.Layers[l] = epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples, EdgeIDs: edgeIDs}
-
-		set := make(map[uint32]struct{}, len(frontier)*2)
-		for _, v := range frontier {
-			set[v] = struct{}{}
-		}
-		for _, s := range samples {
-			if s >= 0 {
-				set[uint32(s)] = struct{}{}
-			}
-		}
-		next := make([]uint32, 0, len(set))
-		for v := range set {
-			next = append(next, v)
-		}
-		slices.Sort(next)
-		frontier = next
+		frontier = nextFrontierSet(frontier, samples)
 	}
 	res.Final = frontier
 	return res, nil
+}
+
+// referenceAll is a full layer (fanout epoch.AllNeighbors) of the
+// reference: every neighbor of every frontier node, in CSR order
+// (rng.AppendAll), row i at Samples[Offsets[i]:Offsets[i+1]], and with
+// edges each one's id FirstEdge(v) + its position.
+func referenceAll(g Adjacency, edges EdgeAdjacency, frontier []uint32, l int) (epoch.Layer, error) {
+	ly := epoch.Layer{Frontier: frontier, Fanout: epoch.AllNeighbors, Samples: []int32{}, Offsets: make([]int64, 1, len(frontier)+1)}
+	if edges != nil {
+		ly.EdgeIDs = []int64{}
+	}
+	for _, v := range frontier {
+		nb, err := g.Neighbors(v)
+		if err != nil {
+			return epoch.Layer{}, fmt.Errorf("reference: layer %d node %d: %w", l, v, err)
+		}
+		ly.Samples = rng.AppendAll(ly.Samples, nb)
+		ly.Offsets = append(ly.Offsets, int64(len(ly.Samples)))
+		if edges == nil {
+			continue
+		}
+		first, err := edges.FirstEdge(v)
+		if err != nil {
+			return epoch.Layer{}, fmt.Errorf("reference: layer %d node %d: %w", l, v, err)
+		}
+		for p := range nb {
+			ly.EdgeIDs = append(ly.EdgeIDs, int64(first)+int64(p))
+		}
+	}
+	return ly, nil
+}
+
+// nextFrontierSet is the sorted unique union of frontier and the valid
+// samples, computed with a set (independently of epoch.NextFrontier, which
+// the backends use).
+func nextFrontierSet(frontier []uint32, samples []int32) []uint32 {
+	set := make(map[uint32]struct{}, len(frontier)*2)
+	for _, v := range frontier {
+		set[v] = struct{}{}
+	}
+	for _, s := range samples {
+		if s >= 0 {
+			set[uint32(s)] = struct{}{}
+		}
+	}
+	next := make([]uint32, 0, len(set))
+	for v := range set {
+		next = append(next, v)
+	}
+	slices.Sort(next)
+	return next
 }
 
 // sortedUnique returns a sorted copy of xs without duplicates.

@@ -21,6 +21,10 @@ type LayerStats struct {
 	KernelTime    time.Duration `json:"kernel_ns"`      // start..wait, summed over devices
 	SyncTime      time.Duration `json:"sync_ns"`        // target upload + result download, summed
 	Wall          time.Duration `json:"wall_ns"`
+	// ResultBytes is the memory of the layer's arrays in the epoch's
+	// Result (frontier, samples, edge ids, a full layer's row offsets):
+	// a full layer's grows with its frontier's degrees, not a fanout.
+	ResultBytes int64 `json:"result_bytes"`
 }
 
 // ReadGBps is the achieved read rate over the layer's wall time (the rate
@@ -93,6 +97,16 @@ func (s *Stats) ReadGraphs() float64 {
 	return float64(s.BytesRead()) / float64(s.GraphBytes)
 }
 
+// ResultBytes sums the layers' ResultBytes: the memory the epoch's
+// Result holds, less its last frontier (4 bytes a node).
+func (s *Stats) ResultBytes() int64 {
+	var n int64
+	for _, l := range s.Layers {
+		n += l.ResultBytes
+	}
+	return n
+}
+
 // SampledSlots sums the layers' non-empty sample entries.
 func (s *Stats) SampledSlots() int64 {
 	var n int64
@@ -117,6 +131,7 @@ func (s *Stats) String() string {
 		fmt.Fprintf(&b, "chunk cache: %d of %d slots of %d bytes hold chunks (%d bytes allocated, budget %d); %d bytes read = %.2f× the graph's %d\n",
 			c.Resident, c.Slots, c.SlotBytes, c.Allocated, c.Budget, s.BytesRead(), s.ReadGraphs(), s.GraphBytes)
 	}
+	fmt.Fprintf(&b, "result: %d bytes in memory (layers' frontiers, samples, edge ids, row offsets)\n", s.ResultBytes())
 	fmt.Fprintf(&b, "%5s %6s %10s %12s %7s %7s %7s %12s %8s %10s %10s %10s\n",
 		"layer", "fanout", "targets", "sampled", "read", "reused", "skipped", "bytes", "GB/s", "kernel", "sync", "wall")
 	for _, l := range s.Layers {

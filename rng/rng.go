@@ -15,6 +15,15 @@ package rng
 // callers check is epoch.MaxLayers, which says why it is one less.
 const LayerKeys = 256
 
+// AllNeighbors is the fanout that takes every neighbor: PyG's and DGL's
+// -1 (DESIGN §3, "Full neighborhoods"). A node of degree d then gives the
+// d positions 0..d-1 in CSR order, nb[0..d) (the d <= k case of Sample,
+// without the -1 padding), whether or not the epoch samples with
+// replacement, and draws no random number. Its row is as long as the
+// node's degree: callers hold such a layer as a CSR (epoch.Layer.Offsets),
+// never as rows of a fixed width.
+const AllNeighbors = -1
+
 // Mix64 is SplitMix64's output function, a bijection on uint64 with full
 // avalanche.
 func Mix64(z uint64) uint64 {
@@ -85,6 +94,17 @@ func Positions(out []int32, degree int, node uint32, key uint64, replace bool) {
 		}
 		out[t] = int32(p)
 	}
+}
+
+// AppendAll appends the sample of a full layer (fanout AllNeighbors) of a
+// node with neighbors nb to dst: nb itself, in CSR order, as int32 node
+// ids (positions 0..len(nb)-1). It is the definition the copy-all paths
+// are tested against.
+func AppendAll(dst []int32, nb []uint32) []int32 {
+	for _, v := range nb {
+		dst = append(dst, int32(v))
+	}
+	return dst
 }
 
 // Sample writes the sample of node's neighbors nb into out, whose length

@@ -172,3 +172,30 @@ func TestLayerKeys(t *testing.T) {
 		t.Fatal("layer LayerKeys has its own key: the 8-bit packing LayerKeys describes changed")
 	}
 }
+
+// The full-neighborhood vectors of DESIGN §3 (fanout -1): every neighbor
+// in CSR order, appended; it is the d <= k case of Sample without the
+// padding, whatever k, with or without replacement.
+func TestAppendAllVectors(t *testing.T) {
+	if got := AppendAll(nil, []uint32{3, 9}); !slices.Equal(got, []int32{3, 9}) {
+		t.Fatalf("AppendAll([3 9]) = %v", got)
+	}
+	nb := make([]uint32, 100)
+	want := make([]int32, 100)
+	for i := range nb {
+		nb[i], want[i] = uint32(100+i), int32(100+i)
+	}
+	if got := AppendAll([]int32{-7}, nb); !slices.Equal(got, append([]int32{-7}, want...)) {
+		t.Fatalf("AppendAll appended %v", got)
+	}
+	if got := AppendAll([]int32{}, nil); len(got) != 0 {
+		t.Fatalf("AppendAll of no neighbors = %v", got)
+	}
+	// Sample with k = d without replacement is the same row.
+	key := Key(42, 0, 0)
+	row := make([]int32, len(nb))
+	Sample(row, nb, 7, key, false)
+	if !slices.Equal(row, want) || AllNeighbors != -1 {
+		t.Fatalf("Sample(k = d) = %v, AppendAll %v", row, want)
+	}
+}

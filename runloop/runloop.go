@@ -122,7 +122,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		if err != nil {
 			return nil, err
 		}
-		r := &EpochReport{Report: epochstats.Report{Epoch: key.Epoch, SampleS: time.Since(t0).Seconds()}, Stats: lastStats(be)}
+		r := &EpochReport{Report: epochstats.Report{Epoch: key.Epoch, SampleS: time.Since(t0).Seconds(), ResultBytes: res.Bytes()}, Stats: lastStats(be)}
 		if r.Stats != nil {
 			r.BytesRead, r.BytesKnown, r.GraphBytes = r.Stats.BytesRead(), true, r.Stats.GraphBytes
 		}
@@ -170,6 +170,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		mu.Lock()
 		if s := sampled[cur.Epoch]; s != nil {
 			cur.SampleS, cur.BytesRead, cur.BytesKnown, cur.GraphBytes, cur.Stats = s.SampleS, s.BytesRead, s.BytesKnown, s.GraphBytes, s.Stats
+			cur.ResultBytes = s.ResultBytes
 			cur.Overlapped = cur.Epoch > o.Config.FirstEpoch
 		}
 		mu.Unlock()

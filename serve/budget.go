@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/pipeline"
 )
 
@@ -152,12 +153,47 @@ const smallReply = 64 << 10
 
 // replyBound bounds the size of a minibatch reply frame for n seeds and
 // the given fanouts, before it is assembled: hop h has d destinations
-// (the seeds, then the previous hop's sources), at most d·fanout edges,
+// (the seeds, then the previous hop's sources), at most d·fanout edges
+// (a full hop, fanout -1: fullBound's),
 // and at most d + edges sources; numNodes (when > 0) caps the distinct
 // nodes of a hop. Sums saturate at 1<<62.
 func replyBound(n int64, fanouts []int, numNodes int64, edgeIDs bool) int64 {
-	size, _ := minibatchBound(n, fanouts, numNodes, edgeIDs)
+	size, _ := minibatchBound(n, fanouts, numNodes, fullBound{}, edgeIDs)
 	return size
+}
+
+// fullBound bounds the edges of a full hop (fanout epoch.AllNeighbors),
+// whose rows are as long as its destinations' degrees: each of d
+// destinations has at most maxDegree neighbors, and since a hop's
+// destinations are distinct nodes, each edge of the graph is one of its
+// edges at most once, so there are at most numEdges. A zero field is not
+// known (the bound then saturates).
+type fullBound struct{ maxDegree, numEdges int64 }
+
+// edges bounds the edges of a full hop with d destinations.
+func (f fullBound) edges(d int64) int64 {
+	e := int64(1 << 62)
+	if f.maxDegree > 0 {
+		e = satMul(d, f.maxDegree)
+	}
+	if f.numEdges > 0 {
+		e = min(e, f.numEdges)
+	}
+	return e
+}
+
+// hopEdges bounds the edges of a hop of fanout f with d destinations.
+func (f fullBound) hopEdges(d int64, fanout int) int64 {
+	if fanout == epoch.AllNeighbors {
+		return f.edges(d)
+	}
+	return satMul(d, int64(fanout))
+}
+
+// fullBound is the server's: the graph's largest degree and edge count
+// (Config.MaxDegree, Config.NumEdges).
+func (s *Server) fullBound() fullBound {
+	return fullBound{maxDegree: s.cfg.MaxDegree, numEdges: s.cfg.NumEdges}
 }
 
 // satAdd and satMul saturate at 1<<62 (their operands are at most that).
@@ -177,7 +213,7 @@ func satMul(a, b int64) int64 {
 // minibatchBound is replyBound and a bound on the minibatch's nodes (its
 // last hop's sources). It holds for both semantics: a PyG hop expands a
 // part of what the DGL hop does.
-func minibatchBound(n int64, fanouts []int, numNodes int64, edgeIDs bool) (size, nodes int64) {
+func minibatchBound(n int64, fanouts []int, numNodes int64, full fullBound, edgeIDs bool) (size, nodes int64) {
 	size = satAdd(HeaderSize+10+arrayHeaderSize, satMul(4, n))
 	arrays, perEdge := int64(4), int64(8)
 	if edgeIDs {
@@ -185,7 +221,7 @@ func minibatchBound(n int64, fanouts []int, numNodes int64, edgeIDs bool) (size,
 	}
 	d := n
 	for _, f := range fanouts {
-		edges := satMul(d, int64(f))
+		edges := full.hopEdges(d, f)
 		src := satAdd(d, edges)
 		if numNodes > 0 {
 			src = min(src, numNodes)
@@ -200,7 +236,7 @@ func minibatchBound(n int64, fanouts []int, numNodes int64, edgeIDs bool) (size,
 // replyBound is the package replyBound for this server, with the bytes of
 // the feature rows (one per node) and labels a reply carries besides.
 func (s *Server) replyBound(n int64) int64 {
-	size, nodes := minibatchBound(n, s.cfg.Fanouts, s.cfg.NumNodes, s.cfg.EdgeIDs)
+	size, nodes := minibatchBound(n, s.cfg.Fanouts, s.cfg.NumNodes, s.fullBound(), s.cfg.EdgeIDs)
 	if s.features == nil {
 		return size
 	}
@@ -225,6 +261,6 @@ func (s *Server) claimBound(cl pipeline.Claim) int64 {
 		return s.replyBound(int64(s.cfg.BatchSize))
 	}
 	n := int64(s.cfg.BatchSize)
-	size, _ := minibatchBound(n, s.cfg.Fanouts, s.cfg.NumNodes, s.cfg.EdgeIDs)
+	size, _ := minibatchBound(n, s.cfg.Fanouts, s.cfg.NumNodes, s.fullBound(), s.cfg.EdgeIDs)
 	return s.withFeatures(size, int64(fp.Plan.Batch(cl.Index).Len()), n)
 }

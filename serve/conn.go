@@ -126,10 +126,11 @@ func (c *conn) serve() {
 			g.pool = s.control
 		}
 		if g.n > s.connSize {
-			if f.Op != OpSample {
+			if f.Op != OpSample || s.fullHops {
 				// A minibatch's bound is loose; the reply rarely needs
 				// it all, and a larger one is written holding the whole
-				// share (sendReply).
+				// share (sendReply). So is a sample's where a hop takes
+				// every neighbor (its bound is the largest degree's).
 				g.n = s.connSize
 			} else {
 				if _, err := io.CopyN(io.Discard, c.nc, int64(plen)); err != nil {
@@ -532,10 +533,36 @@ func (r reply) drop() {
 	}
 }
 
+// maxBatchReply is the largest minibatch reply the server sends:
+// MaxReply, what its clients read. A variable (atomic: connections read
+// it concurrently) for the test of the refusal.
+var maxBatchReply = func() *atomic.Int64 {
+	var v atomic.Int64
+	v.Store(MaxReply)
+	return &v
+}()
+
 // batchReply encodes a minibatch reply; on a connection with shared rows
 // the rows go into a memory file passed with it (unless the pool had no
 // room for them: then they are in the reply).
 func (c *conn) batchReply(f Frame, b *epoch.Blocks, index int, feat *Features) reply {
+	var xBytes, nLabels int64
+	if feat != nil {
+		if feat.lease == nil || !feat.lease.shared() {
+			xBytes = int64(len(feat.X))
+		}
+		nLabels = int64(len(feat.Y))
+	}
+	// A reply no client would read (MaxReply, the clients' cap, well
+	// under what the u32 length can say) is refused, not sent.
+	if size, most := batchFrameSize(b, xBytes, nLabels), maxBatchReply.Load(); size > most {
+		if feat != nil && feat.lease != nil && feat.lease.shared() {
+			feat.lease.abandon()
+		}
+		return plain(errorFrame(f.Op, f.ID, CodeOverBudget, fmt.Sprintf(
+			"minibatch %d of epoch %d: its reply would be %d bytes, more than a client reads in one frame (%d): ask for fewer seeds per minibatch (a hop with fanout -1 takes every neighbor of its nodes)",
+			index, b.Epoch, size, most)))
+	}
 	if feat == nil || feat.lease == nil || !feat.lease.shared() {
 		return plain(EncodeBatch(f.Op, f.ID, b, index, feat))
 	}

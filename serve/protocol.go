@@ -397,6 +397,24 @@ func EncodeBatch(op uint8, id uint32, b *epoch.Blocks, batch int, f *Features) n
 	return w.bufs
 }
 
+// batchFrameSize is the size of b's reply frame with xBytes of feature
+// rows (and nLabels labels) in it, at least what EncodeBatch lays out,
+// before it is laid out. A hop with fanout -1 (every neighbor) over
+// high-degree nodes can make a minibatch larger than a client reads
+// (MaxReply) or a u32 length says; the server checks this first and
+// refuses such a reply rather than send it.
+func batchFrameSize(b *epoch.Blocks, xBytes, nLabels int64) int64 {
+	n := int64(HeaderSize+10+arrayHeaderSize) + 4*int64(len(b.Seeds))
+	for i := range b.Hops {
+		h := &b.Hops[i]
+		n += 4*arrayHeaderSize + 4*int64(len(h.Dst)+len(h.Src)+len(h.EdgeSrc)+len(h.EdgeDst))
+		if h.EdgeIDs != nil {
+			n += arrayHeaderSize + 8*int64(len(h.EdgeIDs))
+		}
+	}
+	return n + featuresHeaderSize + xBytes + arrayHeaderSize + 4*nLabels
+}
+
 // MarshalBlocks is EncodeBlocks gathered into one byte slice.
 func MarshalBlocks(op uint8, id uint32, b *epoch.Blocks, batch int) []byte {
 	bufs := EncodeBlocks(op, id, b, batch)

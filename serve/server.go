@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,6 +69,13 @@ type Config struct {
 	// NumNodes is the graph's node count; it tightens the reply bound
 	// (a minibatch has no more distinct nodes per hop). 0: unknown.
 	NumNodes int64
+	// MaxDegree and NumEdges are the graph's largest degree and edge
+	// count (chunkfmt.Manifest's): they bound a full hop's edges (fanout
+	// -1, every neighbor), whose rows are as long as the degrees, in the
+	// reply and split bounds (docs/PROTOCOL.md). 0: unknown, and a full
+	// hop's bound saturates (every sample request refused as over
+	// budget): a server with fanout -1 should be given both.
+	MaxDegree, NumEdges int64
 	// EdgeIDs says the Sampler's epochs carry edge ids, which every
 	// minibatch reply then carries too (the reply bound counts them).
 	EdgeIDs bool
@@ -158,6 +166,10 @@ type Server struct {
 	token    []byte        // SHA-256 of Config.Token; nil when none is required
 	features *featureStage // nil without Config.Features
 	stats    *statsBook    // the epochs' figures (EpochStats), logged as they end
+	// fullHops: a fanout is -1 (every neighbor), whose reply bound, from
+	// the graph's largest degree, is loose: a sample over the connection's
+	// share is then served holding the share, as a minibatch is.
+	fullHops bool
 	// directReads holds a token per direct feature read running
 	// (MaxDirectReads).
 	directReads chan struct{}
@@ -276,7 +288,7 @@ func New(cfg Config) (*Server, error) {
 		if split, ok := ctx.Value(splitSampling{}).(func(time.Duration, int64)); ok {
 			split(d, bytes)
 		} else {
-			book.sampledEpoch(key.Epoch, d, bytes)
+			book.sampledEpoch(key.Epoch, d, bytes, res.Bytes())
 		}
 		return res, nil
 	}
@@ -292,7 +304,8 @@ func New(cfg Config) (*Server, error) {
 		cfg: cfg, pipe: pipe, maxReq: cfg.MaxRequest, features: stage, stats: book,
 		budget: newBudget(cfg.MaxInflight), control: newBudget(ControlBudget),
 		connSize: cfg.MaxConnInflight, gate: gate, directReads: make(chan struct{}, MaxDirectReads),
-		baseCtx: ctx, cancel: cancel, stopReading: make(chan struct{}),
+		fullHops: slices.Contains(cfg.Fanouts, epoch.AllNeighbors),
+		baseCtx:  ctx, cancel: cancel, stopReading: make(chan struct{}),
 		lns:      map[net.Listener]struct{}{},
 		conns:    map[*conn]struct{}{},
 		splits:   map[uint32]*heldSplit{},

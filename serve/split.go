@@ -61,8 +61,9 @@ func splitBound(cfg *Config, n int64) int64 {
 	}
 	size := satMul(8, n)
 	d := n
+	full := fullBound{maxDegree: cfg.MaxDegree, numEdges: cfg.NumEdges}
 	for _, f := range cfg.Fanouts {
-		edges := satMul(d, int64(f))
+		edges := full.hopEdges(d, f)
 		size = satAdd(size, satAdd(satMul(4, d), satMul(perSample, edges)))
 		d = satAdd(d, edges)
 		if cfg.NumNodes > 0 {

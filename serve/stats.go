@@ -106,6 +106,8 @@ type statsBook struct {
 type sampling struct {
 	d     time.Duration
 	bytes int64
+	// result is the epoch's Result in memory (epoch.Result.Bytes).
+	result int64
 }
 
 // epochRecord is one epoch's figures as they accumulate.
@@ -176,10 +178,11 @@ func (b *statsBook) seen(e uint32) {
 	b.log(jobs)
 }
 
-// sampledEpoch records what sampling training epoch e took and read.
-func (b *statsBook) sampledEpoch(e uint32, d time.Duration, bytes int64) {
+// sampledEpoch records what sampling training epoch e took and read,
+// and the memory its Result holds.
+func (b *statsBook) sampledEpoch(e uint32, d time.Duration, bytes, result int64) {
 	b.mu.Lock()
-	b.sampled[e] = sampling{d: d, bytes: bytes}
+	b.sampled[e] = sampling{d: d, bytes: bytes, result: result}
 	b.mu.Unlock()
 }
 
@@ -446,7 +449,7 @@ func (b *statsBook) statsLocked(r *epochRecord) (EpochStats, *featrows.Epoch) {
 		st.WallS = r.last.Sub(r.first).Seconds()
 	}
 	if sm, ok := b.sampled[r.e]; ok {
-		st.SampleS, st.BytesRead, st.BytesKnown = sm.d.Seconds(), sm.bytes, b.bytesKnown
+		st.SampleS, st.BytesRead, st.BytesKnown, st.ResultBytes = sm.d.Seconds(), sm.bytes, b.bytesKnown, sm.result
 		if b.bytesKnown {
 			st.GraphBytes = b.graphBytes
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/streamsampler/streamsampler/hls"
 	"github.com/streamsampler/streamsampler/xrt/xclbin"
 )
 
@@ -324,6 +325,9 @@ func runSampleKernel(fn kernelFunc, walkFn walkFunc, v []argVal, units int) erro
 	if edges > 1 {
 		return fmt.Errorf("edges = %d, want 0 or 1", edges)
 	}
+	if uint32(fanout) == hls.FanoutAll && walk == 0 {
+		return runAllKernel(v, n, key, edges == 1)
+	}
 	if fanout <= 0 {
 		return fmt.Errorf("fanout = %d, want at least 1", fanout)
 	}
@@ -351,6 +355,27 @@ func runSampleKernel(fn kernelFunc, walkFn walkFunc, v []argVal, units int) erro
 		return runWalkUnits(walkFn, units, words(chunk, chunk.size/4), tw[:n], tw[n:], out, eout, fanout, key, walk-1)
 	}
 	return runUnits(fn, units, words(chunk, chunk.size/4), words(targets, n), out, eout, fanout, key, replace == 1)
+}
+
+// runAllKernel runs SampleKernel's copy-all mode (fanout hls.FanoutAll;
+// hls.RunAllRaw): key is hls.AllKey(capacity, skip), and the result
+// buffer must hold the layout of hls.AllResultWords. It runs on one
+// compute unit: the rows' lengths are known only as they are copied, so
+// the targets cannot be cut into shares whose outputs land at known
+// places, and the copy is a sequential stream that one unit keeps at the
+// memory's rate.
+func runAllKernel(v []argVal, n int, key uint64, edges bool) error {
+	chunk, result, targets := v[ArgChunk].bo, v[ArgResult].bo, v[ArgTargets].bo
+	if int64(n)*4 > int64(targets.size) {
+		return fmt.Errorf("targets buffer of %d bytes too small for n_targets = %d (%d bytes)", targets.size, n, int64(n)*4)
+	}
+	capacity := int(key >> 32)
+	words32 := int64(hls.AllResultWords(n, capacity, edges))
+	if need := words32 * 4; need > int64(result.size) {
+		return fmt.Errorf("result buffer of %d bytes too small for a copy-all launch of %d targets and capacity %d (edges %v): %d bytes", result.size, n, capacity, edges, need)
+	}
+	res := unsafe.Slice((*int32)(unsafe.Pointer(&result.mem[0])), words32)
+	return allKernelImpl(words(chunk, chunk.size/4), words(targets, n), res, capacity, uint32(key), edges)
 }
 
 // unitTargets is the least share of a launch's targets worth a compute

@@ -97,13 +97,20 @@ const SampleKernel = "sample_kernel"
 // walk-1, walk, … of walker r (-1 throughout for a node without
 // neighbors), with edge indices after them as above. A run that never
 // sets walk samples (0, as XRT's zeroed command packet has it).
+//
+// With fanout hls.FanoutAll it runs the copy-all mode (fanout -1, every
+// neighbor; hls.RunAllRaw): the result buffer holds a CSR-shaped result
+// (status, a count per target, the neighbors, then with edges = 1 their
+// edge indices; hls.AllResultWords) of at most the capacity that key
+// carries, and the host launches again from where the status says the
+// launch stopped.
 const (
 	ArgChunk    = 0 // BO: the chunk, uint32 words (chunk layout of docs/FORMAT.md)
 	ArgResult   = 1 // BO: int32 samples, n_targets*fanout (then as many edge indices with edges = 1)
 	ArgTargets  = 2 // BO: uint32 target node ids, all inside the chunk
 	ArgNTargets = 3 // uint32
-	ArgFanout   = 4 // uint32, 1..hls.MaxFanout
-	ArgKey      = 5 // uint64, rng.Key(seed, epoch, layer)
+	ArgFanout   = 4 // uint32, 1..hls.MaxFanout, or hls.FanoutAll: the copy-all mode (fanout -1)
+	ArgKey      = 5 // uint64, rng.Key(seed, epoch, layer); in copy-all mode hls.AllKey(capacity, skip)
 	ArgReplace  = 6 // uint32, 0 or 1
 	ArgEdges    = 7 // uint32, 0 or 1: also write chunk-local edge indices
 	ArgWalk     = 8 // uint32, 0 = sampling, else a walk step with first attempt walk-1; 0 when not set

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamsampler/streamsampler/hls"
 	"github.com/streamsampler/streamsampler/xrt/xclbin"
 )
 
@@ -193,6 +194,36 @@ func TestNoopHostSequence(t *testing.T) {
 		if err != nil || st != StateCompleted {
 			t.Fatalf("wait: %v %v", st, err)
 		}
+	}
+	// The copy-all mode (fanout -1) through the binding: the fanout
+	// argument FanoutAll, the key carrying capacity and skip, the edges
+	// flag, then the host's reads of the status and counts and of the
+	// neighbors and edge indices at their offsets (hls.AllResultWords'
+	// layout), and one past the buffer refused.
+	words := rb.Size() / 4
+	capacity := (words - hls.AllStatusWords - len(ts)) / 2
+	for _, err := range []error{run.SetUint32(ArgFanout, hls.FanoutAll), run.SetUint64(ArgKey, hls.AllKey(capacity, 3)), run.SetUint32(ArgEdges, 1)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := run.Wait(5 * time.Second); err != nil || st != StateCompleted {
+		t.Fatalf("copy-all wait: %v %v", st, err)
+	}
+	hdr := hls.AllStatusWords + len(ts)
+	for _, part := range [][2]int{{hdr, 0}, {capacity, hdr}, {capacity, hdr + capacity}} {
+		if err := rb.Sync(FromDevice, 4*part[0], 4*part[1]); err != nil {
+			t.Fatalf("copy-all sync of %d words at word %d: %v", part[0], part[1], err)
+		}
+	}
+	if hls.AllResultWords(len(ts), capacity, true) > words {
+		t.Fatalf("copy-all layout of %d words in a %d-word buffer", hls.AllResultWords(len(ts), capacity, true), words)
+	}
+	if err := rb.Sync(FromDevice, 4*(words-hdr-capacity+1), 4*(hdr+capacity)); !errors.Is(err, ErrBounds) {
+		t.Errorf("copy-all sync past the buffer: %v", err)
 	}
 	if err := rb.Sync(FromDevice, rb.Size(), 0); err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ or FAIL; figures are medians of --runs runs.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.graph, "graph", "", "graph directory (from chunkify)")
-	f.StringArrayVar(&o.fanoutSets, "fanouts", []string{"15,10,5", "10,10,10"}, fanoutsHelp+"; repeat for several sets")
+	f.StringArrayVar(&o.fanoutSets, "fanouts", []string{"15,10,5", "10,10,10"}, fanoutsHelp+"; repeat for several sets (sampled hops only: bench's floors do not model -1)")
 	f.IntVar(&o.runs, "runs", 3, "epochs (and assembly passes) per measurement; medians are reported")
 	f.Float64Var(&o.trainFrac, "train-frac", 0.1, "fraction of nodes in the training set")
 	f.IntVar(&o.batchSize, "batch-size", 1024, "minibatch size for the assembly benchmark")

@@ -94,7 +94,7 @@ func TestEverySubcommandHasAnExample(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "Examples:") {
 			t.Errorf("%s --help: exit %d, %s\n%s", c.Name(), code, e, out)
 		}
-		if c.Flags().Lookup("fanouts") != nil && !strings.Contains(out, "each 1..64, at most 255 hops") {
+		if c.Flags().Lookup("fanouts") != nil && !strings.Contains(out, "each 1..64, or -1 for every neighbor (e.g. -1 or -1,10), at most 255 hops") {
 			t.Errorf("%s --help does not give the fanout limit:\n%s", c.Name(), out)
 		}
 	}

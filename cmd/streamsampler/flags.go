@@ -17,7 +17,7 @@ import (
 // fanoutsHelp is the help of every --fanouts flag. The limits are those of
 // the sampling kernels (hls.MaxFanout, which the GPU engine shares) and of
 // the RNG key (epoch.MaxLayers).
-var fanoutsHelp = fmt.Sprintf("neighbors per hop, hop 1 (the seeds' neighbors) first, comma-separated, e.g. 15,10,5; each 1..%d, at most %d hops", hls.MaxFanout, epoch.MaxLayers)
+var fanoutsHelp = fmt.Sprintf("neighbors per hop, hop 1 (the seeds' neighbors) first, comma-separated, e.g. 15,10,5; each 1..%d, or %d for every neighbor (e.g. -1 or -1,10), at most %d hops", hls.MaxFanout, epoch.AllNeighbors, epoch.MaxLayers)
 
 // addFanoutsFlag registers --fanouts (no default: every command that
 // samples needs it given, or recorded in its state directory).
@@ -39,7 +39,8 @@ func addQuietFlag(fs *pflag.FlagSet, p *bool, what string) {
 }
 
 // parseFanouts parses "15,10,5": one fanout per hop, hop 1 first. Each
-// must be 1..hls.MaxFanout, and there are at most epoch.MaxLayers. An
+// must be 1..hls.MaxFanout or -1 (epoch.AllNeighbors: every neighbor),
+// and there are at most epoch.MaxLayers. An
 // error names the item as layer l (0-based, as Result.Layers and the
 // statistics count) and hop l+1 (as --fanouts and the blocks count).
 func parseFanouts(s string) ([]int, error) {
@@ -54,8 +55,9 @@ func parseFanouts(s string) ([]int, error) {
 	for l, p := range items {
 		k, err := strconv.Atoi(strings.TrimSpace(p))
 		switch {
+		case err == nil && k == epoch.AllNeighbors:
 		case err != nil || k < 1:
-			return nil, usagef("--fanouts %q: item %d (%q; layer %d, hop %d) is not a positive integer", s, l+1, p, l, l+1)
+			return nil, usagef("--fanouts %q: item %d (%q; layer %d, hop %d) is not a positive integer or %d (every neighbor)", s, l+1, p, l, l+1, epoch.AllNeighbors)
 		case k > hls.MaxFanout:
 			return nil, usagef("--fanouts %q: item %d (%d; layer %d, hop %d) is above the maximum fanout %d", s, l+1, k, l, l+1, hls.MaxFanout)
 		}

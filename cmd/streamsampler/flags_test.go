@@ -21,7 +21,12 @@ func TestParseFanouts(t *testing.T) {
 		{"", nil, false},
 		{"3,,4", nil, false},
 		{"0", nil, false},
-		{"-1", nil, false},
+		{"-1", []int{-1}, true},
+		{"-1,10", []int{-1, 10}, true},
+		{"10, -1", []int{10, -1}, true},
+		{"-1,-1", []int{-1, -1}, true},
+		{"-2", nil, false},
+		{"-0", nil, false},
 		{"a", nil, false},
 		{"64,1", []int{64, 1}, true},
 		{"65", nil, false},
@@ -98,7 +103,7 @@ func TestParseNodeList(t *testing.T) {
 }
 
 func FuzzParseFanouts(f *testing.F) {
-	for _, s := range []string{"15,10,5", "", "0", "3,x", "99999999999999999999"} {
+	for _, s := range []string{"15,10,5", "", "0", "3,x", "99999999999999999999", "-1,10", "-2"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -113,7 +118,7 @@ func FuzzParseFanouts(f *testing.F) {
 			t.Fatalf("%q: %d fanouts accepted", s, len(fan))
 		}
 		for _, k := range fan {
-			if k < 1 || k > hls.MaxFanout {
+			if (k < 1 || k > hls.MaxFanout) && k != epoch.AllNeighbors {
 				t.Fatalf("%q: fanout %d", s, k)
 			}
 		}

@@ -55,6 +55,17 @@ func SampleEpoch(g *Graph, seeds []uint32, fanouts []int, key epoch.Key) *epoch.
 	f = slices.Compact(f)
 	res := &epoch.Result{Key: key}
 	for l, k := range fanouts {
+		if k == epoch.AllNeighbors {
+			// A full layer: every neighbor, row after row (rng.AppendAll).
+			ly := epoch.Layer{Frontier: f, Fanout: k, Samples: []int32{}, Offsets: []int64{0}}
+			for _, v := range f {
+				ly.Samples = rng.AppendAll(ly.Samples, g.Neighbors(v))
+				ly.Offsets = append(ly.Offsets, int64(len(ly.Samples)))
+			}
+			res.Layers = append(res.Layers, ly)
+			f = epoch.NextFrontier(f, ly.Samples)
+			continue
+		}
 		s := make([]int32, len(f)*k)
 		for i, v := range f {
 			rng.Sample(s[i*k:(i+1)*k], g.Neighbors(v), v, key.Layer(l), key.Replace)
@@ -92,7 +103,7 @@ func EqualResult(a, b *epoch.Result) bool {
 	}
 	for l := range a.Layers {
 		x, y := &a.Layers[l], &b.Layers[l]
-		if x.Fanout != y.Fanout || !slices.Equal(x.Frontier, y.Frontier) || !slices.Equal(x.Samples, y.Samples) {
+		if x.Fanout != y.Fanout || !slices.Equal(x.Frontier, y.Frontier) || !slices.Equal(x.Samples, y.Samples) || !slices.Equal(x.Offsets, y.Offsets) || (x.Offsets == nil) != (y.Offsets == nil) {
 			return false
 		}
 		if (x.EdgeIDs == nil) != (y.EdgeIDs == nil) || !slices.Equal(x.EdgeIDs, y.EdgeIDs) {
@@ -141,8 +152,7 @@ func BruteBlocks(r *epoch.Result, seeds []uint32) *epoch.Blocks {
 			if row < 0 {
 				panic(fmt.Sprintf("brute: node %d not in frontier %d", v, h))
 			}
-			for t := 0; t < ly.Fanout; t++ {
-				s := ly.Samples[row*ly.Fanout+t]
+			for _, s := range ly.Row(row) {
 				if s < 0 {
 					continue
 				}
@@ -170,9 +180,10 @@ func BruteEdgeIDs(ly epoch.Layer, nodes []uint32) []int64 {
 	out := []int64{}
 	for _, v := range nodes {
 		row := slices.Index(ly.Frontier, v)
-		for t := 0; t < ly.Fanout; t++ {
-			if ly.Samples[row*ly.Fanout+t] >= 0 {
-				out = append(out, ly.EdgeIDs[row*ly.Fanout+t])
+		lo, hi := ly.Span(row)
+		for j := lo; j < hi; j++ {
+			if ly.Samples[j] >= 0 {
+				out = append(out, ly.EdgeIDs[j])
 			}
 		}
 	}
@@ -202,8 +213,9 @@ func BrutePyG(r *epoch.Result, seeds []uint32) (nid []uint32, src, dst [][]int, 
 			if row < 0 {
 				panic(fmt.Sprintf("BrutePyG: node %d not in frontier %d", nid[i], h))
 			}
-			for t := 0; t < ly.Fanout; t++ {
-				s := ly.Samples[row*ly.Fanout+t]
+			lo, hi := ly.Span(row)
+			for t := lo; t < hi; t++ {
+				s := ly.Samples[t]
 				if s < 0 {
 					continue
 				}
@@ -215,7 +227,7 @@ func BrutePyG(r *epoch.Result, seeds []uint32) (nid []uint32, src, dst [][]int, 
 				}
 				es, ed = append(es, j), append(ed, i)
 				if ly.EdgeIDs != nil {
-					ei = append(ei, ly.EdgeIDs[row*ly.Fanout+t])
+					ei = append(ei, ly.EdgeIDs[t])
 				}
 			}
 		}

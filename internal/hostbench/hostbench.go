@@ -71,6 +71,14 @@ func (c *Config) check() error {
 		if len(f) == 0 {
 			return fmt.Errorf("%w: fanout set %d is empty", ErrConfig, i+1)
 		}
+		// The floors (GatherFloor, KernelFloor) model a fixed fanout's
+		// slots; a full layer's cost is its rows' lengths, which they do
+		// not measure.
+		for l, k := range f {
+			if k < 1 {
+				return fmt.Errorf("%w: fanout set %d: layer %d has fanout %d; bench measures sampled layers only (1 and up), not -1 (every neighbor)", ErrConfig, i+1, l, k)
+			}
+		}
 	}
 	return nil
 }

@@ -172,6 +172,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{"no-graph", func(c *Config) { c.Graph = "" }},
 		{"no-fanouts", func(c *Config) { c.Fanouts = nil }},
 		{"empty-set", func(c *Config) { c.Fanouts = [][]int{{2}, {}} }},
+		{"full-layer", func(c *Config) { c.Fanouts = [][]int{{2}, {-1, 3}} }},
 		{"zero-runs", func(c *Config) { c.Runs = 0 }},
 		{"train-frac", func(c *Config) { c.TrainFrac = 1.5 }},
 		{"train-frac-nan", func(c *Config) { c.TrainFrac = math.NaN() }},

@@ -9,10 +9,13 @@
     for input_nodes, output_nodes, blocks in loader:
         x = blocks[0].srcdata["feat"]
         y = blocks[-1].dstdata["label"]
+
+``MultiLayerFullNeighborSampler(n)`` (every neighbor at each of n layers)
+is here too, and DGL's own samplers of both kinds are accepted.
 """
 
 from __future__ import annotations
 
-from .loader.dgl_loader import DataLoader, NeighborSampler
+from .loader.dgl_loader import DataLoader, MultiLayerFullNeighborSampler, NeighborSampler
 
-__all__ = ["DataLoader", "NeighborSampler"]
+__all__ = ["DataLoader", "MultiLayerFullNeighborSampler", "NeighborSampler"]

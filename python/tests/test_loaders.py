@@ -14,7 +14,8 @@ import numpy as np
 
 import streamsampler
 from streamsampler.batch import Batch, Hop
-from streamsampler.dgl import DataLoader, NeighborSampler
+from streamsampler.dgl import DataLoader, MultiLayerFullNeighborSampler, NeighborSampler
+from streamsampler.loader.dgl_loader import as_sampler
 from streamsampler.graph import read_csr
 from streamsampler.loader import NodeLoader
 from streamsampler.pyg import NeighborLoader
@@ -257,6 +258,125 @@ class Loaders(unittest.TestCase):
         got = [int(v) for d in val for v in d.n_id[:d.batch_size]]
         self.assertEqual(got, self.val.tolist())
 
+    def check_full_hop(self, hop):
+        """A hop with fanout -1: each destination's edges, in order, are
+        its whole stored adjacency (the CSR from read_csr, not the
+        server's epoch), each edge id indptr[v] + position, once."""
+        dst = np.asarray(hop.dst)
+        src = np.asarray(hop.src)
+        es, ed = np.asarray(hop.edge_src), np.asarray(hop.edge_dst)
+        self.assertTrue(np.all(np.diff(ed) >= 0))
+        e = 0
+        for i, v in enumerate(dst.tolist()):
+            lo, hi = int(self.indptr[v]), int(self.indptr[v + 1])
+            d = hi - lo
+            np.testing.assert_array_equal(ed[e:e + d], i)
+            np.testing.assert_array_equal(src[es[e:e + d]], self.indices[lo:hi])
+            if hop.e_id is not None:
+                np.testing.assert_array_equal(np.asarray(hop.e_id)[e:e + d], np.arange(lo, hi))
+            e += d
+        self.assertEqual(e, len(es))
+
+    def test_full_neighborhoods(self):
+        """num_neighbors=[-1] (PyG's layer-wise inference loader) and
+        [-1, 3]: every hop with fanout -1 holds every in-edge of every node
+        it expands, under PyG's semantics (against pyg_reference on the
+        stored CSR itself) and DGL's, over the validation split (unshuffled,
+        every node once) and the shuffled training stream."""
+        for fanouts in ([-1], [-1, 3], [3, -1]):
+            for semantics in ("pyg", "dgl"):
+                for nodes, shuffle in ((self.val, False), (self.train, True)):
+                    lo = self.loader(nodes, shuffle, semantics=semantics, batch_size=37, fanouts=fanouts)
+                    c = lo.client()
+                    seen = []
+                    for b in lo.batches():
+                        seen += b.seeds.tolist()
+                        # A full hop's every node has its whole row, under
+                        # either semantics (a PyG hop expands a part of
+                        # what the DGL hop does).
+                        for h, k in enumerate(fanouts):
+                            if k == -1:
+                                self.check_full_hop(b.hops[h])
+                        if semantics == "pyg" and shuffle:
+                            # The training epoch's DGL blocks of the same
+                            # seeds show every node's samples.
+                            d = c.sample(b.seeds, epoch=b.epoch, semantics="dgl")
+                            for h, k in enumerate(fanouts):
+                                if k == -1:
+                                    self.check_full_hop(d.hops[h])
+                            # PyG's hop order on the DGL blocks' samples:
+                            # where the first hop is full, the seeds' own
+                            # adjacencies.
+                            samples = hop_samples(d)
+                            if fanouts[0] == -1:
+                                for v in b.seeds.tolist():
+                                    lo_, hi_ = int(self.indptr[v]), int(self.indptr[v + 1])
+                                    self.assertEqual(samples[0][v], self.indices[lo_:hi_].tolist())
+                            n_id, ei, _, _, _ = pyg_reference(b.seeds, samples)
+                            a = streamsampler.pyg_arrays(b)
+                            self.assertEqual(a["n_id"].tolist(), n_id)
+                            np.testing.assert_array_equal(a["edge_index"], ei)
+                            np.testing.assert_array_equal(b.x, self.x[a["n_id"]])
+                        if b.has_edge_ids:
+                            self.check_edge_ids(b)
+                    self.assertEqual(sorted(seen), sorted(nodes.tolist()))
+                    lo.close()
+
+    def test_dgl_full_neighbor_samplers(self):
+        """MultiLayerFullNeighborSampler(n) is NeighborSampler([-1] * n);
+        DGL's own samplers (recognised by class name and module, DGL not
+        needed) are taken with their fanouts, replace and edge_dir, and
+        what streamsampler does not do is still refused."""
+        s = MultiLayerFullNeighborSampler(2)
+        self.assertIsInstance(s, NeighborSampler)
+        self.assertEqual((s.fanouts, s.hop_fanouts), ([-1, -1], [-1, -1]))
+        self.assertIs(as_sampler(s), s)
+        self.assertEqual(NeighborSampler([10, -1]).hop_fanouts, [-1, 10])
+
+        def dgl_class(name):
+            return type(name, (), {"__module__": "dgl.dataloading.neighbor_sampler"})
+
+        full = dgl_class("MultiLayerFullNeighborSampler")()
+        full.fanouts, full.edge_dir, full.prob, full.replace = [-1, -1, -1], "in", None, False
+        got = as_sampler(full)
+        self.assertEqual((got.fanouts, got.replace), ([-1, -1, -1], False))
+        mixed = dgl_class("NeighborSampler")()
+        mixed.fanouts, mixed.edge_dir, mixed.replace = [5, -1], "in", True
+        got = as_sampler(mixed)
+        self.assertEqual((got.hop_fanouts, got.replace), ([-1, 5], True))
+        out = dgl_class("NeighborSampler")()
+        out.fanouts, out.edge_dir = [5], "out"
+        with self.assertRaises(NotImplementedError):
+            as_sampler(out)
+        with self.assertRaises(TypeError):
+            as_sampler(object())
+        with self.assertRaises(TypeError):
+            as_sampler(type("NeighborSampler", (), {})())  # not DGL's
+        # The DataLoader takes DGL's sampler where it takes ours.
+        dl = DataLoader(self.graph, self.val, full, batch_size=64, binary=self.ss)
+        self.addCleanup(dl.close)
+        self.assertEqual(dl.fanouts, [-1, -1, -1])
+        for b in dl.batches():
+            for hop in b.hops:
+                self.check_full_hop(hop)
+
+    def test_pyg_neighbor_loader_full(self):
+        """streamsampler.pyg.NeighborLoader takes num_neighbors=[-1] and
+        [-1, 3] (PyG's layer-wise inference loader), its batches' full
+        hops every in-edge of the nodes they expand (torch_geometric is
+        needed only to build Data, not for the batches)."""
+        for fanouts in ([-1], [-1, 3]):
+            lo = NeighborLoader(self.graph, num_neighbors=fanouts, input_nodes=self.val, batch_size=64,
+                                binary=self.ss)
+            self.assertEqual(lo.fanouts, fanouts)
+            seen = []
+            for b in lo.batches():
+                self.assertEqual(b.semantics, "pyg")
+                self.check_full_hop(b.hops[0])
+                seen += b.seeds.tolist()
+            self.assertEqual(seen, self.val.tolist())
+            lo.close()
+
     def test_servers_stop_with_their_loaders(self):
         a = NodeLoader(self.graph, [2], 10, self.val, False, False, "pyg", None, seed=99, binary=self.ss)
         b = NodeLoader(self.graph, [2], 10, self.test, False, False, "dgl", None, seed=99, binary=self.ss)
@@ -276,9 +396,15 @@ class Loaders(unittest.TestCase):
         with self.assertRaises(ValueError):
             self.loader(np.zeros(N - 1, np.bool_), shuffle=False)
         with self.assertRaises(ValueError):
-            self.loader(self.val, shuffle=False, fanouts=[-1])
+            self.loader(self.val, shuffle=False, fanouts=[-2])
         with self.assertRaises(ValueError):
-            NeighborSampler([10, -1])
+            NeighborSampler([10, -2])
+        with self.assertRaises(ValueError):
+            NeighborSampler([0])
+        with self.assertRaises(ValueError):
+            NeighborSampler([])
+        with self.assertRaises(ValueError):
+            MultiLayerFullNeighborSampler(0)
         with self.assertRaises(NotImplementedError):
             NeighborLoader(self.graph, [2], input_nodes=("paper", self.val), binary=self.ss)
         with self.assertRaises(NotImplementedError):

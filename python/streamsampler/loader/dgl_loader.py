@@ -43,15 +43,15 @@ from ..delta import DeltaTransfer
 from ..optional import require
 from ..typing import GraphSource, Nodes, PathArg
 from .node_loader import NodeLoader
-from .utils import check_fanouts
+from .utils import ALL_NEIGHBORS, check_fanouts
 
-__all__ = ["DataLoader", "NeighborSampler"]
+__all__ = ["DataLoader", "MultiLayerFullNeighborSampler", "NeighborSampler", "as_sampler"]
 
 
 class NeighborSampler:
     """DGL's ``NeighborSampler(fanouts, replace=False, ...)``: ``fanouts``
-    per GNN layer, input layer first (each 1 to 64; DGL's -1, every
-    neighbor, is not supported). ``prefetch_node_feats`` and
+    per GNN layer, input layer first (each 1 to 64, or DGL's -1: every
+    neighbor, in CSR order). ``prefetch_node_feats`` and
     ``prefetch_labels`` are accepted for compatibility: the features and
     labels of a graph with a feature store always come (as "feat" and
     "label")."""
@@ -75,6 +75,42 @@ class NeighborSampler:
         return self.fanouts[::-1]
 
 
+class MultiLayerFullNeighborSampler(NeighborSampler):
+    """DGL's ``MultiLayerFullNeighborSampler(num_layers, ...)``: every
+    neighbor of every node at each of ``num_layers`` layers, the
+    ``NeighborSampler([-1] * num_layers)`` it is in DGL."""
+
+    def __init__(self, num_layers: int, **kwargs: Any) -> None:
+        if int(num_layers) < 1:
+            raise ValueError("MultiLayerFullNeighborSampler: num_layers %r, want >= 1" % (num_layers,))
+        super().__init__([ALL_NEIGHBORS] * int(num_layers), **kwargs)
+
+
+def as_sampler(graph_sampler: Any) -> NeighborSampler:
+    """``graph_sampler`` as this module's :class:`NeighborSampler`: one of
+    ours as it is, and DGL's own ``NeighborSampler`` or
+    ``MultiLayerFullNeighborSampler`` (``dgl.dataloading``, recognised by
+    their class name and module, so DGL need not be installed to tell)
+    rebuilt from their ``fanouts``, ``replace``, ``edge_dir``, ``prob``
+    and ``mask`` (DGL keeps these as attributes), which refuses what
+    streamsampler does not do as our constructor does. Anything else is a
+    TypeError."""
+    if isinstance(graph_sampler, NeighborSampler):
+        return graph_sampler
+    cls = type(graph_sampler)
+    if cls.__module__.split(".")[0] == "dgl" and cls.__name__ in ("NeighborSampler", "MultiLayerFullNeighborSampler"):
+        fanouts = getattr(graph_sampler, "fanouts", None)
+        if fanouts is None:
+            raise TypeError("DataLoader: DGL's %s has no fanouts attribute to read" % cls.__name__)
+        if any(isinstance(f, dict) for f in fanouts):
+            raise NotImplementedError("DataLoader: per-edge-type fanouts (heterogeneous graphs) are not supported")
+        return NeighborSampler([int(f) for f in fanouts], replace=bool(getattr(graph_sampler, "replace", False)),
+                               edge_dir=str(getattr(graph_sampler, "edge_dir", "in")),
+                               prob=getattr(graph_sampler, "prob", None), mask=getattr(graph_sampler, "mask", None))
+    raise TypeError("DataLoader: graph_sampler must be a streamsampler.dgl.NeighborSampler or "
+                    "MultiLayerFullNeighborSampler (or DGL's), got %s" % cls.__name__)
+
+
 class DataLoader(NodeLoader):
     """DGL's ``DataLoader(graph, indices, graph_sampler, batch_size,
     shuffle, drop_last, device, ...)`` over a streamsampler graph
@@ -96,15 +132,13 @@ class DataLoader(NodeLoader):
     feature store held on a CUDA ``device`` and ``feat``/``label``
     gathered there (see :class:`~streamsampler.loader.NodeLoader`)."""
 
-    def __init__(self, graph: GraphSource, indices: Optional[Nodes], graph_sampler: NeighborSampler,
+    def __init__(self, graph: GraphSource, indices: Optional[Nodes], graph_sampler: Any,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, device: Any = None,
                  seed: Optional[int] = None, prefetch: Optional[int] = None, server_args: Sequence[str] = (),
                  binary: Optional[PathArg] = None, pin_memory: Optional[bool] = None,
                  delta: Union[bool, DeltaTransfer, None] = False, device_features: Optional[bool] = None,
                  **kwargs: Any) -> None:
-        if not isinstance(graph_sampler, NeighborSampler):
-            raise TypeError("DataLoader: graph_sampler must be a streamsampler.dgl.NeighborSampler, got %s"
-                            % type(graph_sampler).__name__)
+        graph_sampler = as_sampler(graph_sampler)
         ignored = {"num_workers", "use_uva", "use_ddp", "ddp_seed", "use_prefetch_thread", "use_alternate_streams",
                    "pin_prefetcher", "persistent_workers"}
         unknown = set(kwargs) - ignored

@@ -18,7 +18,7 @@ from ..convert import from_pyg
 from ..graph import read_manifest
 from ..typing import GraphSource, Nodes
 
-__all__ = ["check_fanouts", "default_seed", "graph_dir", "graph_num_nodes", "node_ids"]
+__all__ = ["ALL_NEIGHBORS", "check_fanouts", "default_seed", "graph_dir", "graph_num_nodes", "node_ids"]
 
 
 def node_ids(nodes: Nodes, num_nodes: int, what: str = "input_nodes") -> npt.NDArray[np.int64]:
@@ -39,12 +39,22 @@ def node_ids(nodes: Nodes, num_nodes: int, what: str = "input_nodes") -> npt.NDA
     return ids
 
 
+#: The fanout that takes every neighbor of a node (PyG's and DGL's -1):
+#: the server's full layers, whose rows are the nodes' whole adjacencies.
+ALL_NEIGHBORS = -1
+
+
 def check_fanouts(fanouts: Sequence[int], what: str) -> List[int]:
-    """``fanouts`` as ints, each 1 to 64 (ValueError naming ``what``)."""
+    """``fanouts`` as ints, each 1 to 64 or -1 (every neighbor), at least
+    one and at most 255 (ValueError naming ``what``)."""
     out = [int(f) for f in fanouts]
+    if not out:
+        raise ValueError("%s: no hops (want at least one fanout)" % what)
+    if len(out) > 255:
+        raise ValueError("%s: %d hops, at most 255" % (what, len(out)))
     for f in out:
-        if not 1 <= f <= 64:
-            raise ValueError("%s %d: streamsampler samples 1 to 64 neighbors per hop (not -1, every neighbor)"
+        if not (1 <= f <= 64 or f == ALL_NEIGHBORS):
+            raise ValueError("%s %d: streamsampler samples 1 to 64 neighbors per hop, or -1 for every neighbor"
                              % (what, f))
     return out
 
