@@ -1,0 +1,321 @@
+package randread
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/hls"
+	"github.com/streamsampler/streamsampler/internal/aio"
+	"github.com/streamsampler/streamsampler/internal/hostorder"
+	"github.com/streamsampler/streamsampler/rng"
+)
+
+// request is one Sample call's state: the blocks read so far, which later
+// layers reuse (their frontiers contain the earlier ones).
+type request struct {
+	s      *Sampler
+	aio    *aio.Context // nil: a pool of pread goroutines
+	blocks map[int64][]byte
+	stats  *Stats
+	want   []int64 // scratch: the blocks a layer needs
+	miss   []int64 // scratch: those not read yet
+	runs   []run   // scratch: the layer's reads
+}
+
+// run is one read: the missing blocks [lo, hi), consecutive on disk.
+type run struct{ lo, hi int }
+
+// layer samples layer l of frontier (sorted unique) with fanout k: the
+// positions of every node's sample (rng.Positions), the distinct blocks
+// their words lie in, the reads of those not read yet, then the words.
+func (rq *request) layer(ctx context.Context, l int, frontier []uint32, k int, key epoch.Key, edgeIDs bool) (epoch.Layer, error) {
+	s := rq.s
+	lkey := key.Layer(l)
+	bs := int64(s.o.BlockSize)
+	indptr, base := s.off.indptr, s.off.base
+	samples := make([]int32, len(frontier)*k)
+	var eids []int64
+	if edgeIDs {
+		eids = make([]int64, len(samples))
+	}
+	ls := LayerStats{Nodes: len(frontier)}
+
+	// Positions, edge ids and the blocks they need. The frontier is
+	// sorted, so its nodes' chunks are found by walking the chunks along.
+	want := rq.want[:0]
+	c := 0
+	for i, v := range frontier {
+		for s.ix.End(c) <= v {
+			c++
+		}
+		first := indptr[v]
+		row := samples[i*k : (i+1)*k]
+		rng.Positions(row, int(indptr[v+1]-first), v, lkey, key.Replace)
+		for t, p := range row {
+			if p < 0 {
+				if eids != nil {
+					eids[i*k+t] = -1
+				}
+				continue
+			}
+			e := first + uint64(p)
+			if eids != nil {
+				eids[i*k+t] = int64(e)
+			}
+			want = append(want, (base[c]+4*int64(e))/bs)
+		}
+	}
+	ls.Slots = int64(len(want))
+	slices.Sort(want)
+	want = slices.Compact(want)
+	ls.Blocks = int64(len(want))
+	missing := rq.miss[:0]
+	for _, b := range want {
+		if _, ok := rq.blocks[b]; !ok {
+			missing = append(missing, b)
+		}
+	}
+	ls.Reused = ls.Blocks - int64(len(missing))
+	rq.want, rq.miss = want, missing
+
+	// The reads: runs of consecutive missing blocks, up to MaxRun bytes.
+	runs := rq.runs[:0]
+	maxBlocks := s.o.MaxRun / s.o.BlockSize
+	for i := 0; i < len(missing); {
+		j := i + 1
+		for j < len(missing) && missing[j] == missing[j-1]+1 && j-i < maxBlocks {
+			j++
+		}
+		runs = append(runs, run{i, j})
+		i = j
+	}
+	rq.runs = runs
+	slab := aio.Aligned(int64(len(missing)) * bs)
+	t0 := time.Now()
+	if err := rq.read(ctx, runs, missing, slab); err != nil {
+		return epoch.Layer{}, err
+	}
+	ls.ReadTime = time.Since(t0)
+	ls.Reads = int64(len(runs))
+	ls.BytesRead = int64(len(slab))
+	for i, b := range missing {
+		rq.blocks[b] = slab[int64(i)*bs : int64(i+1)*bs : int64(i+1)*bs]
+	}
+
+	// The gather: each position's word, from its block.
+	var err error
+	if s.o.Kernel {
+		err = rq.gatherKernel(frontier, samples, k, want)
+	} else {
+		err = rq.gather(frontier, samples, k)
+	}
+	if err != nil {
+		return epoch.Layer{}, err
+	}
+	rq.stats.Layers = append(rq.stats.Layers, ls)
+	rq.stats.ReadTime += ls.ReadTime
+	return epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples, EdgeIDs: eids}, nil
+}
+
+// gather replaces each valid position of samples (rows of k, one per
+// frontier node) by its neighbor: the word at its byte, from the block
+// read for it.
+func (rq *request) gather(frontier []uint32, samples []int32, k int) error {
+	s := rq.s
+	bs := int64(s.o.BlockSize)
+	indptr, base := s.off.indptr, s.off.base
+	numNodes := s.m.NumNodes
+	lastBlock, blk := int64(-1), []byte(nil)
+	c := 0
+	for i, v := range frontier {
+		for s.ix.End(c) <= v {
+			c++
+		}
+		first := indptr[v]
+		row := samples[i*k : (i+1)*k]
+		for t, p := range row {
+			if p < 0 {
+				continue
+			}
+			at := base[c] + 4*int64(first+uint64(p))
+			if b := at / bs; b != lastBlock {
+				lastBlock, blk = b, rq.blocks[b]
+			}
+			w := binary.LittleEndian.Uint32(blk[at%bs:])
+			if w >= numNodes {
+				return s.notANode(c, v, p, at, w)
+			}
+			row[t] = int32(w)
+		}
+	}
+	return nil
+}
+
+// gatherKernel is gather through the HLS gather kernel (Options.Kernel):
+// the layer's blocks want (sorted, all read) laid out back to back as the
+// device buffer, each valid slot's word index in it, one kernel run.
+func (rq *request) gatherKernel(frontier []uint32, samples []int32, k int, want []int64) error {
+	s := rq.s
+	bs := int64(s.o.BlockSize)
+	indptr, base := s.off.indptr, s.off.base
+	dev := make([]uint32, int64(len(want))*bs/4)
+	devBytes := hostorder.Bytes(dev)
+	for i, b := range want {
+		copy(devBytes[int64(i)*bs:int64(i+1)*bs], rq.blocks[b])
+	}
+	if !hostorder.LittleEndian {
+		for i := range dev {
+			dev[i] = binary.LittleEndian.Uint32(devBytes[4*i:])
+		}
+	}
+	slots := make([]uint32, len(samples))
+	c := 0
+	for i, v := range frontier {
+		for s.ix.End(c) <= v {
+			c++
+		}
+		first := indptr[v]
+		for t, p := range samples[i*k : (i+1)*k] {
+			if p < 0 {
+				slots[i*k+t] = hls.GatherEmpty
+				continue
+			}
+			at := base[c] + 4*int64(first+uint64(p))
+			j, _ := slices.BinarySearch(want, at/bs)
+			slots[i*k+t] = uint32((int64(j)*bs + at%bs) / 4)
+		}
+	}
+	out := make([]int32, len(samples))
+	if err := hls.Gather(dev, slots, out, s.m.NumNodes); err != nil {
+		return fmt.Errorf("randread: gather kernel: %w", err)
+	}
+	c = 0
+	for i, v := range frontier {
+		for s.ix.End(c) <= v {
+			c++
+		}
+		for t := i * k; t < (i+1)*k; t++ {
+			if out[t] == hls.GatherBad {
+				at := base[c] + 4*int64(indptr[v]+uint64(samples[t]))
+				w := binary.LittleEndian.Uint32(rq.blocks[at/bs][at%bs:])
+				return s.notANode(c, v, samples[t], at, w)
+			}
+			samples[t] = out[t]
+		}
+	}
+	return nil
+}
+
+// notANode is the error of a neighbor word w, at byte at of edges.chunks
+// (position p of node v, in chunk c), that is not a node id.
+func (s *Sampler) notANode(c int, v uint32, p int32, at int64, w uint32) error {
+	ci := s.m.Chunks[c]
+	word := (at - s.m.ChunkOffset(c)) / 4
+	return fmt.Errorf("randread: %s: %w", s.path, &chunkfmt.DefectError{File: chunkfmt.ChunksFile, Chunk: c, Start: ci.Start, End: ci.End,
+		Node: int64(v), Word: word, What: fmt.Sprintf("neighbor %d (position %d) at word %d is not a node: the graph has %d nodes", w, p, word, s.m.NumNodes)})
+}
+
+// read reads the runs of missing blocks into slab (block i of missing at
+// slab[i·BlockSize:]), Depth at once: through the request's AIO context,
+// or by Depth goroutines calling pread. A read may end short only at the
+// end of the file (the last chunk is padded to 512 bytes, not to a
+// block).
+func (rq *request) read(ctx context.Context, runs []run, missing []int64, slab []byte) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	s := rq.s
+	bs := int64(s.o.BlockSize)
+	at := func(k int) int64 { return missing[runs[k].lo] * bs }
+	buf := func(k int) []byte { return slab[int64(runs[k].lo)*bs : int64(runs[k].hi)*bs] }
+	check := func(k, got int, err error) error {
+		off := at(k)
+		want := min(int64(len(buf(k))), s.size-off)
+		if int64(got) < want {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("randread: %s: read %d bytes at %d, want %d: %w", s.path, got, off, want, err)
+		}
+		return ctx.Err()
+	}
+	if rq.aio != nil {
+		return rq.aio.Read(s.fd, len(runs), s.o.Depth,
+			func(k, _ int) (int64, []byte) { return at(k), buf(k) },
+			func(k, _ int, _ []byte, got int, err error) error { return check(k, got, err) })
+	}
+	depth := min(s.o.Depth, len(runs))
+	errs := make([]error, depth)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range depth {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := int(next.Add(1) - 1); k < len(runs); k = int(next.Add(1) - 1) {
+				got, err := s.f.ReadAt(buf(k), at(k))
+				if err := check(k, got, err); err != nil {
+					errs[w] = err
+					next.Store(int64(len(runs))) // the others stop too
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ReadBlocks reads the given blocks of edges.chunks (block numbers in
+// units of Options.BlockSize, below NumBlocks) as a layer reads its
+// blocks: sorted, deduplicated, runs of consecutive ones as one read,
+// Depth in flight, through the Sampler's I/O engine. It is the read path
+// alone, for benchmarks that compare it with fio; the bytes are dropped.
+func (s *Sampler) ReadBlocks(ctx context.Context, blocks []int64) (LayerStats, error) {
+	if !s.enter() {
+		return LayerStats{}, ErrClosed
+	}
+	defer s.busy.Done()
+	a := s.context()
+	defer s.release(a)
+	want := slices.Clone(blocks)
+	slices.Sort(want)
+	want = slices.Compact(want)
+	nb := s.NumBlocks()
+	for _, b := range want {
+		if b < 0 || b >= nb {
+			return LayerStats{}, fmt.Errorf("%w: block %d, the file has %d blocks of %d bytes", ErrInvalid, b, nb, s.o.BlockSize)
+		}
+	}
+	rq := &request{s: s, aio: a}
+	var runs []run
+	maxBlocks := s.o.MaxRun / s.o.BlockSize
+	for i := 0; i < len(want); {
+		j := i + 1
+		for j < len(want) && want[j] == want[j-1]+1 && j-i < maxBlocks {
+			j++
+		}
+		runs = append(runs, run{i, j})
+		i = j
+	}
+	slab := aio.Aligned(int64(len(want)) * int64(s.o.BlockSize))
+	t0 := time.Now()
+	err := rq.read(ctx, runs, want, slab)
+	return LayerStats{Blocks: int64(len(want)), Reads: int64(len(runs)), BytesRead: int64(len(slab)), ReadTime: time.Since(t0)}, err
+}
+
+// NumBlocks is the number of Options.BlockSize blocks of edges.chunks
+// (the last one may be partial).
+func (s *Sampler) NumBlocks() int64 {
+	bs := int64(s.o.BlockSize)
+	return (s.size + bs - 1) / bs
+}
