@@ -8,7 +8,7 @@ import json
 import os
 import socket
 import threading
-from typing import Any, Dict, Generator, Iterator, Optional, Tuple, Union
+from typing import Any, Dict, Generator, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -260,6 +260,21 @@ class Client:
         from ``epoch`` (None: the current one)."""
         rid = self._send(P.OP_SAMPLE, W.sample_payload(epoch, seeds, semantics))
         _, body = self._wait(P.OP_SAMPLE, rid)
+        return self._decode(rid, body)
+
+    def sample_fresh(self, seeds: NodeIds, fanouts: Sequence[int], seed: int = 0, epoch: int = 0,
+                     replace: bool = False, edge_ids: bool = False, semantics: Optional[str] = None) -> Batch:
+        """Blocks of any distinct ``seeds``, sampled there and then by the
+        server's random-read sampler (docs/PROTOCOL.md, ``sample_fresh``):
+        no prepared epoch, no training set; the neighbors are those a
+        prepared epoch ``epoch`` of seed ``seed`` (``replace``) with these
+        ``fanouts`` gives them, bit for bit, so a training node's batch is
+        ``sample``'s. For evaluating or querying a few nodes at a time.
+        ``edge_ids``: each hop carries ``e_id``; ``semantics``: "pyg",
+        "dgl" or None (the server's). The same :class:`Batch` as
+        :meth:`sample`, with the server's features when it has them."""
+        rid = self._send(P.OP_SAMPLE_FRESH, W.fresh_payload(seeds, fanouts, seed, epoch, replace, edge_ids, semantics))
+        _, body = self._wait(P.OP_SAMPLE_FRESH, rid)
         return self._decode(rid, body)
 
     def walks(self, starts: NodeIds, length: int, walks_per_node: int = 1, mode: str = "deepwalk",
