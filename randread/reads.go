@@ -13,10 +13,9 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/hls"
 	"github.com/streamsampler/streamsampler/internal/aio"
-	"github.com/streamsampler/streamsampler/internal/hostorder"
 	"github.com/streamsampler/streamsampler/rng"
+	"github.com/streamsampler/streamsampler/xrt"
 )
 
 // request is one Sample call's state: the blocks read so far, which later
@@ -26,9 +25,10 @@ type request struct {
 	aio    *aio.Context // nil: a pool of pread goroutines
 	blocks map[int64][]byte
 	stats  *Stats
-	want   []int64 // scratch: the blocks a layer needs
-	miss   []int64 // scratch: those not read yet
-	runs   []run   // scratch: the layer's reads
+	bos    []xrt.BO // the SmartSSD path's device buffers, freed with the request
+	want   []int64  // scratch: the blocks a layer needs
+	miss   []int64  // scratch: those not read yet
+	runs   []run    // scratch: the layer's reads
 }
 
 // run is one read: the missing blocks [lo, hi), consecutive on disk.
@@ -99,22 +99,58 @@ func (rq *request) layer(ctx context.Context, l int, frontier []uint32, k int, k
 		i = j
 	}
 	rq.runs = runs
-	slab := aio.Aligned(int64(len(missing)) * bs)
+
+	// Where the blocks go: a host buffer of the missing ones, or, on the
+	// SmartSSD path, a device buffer of all the layer's blocks in want's
+	// order (the missing ones read into place, those of earlier layers
+	// copied there, as a device-to-device copy would).
+	var slab []byte
+	var at func(i int) []byte // missing[i]'s bytes in slab
+	var devBlocks xrt.BO
+	if s.dev != nil && len(want) > 0 {
+		bo, m, err := s.dev.deviceBlocks(len(want), bs)
+		if err != nil {
+			return epoch.Layer{}, fmt.Errorf("randread: device buffer of %d blocks: %w", len(want), err)
+		}
+		rq.bos = append(rq.bos, bo)
+		devBlocks, slab = bo, m
+		j := 0
+		idx := make([]int, len(missing))
+		for i, b := range missing {
+			for want[j] != b {
+				j++
+			}
+			idx[i] = j
+		}
+		at = func(i int) []byte { return slab[int64(idx[i])*bs:] }
+	} else {
+		slab = aio.Aligned(int64(len(missing)) * bs)
+		at = func(i int) []byte { return slab[int64(i)*bs:] }
+	}
 	t0 := time.Now()
-	if err := rq.read(ctx, runs, missing, slab); err != nil {
+	if err := rq.read(ctx, runs, missing, at); err != nil {
 		return epoch.Layer{}, err
 	}
 	ls.ReadTime = time.Since(t0)
 	ls.Reads = int64(len(runs))
-	ls.BytesRead = int64(len(slab))
+	ls.BytesRead = int64(len(missing)) * bs
 	for i, b := range missing {
-		rq.blocks[b] = slab[int64(i)*bs : int64(i+1)*bs : int64(i+1)*bs]
+		rq.blocks[b] = at(i)[:bs:bs]
+	}
+	if devBlocks != nil {
+		for j, b := range want {
+			dst := slab[int64(j)*bs : int64(j+1)*bs : int64(j+1)*bs]
+			if src := rq.blocks[b]; &src[0] != &dst[0] {
+				copy(dst, src)
+			}
+			rq.blocks[b] = dst
+		}
 	}
 
 	// The gather: each position's word, from its block.
 	var err error
-	if s.o.Kernel {
-		err = rq.gatherKernel(frontier, samples, k, want)
+	if s.dev != nil {
+		err = rq.gatherDevice(frontier, samples, k, want, devBlocks)
 	} else {
 		err = rq.gather(frontier, samples, k)
 	}
@@ -160,61 +196,6 @@ func (rq *request) gather(frontier []uint32, samples []int32, k int) error {
 	return nil
 }
 
-// gatherKernel is gather through the HLS gather kernel (Options.Kernel):
-// the layer's blocks want (sorted, all read) laid out back to back as the
-// device buffer, each valid slot's word index in it, one kernel run.
-func (rq *request) gatherKernel(frontier []uint32, samples []int32, k int, want []int64) error {
-	s := rq.s
-	bs := int64(s.o.BlockSize)
-	indptr, base := s.off.indptr, s.off.base
-	dev := make([]uint32, int64(len(want))*bs/4)
-	devBytes := hostorder.Bytes(dev)
-	for i, b := range want {
-		copy(devBytes[int64(i)*bs:int64(i+1)*bs], rq.blocks[b])
-	}
-	if !hostorder.LittleEndian {
-		for i := range dev {
-			dev[i] = binary.LittleEndian.Uint32(devBytes[4*i:])
-		}
-	}
-	slots := make([]uint32, len(samples))
-	c := 0
-	for i, v := range frontier {
-		for s.ix.End(c) <= v {
-			c++
-		}
-		first := indptr[v]
-		for t, p := range samples[i*k : (i+1)*k] {
-			if p < 0 {
-				slots[i*k+t] = hls.GatherEmpty
-				continue
-			}
-			at := base[c] + 4*int64(first+uint64(p))
-			j, _ := slices.BinarySearch(want, at/bs)
-			slots[i*k+t] = uint32((int64(j)*bs + at%bs) / 4)
-		}
-	}
-	out := make([]int32, len(samples))
-	if err := hls.Gather(dev, slots, out, s.m.NumNodes); err != nil {
-		return fmt.Errorf("randread: gather kernel: %w", err)
-	}
-	c = 0
-	for i, v := range frontier {
-		for s.ix.End(c) <= v {
-			c++
-		}
-		for t := i * k; t < (i+1)*k; t++ {
-			if out[t] == hls.GatherBad {
-				at := base[c] + 4*int64(indptr[v]+uint64(samples[t]))
-				w := binary.LittleEndian.Uint32(rq.blocks[at/bs][at%bs:])
-				return s.notANode(c, v, samples[t], at, w)
-			}
-			samples[t] = out[t]
-		}
-	}
-	return nil
-}
-
 // notANode is the error of a neighbor word w, at byte at of edges.chunks
 // (position p of node v, in chunk c), that is not a node id.
 func (s *Sampler) notANode(c int, v uint32, p int32, at int64, w uint32) error {
@@ -224,19 +205,19 @@ func (s *Sampler) notANode(c int, v uint32, p int32, at int64, w uint32) error {
 		Node: int64(v), Word: word, What: fmt.Sprintf("neighbor %d (position %d) at word %d is not a node: the graph has %d nodes", w, p, word, s.m.NumNodes)})
 }
 
-// read reads the runs of missing blocks into slab (block i of missing at
-// slab[i·BlockSize:]), Depth at once: through the request's AIO context,
+// read reads the runs of missing blocks into place (block i of missing at
+// dst(i), where the blocks of a run follow each other), Depth at once: through the request's AIO context,
 // or by Depth goroutines calling pread. A read may end short only at the
 // end of the file (the last chunk is padded to 512 bytes, not to a
 // block).
-func (rq *request) read(ctx context.Context, runs []run, missing []int64, slab []byte) error {
+func (rq *request) read(ctx context.Context, runs []run, missing []int64, dst func(i int) []byte) error {
 	if len(runs) == 0 {
 		return nil
 	}
 	s := rq.s
 	bs := int64(s.o.BlockSize)
 	at := func(k int) int64 { return missing[runs[k].lo] * bs }
-	buf := func(k int) []byte { return slab[int64(runs[k].lo)*bs : int64(runs[k].hi)*bs] }
+	buf := func(k int) []byte { return dst(runs[k].lo)[:int64(runs[k].hi-runs[k].lo)*bs] }
 	check := func(k, got int, err error) error {
 		off := at(k)
 		want := min(int64(len(buf(k))), s.size-off)
@@ -307,9 +288,10 @@ func (s *Sampler) ReadBlocks(ctx context.Context, blocks []int64) (LayerStats, e
 		runs = append(runs, run{i, j})
 		i = j
 	}
-	slab := aio.Aligned(int64(len(want)) * int64(s.o.BlockSize))
+	bs := int64(s.o.BlockSize)
+	slab := aio.Aligned(int64(len(want)) * bs)
 	t0 := time.Now()
-	err := rq.read(ctx, runs, want, slab)
+	err := rq.read(ctx, runs, want, func(i int) []byte { return slab[int64(i)*bs:] })
 	return LayerStats{Blocks: int64(len(want)), Reads: int64(len(runs)), BytesRead: int64(len(slab)), ReadTime: time.Since(t0)}, err
 }
 

@@ -90,11 +90,11 @@ type Options struct {
 	// EdgeIDs makes SampleEpoch's results carry edge ids (Request.EdgeIDs
 	// for the other entry points).
 	EdgeIDs bool
-	// Kernel gathers the chosen words with the SmartSSD path's HLS
-	// gather kernel (hls.Gather: hls/gather_kernel.cpp, compiled for the
-	// CPU) instead of in Go: each layer's blocks are laid out back to
-	// back as the device buffer the peer-to-peer reads fill, and the
-	// kernel is given each slot's word in it. The samples are the same.
+	// Kernel takes the SmartSSD path on an emulated SmartSSD
+	// (xrt.OpenEmulated): each layer's blocks are read into a P2P device
+	// buffer (the same reads, into the device's memory), and the HLS
+	// gather kernel (hls/gather_kernel.cpp, xrt.GatherKernel) gathers the
+	// chosen words there. The samples are the same.
 	Kernel bool
 }
 
@@ -138,6 +138,7 @@ type Sampler struct {
 	fd     int
 	direct bool
 	size   int64
+	dev    *device // Options.Kernel: the emulated SmartSSD
 
 	mu     sync.Mutex
 	closed bool
@@ -190,6 +191,12 @@ func Open(ctx context.Context, dir string, o Options) (*Sampler, error) {
 		return nil, fmt.Errorf("randread: %w", err)
 	}
 	s.fd = int(s.f.Fd())
+	if o.Kernel {
+		if s.dev, err = openDevice(); err != nil {
+			s.f.Close()
+			return nil, fmt.Errorf("randread: the SmartSSD path: %w", err)
+		}
+	}
 	if s.direct && o.BlockSize < aio.Align {
 		// O_DIRECT needs offsets and lengths in the device's logical
 		// blocks; 512 works on 512-byte devices only.
@@ -250,7 +257,11 @@ func (s *Sampler) Close() error {
 		a.Destroy()
 	}
 	s.free = nil
-	return s.f.Close()
+	err := s.f.Close()
+	if s.dev != nil {
+		err = errors.Join(err, s.dev.close())
+	}
+	return err
 }
 
 // enter registers a request; false after Close.
@@ -376,6 +387,11 @@ func (s *Sampler) Sample(ctx context.Context, req Request) (*epoch.Result, *Stat
 		st.IO = AIO.String()
 	}
 	rq := &request{s: s, aio: a, blocks: make(map[int64][]byte), stats: st}
+	defer func() {
+		for _, bo := range rq.bos {
+			bo.Free()
+		}
+	}()
 	frontier := slices.Clone(req.Seeds)
 	slices.Sort(frontier)
 	frontier = slices.Compact(frontier)

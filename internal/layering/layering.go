@@ -41,7 +41,7 @@ var Rules = map[string][]string{
 	"gpu":             {"rng", "chunkfmt", "epoch", "walk"},
 	// The random-read sampler: any seeds, no epoch, only the blocks that
 	// hold the chosen neighbors read.
-	"randread": {"rng", "chunkfmt", "hls", "xrt", "epoch"},
+	"randread": {"rng", "chunkfmt", "hls", "xrt", "xrt/xclbin", "epoch"},
 	// Persistence and scheduling above the samplers' results.
 	"epochdir": {"chunkfmt", "epoch"},
 	"statedir": {"chunkfmt", "epoch", "epochdir"},
