@@ -206,8 +206,9 @@ func (s *Sampler) notANode(c int, v uint32, p int32, at int64, w uint32) error {
 }
 
 // read reads the runs of missing blocks into place (block i of missing at
-// dst(i), where the blocks of a run follow each other), Depth at once: through the request's AIO context,
-// or by Depth goroutines calling pread. A read may end short only at the
+// dst(i), where the blocks of a run follow each other), Depth at once:
+// through the request's AIO context, or by Depth goroutines calling
+// pread. A read may end short only at the
 // end of the file (the last chunk is padded to 512 bytes, not to a
 // block).
 func (rq *request) read(ctx context.Context, runs []run, missing []int64, dst func(i int) []byte) error {
@@ -260,7 +261,8 @@ func (rq *request) read(ctx context.Context, runs []run, missing []int64, dst fu
 // units of Options.BlockSize, below NumBlocks) as a layer reads its
 // blocks: sorted, deduplicated, runs of consecutive ones as one read,
 // Depth in flight, through the Sampler's I/O engine. It is the read path
-// alone, for benchmarks that compare it with fio; the bytes are dropped.
+// alone, for benchmarks that compare it with fio; the bytes are dropped
+// (read into Depth buffers in turn, whatever the number of blocks).
 func (s *Sampler) ReadBlocks(ctx context.Context, blocks []int64) (LayerStats, error) {
 	if !s.enter() {
 		return LayerStats{}, ErrClosed
@@ -288,11 +290,18 @@ func (s *Sampler) ReadBlocks(ctx context.Context, blocks []int64) (LayerStats, e
 		runs = append(runs, run{i, j})
 		i = j
 	}
+	// The bytes are dropped: Depth buffers of MaxRun bytes, run k into
+	// buffer k mod Depth (a run still in flight when its buffer is
+	// reused writes over another's bytes, which nobody reads).
 	bs := int64(s.o.BlockSize)
-	slab := aio.Aligned(int64(len(want)) * bs)
+	ring := aio.Aligned(int64(s.o.Depth) * int64(s.o.MaxRun))
+	runOf := make(map[int]int, len(runs))
+	for k, r := range runs {
+		runOf[r.lo] = k
+	}
 	t0 := time.Now()
-	err := rq.read(ctx, runs, want, func(i int) []byte { return slab[int64(i)*bs:] })
-	return LayerStats{Blocks: int64(len(want)), Reads: int64(len(runs)), BytesRead: int64(len(slab)), ReadTime: time.Since(t0)}, err
+	err := rq.read(ctx, runs, want, func(i int) []byte { return ring[int64(runOf[i]%s.o.Depth)*int64(s.o.MaxRun):] })
+	return LayerStats{Blocks: int64(len(want)), Reads: int64(len(runs)), BytesRead: int64(len(want)) * bs, ReadTime: time.Since(t0)}, err
 }
 
 // NumBlocks is the number of Options.BlockSize blocks of edges.chunks

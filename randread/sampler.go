@@ -128,7 +128,6 @@ const maxContexts = 4
 // Sampler samples seeds of one graph directory by random reads. It is
 // safe for concurrent use; Close it when done.
 type Sampler struct {
-	dir    string
 	path   string
 	m      *chunkfmt.Manifest
 	ix     *chunkfmt.Index
@@ -181,7 +180,7 @@ func Open(ctx context.Context, dir string, o Options) (*Sampler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	s := &Sampler{dir: dir, path: path, m: m, ix: ix, off: off, o: o, size: st.Size()}
+	s := &Sampler{path: path, m: m, ix: ix, off: off, o: o, size: st.Size()}
 	if o.Buffered {
 		s.f, err = os.Open(path)
 	} else {
@@ -191,12 +190,6 @@ func Open(ctx context.Context, dir string, o Options) (*Sampler, error) {
 		return nil, fmt.Errorf("randread: %w", err)
 	}
 	s.fd = int(s.f.Fd())
-	if o.Kernel {
-		if s.dev, err = openDevice(); err != nil {
-			s.f.Close()
-			return nil, fmt.Errorf("randread: the SmartSSD path: %w", err)
-		}
-	}
 	if s.direct && o.BlockSize < aio.Align {
 		// O_DIRECT needs offsets and lengths in the device's logical
 		// blocks; 512 works on 512-byte devices only.
@@ -205,10 +198,16 @@ func Open(ctx context.Context, dir string, o Options) (*Sampler, error) {
 			return nil, fmt.Errorf("randread: %s: block size %d with O_DIRECT: %w", path, o.BlockSize, err)
 		}
 	}
+	if o.Kernel {
+		if s.dev, err = openDevice(); err != nil {
+			s.f.Close()
+			return nil, fmt.Errorf("randread: the SmartSSD path: %w", err)
+		}
+	}
 	return s, nil
 }
 
-// checkDirect reads one block of size bs at offset bs (or 0) to learn
+// checkDirect reads one block of size bs at offset 0 to learn
 // whether the device takes O_DIRECT reads of that size.
 func checkDirect(f *os.File, bs int) error {
 	buf := aio.Aligned(int64(bs))

@@ -88,6 +88,9 @@ stderr.`,
 }
 
 func runSample(cmd *cobra.Command, o sampleOptions) error {
+	if (o.state == "") == (o.fresh.graph == "") {
+		return usagef("give exactly one of --state (a prepared epoch) and --graph (random reads)")
+	}
 	if (o.seeds == "") == (o.seedsFile == "") {
 		return usagef("give exactly one of --seeds and --seeds-file")
 	}
@@ -102,9 +105,6 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 	sem, err := epoch.ParseSemantics(o.semantics)
 	if err != nil {
 		return usageError{err}
-	}
-	if (o.state == "") == (o.fresh.graph == "") {
-		return usagef("give exactly one of --state (a prepared epoch) and --graph (random reads)")
 	}
 	if o.fresh.graph != "" {
 		return runSampleGraph(cmd, o, sem)
