@@ -23,12 +23,17 @@
 #
 # Environment: SCALE, CHUNK, REQUESTS, SEEDS, FANOUTS, DEPTH (128),
 # STREAM_REQUESTS (5), IO ("aio,pread"), BLOCK_SIZES ("4096,512"), SEED (1),
-# FIO_RUNTIME (10 s), BENCH_DIR.
+# FIO_RUNTIME (10 s), BENCH_DIR, CROSSOVER (the frontier densities of
+# issue 25, item 4's crossover: one layer of fanout 10 sampled by streaming
+# the chunks and by random reads; default 1e-5,1e-4,1e-3,1e-2,0.1,1; none
+# to skip), LATENCY (1; 0 skips the latency part).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCALE=${SCALE:-24} CHUNK=${CHUNK:-512MiB} REQUESTS=${REQUESTS:-50} SEEDS=${SEEDS:-64} FANOUTS=${FANOUTS:-15,10,5}
 DEPTH=${DEPTH:-128} STREAM_REQUESTS=${STREAM_REQUESTS:-5} IO=${IO:-aio,pread} BLOCK_SIZES=${BLOCK_SIZES:-4096,512}
 SEED=${SEED:-1} FIO_RUNTIME=${FIO_RUNTIME:-10} BENCH_DIR=${BENCH_DIR:-/tmp/randread}
+CROSSOVER=${CROSSOVER:-1e-5,1e-4,1e-3,1e-2,0.1,1} LATENCY=${LATENCY:-1}
+[[ $CROSSOVER == none ]] && CROSSOVER=""
 die() { echo "randread.sh: $*" >&2; exit 1; }
 note() { echo "randread.sh: $*" >&2; }
 W=$BENCH_DIR
@@ -55,4 +60,4 @@ fi
 echo "R-MAT scale $SCALE, $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo), $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git describe --always --dirty)"
 "$W/bin/randread" --graph "$G" --requests "$REQUESTS" --seeds "$SEEDS" --fanouts "$FANOUTS" --depth "$DEPTH" \
   --io "$IO" --block-sizes "$BLOCK_SIZES" --stream-requests "$STREAM_REQUESTS" --seed "$SEED" --fio-iops "${FIO:-0}" \
-  --json "$W/randread-s$SCALE.json"
+  --latency="$([[ $LATENCY == 1 ]] && echo true || echo false)" --crossover "$CROSSOVER" --json "$W/randread-s$SCALE.json"

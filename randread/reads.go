@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/hls"
 	"github.com/streamsampler/streamsampler/internal/aio"
 	"github.com/streamsampler/streamsampler/rng"
 	"github.com/streamsampler/streamsampler/xrt"
@@ -50,8 +51,12 @@ func (rq *request) layer(ctx context.Context, l int, frontier []uint32, k int, k
 	ls := LayerStats{Nodes: len(frontier)}
 
 	// Positions, edge ids and the blocks they need. The frontier is
-	// sorted, so its nodes' chunks are found by walking the chunks along.
+	// sorted, so its nodes' chunks are found by walking the chunks along,
+	// and its nodes' adjacencies lie in increasing order in the file: a
+	// node's blocks, sorted, all come at or after the previous node's, so
+	// want is built sorted and unique without sorting it whole.
 	want := rq.want[:0]
+	var nodeBlocks [hls.MaxFanout]int64
 	c := 0
 	for i, v := range frontier {
 		for s.ix.End(c) <= v {
@@ -60,6 +65,7 @@ func (rq *request) layer(ctx context.Context, l int, frontier []uint32, k int, k
 		first := indptr[v]
 		row := samples[i*k : (i+1)*k]
 		rng.Positions(row, int(indptr[v+1]-first), v, lkey, key.Replace)
+		nb := nodeBlocks[:0]
 		for t, p := range row {
 			if p < 0 {
 				if eids != nil {
@@ -71,12 +77,16 @@ func (rq *request) layer(ctx context.Context, l int, frontier []uint32, k int, k
 			if eids != nil {
 				eids[i*k+t] = int64(e)
 			}
-			want = append(want, (base[c]+4*int64(e))/bs)
+			nb = append(nb, (base[c]+4*int64(e))/bs)
+		}
+		ls.Slots += int64(len(nb))
+		slices.Sort(nb)
+		for _, b := range nb {
+			if n := len(want); n == 0 || b > want[n-1] {
+				want = append(want, b)
+			}
 		}
 	}
-	ls.Slots = int64(len(want))
-	slices.Sort(want)
-	want = slices.Compact(want)
 	ls.Blocks = int64(len(want))
 	missing := rq.miss[:0]
 	for _, b := range want {

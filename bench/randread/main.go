@@ -49,27 +49,41 @@ type config struct {
 }
 
 type report struct {
-	Graph        string    `json:"graph"`
-	NumNodes     uint32    `json:"num_nodes"`
-	NumEdges     uint64    `json:"num_edges"`
-	Chunks       int       `json:"chunks"`
-	Seeds        int       `json:"seeds"`
-	Fanouts      []int     `json:"fanouts"`
-	Requests     int       `json:"requests"`
-	Dropped      bool      `json:"page_cache_dropped"`
-	OffsetsS     float64   `json:"offsets_load_s"`
-	Configs      []config  `json:"configs"`
-	StreamP50ms  float64   `json:"stream_p50_ms"`
-	StreamP99ms  float64   `json:"stream_p99_ms"`
-	StreamN      int       `json:"stream_requests"`
-	Equal        bool      `json:"stream_equal"`
-	RawIOPS      []rawIOPS `json:"raw_iops"`
-	FioIOPS      float64   `json:"fio_iops"`
-	SpeedupP50   float64   `json:"speedup_p50"`
-	FioRatio     float64   `json:"fio_ratio"`
-	PassSpeedup  bool      `json:"pass_speedup"`
-	PassFio      bool      `json:"pass_fio"`
-	MeasuredWhen string    `json:"measured_utc"`
+	Graph        string       `json:"graph"`
+	NumNodes     uint32       `json:"num_nodes"`
+	NumEdges     uint64       `json:"num_edges"`
+	Chunks       int          `json:"chunks"`
+	Seeds        int          `json:"seeds"`
+	Fanouts      []int        `json:"fanouts"`
+	Requests     int          `json:"requests"`
+	Dropped      bool         `json:"page_cache_dropped"`
+	OffsetsS     float64      `json:"offsets_load_s"`
+	Configs      []config     `json:"configs"`
+	StreamP50ms  float64      `json:"stream_p50_ms"`
+	StreamP99ms  float64      `json:"stream_p99_ms"`
+	StreamN      int          `json:"stream_requests"`
+	Equal        bool         `json:"stream_equal"`
+	RawIOPS      []rawIOPS    `json:"raw_iops"`
+	FioIOPS      float64      `json:"fio_iops"`
+	SpeedupP50   float64      `json:"speedup_p50"`
+	FioRatio     float64      `json:"fio_ratio"`
+	PassSpeedup  bool         `json:"pass_speedup"`
+	PassFio      bool         `json:"pass_fio"`
+	MeasuredWhen string       `json:"measured_utc"`
+	Crossover    []crossPoint `json:"crossover,omitempty"`
+}
+
+// crossPoint is one frontier density of the crossover: one layer sampled
+// by streaming the chunks and by random reads, the same key.
+type crossPoint struct {
+	Density    float64 `json:"density"`
+	Nodes      int     `json:"nodes"`
+	StreamMs   float64 `json:"stream_ms"`
+	StreamRead int64   `json:"stream_bytes_read"`
+	RandMs     float64 `json:"randread_ms"`
+	RandReads  int64   `json:"randread_reads"`
+	RandBytes  int64   `json:"randread_bytes_read"`
+	Equal      bool    `json:"equal"`
 }
 
 type rawIOPS struct {
@@ -100,6 +114,9 @@ func run() error {
 	fioIOPS := flag.Float64("fio-iops", 0, "fio's random 4 KiB read IOPS at the same depth on the same file (0: not judged)")
 	drop := flag.Bool("drop", true, "drop the page cache before each measured request (root only)")
 	jsonOut := flag.String("json", "", "also write the report as JSON here")
+	latency := flag.Bool("latency", true, "measure the latency of requests (the issue's targets)")
+	crossover := flag.String("crossover", "", "frontier densities (fractions of the nodes, e.g. 1e-5,1e-4,1e-3,1e-2,0.1,1) at which one layer is sampled by streaming and by random reads (issue 25, item 4's crossover); empty: none")
+	crossFanout := flag.Int("crossover-fanout", 10, "the crossover layer's fanout")
 	flag.Parse()
 	if *graph == "" {
 		return fmt.Errorf("--graph is required")
@@ -149,21 +166,62 @@ func run() error {
 		return out
 	}
 	key := func(i int) epoch.Key { return epoch.Key{Seed: *seed, Epoch: uint32(i)} }
-	probe.Close()
+	defer probe.Close()
 
+	if *latency {
+		if err := measureLatency(ctx, rep, *graph, m, fanouts, seedsOf, key, dropCache, *engines, *blockSizes, *depth, *requests, *iopsReads, *streamN, *seed, *fioIOPS); err != nil {
+			return err
+		}
+	}
+	if *crossover != "" {
+		if err := measureCrossover(ctx, rep, *graph, *crossover, *crossFanout, *seed, dropCache); err != nil {
+			return err
+		}
+	}
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// percentile is the nearest-rank percentile p of xs.
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := int(float64(len(s))*p/100+0.999999) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func passFail(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// measureLatency measures the requests' latency for each I/O engine and
+// block size, the read path alone, and the same seeds by streaming.
+func measureLatency(ctx context.Context, rep *report, graph string, m *chunkfmt.Manifest, fanouts []int, seedsOf func(int) []uint32,
+	key func(int) epoch.Key, dropCache func(), engines, blockSizes string, depth, requests, iopsReads, streamN int, seed uint64, fioIOPS float64) error {
 	var best *randread.Sampler
 	var bestP50 float64
-	for _, e := range strings.Split(*engines, ",") {
+	for _, e := range strings.Split(engines, ",") {
 		mode, err := randread.ParseIO(e)
 		if err != nil {
 			return err
 		}
-		for _, bsText := range strings.Split(*blockSizes, ",") {
+		for _, bsText := range strings.Split(blockSizes, ",") {
 			bs, err := strconv.Atoi(bsText)
 			if err != nil {
 				return fmt.Errorf("--block-sizes: %w", err)
 			}
-			s, err := randread.Open(ctx, *graph, randread.Options{BlockSize: bs, Depth: *depth, IO: mode})
+			s, err := randread.Open(ctx, graph, randread.Options{BlockSize: bs, Depth: depth, IO: mode})
 			if err != nil {
 				return err
 			}
@@ -176,10 +234,11 @@ func run() error {
 			var lat []float64
 			var wall, readT time.Duration
 			var reads, blocks, bytes int64
-			for i := range *requests {
+			for i := range requests {
+				seeds := seedsOf(i)
 				dropCache()
 				t := time.Now()
-				_, st, err := s.Blocks(ctx, randread.Request{Seeds: seedsOf(i), Fanouts: fanouts, Key: key(i)}, epoch.DGL)
+				_, st, err := s.Blocks(ctx, randread.Request{Seeds: seeds, Fanouts: fanouts, Key: key(i)}, epoch.DGL)
 				d := time.Since(t)
 				if err != nil {
 					return err
@@ -191,7 +250,7 @@ func run() error {
 				blocks += st.Blocks()
 				bytes += st.BytesRead()
 			}
-			n := float64(*requests)
+			n := float64(requests)
 			c.P50ms, c.P99ms = percentile(lat, 50), percentile(lat, 99)
 			c.Mean = wall.Seconds() * 1e3 / n
 			c.Reads, c.Blocks, c.Bytes = float64(reads)/n, float64(blocks)/n, float64(bytes)/n
@@ -213,14 +272,14 @@ func run() error {
 	defer best.Close()
 
 	// The read path alone: random 4 KiB blocks, Depth in flight.
-	for _, e := range strings.Split(*engines, ",") {
+	for _, e := range strings.Split(engines, ",") {
 		mode, _ := randread.ParseIO(e)
-		s, err := randread.Open(ctx, *graph, randread.Options{BlockSize: 4096, Depth: *depth, IO: mode, MaxRun: 4096})
+		s, err := randread.Open(ctx, graph, randread.Options{BlockSize: 4096, Depth: depth, IO: mode, MaxRun: 4096})
 		if err != nil {
 			return err
 		}
-		r := rand.New(rand.NewPCG(*seed, 99))
-		blocks := make([]int64, *iopsReads)
+		r := rand.New(rand.NewPCG(seed, 99))
+		blocks := make([]int64, iopsReads)
 		for i := range blocks {
 			blocks[i] = r.Int64N(s.NumBlocks())
 		}
@@ -230,7 +289,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		ri := rawIOPS{IO: mode.String(), Depth: *depth, Reads: ls.Reads, IOPS: float64(ls.Reads) / ls.ReadTime.Seconds()}
+		ri := rawIOPS{IO: mode.String(), Depth: depth, Reads: ls.Reads, IOPS: float64(ls.Reads) / ls.ReadTime.Seconds()}
 		rep.RawIOPS = append(rep.RawIOPS, ri)
 		fmt.Printf("read path alone io=%-5s depth %d: %d random 4 KiB reads in %.2f s: %.0f reads/s\n", ri.IO, ri.Depth, ri.Reads, ls.ReadTime.Seconds(), ri.IOPS)
 	}
@@ -240,8 +299,8 @@ func run() error {
 	// chunk read once per request, from the disk).
 	var slat []float64
 	rep.Equal = true
-	for i := range *streamN {
-		hs, err := host.Open(*graph, host.Options{ChunkCache: host.GraphReadBytes(m)})
+	for i := range streamN {
+		hs, err := host.Open(graph, host.Options{ChunkCache: host.GraphReadBytes(m)})
 		if err != nil {
 			return err
 		}
@@ -277,41 +336,88 @@ func run() error {
 	rep.PassSpeedup = rep.SpeedupP50 >= 10 && rep.Equal
 	fmt.Printf("%s random-read p50 %.2f ms is %.1f× lower than streaming's %.1f ms (target ≥ 10×; samples equal: %v)\n",
 		passFail(rep.PassSpeedup), bestP50, rep.SpeedupP50, rep.StreamP50ms, rep.Equal)
-	if *fioIOPS > 0 {
+	if fioIOPS > 0 {
 		var bestIOPS float64
 		for _, r := range rep.RawIOPS {
 			bestIOPS = max(bestIOPS, r.IOPS)
 		}
-		rep.FioRatio = bestIOPS / *fioIOPS
+		rep.FioRatio = bestIOPS / fioIOPS
 		rep.PassFio = rep.FioRatio >= 0.8
 		fmt.Printf("%s random reads in flight: %.0f reads/s, %.2f of fio's %.0f IOPS (4 KiB, depth %d; target ≥ 0.8)\n",
-			passFail(rep.PassFio), bestIOPS, rep.FioRatio, *fioIOPS, *depth)
+			passFail(rep.PassFio), bestIOPS, rep.FioRatio, fioIOPS, depth)
 	} else {
 		fmt.Println("SKIP fio comparison: no --fio-iops")
-	}
-	if *jsonOut != "" {
-		b, _ := json.MarshalIndent(rep, "", "  ")
-		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
 	}
 	return nil
 }
 
-// percentile is the nearest-rank percentile p of xs.
-func percentile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return 0
+// measureCrossover samples one layer of random frontiers of each density
+// by streaming (the chunks holding frontier nodes, each read once: no
+// chunk cache beyond streaming's two buffers) and by random reads, the
+// page cache dropped before each, and checks that both give the same
+// samples.
+func measureCrossover(ctx context.Context, rep *report, graph, densities string, fanout int, seed uint64, dropCache func()) error {
+	rs, err := randread.Open(ctx, graph, randread.Options{})
+	if err != nil {
+		return err
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	i := int(float64(len(s))*p/100+0.999999) - 1
-	return s[max(0, min(i, len(s)-1))]
-}
-
-func passFail(ok bool) string {
-	if ok {
-		return "PASS"
+	defer rs.Close()
+	n := rs.NumNodes()
+	fmt.Printf("crossover: one layer, fanout %d, random frontiers; streaming (emulated SmartSSD, no chunk cache) against random reads (aio, 4 KiB blocks)\n", fanout)
+	fmt.Printf("%10s %10s %12s %12s %12s %10s %12s %8s\n", "density", "nodes", "stream ms", "stream MB", "randread ms", "reads", "randread MB", "equal")
+	crossed := -1.0
+	for i, text := range strings.Split(densities, ",") {
+		d, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+		if err != nil || d <= 0 || d > 1 {
+			return fmt.Errorf("--crossover %q: density %q, want a number in (0, 1]", densities, text)
+		}
+		r := rand.New(rand.NewPCG(seed, 1000+uint64(i)))
+		var frontier []uint32
+		for v := range n {
+			if r.Float64() < d {
+				frontier = append(frontier, v)
+			}
+		}
+		if len(frontier) == 0 {
+			frontier = append(frontier, uint32(r.Uint64N(uint64(n))))
+		}
+		key := epoch.Key{Seed: seed, Epoch: 1000 + uint32(i)}
+		fan := []int{fanout}
+		hs, err := host.Open(graph, host.Options{})
+		if err != nil {
+			return err
+		}
+		dropCache()
+		t := time.Now()
+		sres, err := hs.SampleEpoch(ctx, frontier, fan, key)
+		ts := time.Since(t)
+		var sbytes int64
+		if st := hs.LastStats(); st != nil {
+			sbytes = st.BytesRead()
+		}
+		hs.Close()
+		if err != nil {
+			return err
+		}
+		dropCache()
+		t = time.Now()
+		rres, st, err := rs.Sample(ctx, randread.Request{Seeds: frontier, Fanouts: fan, Key: key})
+		tr := time.Since(t)
+		if err != nil {
+			return err
+		}
+		p := crossPoint{Density: d, Nodes: len(frontier), StreamMs: ts.Seconds() * 1e3, StreamRead: sbytes, RandMs: tr.Seconds() * 1e3,
+			RandReads: st.Reads(), RandBytes: st.BytesRead(), Equal: epochtest.EqualResult(rres, sres)}
+		rep.Crossover = append(rep.Crossover, p)
+		fmt.Printf("%10.0e %10d %12.1f %12.1f %12.1f %10d %12.1f %8v\n", d, p.Nodes, p.StreamMs, float64(p.StreamRead)/1e6, p.RandMs, p.RandReads, float64(p.RandBytes)/1e6, p.Equal)
+		if crossed < 0 && p.RandMs > p.StreamMs {
+			crossed = d
+		}
 	}
-	return "FAIL"
+	if crossed > 0 {
+		fmt.Printf("crossover: random reads are slower than streaming from density %.0e on\n", crossed)
+	} else {
+		fmt.Println("crossover: random reads were faster at every density measured")
+	}
+	return nil
 }
