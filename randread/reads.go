@@ -278,7 +278,7 @@ func (s *Sampler) ReadBlocks(ctx context.Context, blocks []int64) (LayerStats, e
 		return LayerStats{}, ErrClosed
 	}
 	defer s.busy.Done()
-	a := s.context()
+	a := s.aioContext()
 	defer s.release(a)
 	want := slices.Clone(blocks)
 	slices.Sort(want)

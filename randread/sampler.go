@@ -274,8 +274,8 @@ func (s *Sampler) enter() bool {
 	return true
 }
 
-// context takes an AIO context for a request (nil: read with Pread).
-func (s *Sampler) context() *aio.Context {
+// aioContext takes an AIO context for a request (nil: read with Pread).
+func (s *Sampler) aioContext() *aio.Context {
 	if s.o.IO != AIO || !s.direct {
 		return nil
 	}
@@ -379,7 +379,7 @@ func (s *Sampler) Sample(ctx context.Context, req Request) (*epoch.Result, *Stat
 	}
 	defer s.busy.Done()
 	start := time.Now()
-	a := s.context()
+	a := s.aioContext()
 	defer s.release(a)
 	st := &Stats{Direct: s.direct, BlockSize: s.o.BlockSize, Depth: s.o.Depth, IO: Pread.String()}
 	if a != nil {
