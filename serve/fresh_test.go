@@ -63,7 +63,9 @@ func TestSampleFresh(t *testing.T) {
 	defer rs.Close()
 	train := trainNodes(400, 3)
 	fanouts := []int{5, 3}
-	cfg := Config{Sampler: &refSampler{g: g}, Fresh: randreadFresh{rs}, NumNodes: 400,
+	// A small budget (a connection's share is 4 MiB), so that a request
+	// whose reply could outgrow it is refused.
+	cfg := Config{Sampler: &refSampler{g: g}, Fresh: randreadFresh{rs}, NumNodes: 400, MaxRequest: 1 << 20, MaxInflight: 8 << 20,
 		Config: pipeline.Config{Sampling: epoch.Sampling{Train: train, Fanouts: fanouts, Seed: 4}, BatchSize: 10, PrepareAt: 1}}
 	s := newTestServer(t, cfg)
 	c := dial(t, serveUnix(t, s))
@@ -122,6 +124,9 @@ func TestSampleFresh(t *testing.T) {
 	_, _, err = c.SampleFresh(FreshRequest{Seeds: []uint32{5}, Fanouts: []int{3}, Semantics: 7})
 	wantCode(err, CodeBadRequest, "semantics 7")
 	many := make([]uint32, 200000)
+	for i := range many {
+		many[i] = uint32(i)
+	}
 	_, _, err = c.SampleFresh(FreshRequest{Seeds: many, Fanouts: []int{64, 64, 64}})
 	wantCode(err, CodeOverBudget, "send fewer seeds")
 	// The connection still answers.
