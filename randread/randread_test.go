@@ -336,3 +336,53 @@ func TestDegreeAndOffsets(t *testing.T) {
 		t.Fatal(s.OffsetBytes())
 	}
 }
+
+// TestIsolatedAndHub: a seed of degree 0 gets empty rows and reads
+// nothing; a hub whose list spans many blocks (20 KB: 40 of 512 bytes),
+// with neighbors of degree 0 and 2, is sampled as the reference samples
+// it, with and without replacement, edge ids included.
+func TestIsolatedAndHub(t *testing.T) {
+	const hubDeg = 5000
+	adj := make([][]uint32, hubDeg+2)
+	for v := range hubDeg {
+		adj[1] = append(adj[1], uint32(v+2)) // node 0 isolated; 1 the hub
+	}
+	for v := 2; v < hubDeg+2; v += 7 {
+		adj[v] = []uint32{1, uint32(v)}
+	}
+	indptr, indices := testgraph.FromAdjacency(adj)
+	g := &host.CSR{Indptr: indptr, Indices: indices}
+	for _, bs := range []int{512, 4096} {
+		s := open(t, writeGraph(t, g, 1<<15, true), Options{BlockSize: bs})
+		res, st, err := s.Sample(context.Background(), Request{Seeds: []uint32{0}, Fanouts: []int{5, 5}, Key: epoch.Key{Seed: 1}, EdgeIDs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ly := range res.Layers {
+			for i := range ly.Samples {
+				if ly.Samples[i] != -1 || ly.EdgeIDs[i] != -1 {
+					t.Fatalf("isolated seed: sample %d, edge id %d", ly.Samples[i], ly.EdgeIDs[i])
+				}
+			}
+		}
+		if st.Reads() != 0 || st.Blocks() != 0 || !slices.Equal(res.Final, []uint32{0}) {
+			t.Fatalf("isolated seed: %d reads, %d blocks, final %v", st.Reads(), st.Blocks(), res.Final)
+		}
+		for _, replace := range []bool{false, true} {
+			key := epoch.Key{Seed: 3, Epoch: 2, Replace: replace}
+			for _, seeds := range [][]uint32{{1}, {0, 1, 9}, {9, 100, 4999}} {
+				got, _, err := s.Sample(context.Background(), Request{Seeds: seeds, Fanouts: []int{64, 3}, Key: key, EdgeIDs: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := host.ReferenceEdgeIDs(g, seeds, []int{64, 3}, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := diffResult(got, want); err != nil {
+					t.Fatalf("block %d replace %v seeds %v: %v", bs, replace, seeds, err)
+				}
+			}
+		}
+	}
+}
