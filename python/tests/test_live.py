@@ -191,6 +191,19 @@ class Live(unittest.TestCase):
             self.assertEqual(cm.exception.code, P.CODE_DUPLICATE_SEED)
             with self.assertRaises(ValueError):
                 c.sample_fresh([3], fanouts=[])
+            # A node set in minibatches, pipelined: each equals its own
+            # sample_fresh, in order, the last one short.
+            nodes = np.arange(1, N, 9)
+            got = list(c.fresh_batches(nodes, fanouts=[3, 2], batch_size=10, seed=5, depth=3))
+            self.assertEqual([len(b.seeds) for b in got], [10] * (len(nodes) // 10) + [len(nodes) % 10])
+            for i, b in enumerate(got):
+                w = c.sample_fresh(nodes[10 * i:10 * i + 10], fanouts=[3, 2], seed=5)
+                np.testing.assert_array_equal(b.seeds, w.seeds)
+                for g, h in zip(b.hops, w.hops):
+                    for name in ("dst", "src", "edge_src", "edge_dst"):
+                        np.testing.assert_array_equal(getattr(g, name), getattr(h, name), name)
+            with self.assertRaises(ValueError):
+                list(c.fresh_batches(nodes, fanouts=[3], batch_size=0))
             # The epoch and its cursor are untouched.
             self.assertEqual(c.epoch_info()["served"], 0)
 
