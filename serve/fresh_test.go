@@ -11,6 +11,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/pipeline"
 	"github.com/streamsampler/streamsampler/randread"
@@ -194,4 +195,36 @@ func FuzzDecodeFreshRequest(f *testing.F) {
 			t.Fatalf("decoded %+v encodes to % x, not % x", r, q, p)
 		}
 	})
+}
+
+// TestSampleFreshFeatures: a server with a feature store answers
+// sample_fresh with the store's rows of the minibatch's nodes and its
+// seeds' labels, as it answers sample.
+func TestSampleFreshFeatures(t *testing.T) {
+	g := randomCSR(1000, 5, 3)
+	fs := featureGraph(t, g, 8, featstore.Float32)
+	rs, err := randread.Open(context.Background(), filepath.Dir(fs.FeaturesPath()), randread.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	cfg := Config{Sampler: &refSampler{g: g}, Fresh: randreadFresh{rs}, NumNodes: 1000, Features: fs,
+		Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(1000, 4), Fanouts: []int{4, 2}, Seed: 2}, BatchSize: 16,
+			Features: &pipeline.FeaturePlanning{CacheRows: 100}}}
+	c := dial(t, serveUnix(t, newTestServer(t, cfg)))
+	for _, seeds := range [][]uint32{{3, 999, 500}, {0}} {
+		b, f, err := c.SampleFresh(FreshRequest{Seeds: seeds, Fanouts: []int{4, 2}, Key: epoch.Key{Seed: 6, Epoch: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := host.Reference(g, seeds, []int{4, 2}, epoch.Key{Seed: 6, Epoch: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ref.Assemble(seeds, epoch.DGL)
+		if !reflect.DeepEqual(b, want) {
+			t.Fatalf("seeds %v: blocks differ from the reference", seeds)
+		}
+		checkFeatures(t, fs, b, f)
+	}
 }
