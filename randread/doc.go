@@ -16,6 +16,11 @@
 // kept for the request's later layers, whose frontiers contain the earlier
 // ones (DESIGN §4), so a node's adjacency blocks are read once per request.
 //
+// With Options.Kernel the SmartSSD path runs on the emulated device: each
+// layer's blocks are read into a peer-to-peer buffer object and the HLS
+// gather kernel (hls/gather_kernel.cpp, xrt.GatherKernel) gathers the
+// chosen words there.
+//
 // A sample is therefore the streamed sample for the same (seed, epoch,
 // layer, node), bit for bit, edge ids included: the Result equals
 // host.Reference's and host.Sampler's for the same seeds, and the Blocks
