@@ -12,8 +12,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/streamsampler/streamsampler/internal/aio"
 	"github.com/streamsampler/streamsampler/internal/hugepages"
-	"golang.org/x/sys/unix"
 )
 
 // ErrOrder is returned by Reader.Next after the last minibatch of the plan.
@@ -23,18 +23,11 @@ var ErrOrder = errors.New("featplan: no minibatch left in the plan")
 // plan bypass the page cache), falling back to a buffered open where the
 // file system refuses it (tmpfs answers EINVAL); direct says which.
 func OpenDirect(path string) (f *os.File, direct bool, err error) {
-	f, err = os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
-	if err == nil {
-		return f, true, nil
-	}
-	if !errors.Is(err, unix.EINVAL) {
-		return nil, false, fmt.Errorf("featplan: open %s: %w", path, err)
-	}
-	f, err = os.Open(path)
+	f, direct, err = aio.OpenDirect(path)
 	if err != nil {
-		return nil, false, fmt.Errorf("featplan: open %s: %w", path, err)
+		return nil, false, fmt.Errorf("featplan: %w", err)
 	}
-	return f, false, nil
+	return f, direct, nil
 }
 
 // Reader executes a Plan over a feature file: minibatch after minibatch, in
@@ -60,8 +53,9 @@ type Reader struct {
 	// (Plan.Packed) and it could be made (pack.go); nil otherwise.
 	pk *packed
 	// aio is the AIO context random reads of an O_DIRECT file go
-	// through (aio.go), from the first; noAIO: none (refused, or closed).
-	aio        *aioCtx
+	// through (internal/aio), from the first; noAIO: none (refused, or
+	// closed).
+	aio        *aio.Context
 	noAIO      bool
 	aioCleanup runtime.Cleanup
 }
@@ -310,7 +304,7 @@ func (r *Reader) check(v uint32, src []byte) error {
 // must write disjoint memory, and its error (a row that failed its check)
 // fails the read. what names the reads in errors. An O_DIRECT file is
 // read through Linux AIO, Depth reads in flight from one goroutine
-// (aio.go: goroutines blocked in pread hold the scheduler's Ps, and on
+// (internal/aio: goroutines blocked in pread hold the scheduler's Ps, and on
 // two cores kept about two reads in flight); any other, or where the
 // kernel refuses AIO, by Depth goroutines each calling ReadAt.
 func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e Extent, buf []byte) error) error {
@@ -335,8 +329,9 @@ func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e
 	// short at the end of the file (rounded up to Align) as long as it
 	// covers its rows.
 	need := func(e Extent) int64 { return (int64(rows[e.Last-1])+1)*rb - e.Offset }
-	if fd, ok := directFD(r.f); ok && depth > 1 && r.aioContext() != nil {
-		return r.aio.read(fd, ext, r.bufs[:depth], func(k int, buf []byte, n int, err error) error {
+	if fd, ok := aio.DirectFD(r.f); ok && depth > 1 && r.aioContext() != nil {
+		prep := func(k, slot int) (int64, []byte) { return ext[k].Offset, r.bufs[slot][:ext[k].Length] }
+		return r.aio.Read(fd, len(ext), depth, prep, func(k, _ int, buf []byte, n int, err error) error {
 			e := ext[k]
 			if int64(n) < need(e) {
 				if err == nil {
@@ -382,12 +377,14 @@ func (r *Reader) readEach(what string, rows []uint32, ext []Extent, place func(e
 // aioContext returns the Reader's AIO context, set up on first use (nil
 // where the kernel refuses one, and from then on), destroyed by Close or,
 // for a Reader dropped without it, when the Reader is collected.
-func (r *Reader) aioContext() *aioCtx {
+func (r *Reader) aioContext() *aio.Context {
 	if r.aio == nil && !r.noAIO {
-		if r.aio = newAIO(max(1, r.opts.Depth)); r.aio == nil {
+		a, err := aio.New(max(1, r.opts.Depth))
+		if err != nil {
 			r.noAIO = true
 		} else {
-			r.aioCleanup = runtime.AddCleanup(r, func(a *aioCtx) { a.destroy() }, r.aio)
+			r.aio = a
+			r.aioCleanup = runtime.AddCleanup(r, func(a *aio.Context) { a.Destroy() }, r.aio)
 		}
 	}
 	return r.aio
@@ -404,7 +401,7 @@ func (r *Reader) Close() error {
 	}
 	if r.aio != nil {
 		r.aioCleanup.Stop()
-		r.aio.destroy()
+		r.aio.Destroy()
 		r.aio, r.noAIO = nil, true
 	}
 	return nil

@@ -185,3 +185,10 @@ func TestWalkKernelGuards(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherConstants pins the gather kernel's C constants to Go's.
+func TestGatherConstants(t *testing.T) {
+	if cGatherEmpty != GatherEmpty || cGatherBad != GatherBad {
+		t.Fatalf("C: GATHER_EMPTY %d GATHER_BAD %d; Go: %d %d", uint64(cGatherEmpty), cGatherBad, uint64(GatherEmpty), GatherBad)
+	}
+}

@@ -200,6 +200,23 @@ func (c *conn) serve() {
 			}
 			g.n += w.hold
 			job = func() reply { return c.walks(f, w) }
+		case OpSampleFresh:
+			r, err := s.freshRequest(f.Payload)
+			if err == nil {
+				err = c.freshFit(r, g.n)
+			}
+			if err != nil {
+				c.send(g, requestErrorFrame(f.Op, f.ID, err))
+				continue
+			}
+			// Its reply's bound, for its own fanouts, before anything is
+			// read: the request waits for it as a sample waits for its.
+			if err := c.reserve(s.stopReading, g.pool, r.hold); err != nil {
+				c.release(g)
+				return
+			}
+			g.n += r.hold
+			job = func() reply { return c.sampleFresh(f, r) }
 		case OpMapRows:
 			// In the reader, so that every later reply sees it.
 			c.send(g, c.mapRows(f))

@@ -55,6 +55,10 @@ const (
 	OpSplitBatch uint8 = 8  // u32 split, u32 index[, u8 semantics] → Blocks, or StatusEnd with u32 split
 	OpWalks      uint8 = 9  // walk configuration, array starts (u32) → 2-D i32 array [walks, length+1]
 	OpDropSplit  uint8 = 10 // u32 split → empty; the split's id is unknown from then on
+	// OpSampleFresh: u64 seed, u32 epoch, u8 flags, array fanouts (i32),
+	// array seeds (u32)[, u8 semantics] → Blocks sampled by random reads,
+	// without a prepared epoch (fresh.go).
+	OpSampleFresh uint8 = 11
 )
 
 // DefaultSemantics in a request means the server's semantics: the

@@ -85,6 +85,11 @@ type Config struct {
 	// TCP listener without one is refused (ErrNoToken).
 	Token []byte
 
+	// Fresh, when not nil, answers sample_fresh requests
+	// (OpSampleFresh): any seeds sampled on request by random reads,
+	// without the prepared epochs. Without it they are refused.
+	Fresh FreshSampler
+
 	// Walk, when not nil, answers walks requests (OpWalks): the
 	// streaming sampler, the GPU engine, a graph in memory
 	// (walk.InMemory). Without it they are refused.

@@ -125,10 +125,16 @@ func (d *emuDevice) LoadXclbin(path string) (UUID, error) {
 			return UUID{}, d.errorf("load xclbin %s: no kernels in its metadata", path)
 		}
 		for _, k := range x.Kernels {
-			if k.Name != SampleKernel {
-				return UUID{}, d.errorf("load xclbin %s: kernel %q: %w (the emulator implements only %s)", path, k.Name, ErrNoSuchKernel, SampleKernel)
+			var want []xclbin.Arg
+			switch k.Name {
+			case SampleKernel:
+				want = SampleKernelXclbin(UUID{}).Kernels[0].Args
+			case GatherKernel:
+				want = gatherArgs()
+			default:
+				return UUID{}, d.errorf("load xclbin %s: kernel %q: %w (the emulator implements only %s and %s)", path, k.Name, ErrNoSuchKernel, SampleKernel, GatherKernel)
 			}
-			if err := checkSampleSignature(x, &k); err != nil {
+			if err := checkSignature(x, &k, want); err != nil {
 				return UUID{}, d.errorf("load xclbin %s: %w", path, err)
 			}
 		}
@@ -142,10 +148,10 @@ func (d *emuDevice) LoadXclbin(path string) (UUID, error) {
 	return UUID(x.UUID), nil
 }
 
-// checkSampleSignature verifies that an xclbin's sample_kernel has the
-// argument contract the emulated kernel implements.
-func checkSampleSignature(x *xclbin.Xclbin, k *xclbin.Kernel) error {
-	want := SampleKernelXclbin(UUID{}).Kernels[0].Args
+// checkSignature verifies that an xclbin's kernel (sample_kernel or
+// gather_kernel) has the argument contract want that the emulated kernel
+// implements.
+func checkSignature(x *xclbin.Xclbin, k *xclbin.Kernel, want []xclbin.Arg) error {
 	if len(k.Args) != len(want) {
 		return fmt.Errorf("kernel %s has %d arguments, want %d", k.Name, len(k.Args), len(want))
 	}

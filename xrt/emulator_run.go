@@ -290,6 +290,9 @@ func (d *emuDevice) execute(cmd *emuCmd) (err error) {
 	if d.cfg.beforeRun != nil {
 		d.cfg.beforeRun()
 	}
+	if cmd.k.name == GatherKernel {
+		return runGatherKernel(gatherKernelImpl, cmd.vals)
+	}
 	if cmd.k.name != SampleKernel {
 		return fmt.Errorf("kernel %s: %w", cmd.k.name, ErrNoSuchKernel)
 	}

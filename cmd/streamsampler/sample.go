@@ -20,13 +20,14 @@ import (
 type sampleOptions struct {
 	state, seeds, seedsFile, format, out, semantics string
 	features                                        bool
+	fresh                                           freshOptions // --graph: the random-read sampler (sample_graph.go)
 }
 
 func newSampleCmd() *cobra.Command {
 	var o sampleOptions
 	cmd := &cobra.Command{
-		Use:   "sample --state STATEDIR (--seeds 1,2,3 | --seeds-file F) [--features] [--format json|npz|summary] [-o FILE]",
-		Short: "Assemble one minibatch's blocks from the current epoch",
+		Use:   "sample (--state STATEDIR | --graph GRAPHDIR --fanouts 15,10,5) (--seeds 1,2,3 | --seeds-file F) [--features] [--format json|npz|summary] [-o FILE]",
+		Short: "Assemble one minibatch's blocks from the current epoch, or sample it from the graph by random reads",
 		Long: `sample prints the blocks of one minibatch of the current epoch: for each hop,
 dst (the nodes it expands) and src (every node known after it; global ids)
 and the edges as local indices (edge_src into src, edge_dst into dst), with
@@ -51,11 +52,24 @@ stored bytes) and y; JSON adds "n_id", "dtype", "dim", "x" (one array per
 row) and "y", with float16 values widened exactly to float32 and printed as
 the shortest decimal that reads back to it (so also to the same float16),
 and NaN or infinities, which JSON cannot write, as null; summary adds one
-line with the rows, dtype and bytes.`,
+line with the rows, dtype and bytes.
+
+With --graph instead of --state, no state directory is needed: the seeds
+(any distinct nodes) are sampled there and then by the random-read sampler
+(package randread: the graph's row offsets in memory, only the disk blocks
+holding the chosen neighbors read, with O_DIRECT and many reads in
+flight), with the key --seed, --epoch and --replace, and printed in the
+same shape. The samples are those of the streaming sampler for the same
+key, bit for bit: the output equals sample --state's for a state prepared
+from the graph with the same --fanouts, --seed and --replace (and
+--edge-ids), whose current epoch is --epoch and whose training nodes
+include the seeds. --stats prints what was read, as one JSON object on
+stderr.`,
 		Example: `  streamsampler sample --state st --seeds 0,2,4
   streamsampler sample --state st --seeds-file batch.npy --format npz -o batch.npz
   streamsampler sample --state st --seeds 0,2,4 --format summary
-  streamsampler sample --state st --seeds 0,2,4 --features --format npz -o batch.npz`,
+  streamsampler sample --state st --seeds 0,2,4 --features --format npz -o batch.npz
+  streamsampler sample --graph g --fanouts 15,10,5 --seeds 0,2,4 --seed 7 --epoch 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSample(cmd, o)
@@ -69,11 +83,14 @@ line with the rows, dtype and bytes.`,
 	f.StringVarP(&o.out, "output", "o", "", "write to this file instead of stdout")
 	f.StringVar(&o.semantics, "semantics", "dgl", "how the hops are assembled: dgl (every hop expands all nodes so far, DGL's to_block) or pyg (a hop expands only the nodes the previous hop reached first, PyG's NeighborLoader)")
 	f.BoolVar(&o.features, "features", false, "also output the feature rows of the minibatch's nodes (n_id order) and its seeds' labels, from the graph's feature store (chunkify features)")
-	cmd.MarkFlagRequired("state")
+	addFreshFlags(f, &o.fresh)
 	return cmd
 }
 
 func runSample(cmd *cobra.Command, o sampleOptions) error {
+	if (o.state == "") == (o.fresh.graph == "") {
+		return usagef("give exactly one of --state (a prepared epoch) and --graph (random reads)")
+	}
 	if (o.seeds == "") == (o.seedsFile == "") {
 		return usagef("give exactly one of --seeds and --seeds-file")
 	}
@@ -88,6 +105,12 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 	sem, err := epoch.ParseSemantics(o.semantics)
 	if err != nil {
 		return usageError{err}
+	}
+	if o.fresh.graph != "" {
+		return runSampleGraph(cmd, o, sem)
+	}
+	if err := o.fresh.onlyWithGraph(cmd); err != nil {
+		return err
 	}
 	st := statedir.State{Dir: o.state}
 	// Read-only: the whole directory is checked, nothing is cleaned.
@@ -135,6 +158,12 @@ func runSample(cmd *cobra.Command, o sampleOptions) error {
 			return fmt.Errorf("sample --features: %w", err)
 		}
 	}
+	return writeSample(cmd, o, b, f)
+}
+
+// writeSample writes a minibatch's blocks (and its features, f nil:
+// none) in o.format to -o or stdout.
+func writeSample(cmd *cobra.Command, o sampleOptions, b *epoch.Blocks, f *batchfmt.Features) (err error) {
 	var w io.Writer = cmd.OutOrStdout()
 	var af *atomicfile.File
 	if o.out != "" {

@@ -231,9 +231,11 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		return err
 	}
 	defer be.Close()
+	fresh := &lazyFresh{graph: f.stream.graph}
+	defer fresh.Close()
 	srv, err := serve.New(serve.Config{
 		Config: cfg, Sampler: be, SampleBytes: sampleBytes(be), GraphBytes: host.GraphReadBytes(m), MaxRequest: f.maxRequest, MaxInflight: maxInflight,
-		NumNodes: int64(m.NumNodes), MaxDegree: int64(m.MaxDegree), NumEdges: int64(m.NumEdges), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs, Walk: backendWalker(be),
+		NumNodes: int64(m.NumNodes), MaxDegree: int64(m.MaxDegree), NumEdges: int64(m.NumEdges), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs, Walk: backendWalker(be), Fresh: fresh,
 		StallTimeout: noneIfZero(f.stallTimeout), WalkTimeout: noneIfZero(f.walkTimeout), MaxWalkLength: f.maxWalkLen,
 	})
 	if err != nil {

@@ -62,7 +62,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{s("info"), "--state is required"},
 		{s("info", "--state", state, "--gpu-lib", "x"), "unknown flag: --gpu-lib"},
 		// sample
-		{s("sample"), "--state is required"},
+		{s("sample"), "exactly one of --state (a prepared epoch) and --graph (random reads)"},
 		{s("sample", "--state", state), "exactly one of --seeds and --seeds-file"},
 		{s("sample", "--state", state, "--seeds", "7", "--format", "xml"), `--format "xml"`},
 		{s("sample", "--state", state, "--seeds", "7,,14"), `--seeds "7,,14": item 2 is empty`},

@@ -39,6 +39,9 @@ var Rules = map[string][]string{
 	"walk":            {"rng", "chunkfmt"},
 	"host":            {"rng", "chunkfmt", "hls", "xrt", "epoch", "walk"},
 	"gpu":             {"rng", "chunkfmt", "epoch", "walk"},
+	// The random-read sampler: any seeds, no epoch, only the blocks that
+	// hold the chosen neighbors read.
+	"randread": {"rng", "chunkfmt", "hls", "xrt", "xrt/xclbin", "epoch"},
 	// Persistence and scheduling above the samplers' results.
 	"epochdir": {"chunkfmt", "epoch"},
 	"statedir": {"chunkfmt", "epoch", "epochdir"},
@@ -58,6 +61,8 @@ var Rules = map[string][]string{
 	"cmd/chunkify":            {Any},
 	"cmd/streamsampler":       {Any},
 	"bench/serve_bench":       {Any},
+	"bench/randread":          {Any},
+	"internal/aio":            {},
 	"internal/atomicfile":     {},
 	"internal/chisq":          {},
 	"internal/crc32c":         {},

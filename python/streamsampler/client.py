@@ -8,7 +8,7 @@ import json
 import os
 import socket
 import threading
-from typing import Any, Dict, Generator, Iterator, Optional, Tuple, Union
+from typing import Any, Dict, Generator, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -261,6 +261,39 @@ class Client:
         rid = self._send(P.OP_SAMPLE, W.sample_payload(epoch, seeds, semantics))
         _, body = self._wait(P.OP_SAMPLE, rid)
         return self._decode(rid, body)
+
+    def sample_fresh(self, seeds: NodeIds, fanouts: Sequence[int], seed: int = 0, epoch: int = 0,
+                     replace: bool = False, edge_ids: bool = False, semantics: Optional[str] = None) -> Batch:
+        """Blocks of any distinct ``seeds``, sampled there and then by the
+        server's random-read sampler (docs/PROTOCOL.md, ``sample_fresh``):
+        no prepared epoch, no training set; the neighbors are those a
+        prepared epoch ``epoch`` of seed ``seed`` (``replace``) with these
+        ``fanouts`` gives them, bit for bit, so a training node's batch is
+        ``sample``'s. For evaluating or querying a few nodes at a time.
+        ``edge_ids``: each hop carries ``e_id``; ``semantics``: "pyg",
+        "dgl" or None (the server's). The same :class:`Batch` as
+        :meth:`sample`, with the server's features when it has them."""
+        rid = self._send(P.OP_SAMPLE_FRESH, W.fresh_payload(seeds, fanouts, seed, epoch, replace, edge_ids, semantics))
+        _, body = self._wait(P.OP_SAMPLE_FRESH, rid)
+        return self._decode(rid, body)
+
+    def fresh_batches(self, nodes: NodeIds, fanouts: Sequence[int], batch_size: int, seed: int = 0,
+                      epoch: int = 0, replace: bool = False, edge_ids: bool = False,
+                      semantics: Optional[str] = None, depth: int = 4) -> Iterator[Batch]:
+        """Iterate over ``nodes`` (distinct; in this order, cut into
+        ``batch_size`` pieces, the last one short) as :meth:`sample_fresh`
+        minibatches, ``depth`` requests in flight: the evaluation of a
+        node set (validation, test, a query) without an epoch or a split,
+        by random reads. The same arguments give the same minibatches."""
+        ids = np.asarray(nodes)
+        if ids.ndim != 1:
+            raise ValueError("nodes: expected a 1-D array, got shape %s" % (ids.shape,))
+        if int(batch_size) < 1:
+            raise ValueError("batch_size %d, want at least 1" % int(batch_size))
+        step = int(batch_size)
+        payloads = (W.fresh_payload(ids[i:i + step], fanouts, seed, epoch, replace, edge_ids, semantics)
+                    for i in range(0, len(ids), step))
+        yield from self._stream(P.OP_SAMPLE_FRESH, payloads, depth)
 
     def walks(self, starts: NodeIds, length: int, walks_per_node: int = 1, mode: str = "deepwalk",
               seed: int = 0, restart: float = 0.0, stop_at_restart: bool = False, p: float = 1.0,

@@ -25,6 +25,7 @@ OP_SPLIT = 7  # u32 batch size, array nodes: register a node list served beside 
 OP_SPLIT_BATCH = 8  # u32 split, u32 index[, u8 semantics]: one of its minibatches
 OP_WALKS = 9  # a walk configuration and array starts: random walks, i32 [walks, length+1]
 OP_DROP_SPLIT = 10  # u32 split: forget a split, giving back the memory it holds
+OP_SAMPLE_FRESH = 11  # u64 seed, u32 epoch, u8 flags, array fanouts, array seeds[, u8 semantics]: random reads
 
 #: Walk modes of a walks request (walk.Mode).
 WALK_MODES = {"deepwalk": 0, "ppr": 1, "node2vec": 2}
@@ -37,6 +38,9 @@ SEMANTICS = {"dgl": 0, "pyg": 1}
 #: Minibatch flags, the byte after a minibatch's hop count.
 BATCH_PYG = 1
 BATCH_EDGE_IDS = 2
+#: sample_fresh request flags.
+FRESH_REPLACE = 1
+FRESH_EDGE_IDS = 2
 
 STATUS_OK = 0
 STATUS_ERROR = 1

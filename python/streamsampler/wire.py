@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
 
 from .batch import Batch, Hop
 from .protocol import (BATCH_EDGE_IDS, BATCH_PYG, CODE_BAD_REQUEST, CURRENT_EPOCH, DTYPE_CODES, DTYPES,
-                       FEATURE_DTYPES, FEATURE_SHARED, FEATURE_X, FEATURE_Y, MAX_TOKEN, SEMANTICS, STATUS_OK,
-                       WALK_MODES, ProtocolError, ServerError, error_class)
+                       FEATURE_DTYPES, FEATURE_SHARED, FEATURE_X, FEATURE_Y, FRESH_EDGE_IDS, FRESH_REPLACE,
+                       MAX_TOKEN, SEMANTICS, STATUS_OK, WALK_MODES, ProtocolError, ServerError, error_class)
 from .shm import SharedBuffers
 from .typing import Buffer, NodeIds
 
@@ -228,6 +228,17 @@ def epoch_payload(epoch: Optional[int], semantics: Optional[str] = None) -> byte
 def sample_payload(epoch: Optional[int], seeds: NodeIds, semantics: Optional[str] = None) -> bytes:
     """The payload of a sample request."""
     return epoch_payload(epoch) + encode_array(seeds, "<u4") + semantics_byte(semantics)
+
+
+def fresh_payload(seeds: NodeIds, fanouts: Sequence[int], seed: int = 0, epoch: int = 0, replace: bool = False,
+                  edge_ids: bool = False, semantics: Optional[str] = None) -> bytes:
+    """The payload of a sample_fresh request (docs/PROTOCOL.md)."""
+    if len(fanouts) == 0:
+        raise ValueError("fanouts: need at least one layer")
+    flags = (FRESH_REPLACE if replace else 0) | (FRESH_EDGE_IDS if edge_ids else 0)
+    return (struct.pack("<QIB", int(seed) & (2**64 - 1), int(epoch), flags) +
+            encode_array(np.asarray(list(fanouts), dtype=np.int64), "<i4") + encode_array(seeds, "<u4") +
+            semantics_byte(semantics))
 
 
 def walks_payload(starts: NodeIds, length: int, walks_per_node: int = 1, mode: str = "deepwalk",

@@ -151,6 +151,62 @@ class Live(unittest.TestCase):
                 np.testing.assert_array_equal(getattr(g, name), getattr(w, name), name)
         self.check_batch(got)
 
+    def test_sample_fresh(self):
+        """sample_fresh (random reads, no epoch) equals sample for training
+        seeds of the current epoch, and `streamsampler sample --graph` for
+        any seeds, in both semantics and with edge ids; bad requests raise."""
+        srv = self.server()
+        with srv.client() as c:
+            seeds = [8, 0, 398, 52]
+            for sem in ("dgl", "pyg"):
+                want = c.sample(seeds, epoch=0, semantics=sem)
+                got = c.sample_fresh(seeds, fanouts=FANOUTS, seed=7, epoch=0, semantics=sem)
+                self.assertIsInstance(got, streamsampler.Batch)
+                self.assertEqual((got.epoch, got.index), (0, -1))
+                self.assertEqual(len(got.hops), len(want.hops))
+                for g, w in zip(got.hops, want.hops):
+                    for name in ("dst", "src", "edge_src", "edge_dst"):
+                        np.testing.assert_array_equal(getattr(g, name), getattr(w, name), name)
+            # Any nodes (odd ones are not training nodes), another epoch's
+            # stream, edge ids: the CLI's random-read sample.
+            seeds = [1, 399, 13, 200]
+            for sem in ("dgl", "pyg"):
+                got = c.sample_fresh(seeds, fanouts=[5, 2], seed=3, epoch=9, replace=True, edge_ids=True,
+                                     semantics=sem)
+                out = subprocess.run([self.ss, "sample", "--graph", self.graph, "--fanouts", "5,2", "--seed", "3",
+                                      "--epoch", "9", "--replace", "--edge-ids", "--semantics", sem, "--seeds",
+                                      ",".join(map(str, seeds)), "--format", "json"],
+                                     check=True, stdout=subprocess.PIPE).stdout
+                want = streamsampler.Batch.from_json(out)
+                self.assertEqual(got.epoch, 9)
+                for g, w in zip(got.hops, want.hops):
+                    for name in ("dst", "src", "edge_src", "edge_dst", "e_id"):
+                        np.testing.assert_array_equal(getattr(g, name), getattr(w, name), name)
+            with self.assertRaises(ServerError) as cm:
+                c.sample_fresh([N], fanouts=[2])
+            self.assertEqual(cm.exception.code, P.CODE_BAD_REQUEST)
+            self.assertIn("not a node", str(cm.exception))
+            with self.assertRaises(ServerError) as cm:
+                c.sample_fresh([3, 3], fanouts=[2])
+            self.assertEqual(cm.exception.code, P.CODE_DUPLICATE_SEED)
+            with self.assertRaises(ValueError):
+                c.sample_fresh([3], fanouts=[])
+            # A node set in minibatches, pipelined: each equals its own
+            # sample_fresh, in order, the last one short.
+            nodes = np.arange(1, N, 9)
+            got = list(c.fresh_batches(nodes, fanouts=[3, 2], batch_size=10, seed=5, depth=3))
+            self.assertEqual([len(b.seeds) for b in got], [10] * (len(nodes) // 10) + [len(nodes) % 10])
+            for i, b in enumerate(got):
+                w = c.sample_fresh(nodes[10 * i:10 * i + 10], fanouts=[3, 2], seed=5)
+                np.testing.assert_array_equal(b.seeds, w.seeds)
+                for g, h in zip(b.hops, w.hops):
+                    for name in ("dst", "src", "edge_src", "edge_dst"):
+                        np.testing.assert_array_equal(getattr(g, name), getattr(h, name), name)
+            with self.assertRaises(ValueError):
+                list(c.fresh_batches(nodes, fanouts=[3], batch_size=0))
+            # The epoch and its cursor are untouched.
+            self.assertEqual(c.epoch_info()["served"], 0)
+
     def test_sharding(self):
         """World size 3 (rank 1 from $RANK/$WORLD_SIZE as torchrun sets
         them): disjoint shards covering the training set, sizes within one,

@@ -143,6 +143,23 @@ class WireFormat(unittest.TestCase):
         with self.assertRaises(ValueError):
             W.sample_payload(None, [[1, 2]])
 
+    def test_fresh_payload(self):
+        """sample_fresh's payload, byte for byte (serve/fresh_test.go's
+        TestFreshRequestBytes pins the same bytes)."""
+        p = W.fresh_payload([5, 9], [15, 10], seed=7, epoch=2, replace=True, edge_ids=True, semantics="pyg")
+        want = bytes([7, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 3,
+                      2, 1, 2, 0, 0, 0, 0, 0, 0, 0, 15, 0, 0, 0, 10, 0, 0, 0,
+                      1, 1, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 9, 0, 0, 0, 1])
+        self.assertEqual(p, want)
+        self.assertEqual(W.fresh_payload([5], [2])[:13], bytes(13))
+        self.assertEqual(len(W.fresh_payload([5], [2])), 13 + 14 + 14)  # no semantics byte: the server's
+        with self.assertRaises(ValueError):
+            W.fresh_payload([5], [])
+        with self.assertRaises(ValueError):
+            W.fresh_payload([-1], [2])
+        with self.assertRaises(ValueError):
+            W.fresh_payload([5], [2], semantics="PyG")
+
     def test_errors(self):
         e = W.decode_error(struct.pack("<H", P.CODE_NOT_IN_FRONTIER) + b"seed 3")
         self.assertIsInstance(e, P.NotInFrontierError)
