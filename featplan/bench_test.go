@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/streamsampler/streamsampler/featstore"
 )
 
@@ -158,7 +156,7 @@ func BenchmarkReadRows(b *testing.B) {
 		b.Fatal(err)
 	}
 	evict := func() {
-		if err := unix.Fadvise(int(buffered.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		if err := dropFileCache(buffered); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,15 +2,13 @@ package xrt
 
 import (
 	"encoding/binary"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/streamsampler/streamsampler/internal/aio"
 	"github.com/streamsampler/streamsampler/rng"
 )
 
@@ -110,20 +108,14 @@ func (g *testGraph) want(targets []uint32, fanout int, key uint64, replace bool)
 }
 
 // openDirect opens path with O_DIRECT, falling back to a buffered open
-// where the file system refuses it (tmpfs gives EINVAL); it reports which.
+// where the file system refuses it (tmpfs gives EINVAL; every other
+// platform than Linux); it reports which.
 func openDirect(t testing.TB, path string) (f *os.File, direct bool) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
-	if err == nil {
-		return f, true
-	}
-	if !errors.Is(err, unix.EINVAL) {
-		t.Fatal(err)
-	}
-	f, err = os.Open(path)
+	f, direct, err := aio.OpenDirect(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f, false
+	return f, direct
 }
 
 func putU32s(b []byte, v []uint32) {
