@@ -1,0 +1,472 @@
+package fullscan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
+)
+
+// Sentinel errors, for callers that branch on why a pass stopped.
+var (
+	// ErrOptions is wrapped by every error about Options.
+	ErrOptions = errors.New("fullscan: bad options")
+	// ErrClosed: Next after Close.
+	ErrClosed = errors.New("fullscan: scan closed")
+)
+
+// DefaultTableBytes is Options.TableBytes' default: the dense relabel
+// table (8 bytes per node) is used up to 64 Mi nodes.
+const DefaultTableBytes = 512 << 20
+
+// readPiece is the largest single read of a chunk: a chunk is read in
+// pieces of this size, one after another, as dd bs=4M would (a piece per
+// request keeps the request queue short and the first bytes early).
+const readPiece = 8 << 20
+
+// align is the alignment of the chunk buffers: O_DIRECT needs the logical
+// block size (512 on the disks chunkfmt's SectorSize is chosen for); a
+// page is safe everywhere.
+const align = 4096
+
+// Options say how a pass cuts and reads the graph.
+type Options struct {
+	// BatchSize is the number of consecutive node ids per minibatch (the
+	// last may be short); at least 1.
+	BatchSize int
+	// EdgeIDs: fill Batch.EdgeIDs (8 bytes per edge).
+	EdgeIDs bool
+	// Buffers is the number of chunk buffers: 2 (the default, 0) reads
+	// the next chunk while the current one is cut; 1 reads and cuts in
+	// turn.
+	Buffers int
+	// TableBytes bounds the dense relabel table (8 bytes per node): a
+	// graph with more nodes relabels through a hash map sized by the
+	// minibatch. 0 means DefaultTableBytes; negative, never dense.
+	TableBytes int64
+}
+
+func (o Options) check() error {
+	if o.BatchSize < 1 {
+		return fmt.Errorf("%w: batch size %d, want at least 1", ErrOptions, o.BatchSize)
+	}
+	if o.Buffers < 0 {
+		return fmt.Errorf("%w: %d chunk buffers, want 0 (the default, 2) or more", ErrOptions, o.Buffers)
+	}
+	return nil
+}
+
+// Batch is one minibatch of a pass: nodes [Start, End) with every
+// in-neighbor (see the package doc for the order).
+type Batch struct {
+	// Index is the minibatch's position in the pass (Start / BatchSize).
+	Index int
+	// Start and End delimit the seeds, consecutive node ids.
+	Start, End uint32
+	// NID is the seeds in order, then every other neighbor in order of
+	// first appearance: PyG's n_id, DGL's block's srcdata[NID].
+	NID []uint32
+	// EdgeSrc (into NID) and EdgeDst (into the seeds) are the edges, by
+	// destination, then CSR position.
+	EdgeSrc, EdgeDst []int32
+	// EdgeIDs is each edge's position in the stored CSR (nil without
+	// Options.EdgeIDs).
+	EdgeIDs []int64
+}
+
+// NumSeeds is End − Start: PyG's batch_size.
+func (b *Batch) NumSeeds() int { return int(b.End - b.Start) }
+
+// Seeds returns the seeds: NID's first NumSeeds entries.
+func (b *Batch) Seeds() []uint32 { return b.NID[:b.NumSeeds()] }
+
+// Stats are what a pass has read so far.
+type Stats struct {
+	Chunks    int           `json:"chunks"`     // chunks read and checked
+	BytesRead int64         `json:"bytes_read"` // their bytes (each chunk's read size)
+	ReadTime  time.Duration `json:"read_ns"`    // time the reader spent reading and checking
+	Direct    bool          `json:"o_direct"`   // whether edges.chunks is read with O_DIRECT
+	Batches   int           `json:"batches"`    // minibatches returned
+	Edges     int64         `json:"edges"`      // their edges
+}
+
+// Scan is one pass over a graph directory. Next returns its minibatches
+// in order; Close stops it. Not safe for concurrent use.
+type Scan struct {
+	m         *chunkfmt.Manifest
+	path      string
+	f         *os.File
+	direct    bool
+	o         Options
+	n         uint32   // nodes
+	firstEdge []uint64 // per chunk, the global index of its first edge
+	hdr       []uint64 // per chunk, its header words (3 + n_nodes)
+
+	cancel context.CancelFunc
+	full   chan *chunkBuf // chunks read and checked, in order (or an error)
+	free   chan *chunkBuf
+	done   chan struct{} // closed when the reader goroutine returns
+	cur    *chunkBuf
+	next   uint32 // the next minibatch's first node
+	index  int
+	err    error // a pass that failed stays failed
+
+	rl       relabel
+	lastEdge int // the previous minibatch's edge count: the next one's first guess
+
+	mu    sync.Mutex // stats: the reader goroutine adds, Stats reads
+	stats Stats
+}
+
+// chunkBuf holds one chunk, read and checked, as words.
+type chunkBuf struct {
+	mem   []byte
+	words []uint32
+	chunk int
+	start uint32 // first node
+	end   uint32 // one past the last
+	err   error
+}
+
+// Open starts a pass over the graph directory dir: it reads and checks
+// the manifest (chunkfmt.ReadManifest) and starts reading edges.chunks in
+// the background. Close it.
+func Open(dir string, o Options) (*Scan, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	if o.Buffers == 0 {
+		o.Buffers = 2
+	}
+	if o.TableBytes == 0 {
+		o.TableBytes = DefaultTableBytes
+	}
+	m, err := chunkfmt.ReadManifest(dir)
+	if err != nil {
+		return nil, fmt.Errorf("fullscan: %w", err)
+	}
+	path := filepath.Join(dir, chunkfmt.ChunksFile)
+	f, direct, err := openDirect(path)
+	if err != nil {
+		return nil, fmt.Errorf("fullscan: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fullscan: %w", err)
+	}
+	if want := m.FileSize(); st.Size() != want {
+		f.Close()
+		return nil, fmt.Errorf("fullscan: %s: %d bytes, the manifest says %d: %w", path, st.Size(), want, chunkfmt.ErrCorrupt)
+	}
+	s := &Scan{m: m, path: path, f: f, direct: direct, o: o, n: m.NumNodes,
+		firstEdge: make([]uint64, len(m.Chunks)+1), hdr: make([]uint64, len(m.Chunks))}
+	var biggest int64
+	for i, c := range m.Chunks {
+		s.firstEdge[i+1] = s.firstEdge[i] + c.NEdges
+		s.hdr[i] = chunkfmt.MinHeaderWords + uint64(c.NNodes)
+		biggest = max(biggest, m.ChunkReadSize(i))
+	}
+	s.stats.Direct = direct
+	s.rl.init(s.n, o.TableBytes)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.full = make(chan *chunkBuf, o.Buffers)
+	s.free = make(chan *chunkBuf, o.Buffers)
+	s.done = make(chan struct{})
+	if len(m.Chunks) > 0 {
+		for range min(o.Buffers, len(m.Chunks)) {
+			s.free <- &chunkBuf{mem: alignedBuffer(biggest)}
+		}
+	}
+	go s.read(ctx)
+	return s, nil
+}
+
+// alignedBuffer returns n bytes starting at a multiple of align.
+func alignedBuffer(n int64) []byte {
+	b := make([]byte, n+align)
+	o := int(-uintptr(unsafe.Pointer(&b[0])) & (align - 1))
+	return b[o : int64(o)+n : int64(o)+n]
+}
+
+// NumNodes is the graph's node count.
+func (s *Scan) NumNodes() uint32 { return s.n }
+
+// NumEdges is the graph's edge count: every pass returns them all.
+func (s *Scan) NumEdges() uint64 { return s.m.NumEdges }
+
+// NumBatches is the number of minibatches of the pass.
+func (s *Scan) NumBatches() int { return NumBatches(s.n, s.o.BatchSize) }
+
+// NumBatches is the number of minibatches of batchSize consecutive nodes
+// that cover n nodes (the last may be short).
+func NumBatches(n uint32, batchSize int) int {
+	return int((int64(n) + int64(batchSize) - 1) / int64(batchSize))
+}
+
+// Manifest is the graph's manifest. It must not be modified.
+func (s *Scan) Manifest() *chunkfmt.Manifest { return s.m }
+
+// Stats returns what the pass has read and returned so far.
+func (s *Scan) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// read is the reader goroutine: every chunk in order into a free buffer,
+// checked, then handed to Next. It stops at the first error (handed on
+// as the chunk's err) or when the pass is closed.
+func (s *Scan) read(ctx context.Context) {
+	defer close(s.done)
+	for c := range s.m.Chunks {
+		var b *chunkBuf
+		select {
+		case b = <-s.free:
+		case <-ctx.Done():
+			return
+		}
+		t0 := time.Now()
+		b.err = s.readChunk(c, b)
+		s.mu.Lock()
+		s.stats.ReadTime += time.Since(t0)
+		if b.err == nil {
+			s.stats.Chunks++
+			s.stats.BytesRead += s.m.ChunkReadSize(c)
+		}
+		s.mu.Unlock()
+		select {
+		case s.full <- b:
+		case <-ctx.Done():
+			return
+		}
+		if b.err != nil {
+			return
+		}
+	}
+}
+
+// readChunk reads chunk c into b and checks it: its CRC-32C (the stored
+// fill taken as zero, chunkfmt.Manifest.CheckChunk), its header against
+// the manifest, and its offsets (from the end of the header, never
+// decreasing, the last at the chunk's used bytes). The neighbor ids are
+// checked as Next reads them.
+func (s *Scan) readChunk(c int, b *chunkBuf) error {
+	n := s.m.ChunkReadSize(c)
+	buf := b.mem[:n]
+	off := s.m.ChunkOffset(c)
+	for done := int64(0); done < n; {
+		k := min(n-done, readPiece)
+		if _, err := s.f.ReadAt(buf[done:done+k], off+done); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("fullscan: %s: reading chunk %d (%d bytes at %d): %w", s.path, c, k, off+done, err)
+		}
+		done += k
+	}
+	if err := s.m.CheckChunk(s.path, c, buf); err != nil {
+		return fmt.Errorf("fullscan: %w", err)
+	}
+	w := chunkfmt.Words(buf)
+	ci := s.m.Chunks[c]
+	bad := func(word uint64, format string, a ...any) error {
+		return fmt.Errorf("fullscan: %s: chunk %d (nodes %d..%d), word %d: %s: %w", s.path, c, ci.Start, ci.End-1, word, fmt.Sprintf(format, a...), chunkfmt.ErrCorrupt)
+	}
+	hdr := s.hdr[c]
+	if uint64(len(w)) < hdr {
+		return bad(0, "a header of %d words does not fit in the chunk's %d", hdr, len(w))
+	}
+	if w[0] != ci.NNodes || w[1] != ci.Start {
+		return bad(0, "header says %d nodes from %d, the manifest %d from %d", w[0], w[1], ci.NNodes, ci.Start)
+	}
+	if uint64(w[2]) != hdr {
+		return bad(2, "first offset %d, want %d (the end of the header)", w[2], hdr)
+	}
+	for j := uint64(0); j < uint64(ci.NNodes); j++ {
+		if w[3+j] < w[2+j] {
+			return bad(3+j, "node %d's offset %d is before the previous %d", uint64(ci.Start)+j+1, w[3+j], w[2+j])
+		}
+	}
+	if end := uint64(w[2+uint64(ci.NNodes)]); end*4 != uint64(ci.BytesUsed) || end-hdr != ci.NEdges {
+		return bad(2+uint64(ci.NNodes), "neighbors end at word %d, the manifest says %d bytes used and %d edges", end, ci.BytesUsed, ci.NEdges)
+	}
+	b.words, b.chunk, b.start, b.end = w, c, ci.Start, ci.End
+	return nil
+}
+
+// chunkFor makes s.cur the chunk holding node v, giving the chunks before
+// it back to the reader.
+func (s *Scan) chunkFor(ctx context.Context, v uint32) error {
+	for s.cur == nil || v >= s.cur.end {
+		if s.cur != nil {
+			s.free <- s.cur // never blocks: free has room for every buffer
+			s.cur = nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err // before a chunk that is ready: select would pick either
+		}
+		select {
+		case b := <-s.full:
+			if b.err != nil {
+				return b.err
+			}
+			s.cur = b
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if v < s.cur.start {
+		return fmt.Errorf("fullscan: %s: node %d is before chunk %d's first node %d: %w", s.path, v, s.cur.chunk, s.cur.start, chunkfmt.ErrCorrupt)
+	}
+	return nil
+}
+
+// Next returns the pass's next minibatch, or io.EOF after the last. The
+// Batch is the caller's. An error (a chunk that fails its checks, a read
+// error, ctx done) ends the pass: later calls return it again.
+func (s *Scan) Next(ctx context.Context) (*Batch, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	if s.next >= s.n {
+		return nil, io.EOF
+	}
+	b, err := s.batch(ctx)
+	if err != nil {
+		if s.cancel == nil {
+			err = ErrClosed
+		}
+		s.err = err
+		return nil, err
+	}
+	s.mu.Lock()
+	s.stats.Batches++
+	s.stats.Edges += int64(len(b.EdgeSrc))
+	s.mu.Unlock()
+	return b, nil
+}
+
+func (s *Scan) batch(ctx context.Context) (*Batch, error) {
+	if s.cancel == nil {
+		return nil, ErrClosed
+	}
+	a := s.next
+	end := uint32(min(uint64(a)+uint64(s.o.BatchSize), uint64(s.n)))
+	ns := int(end - a)
+	guess := s.lastEdge + s.lastEdge/8
+	b := &Batch{Index: s.index, Start: a, End: end, NID: make([]uint32, ns, ns+min(guess, ns*32)),
+		EdgeSrc: make([]int32, 0, guess), EdgeDst: make([]int32, 0, guess)}
+	if s.o.EdgeIDs {
+		b.EdgeIDs = make([]int64, 0, guess)
+	}
+	for i := range b.NID {
+		b.NID[i] = a + uint32(i)
+	}
+	s.rl.reset()
+	for v := a; v < end; v++ {
+		if err := s.chunkFor(ctx, v); err != nil {
+			return nil, err
+		}
+		c := s.cur
+		j := v - c.start
+		lo, hi := c.words[2+j], c.words[3+j]
+		nb := c.words[lo:hi]
+		dst := int32(v - a)
+		first := int64(s.firstEdge[c.chunk] + uint64(lo) - s.hdr[c.chunk])
+		for p, u := range nb {
+			var l int32
+			switch {
+			case u-a < uint32(ns): // a seed (u >= a, by unsigned wrap-around)
+				l = int32(u - a)
+			case u >= s.n:
+				return nil, fmt.Errorf("fullscan: %s: chunk %d, word %d: node %d's neighbor %d is not a node (the graph has %d): %w",
+					s.path, c.chunk, uint64(lo)+uint64(p), v, u, s.n, chunkfmt.ErrCorrupt)
+			default:
+				var fresh bool
+				l, fresh = s.rl.local(u, int32(len(b.NID)))
+				if fresh {
+					b.NID = append(b.NID, u)
+				}
+			}
+			b.EdgeSrc = append(b.EdgeSrc, l)
+			b.EdgeDst = append(b.EdgeDst, dst)
+			if b.EdgeIDs != nil {
+				b.EdgeIDs = append(b.EdgeIDs, first+int64(p))
+			}
+		}
+	}
+	s.lastEdge = len(b.EdgeSrc)
+	s.next = end
+	s.index++
+	return b, nil
+}
+
+// Close stops the pass and closes edges.chunks. Closing twice is a no-op.
+func (s *Scan) Close() error {
+	if s.cancel == nil {
+		return nil
+	}
+	s.cancel()
+	<-s.done
+	s.cancel = nil
+	s.cur = nil
+	return s.f.Close()
+}
+
+// relabel gives the nodes of a minibatch that are not seeds their local
+// ids: a table over every node id (a stamp per minibatch, so that nothing
+// is cleared between minibatches) or, for graphs too large for it, a map.
+type relabel struct {
+	stamp []uint32 // per node: the minibatch stamp it was last seen in
+	loc   []int32  // per node: its local id in that minibatch
+	cur   uint32
+	m     map[uint32]int32
+}
+
+func (r *relabel) init(n uint32, tableBytes int64) {
+	if tableBytes >= 0 && int64(n)*8 <= tableBytes {
+		r.stamp = make([]uint32, n)
+		r.loc = make([]int32, n)
+		return
+	}
+	r.m = map[uint32]int32{}
+}
+
+// reset starts a minibatch.
+func (r *relabel) reset() {
+	if r.stamp == nil {
+		clear(r.m)
+		return
+	}
+	r.cur++
+	if r.cur == 0 { // the stamps wrapped: start over
+		clear(r.stamp)
+		r.cur = 1
+	}
+}
+
+// local returns u's local id, giving it next if it has none yet (fresh).
+func (r *relabel) local(u uint32, next int32) (l int32, fresh bool) {
+	if r.stamp == nil {
+		if l, ok := r.m[u]; ok {
+			return l, false
+		}
+		r.m[u] = next
+		return next, true
+	}
+	if r.stamp[u] == r.cur {
+		return r.loc[u], false
+	}
+	r.stamp[u] = r.cur
+	r.loc[u] = next
+	return next, true
+}
