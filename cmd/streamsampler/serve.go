@@ -233,7 +233,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	defer be.Close()
 	srv, err := serve.New(serve.Config{
 		Config: cfg, Sampler: be, SampleBytes: sampleBytes(be), GraphBytes: host.GraphReadBytes(m), MaxRequest: f.maxRequest, MaxInflight: maxInflight,
-		NumNodes: int64(m.NumNodes), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs, Walk: backendWalker(be),
+		NumNodes: int64(m.NumNodes), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs, Walk: backendWalker(be), Graph: f.stream.graph,
 		StallTimeout: noneIfZero(f.stallTimeout), WalkTimeout: noneIfZero(f.walkTimeout), MaxWalkLength: f.maxWalkLen,
 	})
 	if err != nil {
