@@ -14,5 +14,6 @@
 from __future__ import annotations
 
 from .loader.dgl_loader import DataLoader, NeighborSampler
+from .loader.full_neighbor import MultiLayerFullNeighborSampler
 
-__all__ = ["DataLoader", "NeighborSampler"]
+__all__ = ["DataLoader", "MultiLayerFullNeighborSampler", "NeighborSampler"]

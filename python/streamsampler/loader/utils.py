@@ -39,11 +39,13 @@ def node_ids(nodes: Nodes, num_nodes: int, what: str = "input_nodes") -> npt.NDA
     return ids
 
 
-def check_fanouts(fanouts: Sequence[int], what: str) -> List[int]:
-    """``fanouts`` as ints, each 1 to 64 (ValueError naming ``what``)."""
+def check_fanouts(fanouts: Sequence[int], what: str, full_scan: bool = False) -> List[int]:
+    """``fanouts`` as ints, each 1 to 64, or -1 with ``full_scan`` (the
+    layer-wise inference route, :mod:`.node_loader`) (ValueError naming
+    ``what``)."""
     out = [int(f) for f in fanouts]
     for f in out:
-        if not 1 <= f <= 64:
+        if not 1 <= f <= 64 and not (full_scan and f == -1):
             raise ValueError("%s %d: streamsampler samples 1 to 64 neighbors per hop (not -1, every neighbor)"
                              % (what, f))
     return out
