@@ -423,19 +423,20 @@ func (s *Scan) Close() error {
 }
 
 // relabel gives the nodes of a minibatch that are not seeds their local
-// ids: a table over every node id (a stamp per minibatch, so that nothing
-// is cleared between minibatches) or, for graphs too large for it, a map.
+// ids: a table over every node id or, for graphs too large for it, a map.
+// A table entry is the minibatch stamp it was last set in (high 32 bits)
+// and the node's local id in that minibatch (low 32): one word, so a
+// lookup of a node not in cache costs one miss, and nothing is cleared
+// between minibatches.
 type relabel struct {
-	stamp []uint32 // per node: the minibatch stamp it was last seen in
-	loc   []int32  // per node: its local id in that minibatch
-	cur   uint32
-	m     map[uint32]int32
+	tab []uint64
+	cur uint64 // the current stamp, shifted into the high half
+	m   map[uint32]int32
 }
 
 func (r *relabel) init(n uint32, tableBytes int64) {
 	if tableBytes >= 0 && int64(n)*8 <= tableBytes {
-		r.stamp = make([]uint32, n)
-		r.loc = make([]int32, n)
+		r.tab = make([]uint64, n)
 		return
 	}
 	r.m = map[uint32]int32{}
@@ -443,30 +444,29 @@ func (r *relabel) init(n uint32, tableBytes int64) {
 
 // reset starts a minibatch.
 func (r *relabel) reset() {
-	if r.stamp == nil {
+	if r.tab == nil {
 		clear(r.m)
 		return
 	}
-	r.cur++
+	r.cur += 1 << 32
 	if r.cur == 0 { // the stamps wrapped: start over
-		clear(r.stamp)
-		r.cur = 1
+		clear(r.tab)
+		r.cur = 1 << 32
 	}
 }
 
 // local returns u's local id, giving it next if it has none yet (fresh).
 func (r *relabel) local(u uint32, next int32) (l int32, fresh bool) {
-	if r.stamp == nil {
+	if r.tab == nil {
 		if l, ok := r.m[u]; ok {
 			return l, false
 		}
 		r.m[u] = next
 		return next, true
 	}
-	if r.stamp[u] == r.cur {
-		return r.loc[u], false
+	if e := r.tab[u]; e&^0xFFFFFFFF == r.cur {
+		return int32(uint32(e)), false
 	}
-	r.stamp[u] = r.cur
-	r.loc[u] = next
+	r.tab[u] = r.cur | uint64(uint32(next))
 	return next, true
 }

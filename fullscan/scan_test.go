@@ -376,3 +376,26 @@ func TestOptionsChecked(t *testing.T) {
 		t.Error("a directory without a graph was opened")
 	}
 }
+
+// TestRelabelStampWraps: when the minibatch stamp wraps around (after
+// 2^32 − 1 minibatches), the table is cleared: an entry of the last
+// stamp before the wrap is not taken for one of the first after it.
+func TestRelabelStampWraps(t *testing.T) {
+	var r relabel
+	r.init(10, DefaultTableBytes)
+	r.reset()
+	if l, fresh := r.local(3, 5); !fresh || l != 5 {
+		t.Fatalf("first sight: %d %v", l, fresh)
+	}
+	if l, fresh := r.local(3, 9); fresh || l != 5 {
+		t.Fatalf("second sight: %d %v", l, fresh)
+	}
+	r.cur = 0xFFFFFFFF << 32 // the last stamp
+	r.tab[4] = r.cur | 7
+	r.reset() // wraps
+	for _, u := range []uint32{3, 4} {
+		if l, fresh := r.local(u, 1); !fresh || l != 1 {
+			t.Fatalf("node %d after the wrap: %d %v, want a fresh local id", u, l, fresh)
+		}
+	}
+}
