@@ -24,9 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .batch import Batch, Hop
-from .protocol import (BATCH_EDGE_IDS, BATCH_PYG, CODE_BAD_REQUEST, CURRENT_EPOCH, DTYPES, DTYPE_CODES,
-                       FEATURE_DTYPES, FEATURE_SHARED, FEATURE_X, FEATURE_Y, MAX_TOKEN, ProtocolError, SCAN_EDGE_IDS,
-                       SCAN_ROWS, SEMANTICS, STATUS_OK, ServerError, WALK_MODES, error_class)
+from .protocol import (BATCH_EDGE_IDS, BATCH_PYG, CODE_BAD_REQUEST, CURRENT_EPOCH, DTYPE_CODES, DTYPES,
+                       FEATURE_DTYPES, FEATURE_SHARED, FEATURE_X, FEATURE_Y, MAX_TOKEN, SCAN_EDGE_IDS, SCAN_ROWS,
+                       SEMANTICS, STATUS_OK, WALK_MODES, ProtocolError, ServerError, error_class)
 from .shm import SharedBuffers
 from .typing import Buffer, NodeIds
 
