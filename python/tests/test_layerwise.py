@@ -292,5 +292,19 @@ class LayerwiseInference(unittest.TestCase):
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-3, atol=2e-3)
 
 
+class ScanPayloads(unittest.TestCase):
+    def test_bytes(self):
+        """The scan requests' bytes, as docs/PROTOCOL.md gives them (the
+        first is serve/testdata/fuzz/FuzzDecodeScanRequest/seed-pyg-rows)."""
+        from streamsampler import wire as W
+        self.assertEqual(W.scan_payload(4096, True, True, "pyg"), b"\x00\x10\x00\x00\x03\x01")
+        self.assertEqual(W.scan_payload(1, False, False, None, "/tmp/layer-1"), b"\x01\x00\x00\x00\x00\xff/tmp/layer-1")
+        self.assertEqual(W.scan_payload(7, True, False, "dgl"), b"\x07\x00\x00\x00\x01\x00")
+        self.assertEqual(W.scan_batch_payload(5, 9), b"\x05\x00\x00\x00\x09\x00\x00\x00")
+        self.assertEqual(W.drop_scan_payload(3), b"\x03\x00\x00\x00")
+        with self.assertRaises(ValueError):
+            W.scan_payload(8, True, True, "torch")
+
+
 if __name__ == "__main__":
     unittest.main()
