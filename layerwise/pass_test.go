@@ -67,12 +67,12 @@ func scanned(t testing.TB, dir string, o fullscan.Options) []*fullscan.Batch {
 // of its n_id (featstore.ReadRows), for row sizes that are not powers of
 // two.
 func TestPassRowsEqualStore(t *testing.T) {
-	dir := writeGraph(t, 3000, 6, 2048, 1)
 	for _, f := range []struct {
 		dt  featstore.DType
 		dim int
 	}{{featstore.Float32, 16}, {featstore.Float16, 3}, {featstore.Uint8, 1000}} {
 		t.Run(fmt.Sprintf("%s-%d", f.dt, f.dim), func(t *testing.T) {
+			dir := writeGraph(t, 3000, 6, 2048, 1)
 			st := featstoretest.Open(t, dir, f.dt, f.dim, 0, 7)
 			rb := st.RowBytes()
 			so := fullscan.Options{BatchSize: 128, EdgeIDs: true}
