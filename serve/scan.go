@@ -197,16 +197,13 @@ func (sc *scanState) closeStore() {
 	}
 }
 
-// take returns minibatch index of the scan (end: past the last), taking
+// take returns minibatch index of the scan (end: at or past the end), taking
 // the minibatches before it from the pass and holding them until they are
 // asked for. Each minibatch is handed out once. The caller calls
 // sc.inflight.Done once it has copied the rows.
 func (sc *scanState) take(ctx context.Context, index uint32) (b *layerwise.Batch, end bool, err error) {
 	if int64(index) >= int64(sc.info.NumBatches) {
-		if int64(index) > int64(sc.info.NumBatches) {
-			return nil, false, newRequestError(CodeBadRequest, "scan %d: minibatch %d, the scan has %d (the end marker is %d)", sc.info.Scan, index, sc.info.NumBatches, sc.info.NumBatches)
-		}
-		return nil, true, nil
+		return nil, true, nil // past the last: a pipelining client asks beyond it
 	}
 	select {
 	case sc.turn <- struct{}{}:
