@@ -62,8 +62,13 @@ type scanState struct {
 	turn     chan struct{} // held while the pass is advanced (a lock that ctx can abandon)
 	produced int           // minibatches taken from the pass
 	held     map[int]*layerwise.Batch
-	inflight sync.WaitGroup // minibatches whose rows are being copied
-	once     sync.Once
+
+	// users counts the scan_batch requests using the scan; a scan
+	// dropped (closed) while some are is finished by the last of them.
+	mu     sync.Mutex
+	users  int
+	closed bool
+	once   sync.Once
 }
 
 // openScan opens the scan r asks for on connection c.
@@ -155,8 +160,8 @@ func (c *conn) scanByID(id uint32) (*scanState, error) {
 	return sc, nil
 }
 
-// dropScan forgets scan id and closes it once its minibatches in flight
-// have their rows.
+// dropScan forgets scan id and closes it (once the requests using it are
+// done).
 func (c *conn) dropScan(id uint32) error {
 	c.scans.mu.Lock()
 	sc := c.scans.byID[id]
@@ -180,11 +185,43 @@ func (c *conn) closeScans() {
 	}
 }
 
-// close closes the scan's pass and its own store (once), after the
-// minibatches in flight have their rows.
+// close closes the scan: now, or when the last request using it is done.
 func (sc *scanState) close(s *Server) {
+	sc.mu.Lock()
+	sc.closed = true
+	idle := sc.users == 0
+	sc.mu.Unlock()
+	if idle {
+		sc.finish(s)
+	}
+}
+
+// use registers a request using the scan; false once it is closed.
+func (sc *scanState) use() bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.closed {
+		return false
+	}
+	sc.users++
+	return true
+}
+
+// done ends a request's use of the scan, finishing a closed one.
+func (sc *scanState) done(s *Server) {
+	sc.mu.Lock()
+	sc.users--
+	last := sc.closed && sc.users == 0
+	sc.mu.Unlock()
+	if last {
+		sc.finish(s)
+	}
+}
+
+// finish closes the pass and the scan's own store, once: no request
+// uses them any more.
+func (sc *scanState) finish(s *Server) {
 	sc.once.Do(func() {
-		sc.inflight.Wait()
 		sc.pass.Close()
 		sc.closeStore()
 		s.scanCount.Add(-1)
@@ -199,8 +236,8 @@ func (sc *scanState) closeStore() {
 
 // take returns minibatch index of the scan (end: at or past the end), taking
 // the minibatches before it from the pass and holding them until they are
-// asked for. Each minibatch is handed out once. The caller calls
-// sc.inflight.Done once it has copied the rows.
+// asked for. Each minibatch is handed out once. The caller uses the scan
+// (use, done).
 func (sc *scanState) take(ctx context.Context, index uint32) (b *layerwise.Batch, end bool, err error) {
 	if int64(index) >= int64(sc.info.NumBatches) {
 		return nil, true, nil // past the last: a pipelining client asks beyond it
@@ -214,7 +251,6 @@ func (sc *scanState) take(ctx context.Context, index uint32) (b *layerwise.Batch
 	i := int(index)
 	if hb, ok := sc.held[i]; ok {
 		delete(sc.held, i)
-		sc.inflight.Add(1)
 		return hb, false, nil
 	}
 	if i < sc.produced {
@@ -238,7 +274,6 @@ func (sc *scanState) take(ctx context.Context, index uint32) (b *layerwise.Batch
 			sc.held[nb.Index] = nb
 		}
 	}
-	sc.inflight.Add(1)
 	return b, false, nil
 }
 
@@ -264,9 +299,13 @@ func (c *conn) scanBatch(f Frame) reply {
 		return plain(errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
 	}
 	sc, err := c.scanByID(id)
+	if err == nil && !sc.use() {
+		err = newRequestError(CodeUnknownScan, "scan %d: dropped", id)
+	}
 	if err != nil {
 		return plain(requestErrorFrame(f.Op, f.ID, err))
 	}
+	defer sc.done(c.s)
 	b, end, err := sc.take(c.ctx, index)
 	switch {
 	case err != nil:
@@ -274,7 +313,6 @@ func (c *conn) scanBatch(f Frame) reply {
 	case end:
 		return plain(net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, id))})
 	}
-	defer sc.inflight.Done()
 	seeds := b.Seeds()
 	blocks := &epoch.Blocks{Semantics: sc.sem, Seeds: seeds, Hops: []epoch.Hop{{
 		Dst: seeds, Src: b.NID, EdgeSrc: b.EdgeSrc, EdgeDst: b.EdgeDst, EdgeIDs: b.EdgeIDs,

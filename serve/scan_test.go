@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
@@ -276,4 +277,66 @@ func FuzzDecodeScanRequest(f *testing.F) {
 			t.Fatalf("drop_scan request re-encodes differently")
 		}
 	})
+}
+
+// TestScanDropWhileInFlight: a drop_scan pipelined behind scan_batch
+// requests of the same scan (their handlers running concurrently) closes
+// the scan once they are done: every scan_batch is answered with its
+// minibatch or unknown scan, the drop with ok, nothing panics (run with
+// -race), and the scan's slot is free again.
+func TestScanDropWhileInFlight(t *testing.T) {
+	g := randomCSR(3000, 8, 23)
+	fs := featureGraph(t, g, 4, featstore.Float32)
+	cfg := Config{
+		Config: pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(3000, 4), Fanouts: []int{3}, Seed: 2},
+			BatchSize: 50, Epochs: 1, Features: &pipeline.FeaturePlanning{CacheRows: 100}},
+		Sampler: &refSampler{g: g}, NumNodes: 3000, Features: fs, Graph: filepath.Dir(fs.FeaturesPath()),
+	}
+	s := newTestServer(t, cfg)
+	path := serveUnix(t, s)
+	for round := 0; round < 8; round++ {
+		cl := dial(t, path)
+		if _, err := cl.Scan(ScanRequest{BatchSize: 40, Flags: ScanRows | ScanEdgeIDs}); err != nil {
+			t.Fatal(err)
+		}
+		cl.Close() // the scan was that connection's: it closes with it
+		nc := rawConn(t, path)
+		req := func(op uint8, id uint32, p []byte) {
+			if _, err := nc.Write(AppendFrame(nil, op, StatusOK, id, p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		req(OpScan, 1, AppendScanRequest(nil, ScanRequest{BatchSize: 40, Flags: ScanRows | ScanEdgeIDs}))
+		f, _, err := ReadFrame(nc, MaxReply, nil)
+		if err != nil || f.Status != StatusOK {
+			t.Fatalf("scan: %+v %v", f, err)
+		}
+		const n = 6
+		for i := uint32(0); i < n; i++ {
+			req(OpScanBatch, 10+i, AppendScanBatchRequest(nil, 1, i))
+		}
+		req(OpDropScan, 99, AppendDropScanRequest(nil, 1))
+		for range n + 1 {
+			f, _, err := ReadFrame(nc, MaxReply, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case f.ID == 99 && f.Status == StatusOK:
+			case f.Op == OpScanBatch && f.Status == StatusOK:
+			case f.Op == OpScanBatch && f.Status == StatusError && DecodeError(f.Payload).Code == CodeUnknownScan:
+			default:
+				t.Fatalf("reply op %d id %d status %d: %v", f.Op, f.ID, f.Status, DecodeError(f.Payload))
+			}
+		}
+		nc.Close()
+	}
+	// Every scan was closed: the server's slots are all free.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.scanCount.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d scans still open", s.scanCount.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
