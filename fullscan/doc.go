@@ -26,8 +26,9 @@
 // Memory: the chunk buffers (Options.Buffers of them, each the largest
 // chunk's read size: at most the graph's chunk size, which by the format
 // holds any node's whole adjacency, so a hub of any degree fits), the
-// relabel table (8 bytes per node where Options.TableBytes allows it, else
-// a hash map the size of a minibatch) and the minibatch itself, whose
-// edges are what the caller asked for (a minibatch holding a hub of degree
-// 10⁶ has 10⁶ edges, as PyG's has).
+// relabel table (an open-addressing hash table sized by the minibatch, at
+// most half full; or 8 bytes per node where Options.TableBytes allows a
+// dense one) and the minibatch itself, whose edges are what the caller
+// asked for (a minibatch holding a hub of degree 10⁶ has 10⁶ edges, as
+// PyG's has).
 package fullscan

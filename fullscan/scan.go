@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -22,9 +23,9 @@ var (
 	ErrClosed = errors.New("fullscan: scan closed")
 )
 
-// DefaultTableBytes is Options.TableBytes' default: the dense relabel
-// table (8 bytes per node) is used up to 64 Mi nodes.
-const DefaultTableBytes = 512 << 20
+// DefaultTableBytes is Options.TableBytes' default: 0, the hash table
+// sized by the minibatch (see relabel, BenchmarkScan).
+const DefaultTableBytes = 0
 
 // readPiece is the largest single read of a chunk: a chunk is read in
 // pieces of this size, one after another, as dd bs=4M would (a piece per
@@ -47,9 +48,9 @@ type Options struct {
 	// the next chunk while the current one is cut; 1 reads and cuts in
 	// turn.
 	Buffers int
-	// TableBytes bounds the dense relabel table (8 bytes per node): a
-	// graph with more nodes relabels through a hash map sized by the
-	// minibatch. 0 means DefaultTableBytes; negative, never dense.
+	// TableBytes allows a dense relabel table over every node id (8
+	// bytes per node) where it is at most this many bytes; otherwise (0,
+	// the default, or negative) a hash table sized by the minibatch.
 	TableBytes int64
 }
 
@@ -144,9 +145,6 @@ func Open(dir string, o Options) (*Scan, error) {
 	}
 	if o.Buffers == 0 {
 		o.Buffers = 2
-	}
-	if o.TableBytes == 0 {
-		o.TableBytes = DefaultTableBytes
 	}
 	m, err := chunkfmt.ReadManifest(dir)
 	if err != nil {
@@ -382,25 +380,34 @@ func (s *Scan) batch(ctx context.Context) (*Batch, error) {
 		nb := c.words[lo:hi]
 		dst := int32(v - a)
 		first := int64(s.firstEdge[c.chunk] + uint64(lo) - s.hdr[c.chunk])
+		// The node's edges are written in place: the destination and the
+		// ids are runs, the sources the relabelled neighbors.
+		e := len(b.EdgeSrc)
+		b.EdgeSrc = slices.Grow(b.EdgeSrc, len(nb))[:e+len(nb)]
+		src := b.EdgeSrc[e:]
 		for p, u := range nb {
-			var l int32
 			switch {
 			case u-a < uint32(ns): // a seed (u >= a, by unsigned wrap-around)
-				l = int32(u - a)
+				src[p] = int32(u - a)
 			case u >= s.n:
 				return nil, fmt.Errorf("fullscan: %s: chunk %d, word %d: node %d's neighbor %d is not a node (the graph has %d): %w",
 					s.path, c.chunk, uint64(lo)+uint64(p), v, u, s.n, chunkfmt.ErrCorrupt)
 			default:
-				var fresh bool
-				l, fresh = s.rl.local(u, int32(len(b.NID)))
+				l, fresh := s.rl.local(u, int32(len(b.NID)))
 				if fresh {
 					b.NID = append(b.NID, u)
 				}
+				src[p] = l
 			}
-			b.EdgeSrc = append(b.EdgeSrc, l)
-			b.EdgeDst = append(b.EdgeDst, dst)
-			if b.EdgeIDs != nil {
-				b.EdgeIDs = append(b.EdgeIDs, first+int64(p))
+		}
+		b.EdgeDst = slices.Grow(b.EdgeDst, len(nb))[:e+len(nb)]
+		for i := range b.EdgeDst[e:] {
+			b.EdgeDst[e+i] = dst
+		}
+		if b.EdgeIDs != nil {
+			b.EdgeIDs = slices.Grow(b.EdgeIDs, len(nb))[:e+len(nb)]
+			for i := range b.EdgeIDs[e:] {
+				b.EdgeIDs[e+i] = first + int64(i)
 			}
 		}
 	}
@@ -423,29 +430,43 @@ func (s *Scan) Close() error {
 }
 
 // relabel gives the nodes of a minibatch that are not seeds their local
-// ids: a table over every node id or, for graphs too large for it, a map.
-// A table entry is the minibatch stamp it was last set in (high 32 bits)
-// and the node's local id in that minibatch (low 32): one word, so a
-// lookup of a node not in cache costs one miss, and nothing is cleared
-// between minibatches.
+// ids: a table over every node id, or an open-addressing hash table sized
+// by the minibatch. A dense entry is the minibatch stamp it was last set
+// in (high 32 bits) and the node's local id in that minibatch (low 32):
+// one word, one cache miss a lookup, nothing cleared between minibatches.
+// A hash entry is the node + 1 (high 32 bits; 0: empty) and its local id;
+// the table (a power of two, at most half full) is cleared per minibatch.
+// The hash table is the default: a minibatch's few hundred thousand
+// neighbors then live in a few MiB, where the dense table spreads them
+// over 8 bytes per node of the graph, a cache miss for nearly every edge
+// (BenchmarkScan).
 type relabel struct {
-	tab []uint64
-	cur uint64 // the current stamp, shifted into the high half
-	m   map[uint32]int32
+	tab  []uint64
+	cur  uint64 // the dense table's stamp, shifted into the high half
+	hash []uint64
+	n    int // entries in hash
+	bits uint
 }
 
+// minHashBits is the hash table's smallest size (64 Ki entries, 512 KiB).
+const minHashBits = 16
+
 func (r *relabel) init(n uint32, tableBytes int64) {
-	if tableBytes >= 0 && int64(n)*8 <= tableBytes {
+	if tableBytes > 0 && int64(n)*8 <= tableBytes {
 		r.tab = make([]uint64, n)
 		return
 	}
-	r.m = map[uint32]int32{}
+	r.bits = minHashBits
+	r.hash = make([]uint64, 1<<r.bits)
 }
 
 // reset starts a minibatch.
 func (r *relabel) reset() {
 	if r.tab == nil {
-		clear(r.m)
+		if r.n > 0 {
+			clear(r.hash)
+			r.n = 0
+		}
 		return
 	}
 	r.cur += 1 << 32
@@ -457,16 +478,46 @@ func (r *relabel) reset() {
 
 // local returns u's local id, giving it next if it has none yet (fresh).
 func (r *relabel) local(u uint32, next int32) (l int32, fresh bool) {
-	if r.tab == nil {
-		if l, ok := r.m[u]; ok {
-			return l, false
+	if r.tab != nil {
+		if e := r.tab[u]; e&^0xFFFFFFFF == r.cur {
+			return int32(uint32(e)), false
 		}
-		r.m[u] = next
+		r.tab[u] = r.cur | uint64(uint32(next))
 		return next, true
 	}
-	if e := r.tab[u]; e&^0xFFFFFFFF == r.cur {
-		return int32(uint32(e)), false
+	key := uint64(u+1) << 32
+	mask := uint32(len(r.hash) - 1)
+	for i := (u * 0x9E3779B1) >> (32 - r.bits); ; i = (i + 1) & mask {
+		e := r.hash[i]
+		switch {
+		case e&^0xFFFFFFFF == key:
+			return int32(uint32(e)), false
+		case e == 0:
+			r.hash[i] = key | uint64(uint32(next))
+			r.n++
+			if r.n*2 > len(r.hash) {
+				r.grow()
+			}
+			return next, true
+		}
 	}
-	r.tab[u] = r.cur | uint64(uint32(next))
-	return next, true
+}
+
+// grow doubles the hash table, keeping its entries.
+func (r *relabel) grow() {
+	old := r.hash
+	r.bits++
+	r.hash = make([]uint64, 1<<r.bits)
+	mask := uint32(len(r.hash) - 1)
+	for _, e := range old {
+		if e == 0 {
+			continue
+		}
+		u := uint32(e>>32) - 1
+		i := (u * 0x9E3779B1) >> (32 - r.bits)
+		for r.hash[i] != 0 {
+			i = (i + 1) & mask
+		}
+		r.hash[i] = e
+	}
 }

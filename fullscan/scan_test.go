@@ -178,7 +178,7 @@ func TestScanEqualsBrute(t *testing.T) {
 			for _, o := range []Options{
 				{BatchSize: bs, EdgeIDs: true},
 				{BatchSize: bs, EdgeIDs: true, Buffers: 1},
-				{BatchSize: bs, EdgeIDs: true, Buffers: 3, TableBytes: -1},
+				{BatchSize: bs, EdgeIDs: true, Buffers: 3, TableBytes: 1 << 30},
 				{BatchSize: bs},
 			} {
 				t.Run(fmt.Sprintf("n%d-chunk%d-bs%d-buf%d-table%d-ids%v", tc.n, tc.chunk, bs, o.Buffers, o.TableBytes, o.EdgeIDs), func(t *testing.T) {
@@ -382,7 +382,7 @@ func TestOptionsChecked(t *testing.T) {
 // stamp before the wrap is not taken for one of the first after it.
 func TestRelabelStampWraps(t *testing.T) {
 	var r relabel
-	r.init(10, DefaultTableBytes)
+	r.init(10, 1<<20)
 	r.reset()
 	if l, fresh := r.local(3, 5); !fresh || l != 5 {
 		t.Fatalf("first sight: %d %v", l, fresh)
@@ -396,6 +396,36 @@ func TestRelabelStampWraps(t *testing.T) {
 	for _, u := range []uint32{3, 4} {
 		if l, fresh := r.local(u, 1); !fresh || l != 1 {
 			t.Fatalf("node %d after the wrap: %d %v, want a fresh local id", u, l, fresh)
+		}
+	}
+}
+
+// TestRelabelHashGrows: the hash table keeps every node's local id as it
+// grows far past its first size, and forgets them all at the next
+// minibatch.
+func TestRelabelHashGrows(t *testing.T) {
+	var r relabel
+	r.init(1<<30, 0)
+	if r.tab != nil {
+		t.Fatal("a dense table without TableBytes")
+	}
+	for round := 0; round < 2; round++ {
+		r.reset()
+		const n = 300_000
+		for i := uint32(0); i < n; i++ {
+			u := i*2654435761 + uint32(round) // distinct: odd multiplier mod 2^32
+			if l, fresh := r.local(u, int32(i)); !fresh || l != int32(i) {
+				t.Fatalf("round %d: node %d first seen: %d %v", round, u, l, fresh)
+			}
+		}
+		for i := uint32(0); i < n; i += 7 {
+			u := i*2654435761 + uint32(round)
+			if l, fresh := r.local(u, -1); fresh || l != int32(i) {
+				t.Fatalf("round %d: node %d again: %d %v, want %d", round, u, l, fresh, i)
+			}
+		}
+		if len(r.hash) < 2*n {
+			t.Fatalf("table of %d entries for %d nodes: more than half full", len(r.hash), n)
 		}
 	}
 }
