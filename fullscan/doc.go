@@ -11,8 +11,10 @@
 // no random read of the graph: a reader goroutine streams the chunks in
 // order (O_DIRECT where the file system allows it, the next chunk read
 // while the current one is cut into minibatches), each chunk checked
-// against its CRC-32C and its header before any of its words is used, and
-// Next cuts them into minibatches.
+// against its CRC-32C and its header before any of its words is used; a
+// cutter copies each minibatch's adjacency out of them, in order, every
+// neighbor id checked; workers (Options.Workers) relabel the minibatches
+// in parallel; Next hands them out in order.
 //
 // A minibatch is one hop in the loaders' semantics (docs/DESIGN.md §5;
 // with one full hop PyG's and DGL's coincide): NID is the seeds a..b−1 in
@@ -26,9 +28,10 @@
 // Memory: the chunk buffers (Options.Buffers of them, each the largest
 // chunk's read size: at most the graph's chunk size, which by the format
 // holds any node's whole adjacency, so a hub of any degree fits), the
-// relabel table (an open-addressing hash table sized by the minibatch, at
-// most half full; or 8 bytes per node where Options.TableBytes allows a
-// dense one) and the minibatch itself, whose edges are what the caller
-// asked for (a minibatch holding a hub of degree 10⁶ has 10⁶ edges, as
-// PyG's has).
+// relabel tables (per worker, an open-addressing hash table sized by the
+// minibatch, at most half full; or 8 bytes per node where
+// Options.TableBytes allows a dense one), the minibatches cut ahead (2 per
+// worker, 4 bytes per edge) and the minibatches themselves, whose edges
+// are what the caller asked for (a minibatch holding a hub of degree 10⁶
+// has 10⁶ edges, as PyG's has).
 package fullscan

@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
+	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -49,9 +49,14 @@ type Options struct {
 	// turn.
 	Buffers int
 	// TableBytes allows a dense relabel table over every node id (8
-	// bytes per node) where it is at most this many bytes; otherwise (0,
-	// the default, or negative) a hash table sized by the minibatch.
+	// bytes per node, per worker) where it is at most this many bytes;
+	// otherwise (0, the default, or negative) a hash table sized by the
+	// minibatch.
 	TableBytes int64
+	// Workers relabel minibatches in parallel (each minibatch's
+	// adjacency is copied out of the chunks first, in order); 0 means
+	// GOMAXPROCS.
+	Workers int
 }
 
 func (o Options) check() error {
@@ -60,6 +65,9 @@ func (o Options) check() error {
 	}
 	if o.Buffers < 0 {
 		return fmt.Errorf("%w: %d chunk buffers, want 0 (the default, 2) or more", ErrOptions, o.Buffers)
+	}
+	if o.Workers < 0 {
+		return fmt.Errorf("%w: %d workers, want 0 (GOMAXPROCS) or more", ErrOptions, o.Workers)
 	}
 	return nil
 }
@@ -114,13 +122,16 @@ type Scan struct {
 	full   chan *chunkBuf // chunks read and checked, in order (or an error)
 	free   chan *chunkBuf
 	done   chan struct{} // closed when the reader goroutine returns
-	cur    *chunkBuf
-	next   uint32 // the next minibatch's first node
-	index  int
-	err    error // a pass that failed stays failed
+	cur    *chunkBuf     // the cutter's chunk
+	next   uint32        // the next minibatch's first node (the cutter's)
 
-	rl       relabel
-	lastEdge int // the previous minibatch's edge count: the next one's first guess
+	order   chan *raw // the cut minibatches, in order, for Next
+	work    chan *raw // the same, for the workers
+	cutDone chan struct{}
+	workers sync.WaitGroup
+
+	returned int   // minibatches Next returned
+	err      error // a pass that failed stays failed (Next's)
 
 	mu    sync.Mutex // stats: the reader goroutine adds, Stats reads
 	stats Stats
@@ -173,7 +184,6 @@ func Open(dir string, o Options) (*Scan, error) {
 		biggest = max(biggest, m.ChunkReadSize(i))
 	}
 	s.stats.Direct = direct
-	s.rl.init(s.n, o.TableBytes)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.full = make(chan *chunkBuf, o.Buffers)
@@ -185,6 +195,18 @@ func Open(dir string, o Options) (*Scan, error) {
 		}
 	}
 	go s.read(ctx)
+	w := o.Workers
+	if w == 0 {
+		w = runtime.GOMAXPROCS(0)
+	}
+	s.order = make(chan *raw, 2*w)
+	s.work = make(chan *raw, w)
+	s.cutDone = make(chan struct{})
+	go s.cut(ctx)
+	for range w {
+		s.workers.Add(1)
+		go s.relabelWorker()
+	}
 	return s, nil
 }
 
@@ -302,7 +324,7 @@ func (s *Scan) readChunk(c int, b *chunkBuf) error {
 }
 
 // chunkFor makes s.cur the chunk holding node v, giving the chunks before
-// it back to the reader.
+// it back to the reader. The cutter's alone.
 func (s *Scan) chunkFor(ctx context.Context, v uint32) error {
 	for s.cur == nil || v >= s.cur.end {
 		if s.cur != nil {
@@ -328,48 +350,56 @@ func (s *Scan) chunkFor(ctx context.Context, v uint32) error {
 	return nil
 }
 
-// Next returns the pass's next minibatch, or io.EOF after the last. The
-// Batch is the caller's. An error (a chunk that fails its checks, a read
-// error, ctx done) ends the pass: later calls return it again.
-func (s *Scan) Next(ctx context.Context) (*Batch, error) {
-	if s.err != nil {
-		return nil, s.err
-	}
-	if s.next >= s.n {
-		return nil, io.EOF
-	}
-	b, err := s.batch(ctx)
-	if err != nil {
-		if s.cancel == nil {
-			err = ErrClosed
-		}
-		s.err = err
-		return nil, err
-	}
-	s.mu.Lock()
-	s.stats.Batches++
-	s.stats.Edges += int64(len(b.EdgeSrc))
-	s.mu.Unlock()
-	return b, nil
+// raw is a minibatch cut from the chunks, not yet relabelled: its seeds'
+// adjacency copied out (so that the chunk buffers go back to the reader
+// and minibatches are relabelled in parallel), or why the cut failed.
+type raw struct {
+	index int
+	a, b  uint32
+	deg   []int32  // per seed, its degree
+	nb    []uint32 // every seed's neighbors, seed after seed
+	first int64    // the global index of its first edge: its edges are consecutive in the CSR
+	err   error
+	done  chan *Batch // the relabelled minibatch (buffered)
 }
 
-func (s *Scan) batch(ctx context.Context) (*Batch, error) {
-	if s.cancel == nil {
-		return nil, ErrClosed
+// cut is the cutter goroutine: it cuts the minibatches in order, each
+// handed to Next (order) and to a relabelling worker (work), until the
+// last, the first error (handed to Next) or Close.
+func (s *Scan) cut(ctx context.Context) {
+	defer close(s.cutDone)
+	defer close(s.work)
+	defer close(s.order)
+	guess := 0
+	for index := 0; s.next < s.n; index++ {
+		r, err := s.cutOne(ctx, index, guess)
+		if err != nil {
+			select {
+			case s.order <- &raw{err: err}:
+			case <-ctx.Done():
+			}
+			return
+		}
+		guess = len(r.nb) + len(r.nb)/8
+		select {
+		case s.order <- r:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case s.work <- r:
+		case <-ctx.Done():
+			return
+		}
 	}
+}
+
+// cutOne copies the adjacency of the next minibatch's seeds out of the
+// chunks, checking every neighbor id against the node count.
+func (s *Scan) cutOne(ctx context.Context, index, guess int) (*raw, error) {
 	a := s.next
 	end := uint32(min(uint64(a)+uint64(s.o.BatchSize), uint64(s.n)))
-	ns := int(end - a)
-	guess := s.lastEdge + s.lastEdge/8
-	b := &Batch{Index: s.index, Start: a, End: end, NID: make([]uint32, ns, ns+min(guess, ns*32)),
-		EdgeSrc: make([]int32, 0, guess), EdgeDst: make([]int32, 0, guess)}
-	if s.o.EdgeIDs {
-		b.EdgeIDs = make([]int64, 0, guess)
-	}
-	for i := range b.NID {
-		b.NID[i] = a + uint32(i)
-	}
-	s.rl.reset()
+	r := &raw{index: index, a: a, b: end, deg: make([]int32, end-a), nb: make([]uint32, 0, guess), done: make(chan *Batch, 1)}
 	for v := a; v < end; v++ {
 		if err := s.chunkFor(ctx, v); err != nil {
 			return nil, err
@@ -378,52 +408,129 @@ func (s *Scan) batch(ctx context.Context) (*Batch, error) {
 		j := v - c.start
 		lo, hi := c.words[2+j], c.words[3+j]
 		nb := c.words[lo:hi]
-		dst := int32(v - a)
-		first := int64(s.firstEdge[c.chunk] + uint64(lo) - s.hdr[c.chunk])
-		// The node's edges are written in place: the destination and the
-		// ids are runs, the sources the relabelled neighbors.
-		e := len(b.EdgeSrc)
-		b.EdgeSrc = slices.Grow(b.EdgeSrc, len(nb))[:e+len(nb)]
-		src := b.EdgeSrc[e:]
+		if v == a {
+			r.first = int64(s.firstEdge[c.chunk] + uint64(lo) - s.hdr[c.chunk])
+		}
 		for p, u := range nb {
-			switch {
-			case u-a < uint32(ns): // a seed (u >= a, by unsigned wrap-around)
-				src[p] = int32(u - a)
-			case u >= s.n:
+			if u >= s.n {
 				return nil, fmt.Errorf("fullscan: %s: chunk %d, word %d: node %d's neighbor %d is not a node (the graph has %d): %w",
 					s.path, c.chunk, uint64(lo)+uint64(p), v, u, s.n, chunkfmt.ErrCorrupt)
-			default:
-				l, fresh := s.rl.local(u, int32(len(b.NID)))
-				if fresh {
-					b.NID = append(b.NID, u)
-				}
-				src[p] = l
 			}
 		}
-		b.EdgeDst = slices.Grow(b.EdgeDst, len(nb))[:e+len(nb)]
-		for i := range b.EdgeDst[e:] {
-			b.EdgeDst[e+i] = dst
+		r.nb = append(r.nb, nb...)
+		r.deg[v-a] = int32(len(nb))
+	}
+	s.next = end
+	return r, nil
+}
+
+// relabelWorker relabels the minibatches of work, each with the worker's
+// own table.
+func (s *Scan) relabelWorker() {
+	defer s.workers.Done()
+	var rl relabel
+	rl.init(s.n, s.o.TableBytes)
+	for r := range s.work {
+		r.done <- s.relabelRaw(r, &rl)
+	}
+}
+
+// relabelRaw makes the Batch of a cut minibatch (see the package doc).
+func (s *Scan) relabelRaw(r *raw, rl *relabel) *Batch {
+	a := r.a
+	ns := int(r.b - r.a)
+	e := len(r.nb)
+	b := &Batch{Index: r.index, Start: a, End: r.b, NID: make([]uint32, ns, ns+min(e, ns*32)),
+		EdgeSrc: make([]int32, e), EdgeDst: make([]int32, e)}
+	for i := range b.NID[:ns] {
+		b.NID[i] = a + uint32(i)
+	}
+	rl.reset()
+	src := b.EdgeSrc
+	for k, u := range r.nb {
+		if u-a < uint32(ns) { // a seed (u >= a, by unsigned wrap-around)
+			src[k] = int32(u - a)
+			continue
 		}
-		if b.EdgeIDs != nil {
-			b.EdgeIDs = slices.Grow(b.EdgeIDs, len(nb))[:e+len(nb)]
-			for i := range b.EdgeIDs[e:] {
-				b.EdgeIDs[e+i] = first + int64(i)
-			}
+		l, fresh := rl.local(u, int32(len(b.NID)))
+		if fresh {
+			b.NID = append(b.NID, u)
+		}
+		src[k] = l
+	}
+	k := 0
+	for i, d := range r.deg {
+		for j := range int(d) {
+			b.EdgeDst[k+j] = int32(i)
+		}
+		k += int(d)
+	}
+	if s.o.EdgeIDs {
+		b.EdgeIDs = make([]int64, e)
+		for i := range b.EdgeIDs {
+			b.EdgeIDs[i] = r.first + int64(i)
 		}
 	}
-	s.lastEdge = len(b.EdgeSrc)
-	s.next = end
-	s.index++
+	return b
+}
+
+// Next returns the pass's next minibatch, or io.EOF after the last. The
+// Batch is the caller's. An error (a chunk that fails its checks, a read
+// error, ctx done) ends the pass: later calls return it again.
+func (s *Scan) Next(ctx context.Context) (*Batch, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	if s.cancel == nil {
+		return nil, ErrClosed
+	}
+	fail := func(err error) (*Batch, error) {
+		s.err = err
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	var r *raw
+	select {
+	case got, ok := <-s.order:
+		if !ok {
+			if s.returned == s.NumBatches() {
+				return nil, io.EOF
+			}
+			return fail(fmt.Errorf("fullscan: %s: the pass stopped after %d of %d minibatches", s.path, s.returned, s.NumBatches()))
+		}
+		r = got
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	}
+	if r.err != nil {
+		return fail(r.err)
+	}
+	var b *Batch
+	select {
+	case b = <-r.done:
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	}
+	s.returned++
+	s.mu.Lock()
+	s.stats.Batches++
+	s.stats.Edges += int64(len(b.EdgeSrc))
+	s.mu.Unlock()
 	return b, nil
 }
 
-// Close stops the pass and closes edges.chunks. Closing twice is a no-op.
+// Close stops the pass (the reader, the cutter, the workers) and closes
+// edges.chunks. Closing twice is a no-op.
 func (s *Scan) Close() error {
 	if s.cancel == nil {
 		return nil
 	}
 	s.cancel()
 	<-s.done
+	<-s.cutDone
+	s.workers.Wait()
 	s.cancel = nil
 	s.cur = nil
 	return s.f.Close()

@@ -148,8 +148,8 @@ func checkInvariants(t *testing.T, got []Batch, indptr []uint64, indices []uint3
 
 // TestScanEqualsBrute: on random graphs (hubs, isolated nodes) packed
 // into chunks from 512 bytes (minibatches spanning many chunks) to one
-// chunk, every batch size, buffer count and relabel table gives brute's
-// minibatches exactly.
+// chunk, every batch size, buffer count, relabel table and number of
+// relabelling workers gives brute's minibatches exactly, in order.
 func TestScanEqualsBrute(t *testing.T) {
 	for _, tc := range []struct {
 		n      uint32
@@ -177,11 +177,11 @@ func TestScanEqualsBrute(t *testing.T) {
 			want := brute(indptr, indices, bs)
 			for _, o := range []Options{
 				{BatchSize: bs, EdgeIDs: true},
-				{BatchSize: bs, EdgeIDs: true, Buffers: 1},
-				{BatchSize: bs, EdgeIDs: true, Buffers: 3, TableBytes: 1 << 30},
-				{BatchSize: bs},
+				{BatchSize: bs, EdgeIDs: true, Buffers: 1, Workers: 1},
+				{BatchSize: bs, EdgeIDs: true, Buffers: 3, TableBytes: 1 << 30, Workers: 3},
+				{BatchSize: bs, Workers: 2},
 			} {
-				t.Run(fmt.Sprintf("n%d-chunk%d-bs%d-buf%d-table%d-ids%v", tc.n, tc.chunk, bs, o.Buffers, o.TableBytes, o.EdgeIDs), func(t *testing.T) {
+				t.Run(fmt.Sprintf("n%d-chunk%d-bs%d-buf%d-table%d-w%d-ids%v", tc.n, tc.chunk, bs, o.Buffers, o.TableBytes, o.Workers, o.EdgeIDs), func(t *testing.T) {
 					got, st := scanAll(t, dir, o)
 					if err := equal(got, want, o.EdgeIDs); err != nil {
 						t.Fatal(err)
@@ -367,7 +367,7 @@ func TestScanCancelAndClose(t *testing.T) {
 // TestOptionsChecked: bad options are refused before anything is read.
 func TestOptionsChecked(t *testing.T) {
 	dir := writeGraph(t, []uint64{0, 0}, nil, 512)
-	for _, o := range []Options{{BatchSize: 0}, {BatchSize: -3}, {BatchSize: 1, Buffers: -1}} {
+	for _, o := range []Options{{BatchSize: 0}, {BatchSize: -3}, {BatchSize: 1, Buffers: -1}, {BatchSize: 1, Workers: -2}} {
 		if _, err := Open(dir, o); !errors.Is(err, ErrOptions) {
 			t.Errorf("%+v: got %v, want ErrOptions", o, err)
 		}
