@@ -9,12 +9,13 @@
 // The rows are read one of two ways, chosen at Open:
 //
 //   - resident: where the feature file fits Options.ResidentBytes, it is
-//     read whole into memory, once, sequentially (O_DIRECT, in pieces of
-//     8 MiB, each row checked against its CRC-32C as its piece lands),
-//     from Open on, beside the chunks; a minibatch's rows are copied from
-//     there as soon as the sweep has passed its largest node id. A pass
-//     reads the graph and the features once each, sequentially: the
-//     floor the issue measures against.
+//     read whole into memory, once, sequentially, from Open on, beside
+//     the chunks: mapped, and populated in file order in pieces of 8 MiB
+//     (the page cache; each row checked against its CRC-32C as its piece
+//     lands; see resident for why not anonymous memory); a minibatch's
+//     rows are copied from there as soon as the sweep has passed its
+//     largest node id. A pass reads the graph and the features once each,
+//     sequentially: the floor the issue measures against.
 //   - planned: otherwise, windows of consecutive minibatches (as many as
 //     keep their rows within the cache, Options.CacheBytes) are read
 //     under a featplan plan of the window's known future (the rows a

@@ -87,7 +87,8 @@ type Stats struct {
 	// Planned: the windows' reads (featplan's report, summed: rows
 	// needed, from the cache, from disk, reads, bytes read).
 	Planned *featplan.Report `json:"planned,omitempty"`
-	// ODirect: the feature file is read with O_DIRECT.
+	// ODirect: the feature file is read with O_DIRECT (planned windows;
+	// a resident sweep maps it: the page cache).
 	ODirect bool `json:"feature_o_direct"`
 }
 

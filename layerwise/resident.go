@@ -26,14 +26,25 @@ const gatherParallel = 8192
 
 // resident is a feature file read whole into memory by one sequential
 // sweep (sweep), whose rows are available as the sweep passes them.
+//
+// The file is mapped (read-only, shared) and the sweep populates the
+// mapping piece by piece in file order (MADV_POPULATE_READ, the kernel's
+// sequential read-ahead), so the rows land in the page cache. Reading
+// them into anonymous memory instead cost, on the development VM, a first
+// touch of every fresh page far slower than the disk (a 2 GiB buffer: 29 s
+// against 3.5 s for the same reads into a reused buffer, 2.9–3.9 s for the
+// mapping populated in pieces). A store without a file (featstore.NewStore)
+// is read into memory. Rows are checked as their piece lands; a page the
+// kernel evicts later and reads again is not checked again.
 type resident struct {
 	st   *featstore.Store
 	r    io.ReaderAt
-	file *os.File // r, where resident opened it
+	file *os.File // r or the mapping's file, where resident opened it
 	path string
 	rb   int64
 	size int64 // the file's bytes: num_nodes × rb
 	mem  []byte
+	mmap bool // mem is a mapping of the file, unmapped once unreachable
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -75,20 +86,62 @@ func openFeatureFile(st *featstore.Store) (r io.ReaderAt, f *os.File, path strin
 	return f, f, path, direct, nil
 }
 
-// startResident allocates the file's bytes and starts the sweep.
+// startResident maps the file (or allocates its bytes) and starts the
+// sweep.
 func startResident(st *featstore.Store) (*resident, error) {
-	r, f, path, direct, err := openFeatureFile(st)
-	if err != nil {
-		return nil, err
-	}
 	rb := st.RowBytes()
 	size := int64(st.NumNodes()) * rb
-	res := &resident{st: st, r: r, file: f, path: path, rb: rb, size: size, direct: direct,
-		mem: alignedBuffer((size + featplan.Align - 1) / featplan.Align * featplan.Align), wake: make(chan struct{}), done: make(chan struct{})}
+	res := &resident{st: st, rb: rb, size: size, wake: make(chan struct{}), done: make(chan struct{})}
+	if err := res.mapFile(); err != nil {
+		return nil, err
+	}
+	if !res.mmap {
+		r, f, path, direct, err := openFeatureFile(st)
+		if err != nil {
+			return nil, err
+		}
+		res.r, res.file, res.path, res.direct = r, f, path, direct
+		res.mem = alignedBuffer((size + featplan.Align - 1) / featplan.Align * featplan.Align)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	res.cancel = cancel
 	go res.sweep(ctx)
 	return res, nil
+}
+
+// mapFile maps the store's feature file, read-only, where it has one and
+// the file is the one the store opened; the mapping is unmapped when the
+// resident is unreachable (a minibatch's Rows may copy from it after
+// Close). Without a file, or where mapping fails, mem stays nil.
+func (r *resident) mapFile() error {
+	path := r.st.FeaturesPath()
+	if path == "" || r.size == 0 {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("layerwise: %w", err)
+	}
+	if sf, ok := r.st.FeatureReader().(interface{ Stat() (os.FileInfo, error) }); ok {
+		a, err1 := f.Stat()
+		b, err2 := sf.Stat()
+		if err := errors.Join(err1, err2); err != nil {
+			f.Close()
+			return fmt.Errorf("layerwise: %s: %w", path, err)
+		}
+		if !os.SameFile(a, b) {
+			f.Close()
+			return fmt.Errorf("layerwise: %s: the path now names another file than the store opened (replaced by chunkify features --force?): %w", path, fs.ErrNotExist)
+		}
+	}
+	mem, err := mapReadOnly(f, r.size)
+	if err != nil {
+		f.Close()
+		return nil // read into memory instead
+	}
+	r.mem, r.mmap, r.file, r.path = mem, true, f, path
+	runtime.AddCleanup(r, unmap, mem)
+	return nil
 }
 
 // alignedBuffer returns n bytes starting at a multiple of featplan.Align.
@@ -113,13 +166,17 @@ func (r *resident) sweep(ctx context.Context) {
 			return
 		}
 		k := min(int64(sweepPiece), int64(len(r.mem))-off)
-		n, err := r.r.ReadAt(r.mem[off:off+k], off)
-		if err != nil && !(err == io.EOF && off+int64(n) >= r.size) {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
+		if r.mmap {
+			populate(r.mem[off : off+k])
+		} else {
+			n, err := r.r.ReadAt(r.mem[off:off+k], off)
+			if err != nil && !(err == io.EOF && off+int64(n) >= r.size) {
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				r.publish(checked, fmt.Errorf("layerwise: %s: reading %d bytes at %d: %w", r.path, k, off, err))
+				return
 			}
-			r.publish(checked, fmt.Errorf("layerwise: %s: reading %d bytes at %d: %w", r.path, k, off, err))
-			return
 		}
 		off = min(off+k, r.size)
 		rows := off / r.rb
