@@ -32,5 +32,9 @@ func populate(b []byte) {
 	_ = x
 }
 
+// willNeed starts the read-ahead of b's pages (MADV_WILLNEED), without
+// waiting for it.
+func willNeed(b []byte) { _ = unix.Madvise(b, unix.MADV_WILLNEED) }
+
 // unmap is the mapping's cleanup.
 func unmap(mem []byte) { _ = unix.Munmap(mem) }

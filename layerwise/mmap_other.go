@@ -12,4 +12,6 @@ func mapReadOnly(*os.File, int64) ([]byte, error) { return nil, errors.New("no m
 
 func populate([]byte) {}
 
+func willNeed([]byte) {}
+
 func unmap([]byte) {}

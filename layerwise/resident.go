@@ -20,6 +20,10 @@ import (
 // (fullscan): the sequential O_DIRECT rate of dd bs=4M.
 const sweepPiece = 8 << 20
 
+// sweepAhead is the pieces a mapped sweep asks the kernel for ahead of
+// the one it checks.
+const sweepAhead = 2
+
 // gatherParallel is the rows of a minibatch above which Rows copies them
 // on every core.
 const gatherParallel = 8192
@@ -167,6 +171,11 @@ func (r *resident) sweep(ctx context.Context) {
 		}
 		k := min(int64(sweepPiece), int64(len(r.mem))-off)
 		if r.mmap {
+			// The next pieces are asked for ahead (read-ahead runs while
+			// this one is checked), then this one is waited for.
+			if next := off + k; next < int64(len(r.mem)) {
+				willNeed(r.mem[next : min(next+sweepAhead*sweepPiece, int64(len(r.mem)))])
+			}
 			populate(r.mem[off : off+k])
 		} else {
 			n, err := r.r.ReadAt(r.mem[off:off+k], off)
