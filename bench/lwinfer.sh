@@ -79,14 +79,14 @@ READ=$(printf '%s\n' "${reads[@]}" | median)
 COPY=$(printf '%s\n' "${copies[@]}" | median)
 J=$W/copy-1.json
 row "edges.chunks, features" "$(fmt "$CSIZE / 1e9" %.3f), $(fmt "$FSIZE / 1e9" %.3f)" GB "" "-"
-row "floor: dd edges.chunks + dd features (O_DIRECT, bs=4M; median of $RUNS)" "$FLOOR" s "" "-"
+row "floor: dd edges.chunks + dd features (O_DIRECT, bs=4M; median; runs: ${floors[*]})" "$FLOOR" s "" "-"
 row "minibatches, edges, rows of every n_id" "$(jnum "$J" batches), $(jnum "$J" edges), $(jnum "$J" rows)" "" "" "-"
 row "rows resident (one sweep)" "$(grep -o '"resident": *[a-z]*' "$J" | head -1 | awk '{print $2}')" "" "" "-"
-row "pass, rows read once, x_all[n_id] left to the model (median)" "$READ" s "" "-"
-row "pass, every minibatch's x copied out (median)" "$COPY" s "" "-"
+row "pass, rows read once, x_all[n_id] left to the model (median; runs: ${reads[*]})" "$(fmt "$READ" %.3f)" s "" "-"
+row "pass, every minibatch's x copied out (median; runs: ${copies[*]})" "$(fmt "$COPY" %.3f)" s "" "-"
 row "copied rows' rate" "$(fmt "$(jnum "$J" rows) * $(jnum "$J" row_bytes) / $COPY / 1e9")" GB/s "" "-"
 row "pass (rows read once) / floor" "$(fmt "$READ / $FLOOR" %.2f)" × "≤ 1.5" "$(pf "$READ <= 1.5 * $FLOOR")"
 row "pass (x copied per minibatch) / floor" "$(fmt "$COPY / $FLOOR" %.2f)" × "≤ 1.5" "$(pf "$COPY <= 1.5 * $FLOOR")"
 status=0
-report "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo); R-MAT scale $SCALE (edge factor 16, symmetrized), chunks of $CHUNK, $DIM-dim float32 features, batch $BATCH, $WORKERS workers, page cache dropped: $DROPPED; commit $(git -C "$REPO" describe --always --dirty); \`SCALE=$SCALE bench/lwinfer.sh\`." "$W/lwinfer.md" || status=$?
+report "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores (load average $(cut -d' ' -f1-3 /proc/loadavg)), $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo); R-MAT scale $SCALE (edge factor 16, symmetrized), chunks of $CHUNK, $DIM-dim float32 features, batch $BATCH, $WORKERS workers, page cache dropped: $DROPPED; commit $(git -C "$REPO" describe --always --dirty); \`SCALE=$SCALE bench/lwinfer.sh\`." "$W/lwinfer.md" || status=$?
 exit $status
