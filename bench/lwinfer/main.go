@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/fullscan"
@@ -34,8 +35,22 @@ func main() {
 	cache := flag.Int64("cache", layerwise.DefaultCacheBytes, "a planned window's cache, in bytes (when the rows are not resident)")
 	edgeIDs := flag.Bool("edge-ids", true, "compute each edge's id (PyG's e_id)")
 	copyRows := flag.Bool("copy", true, "copy every minibatch's rows (x_all[n_id]) out; false: the pass's reads alone, the rows read into memory once")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the pass here")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lwinfer:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "lwinfer:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*graph, *store, *batch, *workers, *resident, *cache, *edgeIDs, *copyRows); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "lwinfer:", err)
 		os.Exit(1)
 	}
