@@ -38,6 +38,8 @@ type conn struct {
 	// janitor (Server.evictStalled) reads it.
 	wprog   atomic.Int64
 	evicted atomic.Bool
+	// scans are the connection's open scans (scan.go), closed with it.
+	scans connScans
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -86,6 +88,7 @@ func (c *conn) serve() {
 	s := c.s
 	defer func() {
 		c.inflight.Wait() // in-flight requests still reply
+		c.closeScans()
 		if c.rows != nil {
 			c.rows.close()
 		}
@@ -297,7 +300,7 @@ func sampleSeeds(plen int) int64 {
 // whose bytes come from the control pool (ControlBudget).
 func controlRequest(op uint8, plen int) bool {
 	switch op {
-	case OpEpochInfo, OpAdvance, OpMapRows, OpDropSplit:
+	case OpEpochInfo, OpAdvance, OpMapRows, OpDropSplit, OpDropScan:
 		return plen <= maxControlPayload
 	}
 	return false
@@ -698,6 +701,12 @@ func (c *conn) handle(f Frame) reply {
 			return plain(net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, id))})
 		}
 		return c.batchReply(f, b.Blocks, b.Index, b.Features)
+	case OpScan:
+		return c.scan(f)
+	case OpScanBatch:
+		return c.scanBatch(f)
+	case OpDropScan:
+		return c.dropScanReply(f)
 	default:
 		return plain(errorFrame(f.Op, f.ID, CodeUnknownOp, fmt.Sprintf("unknown op %d", f.Op)))
 	}

@@ -123,6 +123,11 @@ type Config struct {
 	// said.
 	GraphBytes int64
 
+	// Graph is the graph directory, which scan requests (OpScan: the
+	// passes of layer-wise inference, docs/PROTOCOL.md "Full scans") read
+	// in chunk order; "" refuses them.
+	Graph string
+
 	// Features, when not nil, is the graph's feature store: every
 	// minibatch reply carries its nodes' feature rows and its seeds'
 	// labels (Features in docs/PROTOCOL.md), read under each epoch's plan,
@@ -194,6 +199,8 @@ type Server struct {
 	splitHeld     int64
 	splitsPending int // registrations waiting for their bytes
 	nextSplit     uint32
+	// scanCount is the scans open over all connections (MaxScans).
+	scanCount atomic.Int32
 	// rowsHeld is the bytes of all connections' shared-rows buffers (at
 	// most a quarter of budget: conn.chargeRows).
 	rowsHeld atomic.Int64

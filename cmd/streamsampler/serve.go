@@ -235,7 +235,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	defer fresh.Close()
 	srv, err := serve.New(serve.Config{
 		Config: cfg, Sampler: be, SampleBytes: sampleBytes(be), GraphBytes: host.GraphReadBytes(m), MaxRequest: f.maxRequest, MaxInflight: maxInflight,
-		NumNodes: int64(m.NumNodes), MaxDegree: int64(m.MaxDegree), NumEdges: int64(m.NumEdges), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs, Walk: backendWalker(be), Fresh: fresh,
+		NumNodes: int64(m.NumNodes), MaxDegree: int64(m.MaxDegree), NumEdges: int64(m.NumEdges), EdgeIDs: f.backend.EdgeIDs, Token: token, Features: fs, Walk: backendWalker(be), Fresh: fresh, Graph: f.stream.graph,
 		StallTimeout: noneIfZero(f.stallTimeout), WalkTimeout: noneIfZero(f.walkTimeout), MaxWalkLength: f.maxWalkLen,
 	})
 	if err != nil {

@@ -47,6 +47,10 @@ var Rules = map[string][]string{
 	"statedir": {"chunkfmt", "epoch", "epochdir"},
 	"pipeline": {"epoch", "epochdir", "statedir", "featplan"},
 	"featrows": {"featstore", "featplan"},
+	// Layer-wise inference: the full scan of the chunks, and its passes
+	// with their rows.
+	"fullscan":  {"chunkfmt"},
+	"layerwise": {"chunkfmt", "fullscan", "featstore", "featplan"},
 	// An epoch's delivery figures and their rendering (run's and serve's).
 	"epochstats": {"featplan"},
 	// One minibatch's output formats, its feature rows read directly.
@@ -55,12 +59,13 @@ var Rules = map[string][]string{
 	// its state directory and its feature rows.
 	"runloop": {"epoch", "statedir", "pipeline", "featstore", "featplan", "featrows", "epochstats", "host"},
 	// The server takes its samplers and walkers as interfaces: not host, not gpu.
-	"serve": {"chunkfmt", "epoch", "pipeline", "featstore", "featplan", "featrows", "epochstats", "walk"},
+	"serve": {"chunkfmt", "epoch", "pipeline", "featstore", "featplan", "featrows", "epochstats", "walk", "fullscan", "layerwise"},
 	// Harnesses and programs.
 	"internal/hostbench":      {"chunkfmt", "epoch", "hls", "host", "pipeline"},
 	"cmd/chunkify":            {Any},
 	"cmd/streamsampler":       {Any},
 	"bench/serve_bench":       {Any},
+	"bench/lwinfer":           {Any},
 	"bench/randread":          {Any},
 	"internal/aio":            {},
 	"internal/atomicfile":     {},

@@ -19,6 +19,18 @@ Test accuracy is taken at the epoch of best validation accuracy; the check
 passes when each dataset's mean over the seeds is within 1 point of the
 reference's.
 
+After training (issue 25), the streamsampler run also evaluates the way
+PyG's own GraphSAGE examples do: ``model.inference(x_all,
+subgraph_loader)``, layer by layer over every node, with
+``NeighborLoader(graph, input_nodes=None, num_neighbors=[-1],
+batch_size=4096, shuffle=False)`` from ``streamsampler.pyg`` (the server's
+full scan: one sequential pass over the chunks per layer), and checks it
+against an independent full-neighborhood computation, the model's forward
+over the whole graph's ``edge_index``: full neighborhoods are
+deterministic, so the logits must agree to float tolerance and the test
+accuracies exactly (``layerwise`` in the output; ``--no-layerwise`` skips
+it).
+
     python3 python/examples/pyg_sage.py --root testdata --binary bin/streamsampler \\
         --chunkify bin/chunkify --seeds 0,1,2,3,4 --out pyg_sage.json
 """
@@ -80,6 +92,46 @@ class SAGE(torch.nn.Module):
         x = F.dropout(x, p=0.5, training=self.training)
         return self.conv2(x, edge_index)
 
+    @torch.no_grad()
+    def inference(self, x_all, subgraph_loader, device):
+        """PyG's layer-wise inference (examples/reddit.py), unchanged: every
+        node, one layer at a time, all of its neighbors."""
+        convs = [self.conv1, self.conv2]
+        for i, conv in enumerate(convs):
+            xs = []
+            for batch in subgraph_loader:
+                x = x_all[batch.n_id.to(x_all.device)].to(device)
+                x = conv(x, batch.edge_index.to(device))
+                if i < len(convs) - 1:
+                    x = x.relu_()
+                xs.append(x[:batch.batch_size].cpu())
+            x_all = torch.cat(xs, dim=0)
+        return x_all
+
+
+def layerwise_check(model, data, graph, device, batch_size=4096):
+    """Test accuracy by layer-wise inference through streamsampler's
+    drop-in (num_neighbors=[-1]) against the model over the whole graph:
+    both accuracies, the largest logit difference, whether they match."""
+    from streamsampler.pyg import NeighborLoader
+
+    model.eval()
+    sub = NeighborLoader(graph, input_nodes=None, num_neighbors=[-1], batch_size=batch_size, shuffle=False)
+    try:
+        t0 = time.time()
+        lw = model.inference(data.x, sub, device)
+        seconds = time.time() - t0
+    finally:
+        sub.close()
+    with torch.no_grad():
+        full = model(data.x.to(device), data.edge_index.to(device)).cpu()
+    test = data.test_mask
+    acc_lw = float((lw[test].argmax(-1) == data.y[test]).float().mean())
+    acc_full = float((full[test].argmax(-1) == data.y[test]).float().mean())
+    diff = float((lw - full).abs().max())
+    return dict(test_layerwise=acc_lw, test_full=acc_full, max_abs_diff=diff, seconds=seconds,
+                match=bool(torch.allclose(lw, full, rtol=1e-4, atol=1e-4)) and acc_lw == acc_full)
+
 
 def make_loaders(which, data, graph, cfg):
     """The script's loaders: the only lines that differ between the two."""
@@ -106,7 +158,7 @@ def accuracy(model, loader, device):
     return correct / total
 
 
-def run(which, data, graph, cfg, seed, device):
+def run(which, data, graph, cfg, seed, device, layerwise=True):
     torch.manual_seed(seed)
     np.random.seed(seed)
     train_loader, val_loader, test_loader = make_loaders(which, data, graph, cfg)
@@ -126,10 +178,18 @@ def run(which, data, graph, cfg, seed, device):
         val = accuracy(model, val_loader, device)
         if val > best_val:
             best_val, best_test = val, accuracy(model, test_loader, device)
+    seconds = time.time() - t0
+    # The trained model (its last epoch's weights) evaluated layer-wise,
+    # while the training loader's server still runs (the full scan shares
+    # it).
+    lw = layerwise_check(model, data, graph, device) if layerwise and which == "ours" else None
     for lo in (train_loader, val_loader, test_loader):
         if hasattr(lo, "close"):
             lo.close()
-    return dict(val=best_val, test=best_test, seconds=time.time() - t0, seeds_per_epoch=seen // cfg["epochs"])
+    out = dict(val=best_val, test=best_test, seconds=seconds, seeds_per_epoch=seen // cfg["epochs"])
+    if lw is not None:
+        out["layerwise"] = lw
+    return out
 
 
 def main():
@@ -142,6 +202,8 @@ def main():
     ap.add_argument("--chunkify", default=None, help="chunkify executable ($STREAMSAMPLER_CHUNKIFY)")
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--no-layerwise", dest="layerwise", action="store_false",
+                    help="skip the layer-wise inference check after training")
     args = ap.parse_args()
     if args.binary:
         os.environ["STREAMSAMPLER_BIN"] = os.path.abspath(args.binary)
@@ -160,11 +222,20 @@ def main():
             res = results[name] = {}
             for which in args.loaders.split(","):
                 graph = info.path if which == "ours" else data
-                runs = [run(which, data, graph, cfg, s, device) for s in seeds]
+                runs = [run(which, data, graph, cfg, s, device, args.layerwise) for s in seeds]
                 res[which] = dict(runs=runs, mean=float(np.mean([r["test"] for r in runs])) * 100,
                                   std=float(np.std([r["test"] for r in runs])) * 100)
                 print("%-15s %-9s test %.2f ± %.2f  (%s)" % (name, which, res[which]["mean"], res[which]["std"],
                       ", ".join("%.1f" % (100 * r["test"]) for r in runs)), flush=True)
+                for r in runs:
+                    lw = r.get("layerwise")
+                    if lw is not None:
+                        ok &= lw["match"]
+                        print("%-15s %-9s layer-wise inference (num_neighbors=[-1]) test %.2f, full graph %.2f, "
+                              "max |logit diff| %.2e, %.2f s: %s" % (name, which, 100 * lw["test_layerwise"],
+                                                                    100 * lw["test_full"], lw["max_abs_diff"],
+                                                                    lw["seconds"], "PASS" if lw["match"] else "FAIL"),
+                              flush=True)
             if "ours" in res and "reference" in res:
                 d = res["ours"]["mean"] - res["reference"]["mean"]
                 res["diff"] = d

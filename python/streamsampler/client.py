@@ -17,7 +17,7 @@ from . import protocol as P
 from . import wire as W
 from .batch import Batch
 from .shm import Registrar, SharedBuffers
-from .typing import Address, EpochInfo, EpochStats, NodeIds
+from .typing import Address, EpochInfo, EpochStats, NodeIds, PathArg
 
 __all__ = ["Client"]
 
@@ -344,6 +344,45 @@ class Client:
         keeping ``depth`` requests in flight."""
         payloads = (W.split_batch_payload(split, i, semantics) for i in itertools.count(start))
         yield from self._stream(P.OP_SPLIT_BATCH, payloads, depth)
+
+    def scan(self, batch_size: int, rows: bool = True, edge_ids: bool = True, semantics: Optional[str] = None,
+             store: Optional[PathArg] = None) -> Dict[str, Any]:
+        """Open a full scan: a pass of layer-wise inference over every node
+        with all of its in-neighbors, ``batch_size`` consecutive node ids
+        per minibatch (PyG's ``NeighborLoader(input_nodes=None,
+        num_neighbors=[-1], shuffle=False)``), read by one sequential pass
+        over the graph's chunks (docs/PROTOCOL.md, "Full scans"). ``rows``:
+        every minibatch carries its nodes' feature rows (and its seeds'
+        labels) from the graph's feature store, or from ``store``, another
+        store of the same graph (a directory, as the server sees it: a
+        layer's outputs, :func:`streamsampler.pyg.layerwise_inference`).
+        Returns ``{"scan", "num_nodes", "num_edges", "batch_size",
+        "num_batches", "features", "resident"}``. A connection has at most
+        two scans open; close them with :meth:`drop_scan`."""
+        path = None if store is None else os.path.abspath(os.fspath(store))
+        _, body = self._call(P.OP_SCAN, W.scan_payload(batch_size, rows, edge_ids, semantics, path))
+        info: Dict[str, Any] = json.loads(bytes(body))
+        return info
+
+    def scan_batch(self, scan: int, index: int) -> Optional[Batch]:
+        """Minibatch ``index`` of a scan (one hop: the seeds, n_id, every
+        in-edge), or None past its last. Each minibatch is handed out once."""
+        rid = self._send(P.OP_SCAN_BATCH, W.scan_batch_payload(scan, index))
+        status, body = self._wait(P.OP_SCAN_BATCH, rid)
+        if status == P.STATUS_END:
+            return None
+        return self._decode(rid, body)
+
+    def scan_batches(self, scan: int, depth: int = 4, start: int = 0) -> Iterator[Batch]:
+        """Iterate over a scan's minibatches from ``start``, in order,
+        keeping ``depth`` requests in flight."""
+        payloads = (W.scan_batch_payload(scan, i) for i in itertools.count(start))
+        yield from self._stream(P.OP_SCAN_BATCH, payloads, depth)
+
+    def drop_scan(self, scan: int) -> None:
+        """Close a scan: the server stops its pass and gives back what it
+        holds (its chunk buffers, its rows)."""
+        self._call(P.OP_DROP_SCAN, W.drop_scan_payload(scan))
 
     def advance(self, epoch: Optional[int] = None) -> EpochInfo:
         """Leave ``epoch`` (None: the current one) and return the new

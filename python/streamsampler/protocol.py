@@ -26,6 +26,14 @@ OP_SPLIT_BATCH = 8  # u32 split, u32 index[, u8 semantics]: one of its minibatch
 OP_WALKS = 9  # a walk configuration and array starts: random walks, i32 [walks, length+1]
 OP_DROP_SPLIT = 10  # u32 split: forget a split, giving back the memory it holds
 OP_SAMPLE_FRESH = 11  # u64 seed, u32 epoch, u8 flags, array fanouts, array seeds[, u8 semantics]: random reads
+# Full scans, the passes of layer-wise inference (docs/PROTOCOL.md, "Full scans"):
+OP_SCAN = 16  # u32 batch size, u8 flags, u8 semantics, UTF-8 store path: open a pass over every node
+OP_SCAN_BATCH = 17  # u32 scan, u32 index: one of its minibatches (one hop, every in-neighbor)
+OP_DROP_SCAN = 18  # u32 scan: close a scan
+#: Flags of a scan request: the minibatches carry their nodes' rows (and
+#: the seeds' labels); their edge ids.
+SCAN_ROWS = 1
+SCAN_EDGE_IDS = 2
 
 #: Walk modes of a walks request (walk.Mode).
 WALK_MODES = {"deepwalk": 0, "ppr": 1, "node2vec": 2}
@@ -65,6 +73,7 @@ CODE_UNAUTHORIZED = 10    # no hello with the server's token first; the connecti
 CODE_OVER_BUDGET = 11     # the reply could exceed the connection's share of the in-flight budget
 CODE_UNKNOWN_SPLIT = 12   # split_batch or drop_split names a split the server does not have
 CODE_TIMED_OUT = 13       # a walks request ran past the server's bound (--walk-timeout) and was stopped
+CODE_UNKNOWN_SCAN = 16    # scan_batch or drop_scan names a scan this connection does not have
 
 #: The environment variable that holds the token, for the server and clients.
 TOKEN_ENV = "STREAMSAMPLER_TOKEN"

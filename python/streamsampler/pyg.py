@@ -5,7 +5,10 @@
 * ``Node2Vec``: PyG's ``torch_geometric.nn.Node2Vec`` with its walks from
   a server (:mod:`streamsampler.nn.node2vec`; made on first use, since it
   subclasses PyG's and this module imports without torch);
-* ``to_data``: a minibatch as the ``Data`` a NeighborLoader yields.
+* ``to_data``: a minibatch as the ``Data`` a NeighborLoader yields;
+* ``layerwise_inference``: PyG's layer-wise ``inference`` loop out of
+  core, each layer's outputs in a feature store
+  (:mod:`streamsampler.layerwise`).
 
 ::
 
@@ -23,10 +26,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .layerwise import layerwise_inference
 from .loader.neighbor_loader import NeighborLoader, to_data
 from .nn.node2vec import node2vec_class
 
-__all__ = ["NeighborLoader", "to_data"]  # and Node2Vec, made on first use (a star import needs no torch)
+__all__ = ["NeighborLoader", "layerwise_inference", "to_data"]  # and Node2Vec, made on first use (a star import needs no torch)
 
 
 def __getattr__(name: str) -> Any:

@@ -26,7 +26,8 @@ import numpy.typing as npt
 from .batch import Batch, Hop
 from .protocol import (BATCH_EDGE_IDS, BATCH_PYG, CODE_BAD_REQUEST, CURRENT_EPOCH, DTYPE_CODES, DTYPES,
                        FEATURE_DTYPES, FEATURE_SHARED, FEATURE_X, FEATURE_Y, FRESH_EDGE_IDS, FRESH_REPLACE,
-                       MAX_TOKEN, SEMANTICS, STATUS_OK, WALK_MODES, ProtocolError, ServerError, error_class)
+                       MAX_TOKEN, SCAN_EDGE_IDS, SCAN_ROWS, SEMANTICS, STATUS_OK, WALK_MODES, ProtocolError, ServerError,
+                       error_class)
 from .shm import SharedBuffers
 from .typing import Buffer, NodeIds
 
@@ -264,6 +265,26 @@ def drop_split_payload(split: int) -> bytes:
 def split_batch_payload(split: int, index: int, semantics: Optional[str] = None) -> bytes:
     """The payload of a split_batch request."""
     return struct.pack("<II", int(split), int(index)) + semantics_byte(semantics)
+
+
+def scan_payload(batch_size: int, rows: bool, edge_ids: bool, semantics: Optional[str] = None,
+                 store: Optional[str] = None) -> bytes:
+    """The payload of a scan request (``store``: an absolute path on the
+    server's machine, or None for the graph's own feature store)."""
+    flags = (SCAN_ROWS if rows else 0) | (SCAN_EDGE_IDS if edge_ids else 0)
+    sem = 0xFF if semantics is None else semantics_byte(semantics)[0]
+    path = os.fsencode(store) if store is not None else b""
+    return _U32.pack(int(batch_size)) + bytes([flags, sem]) + path
+
+
+def scan_batch_payload(scan: int, index: int) -> bytes:
+    """The payload of a scan_batch request."""
+    return struct.pack("<II", int(scan), int(index))
+
+
+def drop_scan_payload(scan: int) -> bytes:
+    """The payload of a drop_scan request."""
+    return _U32.pack(int(scan))
 
 
 def token_payload(token: Union[str, bytes]) -> bytes:

@@ -281,3 +281,38 @@ def assert_same(tc, a, b, what=""):
         assert_same(tc, block_arrays(a), block_arrays(b), what)
     else:
         tc.assertEqual(a, b, what)
+
+
+def fake_pyg_nn():
+    """sys.modules entries for torch_geometric (with .data and .nn) where
+    ``torch_geometric.nn.SAGEConv`` is PyG's SAGEConv with its defaults
+    written in plain torch (mean of the in-neighbors through ``lin_l``,
+    with bias, plus the node itself through ``lin_r``, without), and
+    ``Data`` has ``num_features``: enough for python/examples/pyg_sage.py."""
+    import torch.nn as nn
+
+    class SAGEConv(nn.Module):
+        def __init__(self, in_channels, out_channels):
+            super().__init__()
+            self.lin_l = nn.Linear(in_channels, out_channels, bias=True)
+            self.lin_r = nn.Linear(in_channels, out_channels, bias=False)
+
+        def forward(self, x, edge_index):
+            src, dst = edge_index[0], edge_index[1]
+            agg = torch.zeros_like(x).index_add_(0, dst, x[src])
+            deg = torch.zeros(x.shape[0], dtype=x.dtype, device=x.device).index_add_(
+                0, dst, torch.ones(dst.shape[0], dtype=x.dtype, device=x.device))
+            return self.lin_l(agg / deg.clamp(min=1).unsqueeze(1)) + self.lin_r(x)
+
+    class FeatureData(Data):
+        @property
+        def num_features(self):
+            return self.x.shape[1]
+
+    mods = fake_pyg()
+    mods["torch_geometric.data"].Data = FeatureData
+    nn_mod = types.ModuleType("torch_geometric.nn")
+    nn_mod.SAGEConv = SAGEConv
+    mods["torch_geometric"].nn = nn_mod
+    mods["torch_geometric.nn"] = nn_mod
+    return mods

@@ -17,6 +17,7 @@
 ``neighbor_loader.py``     PyG's ``NeighborLoader`` (``streamsampler.pyg``)
 ``dgl_loader.py``          DGL's ``DataLoader``, ``NeighborSampler``
                            (``streamsampler.dgl``)
+                           (``streamsampler.dgl``): layer-wise inference
 ``servers.py``             the registry of servers the loaders share
 ``utils.py``               argument checks, the default seed, a graph
                            directory for a PyG ``Data``

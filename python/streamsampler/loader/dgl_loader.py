@@ -78,7 +78,23 @@ class NeighborSampler:
 class MultiLayerFullNeighborSampler(NeighborSampler):
     """DGL's ``MultiLayerFullNeighborSampler(num_layers, ...)``: every
     neighbor of every node at each of ``num_layers`` layers, the
-    ``NeighborSampler([-1] * num_layers)`` it is in DGL."""
+    ``NeighborSampler([-1] * num_layers)`` it is in DGL. With one layer,
+    over every node in order without shuffling — DGL's layer-wise
+    inference loop::
+
+        sampler = MultiLayerFullNeighborSampler(1)
+        loader = DataLoader("graph/", torch.arange(num_nodes), sampler, batch_size=4096, shuffle=False)
+        for layer in model.layers:
+            y = torch.empty(num_nodes, layer_out_dim)
+            for input_nodes, output_nodes, blocks in loader:
+                y[output_nodes] = layer(blocks[0], feat[input_nodes])
+            feat = y
+
+    — the minibatches are the server's full scan: ``batch_size``
+    consecutive nodes with all of their in-neighbors, made by one
+    sequential pass over the graph's chunks
+    (:class:`~streamsampler.loader.NodeLoader`); any other use is an
+    epoch's full layers."""
 
     def __init__(self, num_layers: int, **kwargs: Any) -> None:
         if int(num_layers) < 1:

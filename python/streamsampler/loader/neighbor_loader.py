@@ -62,8 +62,11 @@ class NeighborLoader(NodeLoader):
     graph directory (``data``: its path, or a PyG ``Data``).
 
     ``num_neighbors`` are per hop, hop 1 (the seeds' neighbors) first, 1
-    to 64 each, or -1 for every neighbor (PyG's ``[-1]`` of layer-wise
-    inference; mixed, e.g. ``[-1, 10]``, as PyG allows). ``input_nodes``: a boolean mask or node ids (None: every
+    to 64 each, or -1 for every neighbor (mixed, e.g. ``[-1, 10]``, as PyG
+    allows); ``[-1]`` with ``input_nodes=None`` and ``shuffle=False`` is
+    layer-wise inference's full scan (every node in order with all of its
+    in-neighbors, one sequential pass over the chunks: ``model.inference``
+    runs unchanged; docs/PYTHON.md). ``input_nodes``: a boolean mask or node ids (None: every
     node). ``seed`` fixes the samples and the shuffles (same seed, same
     minibatches); ``semantics="dgl"`` assembles DGL's blocks instead.
     ``server_args`` are extra ``streamsampler serve`` flags (e.g.

@@ -11,13 +11,14 @@ import numpy.typing as npt
 
 from ..batch import Batch
 from ..client import Client
+from ..protocol import ServerError
 from ..convert import load_edge_perm
 from ..delta import DeltaTransfer
 from ..local import env_int
 from ..typing import GraphSource, Nodes, PathArg
 from . import device_table
 from .base import EpochLoader
-from .servers import SharedServer, TrainingStream, acquire, release
+from .servers import EDGE_IDS, SharedServer, TrainingStream, acquire, acquire_scan, release
 from .utils import check_fanouts, default_seed, graph_dir, graph_num_nodes, node_ids
 
 __all__ = ["NodeLoader"]
@@ -48,6 +49,16 @@ class NodeLoader(EpochLoader):
     feature rows in shared buffers, which a CUDA ``device`` copies from
     directly.
 
+    ``fanouts=[-1]`` over every node in order (``nodes`` None or all of
+    them, ascending), ``shuffle=False``: the *full scan* of layer-wise
+    inference (PyG's ``NeighborLoader(data, input_nodes=None,
+    num_neighbors=[-1], shuffle=False)``, DGL's
+    ``MultiLayerFullNeighborSampler(1)`` over ``torch.arange(N)``):
+    minibatches of ``batch_size`` consecutive nodes with all of their
+    in-neighbors, which the server makes by one sequential pass over the
+    graph's chunks, without sampling (docs/PYTHON.md, "Layer-wise
+    inference"); ``full_scan`` says the loader is one.
+
     ``device_features`` (None: automatic): with a CUDA ``device``, hold the
     graph's feature store there (every row checked against its CRC-32C
     once, as it is loaded) and gather each minibatch's rows and labels on
@@ -77,10 +88,14 @@ class NodeLoader(EpochLoader):
                                                     type(self).__name__)
         self._table: Optional[device_table.DeviceTable] = None
         self.num_nodes = graph_num_nodes(self.graph)
-        self.fanouts = check_fanouts(fanouts, "fanout")
         self.batch_size = int(batch_size)
         self.nodes = (np.arange(self.num_nodes, dtype=np.int64) if nodes is None
                       else node_ids(nodes, self.num_nodes))
+        #: Whether the loader is the full scan of layer-wise inference
+        #: (every node in order, all neighbors, no shuffle: see the class doc).
+        self.full_scan = [int(f) for f in fanouts] == [-1] and not shuffle and \
+            np.array_equal(self.nodes, np.arange(self.num_nodes))
+        self.fanouts = check_fanouts(fanouts, "fanout")
         if len(self.nodes) == 0:
             raise ValueError("input_nodes: no nodes")
         if len(np.unique(self.nodes)) != len(self.nodes):
@@ -93,8 +108,10 @@ class NodeLoader(EpochLoader):
         self._sorted = self.nodes[self._order]
         training = TrainingStream(self.nodes, self.batch_size, self.drop_last, semantics) if self.shuffle else None
         #: The shared server this loader's minibatches come from.
-        self.server: SharedServer = acquire(self.graph, self.fanouts, replace, self.seed, training, server_args,
-                                            binary, rows=not self.device_features)
+        self.server: SharedServer = (
+            acquire_scan(self.graph, server_args, binary, rows=not self.device_features) if self.full_scan else
+            acquire(self.graph, self.fanouts, replace, self.seed, training, server_args, binary,
+                    rows=not self.device_features))
         self._client: Optional[Client] = None
         self._split: Optional[int] = None
         self._edge_perm: Optional[npt.NDArray[np.int64]] = None
@@ -112,7 +129,9 @@ class NodeLoader(EpochLoader):
         """The loader's connection (made on first use, starting the
         server if needed)."""
         if self._client is None:
-            local = self.server.start(self.nodes)
+            # A full scan needs no training stream: a server it starts
+            # samples a placeholder (node 0) rather than every node.
+            local = self.server.start(self.nodes[:1] if self.full_scan else self.nodes)
             self._client = local.client(shared_rows=self.server.rows)
             self._finalizer.detach()
             self._finalizer = weakref.finalize(self, _close, self.server, [self._client])
@@ -149,13 +168,27 @@ class NodeLoader(EpochLoader):
         """The next epoch's raw minibatches (no prefetching, no transform):
         the training stream's next epoch, or the split's minibatches."""
         c = self.client()
-        if self.shuffle:
+        if self.full_scan:
+            it = self._scan(c)
+        elif self.shuffle:
             it = self.stream(c, self.semantics)
         else:
             if self._split is None:
                 self._split = int(c.split(self.nodes.astype(np.uint32), self.batch_size)["split"])
             it = c.split_batches(self._split, depth=self.depth, semantics=self.semantics)
         return self._numbered(it, len(self))
+
+    def _scan(self, c: Client) -> Iterator[Batch]:
+        """A full scan's minibatches (one pass over the chunks), the scan
+        closed on the server when the iteration ends or is left."""
+        info = c.scan(self.batch_size, rows=self.server.rows, edge_ids=EDGE_IDS, semantics=self.semantics)
+        try:
+            yield from c.scan_batches(int(info["scan"]), depth=self.depth)
+        finally:
+            try:
+                c.drop_scan(int(info["scan"]))
+            except (OSError, ServerError):
+                pass  # the connection is gone: so is the scan
 
     def _numbered(self, it: Iterator[Batch], n: int) -> Iterator[Batch]:
         """The first ``n`` minibatches of ``it``, each with ``input_id``."""

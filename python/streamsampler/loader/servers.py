@@ -24,7 +24,7 @@ import numpy.typing as npt
 from ..local import LocalServer
 from ..typing import PathArg
 
-__all__ = ["EDGE_IDS", "SharedServer", "TrainingStream", "acquire", "release"]
+__all__ = ["EDGE_IDS", "SharedServer", "TrainingStream", "acquire", "acquire_scan", "release"]
 
 #: Whether the shared servers sample edge ids (``serve --edge-ids``): PyG's
 #: ``e_id``, DGL's ``dgl.EID``.
@@ -128,6 +128,22 @@ def acquire(graph: str, fanouts: Sequence[int], replace: bool, seed: int, traini
             servers.append(chosen)
         chosen.users += 1
         return chosen
+
+
+def acquire_scan(graph: str, server_args: Sequence[str] = (), binary: Optional[PathArg] = None,
+                 rows: bool = True) -> SharedServer:
+    """A shared server for full scans (layer-wise inference: a scan needs
+    no sampling, so any server of the graph answers it): one already made
+    for the graph with the same ``server_args`` and ``rows``, else a new
+    one, which a scan starts with a placeholder training stream (node 0,
+    one neighbor: its first epoch samples one node)."""
+    real = os.path.realpath(graph)
+    with _registry_lock:
+        for key, servers in _registry.items():
+            if key[0] == real and key[3] == tuple(server_args) and key[4] == bool(rows) and servers:
+                servers[0].users += 1
+                return servers[0]
+    return acquire(graph, [1], False, 0, None, server_args, binary, rows=rows)
 
 
 def release(s: SharedServer) -> None:
