@@ -370,6 +370,47 @@ func (l *deviceLane) allCapacity(nt int, edges bool) int {
 	return min((l.rwords-hls.AllStatusWords-nt)/resultWords(edges), math.MaxInt32)
 }
 
+// kernelArgs are one launch's scalar kernel arguments (xrt.Arg*).
+type kernelArgs struct {
+	nt                   int
+	fanout               uint32
+	key                  uint64
+	replace, edges, walk uint32
+}
+
+// launchKernel sets a launch's arguments over the chunk in buffer chunk,
+// starts the kernel and waits for it (a kernel past the lane's timeout
+// cannot be aborted: it is waited out, so that its buffers are not reused
+// under it). It returns when the kernel started and when it ended (or
+// the failure: t1 is t0 where the arguments or the start failed).
+func (l *deviceLane) launchKernel(t0 time.Time, chunk xrt.BO, a kernelArgs) (t1, t2 time.Time, err error) {
+	r := l.run_
+	for _, e := range []error{
+		r.SetBO(xrt.ArgChunk, chunk),
+		r.SetUint32(xrt.ArgNTargets, uint32(a.nt)),
+		r.SetUint32(xrt.ArgFanout, a.fanout),
+		r.SetUint64(xrt.ArgKey, a.key),
+		r.SetUint32(xrt.ArgReplace, a.replace),
+		r.SetUint32(xrt.ArgEdges, a.edges),
+		r.SetUint32(xrt.ArgWalk, a.walk),
+	} {
+		if e != nil {
+			return t0, t0, fmt.Errorf("set kernel arguments: %w", e)
+		}
+	}
+	t1 = time.Now()
+	if err := r.Start(); err != nil {
+		return t1, t1, fmt.Errorf("start: %w", err)
+	}
+	if _, err := r.Wait(l.timeout); err != nil {
+		if errors.Is(err, xrt.ErrTimeout) {
+			r.Wait(0)
+		}
+		return t1, time.Now(), fmt.Errorf("kernel: %w", err)
+	}
+	return t1, time.Now(), nil
+}
+
 // runAllBO runs a copy-all launch (la.All) over the chunk in buffer
 // chunk: the targets go up, the kernel copies their neighbors from
 // la.Skip on until the result buffer's capacity is used, and only what it
@@ -391,31 +432,10 @@ func (l *deviceLane) runAllBO(chunk xrt.BO, la launch) (kernel, syncT time.Durat
 	if la.AllEdges {
 		ed = 1
 	}
-	r := l.run_
-	for _, e := range []error{
-		r.SetBO(xrt.ArgChunk, chunk),
-		r.SetUint32(xrt.ArgNTargets, uint32(nt)),
-		r.SetUint32(xrt.ArgFanout, hls.FanoutAll),
-		r.SetUint64(xrt.ArgKey, hls.AllKey(capacity, la.Skip)),
-		r.SetUint32(xrt.ArgReplace, 0),
-		r.SetUint32(xrt.ArgEdges, ed),
-		r.SetUint32(xrt.ArgWalk, 0),
-	} {
-		if e != nil {
-			return 0, 0, fmt.Errorf("set kernel arguments: %w", e)
-		}
+	t1, t2, err := l.launchKernel(t0, chunk, kernelArgs{nt: nt, fanout: hls.FanoutAll, key: hls.AllKey(capacity, la.Skip), edges: ed})
+	if err != nil {
+		return t2.Sub(t1), t1.Sub(t0), err
 	}
-	t1 := time.Now()
-	if err := r.Start(); err != nil {
-		return 0, t1.Sub(t0), fmt.Errorf("start: %w", err)
-	}
-	if _, err := r.Wait(l.timeout); err != nil {
-		if errors.Is(err, xrt.ErrTimeout) {
-			r.Wait(0)
-		}
-		return time.Since(t1), t1.Sub(t0), fmt.Errorf("kernel: %w", err)
-	}
-	t2 := time.Now()
 	out := la.All
 	hdr := hls.AllStatusWords + nt
 	if err := l.result.Sync(xrt.FromDevice, 4*hdr, 0); err != nil {
@@ -469,7 +489,6 @@ func (l *deviceLane) runBO(chunk xrt.BO, la launch) (kernel, syncT time.Duration
 	if err := l.targets.Sync(xrt.ToDevice, 4*words, 0); err != nil {
 		return 0, 0, fmt.Errorf("sync targets: %w", err)
 	}
-	r := l.run_
 	rep, ed := uint32(0), uint32(0)
 	if la.Replace {
 		rep = 1
@@ -477,32 +496,10 @@ func (l *deviceLane) runBO(chunk xrt.BO, la launch) (kernel, syncT time.Duration
 	if edges != nil {
 		ed = 1
 	}
-	for _, e := range []error{
-		r.SetBO(xrt.ArgChunk, chunk),
-		r.SetUint32(xrt.ArgNTargets, uint32(nt)),
-		r.SetUint32(xrt.ArgFanout, uint32(la.Fanout)),
-		r.SetUint64(xrt.ArgKey, la.Key),
-		r.SetUint32(xrt.ArgReplace, rep),
-		r.SetUint32(xrt.ArgEdges, ed),
-		r.SetUint32(xrt.ArgWalk, walk),
-	} {
-		if e != nil {
-			return 0, 0, fmt.Errorf("set kernel arguments: %w", e)
-		}
+	t1, t2, err := l.launchKernel(t0, chunk, kernelArgs{nt: nt, fanout: uint32(la.Fanout), key: la.Key, replace: rep, edges: ed, walk: walk})
+	if err != nil {
+		return t2.Sub(t1), t1.Sub(t0), err
 	}
-	t1 := time.Now()
-	if err := r.Start(); err != nil {
-		return 0, t1.Sub(t0), fmt.Errorf("start: %w", err)
-	}
-	if _, err := r.Wait(l.timeout); err != nil {
-		if errors.Is(err, xrt.ErrTimeout) {
-			// The kernel cannot be aborted; wait it out so the buffers
-			// are not reused under it.
-			r.Wait(0)
-		}
-		return time.Since(t1), t1.Sub(t0), fmt.Errorf("kernel: %w", err)
-	}
-	t2 := time.Now()
 	nr := 4 * len(out)
 	if err := l.result.Sync(xrt.FromDevice, nr*int(1+ed), 0); err != nil {
 		return t2.Sub(t1), t1.Sub(t0), fmt.Errorf("sync results: %w", err)
