@@ -27,10 +27,10 @@ from __future__ import annotations
 from typing import Any
 
 from .layerwise import layerwise_inference
-from .loader.neighbor_loader import NeighborLoader, to_data
+from .loader.neighbor_loader import LoaderData, NeighborLoader, to_data
 from .nn.node2vec import node2vec_class
 
-__all__ = ["NeighborLoader", "layerwise_inference", "to_data"]  # and Node2Vec, made on first use (a star import needs no torch)
+__all__ = ["LoaderData", "NeighborLoader", "layerwise_inference", "to_data"]  # and Node2Vec, made on first use (a star import needs no torch)
 
 
 def __getattr__(name: str) -> Any:

@@ -172,6 +172,58 @@ class LayerwiseInference(unittest.TestCase):
                     x_all = torch.cat(xs, dim=0)
             np.testing.assert_allclose(x_all.numpy(), self.full_model(), rtol=1e-9, atol=1e-9)
 
+    def test_pyg_example_edits_loader_data(self):
+        """PyG's reddit.py prepares its inference loader by editing
+        loader.data (del x and y, num_nodes, n_id) and reads
+        len(loader.dataset): all of it runs with the drop-in, minibatches
+        then carry no x and no y, the scan asks the server for no rows, and
+        n_id set on the data is sliced per minibatch; model.inference
+        still equals the whole-graph computation."""
+        from streamsampler.client import Client
+        with mock.patch.dict(sys.modules, fakes.fake_pyg()):
+            from streamsampler.pyg import NeighborLoader
+            loader = NeighborLoader(self.graph, input_nodes=None, num_neighbors=[-1], batch_size=100,
+                                    shuffle=False, binary=self.ss)
+            self.addCleanup(loader.close)
+            np.testing.assert_array_equal(np.asarray(loader.data.x), self.x)
+            np.testing.assert_array_equal(np.asarray(loader.data.y), self.y)
+            del loader.data.x, loader.data.y
+            loader.data.num_nodes = N
+            loader.data.n_id = torch.arange(N)
+            with self.assertRaises(ValueError):
+                loader.data.num_nodes = N + 1
+            with self.assertRaises(AttributeError):
+                loader.data.x
+            with self.assertRaises(AttributeError):
+                del loader.data.x
+            self.assertEqual(len(loader.dataset), N)
+            asked = []
+            scan = Client.scan
+
+            def spy(c, *a, **kw):
+                asked.append(kw.get("rows"))
+                return scan(c, *a, **kw)
+            convs = [MeanConv(self.w[0], self.w[1]), MeanConv(self.w[2], self.w[3])]
+            x_all = torch.from_numpy(self.x).double()
+            with mock.patch.object(Client, "scan", spy), torch.no_grad():
+                for i, conv in enumerate(convs):
+                    xs = []
+                    for batch in loader:
+                        self.assertNotIn("x", batch.keys())
+                        self.assertNotIn("y", batch.keys())
+                        x = x_all[batch.n_id]
+                        x = conv(x, batch.edge_index)
+                        if i < len(convs) - 1:
+                            x = x.relu_()
+                        xs.append(x[:batch.batch_size])
+                    x_all = torch.cat(xs, dim=0)
+            self.assertEqual(asked, [False, False])
+            np.testing.assert_allclose(x_all.numpy(), self.full_model(), rtol=1e-9, atol=1e-9)
+            # Putting x back (here: other rows) makes the minibatches carry them.
+            loader.data.x = torch.from_numpy(-self.x)
+            batch = next(iter(loader))
+            np.testing.assert_array_equal(batch.x.numpy(), -self.x[batch.n_id.numpy()])
+
     def test_dgl_layerwise_loop(self):
         """DGL's layer-wise loop (MultiLayerFullNeighborSampler(1) over
         torch.arange(N)) runs unchanged: one block per minibatch, dst the

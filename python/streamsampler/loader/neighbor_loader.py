@@ -56,6 +56,76 @@ _IGNORED = {"num_workers", "persistent_workers", "prefetch_factor", "worker_init
            "filter_per_worker", "is_sorted", "directed", "pin_memory_device"}
 
 
+class LoaderData:
+    """PyG's ``loader.data`` for :class:`NeighborLoader`: the graph a
+    script edits before it iterates, as PyG's own examples do for layer-wise
+    inference::
+
+        subgraph_loader = NeighborLoader(data, input_nodes=None, num_neighbors=[-1], shuffle=False)
+        del subgraph_loader.data.x, subgraph_loader.data.y   # the model gathers x_all[n_id] itself
+        subgraph_loader.data.num_nodes = data.num_nodes
+        subgraph_loader.data.n_id = torch.arange(data.num_nodes)
+
+    ``del .x`` / ``del .y`` leave them out of every minibatch (a full scan
+    then asks the server for no rows at all); any other attribute set here
+    of one entry per node (first dimension ``num_nodes``) is sliced by each
+    minibatch's ``n_id``, as PyG slices a ``Data``'s node attributes, and
+    setting ``x`` or ``y`` back replaces the store's. ``num_nodes`` is the
+    graph's (setting another is a ValueError). Reading ``x`` gives the
+    feature store's rows (memory-mapped), ``y`` the labels; anything else
+    is the ``Data`` the loader was given, where it was given one."""
+
+    def __init__(self, loader: "NeighborLoader", source: Any) -> None:
+        object.__setattr__(self, "_loader", loader)
+        object.__setattr__(self, "_source", None if isinstance(source, (str, os.PathLike)) else source)
+        object.__setattr__(self, "_dropped", set())
+        object.__setattr__(self, "_extra", {})
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        if name in d["_extra"]:
+            return d["_extra"][name]
+        if name in d["_dropped"]:
+            raise AttributeError("'%s' was deleted from the loader's data" % name)
+        loader = d["_loader"]
+        if name == "num_nodes":
+            return loader.num_nodes
+        if name == "x" and loader.server.features:
+            return FeatureStore(loader.graph).x
+        if name == "y" and loader.labels is not None:
+            return loader.labels
+        if d["_source"] is not None and not name.startswith("_"):
+            return getattr(d["_source"], name)
+        raise AttributeError("the loader's data has no attribute %r" % name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "num_nodes":
+            if int(value) != self._loader.num_nodes:
+                raise ValueError("loader.data.num_nodes = %d: the graph has %d nodes" % (int(value), self._loader.num_nodes))
+            return
+        self._dropped.discard(name)
+        self._extra[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._extra:
+            del self._extra[name]
+        elif name not in ("x", "y") or name in self._dropped:
+            raise AttributeError(name)
+        if name in ("x", "y"):
+            self._dropped.add(name)
+
+    def has(self, name: str) -> bool:
+        """Whether minibatches carry ``name`` from the store (x, y): not
+        deleted and not replaced."""
+        return name not in self._dropped and name not in self._extra
+
+    def node_attrs(self) -> Dict[str, Any]:
+        """The attributes set here with one entry per node: each
+        minibatch takes their rows at its ``n_id``."""
+        n = self._loader.num_nodes
+        return {k: v for k, v in self._extra.items() if getattr(v, "shape", None) and int(v.shape[0]) == n}
+
+
 class NeighborLoader(NodeLoader):
     """PyG's ``NeighborLoader(data, num_neighbors, input_nodes, batch_size,
     shuffle, drop_last, replace, transform, ...)`` over a streamsampler
@@ -126,6 +196,9 @@ class NeighborLoader(NodeLoader):
                          self._to_data, replace=replace, seed=seed, prefetch=prefetch,
                          server_args=server_args, binary=binary, device=device, pin_memory=pin_memory,
                          delta=delta, device_features=device_features)
+        #: PyG's ``loader.data`` (:class:`LoaderData`): what a script may
+        #: delete or add before iterating.
+        self.data = LoaderData(self, data)
         self._perm_dev: Any = None
         self._labels: Optional[npt.NDArray[Any]] = None
         self._masks: Dict[str, npt.NDArray[np.bool_]] = {}
@@ -149,6 +222,12 @@ class NeighborLoader(NodeLoader):
                     masks[name[:-4] + "_mask"] = m
         self._masks = masks
         self._loaded = True
+
+    def scan_rows(self) -> bool:
+        """A full scan asks for rows unless the script deleted ``data.x``
+        (the model gathers ``x_all[n_id]`` itself, PyG's layer-wise
+        inference)."""
+        return super().scan_rows() and self.data.has("x")
 
     @property
     def labels(self) -> Optional[npt.NDArray[Any]]:
@@ -264,20 +343,26 @@ def device_data(raw: Dict[str, Any], loader: NeighborLoader) -> Any:
     edge_index = torch.cat(parts, 1) if parts else torch.empty((2, 0), dtype=torch.int64, device=n_id.device)
     data = Data(edge_index=edge_index, num_nodes=int(n_id.shape[0]))
     table = loader.table()
+    keep = loader.data
     if table is not None:
         table.with_masks(loader.masks)
-        data.x, y = table.gather(n_id)
-        if y is not None:
+        x, y = table.gather(n_id)
+        if keep.has("x"):
+            data.x = x
+        if y is not None and keep.has("y"):
             data.y = y
         for name, m in table.masks.items():
             data[name] = m.index_select(0, n_id)
     else:
-        if "x" in raw:
+        if "x" in raw and keep.has("x"):
             data.x = raw["x"]
-        if "y" in raw:
+        if "y" in raw and keep.has("y"):
             data.y = raw["y"]
         for name, m in raw["masks"].items():
             data[name] = m
+    for name, v in keep.node_attrs().items():
+        t = torch.as_tensor(v)
+        data[name] = t.index_select(0, n_id.to(t.device)).to(n_id.device)
     data.n_id = n_id
     if "e_id" in raw:
         data.e_id = raw["e_id"]
@@ -304,12 +389,15 @@ def to_data(batch: Batch, loader: NeighborLoader) -> Any:
     a = pyg_arrays(batch)
     n_id = a["n_id"]
     data = Data(edge_index=torch.from_numpy(a["edge_index"]), num_nodes=len(n_id))
-    if batch.x is not None:
+    keep = loader.data
+    if batch.x is not None and keep.has("x"):
         data.x = torch.from_numpy(np.asarray(batch.x))
-    if labels is not None:
+    if labels is not None and keep.has("y"):
         data.y = torch.from_numpy(np.asarray(labels[n_id], dtype=np.int64))
     for name, m in masks.items():
         data[name] = torch.from_numpy(m[n_id])
+    for name, v in keep.node_attrs().items():
+        data[name] = torch.as_tensor(v)[torch.from_numpy(n_id.astype(np.int64))]
     data.n_id = torch.from_numpy(n_id)
     if a["e_id"] is not None:
         e_id = a["e_id"]

@@ -178,10 +178,21 @@ class NodeLoader(EpochLoader):
             it = c.split_batches(self._split, depth=self.depth, semantics=self.semantics)
         return self._numbered(it, len(self))
 
+    def scan_rows(self) -> bool:
+        """Whether a full scan's minibatches carry their nodes' rows: where
+        the server serves rows (not with ``device_features``)."""
+        return bool(self.server.rows)
+
+    @property
+    def dataset(self) -> range:
+        """The seed nodes' positions (``len(loader.dataset)`` is the number
+        of seed nodes, as of PyG's and DGL's loaders)."""
+        return range(len(self.nodes))
+
     def _scan(self, c: Client) -> Iterator[Batch]:
         """A full scan's minibatches (one pass over the chunks), the scan
         closed on the server when the iteration ends or is left."""
-        info = c.scan(self.batch_size, rows=self.server.rows, edge_ids=EDGE_IDS, semantics=self.semantics)
+        info = c.scan(self.batch_size, rows=self.scan_rows(), edge_ids=EDGE_IDS, semantics=self.semantics)
         try:
             yield from c.scan_batches(int(info["scan"]), depth=self.depth)
         finally:
