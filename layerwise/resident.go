@@ -174,7 +174,7 @@ func (r *resident) sweep(ctx context.Context) {
 			// The next pieces are asked for ahead (read-ahead runs while
 			// this one is checked), then this one is waited for.
 			if next := off + k; next < int64(len(r.mem)) {
-				willNeed(r.mem[next : min(next+sweepAhead*sweepPiece, int64(len(r.mem)))])
+				willNeed(r.mem[next:min(next+sweepAhead*sweepPiece, int64(len(r.mem)))])
 			}
 			populate(r.mem[off : off+k])
 		} else {

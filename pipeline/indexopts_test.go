@@ -29,7 +29,7 @@ func TestIndexOptions(t *testing.T) {
 		{1 << 20, 15, 512 << 20, 1 << 30, true}, // a quarter of 1 GiB: 8 tables at most
 		{1 << 20, 7, 512 << 20, 1 << 30, false},
 		{1 << 20, 2, 512 << 20, 1 << 28, true}, // 64 MiB of room: not even two
-		{0, 0, table, 0, false}, // no goroutine counts as one
+		{0, 0, table, 0, false},                // no goroutine counts as one
 		{1, 1, table, 0, true},
 	} {
 		got := len(indexOptions(tc.ix, n, tc.assemblers, tc.budget, tc.avail)) > 0
