@@ -12,7 +12,7 @@ device, page cache dropped before each run where permitted):
   (edges.chunks), ns per assembled edge (the union of assembly's
   intervals over the assembled edges), and with two epochs the wall per
   epoch against one epoch's;
-* before them, two O_DIRECT reads of edges.chunks (dd; see disk_read:
+* before them, two sequential O_DIRECT reads of edges.chunks (see disk_read:
   the VM's disk is cached by its host, so every timed run reads at the
   second read's rate, reported) and one untimed epoch (the VM's host backs
   freshly touched memory again after a drop of the page cache: the first
@@ -44,17 +44,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from pagecache import drop_caches, sequential_read  # noqa: E402
 PY = os.environ.get("PY", "/usr/bin/python3")  # with numpy (the pyenv python3 on PATH has none)
-
-
-def drop_caches():
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3")
-        return True
-    except OSError:
-        return False
 
 
 def train_set(work, graph, scale, fraction, seed):
@@ -69,7 +61,7 @@ def train_set(work, graph, scale, fraction, seed):
 
 
 def disk_read(graph):
-    """Two O_DIRECT reads of the graph's edges.chunks (dd), before the
+    """Two sequential O_DIRECT reads of the graph's edges.chunks, before the
     timed runs. On this project's VM the first timed run at scale 25 read
     the graph at 0.24-0.28 GB/s in three of four runs, the next ones at
     0.72-0.87 (one epoch took 17.5-21.1 s where two took 10.8-16.4): the
@@ -81,10 +73,7 @@ def disk_read(graph):
     out = {}
     for k in ("first_s", "second_s"):
         drop_caches()
-        t0 = time.perf_counter()
-        subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=4M", "iflag=direct"], check=True,
-                       capture_output=True)
-        out[k] = time.perf_counter() - t0
+        out[k] = sequential_read(path)
     out["gbps"] = os.path.getsize(path) / out["second_s"] / 1e9
     return out
 

@@ -57,6 +57,8 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 sys.path.insert(0, os.path.join(HERE, "..", "python", "examples"))
+sys.path.insert(0, HERE)
+from pagecache import drop_caches, sequential_read  # noqa: E402
 
 
 def sbm(nodes, edges, classes, dim, p_in, noise, seed):
@@ -192,32 +194,6 @@ def cgroup_peak(d):
         except (OSError, ValueError):
             continue
     return None
-
-
-def drop_caches():
-    """Drop the page cache where permitted; whether it was."""
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3")
-        return True
-    except OSError:
-        return False
-
-
-def sequential_read(path):
-    """Seconds to read ``path`` once, sequentially, O_DIRECT (4 MiB
-    reads): the disk's floor for a pass over the features."""
-    import mmap
-    buf = mmap.mmap(-1, 4 << 20)
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
-    t0 = time.perf_counter()
-    try:
-        while os.readv(fd, [buf]) > 0:
-            pass
-    finally:
-        os.close(fd)
-    return time.perf_counter() - t0
 
 
 def run(which, data, graph, args, device, rank, world, seed):
