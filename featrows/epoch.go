@@ -67,13 +67,8 @@ func (ep *Epoch) Turn() int {
 // be taken: pass one that ends only when the whole delivery does (a
 // server's shutdown), not a single request's.
 func (ep *Epoch) Read(ctx context.Context, index int, nodes []uint32, dst []byte) error {
-	if err := ep.await(ctx, index); err != nil {
-		return err
-	}
-	ep.rmu.Lock()
-	err := ep.read(index, nodes, dst)
-	ep.rmu.Unlock()
-	return ep.pass(index, err)
+	_, err := ep.ReadInto(ctx, index, nodes, func() ([]byte, error) { return dst, nil })
+	return err
 }
 
 // ReadInto is Read where the destination is had in the minibatch's turn:
