@@ -54,25 +54,22 @@ func (st *featureStage) info() *FeatureInfo {
 }
 
 // rowBuffer is where n bytes of rows are read to: the heap, or with a
-// pool (a shared-rows connection) one of its buffers, leased.
-func rowBuffer(n int64, pool *rowPool) ([]byte, *rowLease, error) {
+// pool (a shared-rows connection) one of its buffers, leased. With wait
+// the lease may wait (until ctx ends) for a buffer the client gives back
+// (rowPool.acquireWait) rather than put the rows on the heap: only a
+// read in its turn may, whose buffers waited for are of minibatches
+// already sent.
+func rowBuffer(ctx context.Context, n int64, pool *rowPool, wait bool) ([]byte, *rowLease, error) {
 	if pool == nil {
 		return make([]byte, n), nil, nil
 	}
-	l, err := pool.acquire(int(n))
-	if err != nil {
-		return nil, nil, err
+	var l *rowLease
+	var err error
+	if wait {
+		l, err = pool.acquireWait(ctx, int(n))
+	} else {
+		l, err = pool.acquire(int(n))
 	}
-	return l.bytes(int(n)), l, nil
-}
-
-// rowBufferWait is rowBuffer where a shared buffer may be waited for
-// (rowPool.acquireWait) rather than the rows put on the heap.
-func rowBufferWait(ctx context.Context, n int64, pool *rowPool) ([]byte, *rowLease, error) {
-	if pool == nil {
-		return make([]byte, n), nil, nil
-	}
-	l, err := pool.acquireWait(ctx, int(n))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,7 +102,7 @@ func (st *featureStage) planned(ctx context.Context, e uint32, index int, plan *
 	// give back is then one of an earlier minibatch, already sent.
 	var mem *rowLease
 	x, err := ep.ReadInto(ctx, index, nodes, func() (x []byte, err error) {
-		x, mem, err = rowBufferWait(ctx, int64(len(nodes))*st.fs.RowBytes(), pool)
+		x, mem, err = rowBuffer(ctx, int64(len(nodes))*st.fs.RowBytes(), pool, true)
 		return x, err
 	})
 	if err != nil {
@@ -120,7 +117,7 @@ func (st *featureStage) planned(ctx context.Context, e uint32, index int, plan *
 // cost.
 func (st *featureStage) direct(b *epoch.Blocks, pool *rowPool) (*Features, featplan.Report, error) {
 	nodes := b.Nodes()
-	x, mem, err := rowBuffer(int64(len(nodes))*st.fs.RowBytes(), pool)
+	x, mem, err := rowBuffer(context.Background(), int64(len(nodes))*st.fs.RowBytes(), pool, false)
 	if err != nil {
 		return nil, featplan.Report{}, err
 	}

@@ -320,7 +320,7 @@ func (c *conn) scanBatch(f Frame) reply {
 	if sc.store == nil {
 		return c.batchReply(f, blocks, int(index), nil)
 	}
-	x, lease, err := rowBuffer(int64(len(b.NID))*sc.store.RowBytes(), c.rows)
+	x, lease, err := rowBuffer(context.Background(), int64(len(b.NID))*sc.store.RowBytes(), c.rows, false)
 	if err != nil {
 		return plain(requestErrorFrame(f.Op, f.ID, err))
 	}
