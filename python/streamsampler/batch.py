@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional, Union
 import numpy as np
 import numpy.typing as npt
 
+from .link import LinkFields
 from .protocol import NO_BATCH
 
 __all__ = ["Batch", "Hop"]
@@ -53,7 +54,7 @@ class Batch:
     minibatch's position in its epoch or split (-1 for a sample
     request)."""
 
-    __slots__ = ("epoch", "index", "seeds", "hops", "x", "y", "semantics", "input_id")
+    __slots__ = ("epoch", "index", "seeds", "hops", "x", "y", "semantics", "input_id", "link")
 
     def __init__(self, epoch: int, seeds: npt.NDArray[np.uint32], hops: List[Hop],
                  index: int = NO_BATCH, x: Optional[npt.NDArray[Any]] = None,
@@ -74,6 +75,10 @@ class Batch:
         #: The seeds' labels (int32, -1 for none) when the feature store
         #: has labels; None otherwise.
         self.y = y
+        #: A link minibatch's supervision (:class:`~streamsampler.link.LinkFields`:
+        #: its positive and negative edges in local ids, their labels);
+        #: None for a node minibatch.
+        self.link: Optional[LinkFields] = None
 
     @property
     def n_id(self) -> npt.NDArray[np.uint32]:
