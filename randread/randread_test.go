@@ -66,11 +66,17 @@ func diffResult(a, b *epoch.Result) error {
 			return fmt.Errorf("layer %d: fanout %d/%d", l, x.Fanout, y.Fanout)
 		case (x.EdgeIDs == nil) != (y.EdgeIDs == nil):
 			return fmt.Errorf("layer %d: edge ids in one only", l)
+		case !slices.Equal(x.Offsets, y.Offsets) || (x.Offsets == nil) != (y.Offsets == nil):
+			return fmt.Errorf("layer %d: row offsets differ (%d/%d)", l, len(x.Offsets), len(y.Offsets))
+		case len(x.Samples) != len(y.Samples) || len(x.EdgeIDs) != len(y.EdgeIDs):
+			return fmt.Errorf("layer %d: %d/%d samples, %d/%d edge ids", l, len(x.Samples), len(y.Samples), len(x.EdgeIDs), len(y.EdgeIDs))
 		}
-		for i := range x.Samples {
-			if x.Samples[i] != y.Samples[i] || x.EdgeIDs != nil && x.EdgeIDs[i] != y.EdgeIDs[i] {
-				v := x.Frontier[i/x.Fanout]
-				return fmt.Errorf("layer %d node %d slot %d: sample %d/%d", l, v, i%x.Fanout, x.Samples[i], y.Samples[i])
+		for i := range x.Frontier {
+			lo, hi := x.Span(i)
+			for j := lo; j < hi; j++ {
+				if x.Samples[j] != y.Samples[j] || x.EdgeIDs != nil && x.EdgeIDs[j] != y.EdgeIDs[j] {
+					return fmt.Errorf("layer %d node %d slot %d: sample %d/%d", l, x.Frontier[i], j-lo, x.Samples[j], y.Samples[j])
+				}
 			}
 		}
 	}
@@ -244,8 +250,9 @@ func TestRequestErrors(t *testing.T) {
 	}{
 		{randread.Request{Seeds: []uint32{3, 100}, Fanouts: []int{2}}, "seed 100 (position 1) is not a node: the graph has 100 nodes (0..99)", randread.ErrInvalid},
 		{randread.Request{Seeds: []uint32{3}, Fanouts: nil}, "no fanouts", randread.ErrInvalid},
-		{randread.Request{Seeds: []uint32{3}, Fanouts: []int{2, 0}}, "fanout 0 of layer 1 (hop 2)", randread.ErrInvalid},
-		{randread.Request{Seeds: []uint32{3}, Fanouts: []int{65}}, "want 1..64", randread.ErrInvalid},
+		{randread.Request{Seeds: []uint32{3}, Fanouts: []int{2, 0}}, "fanout 0, want 1..64 or -1 (every neighbor) of layer 1 (hop 2)", randread.ErrInvalid},
+		{randread.Request{Seeds: []uint32{3}, Fanouts: []int{65}}, "fanout 65, want 1..64 or -1 (every neighbor) of layer 0 (hop 1)", randread.ErrInvalid},
+		{randread.Request{Seeds: []uint32{3}, Fanouts: []int{-2}}, "fanout -2, want 1..64 or -1", randread.ErrInvalid},
 		{randread.Request{Seeds: []uint32{3, 4, 3}, Fanouts: []int{2}}, "seed 3 at positions 0 and 2", epoch.ErrDuplicateSeed},
 	} {
 		_, _, err := s.Blocks(ctx, c.req, epoch.DGL)

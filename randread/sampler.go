@@ -18,7 +18,8 @@ import (
 )
 
 // ErrInvalid is wrapped by every error about the caller's request: a seed
-// that is not a node, a fanout outside 1..hls.MaxFanout, too many layers,
+// that is not a node, a fanout outside 1..hls.MaxFanout other than
+// epoch.AllNeighbors (−1, every neighbor), too many layers,
 // a seed given twice (also epoch.ErrDuplicateSeed).
 var ErrInvalid = errors.New("randread: invalid sampling request")
 
@@ -328,8 +329,8 @@ type Request struct {
 }
 
 // check checks the request against a graph of numNodes nodes: fanouts
-// 1..hls.MaxFanout, at most epoch.MaxLayers layers, seeds that are
-// nodes; with distinct, seeds given once each.
+// 1..hls.MaxFanout or epoch.AllNeighbors, at most epoch.MaxLayers
+// layers, seeds that are nodes; with distinct, seeds given once each.
 func (r *Request) check(numNodes uint32, distinct bool) error {
 	if len(r.Fanouts) == 0 {
 		return fmt.Errorf("%w: no fanouts (need at least one layer)", ErrInvalid)
@@ -338,8 +339,8 @@ func (r *Request) check(numNodes uint32, distinct bool) error {
 		return fmt.Errorf("%w: %d layers, at most %d", ErrInvalid, len(r.Fanouts), epoch.MaxLayers)
 	}
 	for l, k := range r.Fanouts {
-		if k < 1 || k > hls.MaxFanout {
-			return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want 1..%d", ErrInvalid, k, l, l+1, hls.MaxFanout)
+		if err := checkFanout(k); err != nil {
+			return fmt.Errorf("%w of layer %d (hop %d)", err, l, l+1)
 		}
 	}
 	for i, v := range r.Seeds {
@@ -357,6 +358,14 @@ func (r *Request) check(numNodes uint32, distinct bool) error {
 		}
 	}
 	return nil
+}
+
+// checkFanout accepts 1..hls.MaxFanout and epoch.AllNeighbors.
+func checkFanout(k int) error {
+	if k == epoch.AllNeighbors || (k >= 1 && k <= hls.MaxFanout) {
+		return nil
+	}
+	return fmt.Errorf("%w: fanout %d, want 1..%d or %d (every neighbor)", ErrInvalid, k, hls.MaxFanout, epoch.AllNeighbors)
 }
 
 // SampleEpoch samples the epoch of seeds (frontier_0 = the sorted unique
@@ -399,7 +408,7 @@ func (s *Sampler) Sample(ctx context.Context, req Request) (*epoch.Result, *Stat
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		ly, err := rq.layer(ctx, l, frontier, k, req.Key, req.EdgeIDs)
+		ly, _, err := rq.layer(ctx, l, frontier, k, req.Key, req.EdgeIDs)
 		if err != nil {
 			return nil, nil, err
 		}
