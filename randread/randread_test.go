@@ -250,9 +250,9 @@ func TestRequestErrors(t *testing.T) {
 	}{
 		{randread.Request{Seeds: []uint32{3, 100}, Fanouts: []int{2}}, "seed 100 (position 1) is not a node: the graph has 100 nodes (0..99)", randread.ErrInvalid},
 		{randread.Request{Seeds: []uint32{3}, Fanouts: nil}, "no fanouts", randread.ErrInvalid},
-		{randread.Request{Seeds: []uint32{3}, Fanouts: []int{2, 0}}, "fanout 0, want 1..64 or -1 (every neighbor) of layer 1 (hop 2)", randread.ErrInvalid},
-		{randread.Request{Seeds: []uint32{3}, Fanouts: []int{65}}, "fanout 65, want 1..64 or -1 (every neighbor) of layer 0 (hop 1)", randread.ErrInvalid},
-		{randread.Request{Seeds: []uint32{3}, Fanouts: []int{-2}}, "fanout -2, want 1..64 or -1", randread.ErrInvalid},
+		{randread.Request{Seeds: []uint32{3}, Fanouts: []int{2, 0}}, "fanout 0 of layer 1 (hop 2), want 1..64 or -1 (every neighbor)", randread.ErrInvalid},
+		{randread.Request{Seeds: []uint32{3}, Fanouts: []int{65}}, "fanout 65 of layer 0 (hop 1), want 1..64 or -1 (every neighbor)", randread.ErrInvalid},
+		{randread.Request{Seeds: []uint32{3}, Fanouts: []int{-2}}, "fanout -2 of layer 0 (hop 1), want 1..64 or -1", randread.ErrInvalid},
 		{randread.Request{Seeds: []uint32{3, 4, 3}, Fanouts: []int{2}}, "seed 3 at positions 0 and 2", epoch.ErrDuplicateSeed},
 	} {
 		_, _, err := s.Blocks(ctx, c.req, epoch.DGL)

@@ -339,8 +339,8 @@ func (r *Request) check(numNodes uint32, distinct bool) error {
 		return fmt.Errorf("%w: %d layers, at most %d", ErrInvalid, len(r.Fanouts), epoch.MaxLayers)
 	}
 	for l, k := range r.Fanouts {
-		if err := checkFanout(k); err != nil {
-			return fmt.Errorf("%w of layer %d (hop %d)", err, l, l+1)
+		if err := checkFanout(k, l); err != nil {
+			return err
 		}
 	}
 	for i, v := range r.Seeds {
@@ -360,12 +360,13 @@ func (r *Request) check(numNodes uint32, distinct bool) error {
 	return nil
 }
 
-// checkFanout accepts 1..hls.MaxFanout and epoch.AllNeighbors.
-func checkFanout(k int) error {
+// checkFanout accepts 1..hls.MaxFanout and epoch.AllNeighbors as layer
+// l's fanout.
+func checkFanout(k, l int) error {
 	if k == epoch.AllNeighbors || (k >= 1 && k <= hls.MaxFanout) {
 		return nil
 	}
-	return fmt.Errorf("%w: fanout %d, want 1..%d or %d (every neighbor)", ErrInvalid, k, hls.MaxFanout, epoch.AllNeighbors)
+	return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want 1..%d or %d (every neighbor)", ErrInvalid, k, l, l+1, hls.MaxFanout, epoch.AllNeighbors)
 }
 
 // SampleEpoch samples the epoch of seeds (frontier_0 = the sorted unique

@@ -41,8 +41,8 @@ func (s *Sampler) NewSession() (*Session, error) {
 // The layer's Frontier is nodes. An error about a neighbor word names
 // the chunk, the node and the word (a *chunkfmt.DefectError).
 func (se *Session) Layer(ctx context.Context, l int, nodes []uint32, k int, key epoch.Key, edgeIDs bool) (epoch.Layer, LayerStats, error) {
-	if err := checkFanout(k); err != nil {
-		return epoch.Layer{}, LayerStats{}, fmt.Errorf("%w of layer %d (hop %d)", err, l, l+1)
+	if err := checkFanout(k, l); err != nil {
+		return epoch.Layer{}, LayerStats{}, err
 	}
 	n := se.rq.s.m.NumNodes
 	for i, v := range nodes {

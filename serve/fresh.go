@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/hls"
 )
 
 // FreshSampler samples any seeds on request, without a prepared epoch:
@@ -117,6 +118,13 @@ func (s *Server) freshRequest(p []byte) (*freshRequest, error) {
 	r, err := DecodeFreshRequest(p)
 	if err != nil {
 		return nil, newRequestError(CodeBadRequest, "%v", err)
+	}
+	// The fanouts are checked before the reply's bound is taken from
+	// them: 1..hls.MaxFanout, or -1 for a full hop (every neighbor).
+	for l, k := range r.Fanouts {
+		if k != epoch.AllNeighbors && (k < 1 || k > hls.MaxFanout) {
+			return nil, newRequestError(CodeBadRequest, "sample_fresh: fanout %d of layer %d (hop %d), want 1..%d or %d (every neighbor)", k, l, l+1, hls.MaxFanout, epoch.AllNeighbors)
+		}
 	}
 	n := int64(len(r.Seeds))
 	size, nodes := minibatchBound(n, r.Fanouts, s.cfg.NumNodes, s.fullBound(), r.EdgeIDs)
