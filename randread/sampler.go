@@ -445,3 +445,12 @@ func (s *Sampler) Blocks(ctx context.Context, req Request, sem epoch.Semantics) 
 	st.Wall += st.Assemble
 	return b, st, nil
 }
+
+// Row returns where node's adjacency lies in edges.chunks: the byte of
+// its first neighbor word and its degree. chunk must be the chunk that
+// holds node (chunkfmt.Index.ChunkOf); the streaming sampler's per-chunk
+// choice estimates a chunk's random reads from its targets' rows.
+func (s *Sampler) Row(chunk int, node uint32) (at int64, degree int) {
+	first := s.off.indptr[node]
+	return s.off.base[chunk] + 4*int64(first), int(s.off.indptr[node+1] - first)
+}
