@@ -76,19 +76,21 @@ type DiskRates struct {
 	RandReadsPerSec float64 `json:"rand_reads_per_sec"`
 }
 
+// PriorDiskRates are the rates RandomAuto assumes before it has measured
+// the disk (and where it never does: a graph whose layers read less than
+// the probe would): this project's VM's, a virtio disk that streams at
+// about 1 GB/s and serves 60 k random 4 KiB reads/s at depth 128
+// (docs/PERFORMANCE.md).
+var PriorDiskRates = DiskRates{SeqBytesPerSec: 1e9, RandReadsPerSec: 6e4}
+
 const (
 	// DefaultRandomOffsetBudget is the memory RandomAuto may spend on the
 	// row offsets (8 bytes per node): 1 GiB, graphs of up to 134 M nodes.
 	DefaultRandomOffsetBudget = 1 << 30
-	// AutoRandomMinGraph is the smallest graph (one read of its chunks)
-	// for which RandomAuto measures the disk: below it an epoch's
-	// chunks stream in a few tens of milliseconds, what the probe and
-	// the offsets' load would cost. Rates given in Options.DiskRates
-	// lift it.
-	AutoRandomMinGraph = 64 << 20
 	// probeSeqBytes and probeRandReads size the disk probe: 4 sequential
-	// reads of 8 MiB at spread offsets, and 2048 random 4 KiB reads at
-	// randread's depth: about 50 ms on this project's VM.
+	// reads of 8 MiB at spread offsets (of a thirty-second of a smaller
+	// graph), and 2048 random 4 KiB reads at randread's depth, about
+	// 50 ms on this project's VM, once per Sampler.
 	probeSeqBytes  = 32 << 20
 	probeRandReads = 2048
 )
@@ -116,9 +118,12 @@ type randomSide struct {
 	mode     RandomReads
 	buffered bool
 	budget   int64
-	rates    DiskRates
-	measured bool
-	probed   bool
+	// rates are those the model uses: given (givenSeq, givenRand), else
+	// the prior, the probe's once measured, and what layers observe.
+	rates               DiskRates
+	givenSeq, givenRand bool
+	measured            bool
+	probed              bool
 	disabled string
 	rs       *randread.Sampler
 	// streamTarget and randomTarget are the seconds per target last
@@ -156,11 +161,18 @@ func newRandomSide(dir string, o Options) (*randomSide, string, error) {
 	if o.DiskRates.SeqBytesPerSec < 0 || o.DiskRates.RandReadsPerSec < 0 || o.RandomOffsetBudget < 0 {
 		return nil, "", fmt.Errorf("host: %w: disk rates %+v, offset budget %d", ErrInvalid, o.DiskRates, o.RandomOffsetBudget)
 	}
-	r := &randomSide{dir: dir, mode: o.RandomReads, buffered: o.Buffered, budget: o.RandomOffsetBudget, rates: o.DiskRates}
+	r := &randomSide{dir: dir, mode: o.RandomReads, buffered: o.Buffered, budget: o.RandomOffsetBudget, rates: o.DiskRates,
+		givenSeq: o.DiskRates.SeqBytesPerSec > 0, givenRand: o.DiskRates.RandReadsPerSec > 0}
 	if r.budget == 0 {
 		r.budget = DefaultRandomOffsetBudget
 	}
-	r.probed = r.rates.SeqBytesPerSec > 0 && r.rates.RandReadsPerSec > 0
+	if !r.givenSeq {
+		r.rates.SeqBytesPerSec = PriorDiskRates.SeqBytesPerSec
+	}
+	if !r.givenRand {
+		r.rates.RandReadsPerSec = PriorDiskRates.RandReadsPerSec
+	}
+	r.probed = r.givenSeq && r.givenRand
 	return r, "", nil
 }
 
@@ -340,21 +352,29 @@ func (e *epochSide) split(ctx context.Context, jobs []chunkJob, k int, sm stream
 		return layerChoice{stream: jobs}, nil
 	}
 	if !r.probed {
-		if g := GraphReadBytes(m); g < AutoRandomMinGraph {
-			r.disabled = fmt.Sprintf("graph of %d bytes, below %d: streamed whole (give DiskRates to choose anyway)", g, AutoRandomMinGraph)
-			return layerChoice{stream: jobs}, nil
+		// The probe runs once a layer's reads cost more, at the prior
+		// rates, than the probe itself: a small graph is decided on the
+		// prior (and what its layers observe), never measured at a
+		// cost that could exceed its epochs'.
+		var cold int64
+		for _, f := range facts {
+			if !f.resident {
+				cold += f.readBytes
+			}
 		}
-		rates, err := e.s.probeRates(ctx)
-		if err != nil {
-			return layerChoice{}, fmt.Errorf("random reads: measuring the disk: %w", err)
+		if float64(cold)/r.rates.SeqBytesPerSec >= probeSeqBytes/r.rates.SeqBytesPerSec+probeRandReads/r.rates.RandReadsPerSec {
+			rates, err := e.s.probeRates(ctx)
+			if err != nil {
+				return layerChoice{}, fmt.Errorf("random reads: measuring the disk: %w", err)
+			}
+			if !r.givenSeq {
+				r.rates.SeqBytesPerSec = rates.SeqBytesPerSec
+			}
+			if !r.givenRand {
+				r.rates.RandReadsPerSec = rates.RandReadsPerSec
+			}
+			r.probed, r.measured = true, true
 		}
-		if r.rates.SeqBytesPerSec <= 0 {
-			r.rates.SeqBytesPerSec = rates.SeqBytesPerSec
-		}
-		if r.rates.RandReadsPerSec <= 0 {
-			r.rates.RandReadsPerSec = rates.RandReadsPerSec
-		}
-		r.probed, r.measured = true, true
 	}
 	model := costModel{rates: r.rates, streamTarget: r.streamTarget, randomTarget: r.randomTarget,
 		blockSize: randread.DefaultBlockSize, maxRun: randread.DefaultMaxRun}
@@ -539,14 +559,38 @@ func (e *epochSide) layer(ctx context.Context, l, k int, jobs []chunkJob, pass s
 	if len(nodes) > 0 {
 		e.r.randomTarget = max(wall-rls.ReadTime, 0).Seconds() / float64(len(nodes))
 	}
+	e.r.observeRandom(rls)
 	return nil
 }
 
+// Rates observed on a layer replace the probe's when the layer read
+// enough to measure them (minObservedReads random reads at depth,
+// minObservedBytes streamed): a short probe misjudges a disk whose rate
+// depends on what is read (a virtual disk's host cache, a drive's
+// internal parallelism), and the layers read what the choice weighs.
+// Rates given in Options.DiskRates are kept as given.
+const (
+	minObservedReads = 1024
+	minObservedBytes = 32 << 20
+)
+
+// observeRandom takes the random-read rate a layer achieved.
+func (r *randomSide) observeRandom(ls randread.LayerStats) {
+	if !r.givenRand && ls.Reads >= minObservedReads && ls.ReadTime > 0 {
+		r.rates.RandReadsPerSec = float64(ls.Reads) / ls.ReadTime.Seconds()
+	}
+}
+
 // observeStream keeps the kernel's time per streamed target of a layer
-// (KernelTime is summed over the devices, which run at once).
+// and the sequential rate its reads achieved (KernelTime and ReadTime
+// are summed over the devices, which run at once).
 func (r *randomSide) observeStream(ls *LayerStats, devices int) {
+	devices = max(devices, 1)
 	if n := ls.Targets - ls.RandomTargets; n > 0 && ls.KernelTime > 0 {
-		r.streamTarget = ls.KernelTime.Seconds() / float64(max(devices, 1)) / float64(n)
+		r.streamTarget = ls.KernelTime.Seconds() / float64(devices) / float64(n)
+	}
+	if streamed := ls.BytesRead - ls.RandomBytes; !r.givenSeq && streamed >= minObservedBytes && ls.ReadTime > 0 {
+		r.rates.SeqBytesPerSec = float64(streamed) / (ls.ReadTime.Seconds() / float64(devices))
 	}
 }
 
@@ -562,7 +606,7 @@ func (s *Sampler) probeRates(ctx context.Context) (DiskRates, error) {
 	if size < bs {
 		return DiskRates{}, fmt.Errorf("%s: %d bytes, too small to measure", s.file.Name(), size)
 	}
-	piece := min(int64(probeSeqBytes/4), size/bs*bs)
+	piece := max(min(int64(probeSeqBytes/4), size/32/bs*bs), min(bs, size/bs*bs))
 	buf := aio.Aligned(piece)
 	t0 := time.Now()
 	var seq int64
@@ -586,6 +630,11 @@ func (s *Sampler) probeRates(ctx context.Context) (DiskRates, error) {
 		offs[i] = r.Int64N(blocks) * bs
 	}
 	depth := randread.DefaultDepth
+	// A first few reads untimed: the AIO context's setup and the first
+	// reads' latency are not the rate at depth.
+	if err := readRandom(ctx, s.file, s.direct, offs[:min(len(offs), depth)], int(bs), depth); err != nil {
+		return DiskRates{}, err
+	}
 	t1 := time.Now()
 	if err := readRandom(ctx, s.file, s.direct, offs, int(bs), depth); err != nil {
 		return DiskRates{}, err

@@ -96,8 +96,9 @@ type Options struct {
 	// (noted in Stats) and RandomAlways an error.
 	RandomReads RandomReads
 	// DiskRates are the rates RandomAuto's cost model weighs; a zero
-	// field is measured once, by a short probe of edges.chunks (about
-	// 50 ms), when a layer first needs it.
+	// field starts at PriorDiskRates', is measured by a short probe of
+	// edges.chunks (about 50 ms) once a layer reads more than the probe
+	// costs, and follows what the layers' reads achieve.
 	DiskRates DiskRates
 	// RandomOffsetBudget bounds the memory RandomAuto spends on the row
 	// offsets (8 bytes per node); 0 means DefaultRandomOffsetBudget.
