@@ -124,8 +124,8 @@ type randomSide struct {
 	givenSeq, givenRand bool
 	measured            bool
 	probed              bool
-	disabled string
-	rs       *randread.Sampler
+	disabled            string
+	rs                  *randread.Sampler
 	// streamTarget and randomTarget are the seconds per target last
 	// observed on each side (the kernel's; positions and gather), 0
 	// until a layer has measured them.
