@@ -87,11 +87,11 @@ const (
 	// DefaultRandomOffsetBudget is the memory RandomAuto may spend on the
 	// row offsets (8 bytes per node): 1 GiB, graphs of up to 134 M nodes.
 	DefaultRandomOffsetBudget = 1 << 30
-	// probeSeqBytes and probeRandReads size the disk probe: 4 sequential
-	// reads of 8 MiB at spread offsets (of a thirty-second of a smaller
+	// probeSeqBytes and probeRandReads size the disk probe: 2 sequential
+	// reads of 32 MiB at spread offsets (of a sixteenth of a smaller
 	// graph), and 2048 random 4 KiB reads at randread's depth, about
-	// 50 ms on this project's VM, once per Sampler.
-	probeSeqBytes  = 32 << 20
+	// 70 ms on this project's VM, once per Sampler.
+	probeSeqBytes  = 64 << 20
 	probeRandReads = 2048
 )
 
@@ -563,8 +563,8 @@ func (e *epochSide) layer(ctx context.Context, l, k int, jobs []chunkJob, pass s
 	return nil
 }
 
-// Rates observed on a layer replace the probe's when the layer read
-// enough to measure them (minObservedReads random reads at depth,
+// Rates observed on a layer move the model's halfway to them when the
+// layer read enough to measure them (minObservedReads random reads at depth,
 // minObservedBytes streamed): a short probe misjudges a disk whose rate
 // depends on what is read (a virtual disk's host cache, a drive's
 // internal parallelism), and the layers read what the choice weighs.
@@ -577,7 +577,7 @@ const (
 // observeRandom takes the random-read rate a layer achieved.
 func (r *randomSide) observeRandom(ls randread.LayerStats) {
 	if !r.givenRand && ls.Reads >= minObservedReads && ls.ReadTime > 0 {
-		r.rates.RandReadsPerSec = float64(ls.Reads) / ls.ReadTime.Seconds()
+		r.rates.RandReadsPerSec = smooth(r.rates.RandReadsPerSec, float64(ls.Reads)/ls.ReadTime.Seconds())
 	}
 }
 
@@ -590,9 +590,14 @@ func (r *randomSide) observeStream(ls *LayerStats, devices int) {
 		r.streamTarget = ls.KernelTime.Seconds() / float64(devices) / float64(n)
 	}
 	if streamed := ls.BytesRead - ls.RandomBytes; !r.givenSeq && streamed >= minObservedBytes && ls.ReadTime > 0 {
-		r.rates.SeqBytesPerSec = float64(streamed) / (ls.ReadTime.Seconds() / float64(devices))
+		r.rates.SeqBytesPerSec = smooth(r.rates.SeqBytesPerSec, float64(streamed)/(ls.ReadTime.Seconds()/float64(devices)))
 	}
 }
+
+// smooth moves a rate halfway to what a layer observed: one layer's
+// rate is noisy (other processes' reads, a host cache), and a few layers
+// settle it.
+func smooth(old, observed float64) float64 { return (old + observed) / 2 }
 
 // probeRates measures the disk under edges.chunks: probeSeqBytes read
 // sequentially in 4 pieces at spread offsets, and probeRandReads random
@@ -606,20 +611,29 @@ func (s *Sampler) probeRates(ctx context.Context) (DiskRates, error) {
 	if size < bs {
 		return DiskRates{}, fmt.Errorf("%s: %d bytes, too small to measure", s.file.Name(), size)
 	}
-	piece := max(min(int64(probeSeqBytes/4), size/32/bs*bs), min(bs, size/bs*bs))
-	buf := aio.Aligned(piece)
+	// The sequential part reads as a chunk is streamed (readPieces: in
+	// pieces on as many goroutines as cores, each checksummed), so the
+	// rate is streaming's, CRC included.
+	region := max(min(int64(probeSeqBytes), size/16/bs*bs), min(bs, size/bs*bs))
+	buf := aio.Aligned(region)
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = 0 // mapped in before the clock starts, as the cache's entries are
+	}
 	t0 := time.Now()
 	var seq int64
-	for i := range int64(4) {
+	for i := range int64(1) {
 		if err := ctx.Err(); err != nil {
 			return DiskRates{}, err
 		}
-		at := (size - piece) / 4 * i / bs * bs
-		n, err := s.file.ReadAt(buf, at)
-		if n == 0 && err != nil {
+		at := (size - region) / 2 * i / bs * bs
+		if _, err := readPieces(region, func(lo, n int64) ([]byte, error) {
+			b := buf[lo : lo+n]
+			_, err := s.file.ReadAt(b, at+lo)
+			return b, err
+		}); err != nil {
 			return DiskRates{}, fmt.Errorf("sequential read at %d: %w", at, err)
 		}
-		seq += int64(n)
+		seq += region
 	}
 	seqRate := float64(seq) / max(time.Since(t0).Seconds(), 1e-6)
 

@@ -11,9 +11,11 @@
 // with PASS/FAIL against --target (1.10), checks that the three give the
 // same epoch, and writes the figures as JSON.
 //
-// The three samplers are opened once and warmed by one epoch: the row
-// offsets loaded and the disk's rates measured (auto's probe) before the
-// first timed run, as a server or a training run keeps them.
+// The three samplers are opened once and warmed by one layer of a seed
+// per chunk (the row offsets loaded, auto's disk probe) and one of every
+// node (streamed by auto: the sequential rate observed), before the first
+// timed run, as a server or a training run that has sampled a few epochs
+// holds them.
 //
 //	go run ./bench/crossover --graph /tmp/crossover/g-s22 --json out.json
 package main
@@ -133,12 +135,23 @@ func mainErr() error {
 	m := samplers[0].Manifest()
 	n := m.NumNodes
 	rep.NumNodes, rep.NumEdges, rep.Chunks = n, m.NumEdges, len(m.Chunks)
-	// Warm-up: one epoch of one seed in the last chunk (never the chunk
-	// Open read), so that always and auto load the offsets and auto
-	// measures the disk.
+	// Warm-up: one epoch of one seed in each chunk, so that always and
+	// auto load the offsets and auto measures the disk (its probe runs
+	// when a layer's cold chunks cost more than the probe).
+	var warm []uint32
+	for _, c := range m.Chunks {
+		warm = append(warm, c.Start)
+	}
+	all := make([]uint32, n)
+	for v := range all {
+		all[v] = uint32(v)
+	}
 	for _, s := range samplers {
-		if _, err := s.SampleEpoch(ctx, []uint32{n - 1}, fan, epoch.Key{Seed: *seed, Epoch: 1 << 30}); err != nil {
-			return err
+		for i, seeds := range [][]uint32{warm, all} {
+			s.DropChunkCache()
+			if _, err := s.SampleEpoch(ctx, seeds, fan[:1], epoch.Key{Seed: *seed, Epoch: 1<<30 + uint32(i)}); err != nil {
+				return err
+			}
 		}
 	}
 	if st := samplers[2].LastStats(); st != nil && st.Random != nil {
