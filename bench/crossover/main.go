@@ -62,6 +62,10 @@ type point struct {
 	RandomMs float64 `json:"random_median_ms"`
 	ChoiceMs float64 `json:"choice_median_ms"`
 	Ratio    float64 `json:"choice_over_best"`
+	// Chose is the choice's last run's split ("stream", "random" or
+	// "mixed"); Faster the pure strategy with the lower median.
+	Chose  string `json:"chose"`
+	Faster string `json:"faster"`
 	Pass     bool    `json:"pass"`
 	Equal    bool    `json:"equal"`
 }
@@ -163,7 +167,7 @@ func mainErr() error {
 	}
 	fmt.Printf("crossover: %s, %d nodes, %d edges, %d chunks; fanouts %v; %d runs each, cold (page cache dropped: %v); auto's rates %.0f MB/s sequential, %.0f random reads/s\n",
 		*graph, n, m.NumEdges, len(m.Chunks), fan, *runs, rep.Dropped, rep.Rates.SeqBytesPerSec/1e6, rep.Rates.RandReadsPerSec)
-	fmt.Printf("%9s %9s %11s %11s %11s %7s %6s %14s\n", "density", "nodes", "stream ms", "random ms", "choice ms", "ratio", "", "choice chunks")
+	fmt.Printf("%9s %9s %5s %11s %11s %11s %7s %5s %11s %-7s %s\n", "density", "nodes", "runs", "stream ms", "random ms", "choice ms", "ratio", "", "rand/chunks", "chose", "faster")
 	for i, text := range strings.Split(*densities, ",") {
 		d, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
 		if err != nil || d <= 0 || d > 1 {
@@ -225,7 +229,18 @@ func mainErr() error {
 		rep.Pass = rep.Pass && p.Pass
 		rep.Points = append(rep.Points, p)
 		last := p.Choice[len(p.Choice)-1]
-		fmt.Printf("%9.0e %9d %11.1f %11.1f %11.1f %7.3f %6s %6d/%d random\n", d, p.Nodes, p.StreamMs, p.RandomMs, p.ChoiceMs, p.Ratio, passFail(p.Pass), last.ChunksRandom, last.ChunksRandom+last.ChunksRead)
+		p.Chose, p.Faster = "mixed", "random"
+		switch {
+		case last.ChunksRandom == 0:
+			p.Chose = "stream"
+		case last.ChunksRead == 0:
+			p.Chose = "random"
+		}
+		if p.StreamMs < p.RandomMs {
+			p.Faster = "stream"
+		}
+		fmt.Printf("%9.0e %9d %5d %11.1f %11.1f %11.1f %7.3f %5s %5d/%-5d %-7s %s\n", d, p.Nodes, p.Runs, p.StreamMs, p.RandomMs, p.ChoiceMs, p.Ratio, passFail(p.Pass),
+			last.ChunksRandom, last.ChunksRandom+last.ChunksRead, p.Chose, p.Faster)
 		if !p.Equal {
 			fmt.Printf("FAIL density %g: the strategies' epochs differ\n", d)
 		}
