@@ -66,8 +66,8 @@ type point struct {
 	// "mixed"); Faster the pure strategy with the lower median.
 	Chose  string `json:"chose"`
 	Faster string `json:"faster"`
-	Pass     bool    `json:"pass"`
-	Equal    bool    `json:"equal"`
+	Pass   bool   `json:"pass"`
+	Equal  bool   `json:"equal"`
 }
 
 type report struct {
