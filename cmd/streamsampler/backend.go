@@ -45,7 +45,8 @@ func (b *backendFlags) add(cmd *cobra.Command) { b.addWith(cmd, "auto", "auto") 
 
 // addWith is add with chunkCache as --chunk-cache's default and
 // randomReads as --random-reads': bench's are 0 and off, since it
-// measures streaming against the file's sequential read rate.
+// measures streaming against the file's sequential read rate; walk has
+// no --random-reads (""): its passes always stream.
 func (b *backendFlags) addWith(cmd *cobra.Command, chunkCache, randomReads string) {
 	cmd.Flags().StringVar(&b.Backend, "backend", "emu", "sampling engine: emu (emulated SmartSSD), xrt (SmartSSD via XRT, needs -tags xrt) or gpu")
 	b.Devices = 1
@@ -54,6 +55,10 @@ func (b *backendFlags) addWith(cmd *cobra.Command, chunkCache, randomReads strin
 	cmd.Flags().BoolVar(&b.EdgeIDs, "edge-ids", false, "also sample edge ids: each sampled edge's position in the graph's stored CSR (indptr[node] + the position chosen), for edge features")
 	cmd.Flags().BoolVar(&b.VerifyReads, "verify-reads", false, "--backend xrt: read every chunk a device reads again on the host and check its CRC-32C (emu and gpu always check; emu then streams as a SmartSSD does, without the chunk cache, which is how that path is tested)")
 	cmd.Flags().StringVar(&b.ChunkCache, "chunk-cache", chunkCache, "--backend emu: memory for graph chunks kept between the layers and epochs that read them (e.g. 4GiB; 0: only the two buffers per device streaming needs), in slots of the largest chunk; auto: every chunk when they fit in half of the memory this process may use (MemAvailable, or the tightest memory cgroup's room; a quarter with --features, whose auto cache takes the rest of the half), else that half")
+	if randomReads == "" { // the command's passes take no per-chunk choice (walk)
+		addGPUFlags(cmd.Flags(), &b.GPU)
+		return
+	}
 	cmd.Flags().StringVar(&b.RandomReads, "random-reads", randomReads, "--backend emu: per chunk and layer, sample a chunk's targets by random reads of their rows' disk blocks instead of streaming the chunk, where that costs less (auto: by a cost model over the disk's rates, measured once by a short probe; the row offsets, 8 bytes per node, loaded when a layer first gains, within 1 GiB), never (off) or always; the samples are the same")
 	addGPUFlags(cmd.Flags(), &b.GPU)
 }
