@@ -237,7 +237,6 @@ func mainErr() error {
 		p.Paired = median(paired)
 		p.Pass = p.Ratio <= *target && p.Equal
 		rep.Pass = rep.Pass && p.Pass
-		rep.Points = append(rep.Points, p)
 		last := p.Choice[len(p.Choice)-1]
 		p.Chose, p.Faster = "mixed", "random"
 		switch {
@@ -249,6 +248,7 @@ func mainErr() error {
 		if p.StreamMs < p.RandomMs {
 			p.Faster = "stream"
 		}
+		rep.Points = append(rep.Points, p)
 		fmt.Printf("%9.0e %9d %5d %11.1f %11.1f %11.1f %7.3f %5s %7.3f %5d/%-5d %-7s %s\n", d, p.Nodes, p.Runs, p.StreamMs, p.RandomMs, p.ChoiceMs, p.Ratio, passFail(p.Pass), p.Paired,
 			last.ChunksRandom, last.ChunksRandom+last.ChunksRead, p.Chose, p.Faster)
 		if !p.Equal {
