@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/hls"
 )
 
 // FreshSampler samples any seeds on request, without a prepared epoch:
@@ -119,11 +118,13 @@ func (s *Server) freshRequest(p []byte) (*freshRequest, error) {
 	if err != nil {
 		return nil, newRequestError(CodeBadRequest, "%v", err)
 	}
-	// The fanouts are checked before the reply's bound is taken from
-	// them: 1..hls.MaxFanout, or -1 for a full hop (every neighbor).
+	// A fanout below 1 other than -1 (a full hop, every neighbor) is
+	// refused before the reply's bound is taken from it (the bound reads
+	// any negative fanout as a full hop); the FreshSampler refuses those
+	// above its largest.
 	for l, k := range r.Fanouts {
-		if k != epoch.AllNeighbors && (k < 1 || k > hls.MaxFanout) {
-			return nil, newRequestError(CodeBadRequest, "sample_fresh: fanout %d of layer %d (hop %d), want 1..%d or %d (every neighbor)", k, l, l+1, hls.MaxFanout, epoch.AllNeighbors)
+		if k < 1 && k != epoch.AllNeighbors {
+			return nil, newRequestError(CodeBadRequest, "sample_fresh: fanout %d of layer %d (hop %d), want a positive fanout or %d (every neighbor)", k, l, l+1, epoch.AllNeighbors)
 		}
 	}
 	n := int64(len(r.Seeds))
