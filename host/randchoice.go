@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,8 +125,10 @@ type randomSide struct {
 	givenSeq, givenRand bool
 	measured            bool
 	probed              bool
-	disabled            string
-	rs                  *randread.Sampler
+	// seenSeq, seenRand: a layer has observed the rate.
+	seenSeq, seenRand bool
+	disabled          string
+	rs                *randread.Sampler
 	// streamTarget and randomTarget are the seconds per target last
 	// observed on each side (the kernel's; positions and gather), 0
 	// until a layer has measured them.
@@ -404,9 +407,41 @@ func (e *epochSide) split(ctx context.Context, jobs []chunkJob, k int, sm stream
 			return layerChoice{}, err
 		}
 	}
+	// Each chunk to the side the model favours by more than tieBand; the
+	// even ones each to the half whose estimated time is lower so far
+	// (the halves run at once).
 	var ch layerChoice
+	var onStream, onRandom float64
+	isRandom := make([]bool, len(jobs))
+	var even []int
+	evenCost := make([][2]float64, len(jobs))
 	for i, j := range jobs {
-		if !facts[i].resident && chooseRandom(model, facts[i], j, k, e.key.Replace, r.rs) {
+		if facts[i].resident {
+			onStream += model.streamCost(facts[i])
+			continue
+		}
+		c, sc, rc := judge(model, facts[i], j, k, e.key.Replace, r.rs)
+		switch c {
+		case chooseRandomReads:
+			isRandom[i] = true
+			onRandom += rc
+		case chooseStream:
+			onStream += sc
+		default:
+			even = append(even, i)
+			evenCost[i] = [2]float64{sc, rc}
+		}
+	}
+	for _, i := range even {
+		if onRandom+evenCost[i][1] < onStream+evenCost[i][0] {
+			isRandom[i] = true
+			onRandom += evenCost[i][1]
+		} else {
+			onStream += evenCost[i][0]
+		}
+	}
+	for i, j := range jobs {
+		if isRandom[i] {
 			ch.random = append(ch.random, j)
 		} else {
 			ch.stream = append(ch.stream, j)
@@ -430,19 +465,51 @@ type rowSource interface {
 	Row(chunk int, node uint32) (at int64, degree int)
 }
 
-// chooseRandom says whether job j's targets cost less by random reads
-// than streaming its chunk (f): the estimate runs target by target and
-// stops as soon as it passes the stream's cost.
-func chooseRandom(m costModel, f chunkFacts, j chunkJob, k int, replace bool, rows rowSource) bool {
-	limit := m.streamCost(f)
+// tieBand is how close the two estimates of a chunk must be for the
+// model to call them even: within a factor of 1.25 either way, about the
+// error of its rates on this project's VM (DESIGN §4d). Even chunks are
+// shared between the two halves, which run at once, instead of all going
+// to the side the estimate favours by a little: where the estimate is
+// wrong, half the chunks are on the right side.
+const tieBand = 1.25
+
+// choice is the model's verdict on one chunk job.
+type choice int
+
+const (
+	chooseStream choice = iota
+	chooseRandomReads
+	chooseEven
+)
+
+// judge weighs job j's targets by random reads against streaming its
+// chunk (f): the estimate runs target by target and stops as soon as it
+// passes tieBand times the stream's cost. It returns the verdict and
+// the two estimates (random's partial where it stopped).
+func judge(m costModel, f chunkFacts, j chunkJob, k int, replace bool, rows rowSource) (choice, float64, float64) {
+	sc := m.streamCost(f)
 	e := newRowEstimator(k, replace, m.blockSize, m.maxRun)
 	for i, v := range j.targets {
 		e.add(rows.Row(j.chunk, v))
-		if i%64 == 63 && m.randomCost(e.est, i+1) >= limit {
-			return false
+		if rc := m.randomCost(e.est, i+1); i%64 == 63 && rc >= tieBand*sc {
+			return chooseStream, sc, rc
 		}
 	}
-	return m.randomCost(e.est, len(j.targets)) < limit
+	rc := m.randomCost(e.est, len(j.targets))
+	switch {
+	case rc*tieBand <= sc:
+		return chooseRandomReads, sc, rc
+	case rc >= tieBand*sc:
+		return chooseStream, sc, rc
+	}
+	return chooseEven, sc, rc
+}
+
+// chooseRandom says whether the model sends job j to random reads
+// outright (judge's verdict; an even chunk is not).
+func chooseRandom(m costModel, f chunkFacts, j chunkJob, k int, replace bool, rows rowSource) bool {
+	c, _, _ := judge(m, f, j, k, replace, rows)
+	return c == chooseRandomReads
 }
 
 // resident says whether chunk c is in memory: in the chunk cache, or in
@@ -563,8 +630,8 @@ func (e *epochSide) layer(ctx context.Context, l, k int, jobs []chunkJob, pass s
 	return nil
 }
 
-// Rates observed on a layer move the model's halfway to them when the
-// layer read enough to measure them (minObservedReads random reads at depth,
+// Rates observed on a layer replace the model's (the first time; then
+// move it halfway) when the layer read enough to measure them (minObservedReads random reads at depth,
 // minObservedBytes streamed): a short probe misjudges a disk whose rate
 // depends on what is read (a virtual disk's host cache, a drive's
 // internal parallelism), and the layers read what the choice weighs.
@@ -577,7 +644,7 @@ const (
 // observeRandom takes the random-read rate a layer achieved.
 func (r *randomSide) observeRandom(ls randread.LayerStats) {
 	if !r.givenRand && ls.Reads >= minObservedReads && ls.ReadTime > 0 {
-		r.rates.RandReadsPerSec = smooth(r.rates.RandReadsPerSec, float64(ls.Reads)/ls.ReadTime.Seconds())
+		r.rates.RandReadsPerSec = smooth(r.rates.RandReadsPerSec, float64(ls.Reads)/ls.ReadTime.Seconds(), &r.seenRand)
 	}
 }
 
@@ -590,14 +657,21 @@ func (r *randomSide) observeStream(ls *LayerStats, devices int) {
 		r.streamTarget = ls.KernelTime.Seconds() / float64(devices) / float64(n)
 	}
 	if streamed := ls.BytesRead - ls.RandomBytes; !r.givenSeq && streamed >= minObservedBytes && ls.ReadTime > 0 {
-		r.rates.SeqBytesPerSec = smooth(r.rates.SeqBytesPerSec, float64(streamed)/(ls.ReadTime.Seconds()/float64(devices)))
+		r.rates.SeqBytesPerSec = smooth(r.rates.SeqBytesPerSec, float64(streamed)/(ls.ReadTime.Seconds()/float64(devices)), &r.seenSeq)
 	}
 }
 
-// smooth moves a rate halfway to what a layer observed: one layer's
-// rate is noisy (other processes' reads, a host cache), and a few layers
-// settle it.
-func smooth(old, observed float64) float64 { return (old + observed) / 2 }
+// smooth is the rate after a layer observed one: the first observation
+// replaces the prior's or the probe's (a layer's reads are what the
+// choice weighs; the probe's are not), later ones move it halfway (one
+// layer's rate is noisy: other processes' reads, a host cache).
+func smooth(old, observed float64, seen *bool) float64 {
+	if !*seen {
+		*seen = true
+		return observed
+	}
+	return (old + observed) / 2
+}
 
 // probeRates measures the disk under edges.chunks: probeSeqBytes read
 // sequentially in 4 pieces at spread offsets, and probeRandReads random
@@ -643,6 +717,8 @@ func (s *Sampler) probeRates(ctx context.Context) (DiskRates, error) {
 	for i := range offs {
 		offs[i] = r.Int64N(blocks) * bs
 	}
+	// In file order, as a layer's reads go (randread sorts its blocks).
+	slices.Sort(offs)
 	depth := randread.DefaultDepth
 	// A first few reads untimed: the AIO context's setup and the first
 	// reads' latency are not the rate at depth.

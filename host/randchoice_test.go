@@ -164,7 +164,9 @@ func newFakeRows(first int64, nodes []uint32, deg []int) fakeRows {
 func (f fakeRows) Row(_ int, v uint32) (int64, int) { return f.at[v], f.deg[v] }
 
 // TestCostModelChoice: given the rates and a chunk's targets (their rows'
-// places and degrees), the choice the model makes; a chunk in memory is
+// places and degrees), the model's verdict: random reads or streaming
+// where one estimate is below the other by more than tieBand, even (the
+// chunk shared out between the halves) within it; a chunk in memory is
 // always streamed.
 func TestCostModelChoice(t *testing.T) {
 	model := costModel{rates: DiskRates{SeqBytesPerSec: 1e9, RandReadsPerSec: 1e5}, blockSize: 4096, maxRun: 64 << 10}
@@ -180,19 +182,21 @@ func TestCostModelChoice(t *testing.T) {
 		readBytes int64
 		resident  bool
 		n, d, k   int
-		want      bool
+		want      choice
 	}{
 		// 64 MiB chunk: 67 ms to stream; 10 µs a random read.
-		{"one target of a big chunk", 64 << 20, false, 1, 50, 10, true},
-		{"the same chunk in memory", 64 << 20, true, 1, 50, 10, false},
-		{"1000 targets (10 ms of reads)", 64 << 20, false, 1000, 2000, 10, true},
-		{"10000 scattered targets (100 ms)", 64 << 20, false, 10000, 2000, 10, false},
-		{"a full layer over a hub (4 MB row, 64 runs)", 64 << 20, false, 1, 1 << 20, epoch.AllNeighbors, true},
-		{"a full layer over 200 hubs", 64 << 20, false, 200, 1 << 18, epoch.AllNeighbors, false},
-		{"short rows of one block each: 3000 reads (42 ms)", 64 << 20, false, 3000, 4, 10, true},
-		{"short rows of one block each: 5000 reads (70 ms)", 64 << 20, false, 5000, 4, 10, false},
-		{"a small chunk (16 KiB: 16 µs) and 2 targets", 16 << 10, false, 2, 100, 10, false},
-		{"a small chunk and 1 short row", 16 << 10, false, 1, 3, 10, true},
+		{"one target of a big chunk", 64 << 20, false, 1, 50, 10, chooseRandomReads},
+		{"the same chunk in memory", 64 << 20, true, 1, 50, 10, chooseStream},
+		{"1000 targets (10 ms of reads)", 64 << 20, false, 1000, 2000, 10, chooseRandomReads},
+		{"10000 scattered targets (100 ms)", 64 << 20, false, 10000, 2000, 10, chooseStream},
+		{"a full layer over a hub (4 MB row, 64 runs)", 64 << 20, false, 1, 1 << 20, epoch.AllNeighbors, chooseRandomReads},
+		{"a full layer over 200 hubs", 64 << 20, false, 200, 1 << 18, epoch.AllNeighbors, chooseStream},
+		{"short rows of one block each: 3000 reads (42 ms)", 64 << 20, false, 3000, 4, 10, chooseRandomReads},
+		{"short rows of one block each: 4500 reads (63 ms): even", 64 << 20, false, 4500, 4, 10, chooseEven},
+		{"short rows of one block each: 7000 reads (98 ms)", 64 << 20, false, 7000, 4, 10, chooseStream},
+		{"a small chunk (16 KiB: 16 µs) and 2 targets", 16 << 10, false, 2, 100, 10, chooseStream},
+		{"a small chunk and 1 short row: even", 16 << 10, false, 1, 3, 10, chooseEven},
+		{"a 32 KiB chunk and 1 short row", 32 << 10, false, 1, 3, 10, chooseRandomReads},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nodes, deg := spread(tc.n, tc.d)
@@ -204,13 +208,19 @@ func TestCostModelChoice(t *testing.T) {
 				}
 			}
 			f := chunkFacts{readBytes: tc.readBytes, resident: tc.resident, targets: tc.n}
-			got := !f.resident && chooseRandom(model, f, chunkJob{targets: nodes}, tc.k, false, rows)
+			got := chooseStream
+			if !f.resident {
+				got, _, _ = judge(model, f, chunkJob{targets: nodes}, tc.k, false, rows)
+			}
 			if got != tc.want {
 				e := newRowEstimator(tc.k, false, 4096, 64<<10)
 				for _, v := range nodes {
 					e.add(rows.Row(0, v))
 				}
-				t.Fatalf("random %v, want %v (stream %.3g s, random %.3g s: %+v)", got, tc.want, model.streamCost(f), model.randomCost(e.est, tc.n), e.est)
+				t.Fatalf("verdict %d, want %d (stream %.3g s, random %.3g s: %+v)", got, tc.want, model.streamCost(f), model.randomCost(e.est, tc.n), e.est)
+			}
+			if chooseRandom(model, f, chunkJob{targets: nodes}, tc.k, false, rows) != (tc.want == chooseRandomReads && !tc.resident) && !tc.resident {
+				t.Fatal("chooseRandom disagrees with judge")
 			}
 		})
 	}

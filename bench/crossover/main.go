@@ -14,10 +14,11 @@
 // same epoch, and writes the figures as JSON.
 //
 // The three samplers are opened once and warmed by one layer of a seed
-// per chunk (the row offsets loaded, auto's disk probe) and one of every
-// node (streamed by auto: the sequential rate observed), before the first
-// timed run, as a server or a training run that has sampled a few epochs
-// holds them.
+// per chunk (the row offsets loaded, auto's disk probe), one of every
+// thousandth node (random-read by auto: the random-read rate observed)
+// and one of every node (streamed by auto: the sequential rate
+// observed), before the first timed run, as a server or a training run
+// that has sampled a few epochs holds them.
 //
 //	go run ./bench/crossover --graph /tmp/crossover/g-s22 --json out.json
 package main
@@ -156,11 +157,15 @@ func mainErr() error {
 		warm = append(warm, c.Start)
 	}
 	all := make([]uint32, n)
+	var sparse []uint32
 	for v := range all {
 		all[v] = uint32(v)
+		if v%1000 == 999 {
+			sparse = append(sparse, uint32(v))
+		}
 	}
 	for _, s := range samplers {
-		for i, seeds := range [][]uint32{warm, all} {
+		for i, seeds := range [][]uint32{warm, sparse, all} {
 			s.DropChunkCache()
 			if _, err := s.SampleEpoch(ctx, seeds, fan[:1], epoch.Key{Seed: *seed, Epoch: 1<<30 + uint32(i)}); err != nil {
 				return err
