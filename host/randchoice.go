@@ -407,39 +407,17 @@ func (e *epochSide) split(ctx context.Context, jobs []chunkJob, k int, sm stream
 			return layerChoice{}, err
 		}
 	}
-	// Each chunk to the side the model favours by more than tieBand; the
-	// even ones each to the half whose estimated time is lower so far
-	// (the halves run at once).
-	var ch layerChoice
-	var onStream, onRandom float64
-	isRandom := make([]bool, len(jobs))
-	var even []int
-	evenCost := make([][2]float64, len(jobs))
+	verdicts := make([]verdict, len(jobs))
 	for i, j := range jobs {
 		if facts[i].resident {
-			onStream += model.streamCost(facts[i])
+			verdicts[i] = verdict{choice: chooseStream, stream: model.streamCost(facts[i])}
 			continue
 		}
 		c, sc, rc := judge(model, facts[i], j, k, e.key.Replace, r.rs)
-		switch c {
-		case chooseRandomReads:
-			isRandom[i] = true
-			onRandom += rc
-		case chooseStream:
-			onStream += sc
-		default:
-			even = append(even, i)
-			evenCost[i] = [2]float64{sc, rc}
-		}
+		verdicts[i] = verdict{c, sc, rc}
 	}
-	for _, i := range even {
-		if onRandom+evenCost[i][1] < onStream+evenCost[i][0] {
-			isRandom[i] = true
-			onRandom += evenCost[i][1]
-		} else {
-			onStream += evenCost[i][0]
-		}
-	}
+	isRandom := assign(verdicts)
+	var ch layerChoice
 	for i, j := range jobs {
 		if isRandom[i] {
 			ch.random = append(ch.random, j)
@@ -503,6 +481,42 @@ func judge(m costModel, f chunkFacts, j chunkJob, k int, replace bool, rows rowS
 		return chooseStream, sc, rc
 	}
 	return chooseEven, sc, rc
+}
+
+// verdict is judge's result for one chunk job.
+type verdict struct {
+	choice         choice
+	stream, random float64
+}
+
+// assign sends each chunk to the side its verdict favours by more than
+// tieBand, and each even one, in turn, to the half whose estimated time
+// is lower once it is added (the halves run at once): it says which go
+// to random reads.
+func assign(vs []verdict) []bool {
+	var onStream, onRandom float64
+	isRandom := make([]bool, len(vs))
+	for i, v := range vs {
+		switch v.choice {
+		case chooseRandomReads:
+			isRandom[i] = true
+			onRandom += v.random
+		case chooseStream:
+			onStream += v.stream
+		}
+	}
+	for i, v := range vs {
+		if v.choice != chooseEven {
+			continue
+		}
+		if onRandom+v.random < onStream+v.stream {
+			isRandom[i] = true
+			onRandom += v.random
+		} else {
+			onStream += v.stream
+		}
+	}
+	return isRandom
 }
 
 // chooseRandom says whether the model sends job j to random reads

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -221,6 +222,29 @@ func TestCostModelChoice(t *testing.T) {
 			}
 			if chooseRandom(model, f, chunkJob{targets: nodes}, tc.k, false, rows) != (tc.want == chooseRandomReads && !tc.resident) && !tc.resident {
 				t.Fatal("chooseRandom disagrees with judge")
+			}
+		})
+	}
+}
+
+// TestAssignEven: chunks the model favours one way go that way; even
+// ones are shared out so that the two halves' estimated times stay close.
+func TestAssignEven(t *testing.T) {
+	R, S, E := chooseRandomReads, chooseStream, chooseEven
+	for _, tc := range []struct {
+		name string
+		vs   []verdict
+		want []bool
+	}{
+		{"clear verdicts", []verdict{{R, 10, 1}, {S, 1, 10}, {R, 5, 2}}, []bool{true, false, true}},
+		{"eight even chunks: half each", []verdict{{E, 10, 11}, {E, 10, 11}, {E, 10, 11}, {E, 10, 11}, {E, 10, 11}, {E, 10, 11}, {E, 10, 11}, {E, 10, 11}},
+			[]bool{false, true, false, true, false, true, false, true}},
+		{"even chunks after a heavy stream", []verdict{{S, 30, 100}, {E, 10, 11}, {E, 10, 11}, {E, 10, 11}}, []bool{false, true, true, true}}, // 30 against 33
+		{"even chunks after a heavy random half", []verdict{{R, 100, 30}, {E, 10, 11}, {E, 10, 11}}, []bool{true, false, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := assign(tc.vs); !slices.Equal(got, tc.want) {
+				t.Fatalf("%v, want %v", got, tc.want)
 			}
 		})
 	}
