@@ -164,8 +164,11 @@ func mainErr() error {
 			sparse = append(sparse, uint32(v))
 		}
 	}
-	for _, s := range samplers {
+	for si, s := range samplers {
 		for i, seeds := range [][]uint32{warm, sparse, all} {
+			if i == 2 && strategies[si] == host.RandomAlways {
+				continue // nothing to observe: every chunk is random-read
+			}
 			s.DropChunkCache()
 			if _, err := s.SampleEpoch(ctx, seeds, fan[:1], epoch.Key{Seed: *seed, Epoch: 1<<30 + uint32(i)}); err != nil {
 				return err
