@@ -127,7 +127,7 @@ func (s stream) runLayer(ctx context.Context, l, k int, jobs []chunkJob, pass st
 	if s.side == nil {
 		return s.run(ctx, jobs, pass, ls, hook)
 	}
-	ch, err := s.side.split(ctx, jobs, k, s)
+	ch, err := s.side.split(ctx, l, jobs, k, s)
 	if err != nil {
 		return err
 	}

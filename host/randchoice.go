@@ -20,8 +20,10 @@ import (
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/hls"
 	"github.com/streamsampler/streamsampler/internal/aio"
 	"github.com/streamsampler/streamsampler/randread"
+	"github.com/streamsampler/streamsampler/rng"
 )
 
 // RandomReads says whether a Sampler's layers may sample a chunk's
@@ -279,10 +281,58 @@ type rowEstimator struct {
 	last      int64 // last block counted, -1 for none
 	est       readEstimate
 	runBlocks int64 // blocks in the current read
+	// pos and blk are addNode's scratch.
+	pos [hls.MaxFanout]int32
+	blk [hls.MaxFanout]int64
 }
 
 func newRowEstimator(k int, replace bool, bs, maxRun int64) rowEstimator {
 	return rowEstimator{k: k, replace: replace, bs: bs, run: max(maxRun/bs, 1), last: -1}
+}
+
+// addNode counts node v's row (degree d, first word at byte at) exactly
+// as a layer of key lkey reads it: its positions drawn (rng.Positions,
+// as randread draws them), their blocks in order, runs joined across
+// rows and split at maxRun, as randread's reads are. It costs a draw per
+// slot, where add costs a few operations per row; judge stops it early
+// on a dense chunk.
+func (e *rowEstimator) addNode(at int64, d int, v uint32, lkey uint64) {
+	if d <= 0 {
+		return
+	}
+	if e.k == epoch.AllNeighbors || (!e.replace && d <= e.k) {
+		for b := max(at/e.bs, e.last+1); b <= (at+4*int64(d)-1)/e.bs; b++ {
+			e.addBlock(b)
+		}
+		return
+	}
+	pos := e.pos[:e.k]
+	rng.Positions(pos, d, v, lkey, e.replace)
+	blocks := e.blk[:0]
+	for _, p := range pos {
+		if p >= 0 {
+			blocks = append(blocks, (at+4*int64(p))/e.bs)
+		}
+	}
+	slices.Sort(blocks)
+	for _, b := range blocks {
+		e.addBlock(b)
+	}
+}
+
+// addBlock counts block b (at or after every block counted before).
+func (e *rowEstimator) addBlock(b int64) {
+	if b <= e.last {
+		return
+	}
+	e.est.blocks++
+	if e.runBlocks > 0 && b == e.last+1 && e.runBlocks < e.run {
+		e.runBlocks++
+	} else {
+		e.est.reads++
+		e.runBlocks = 1
+	}
+	e.last = b
 }
 
 // add counts the row of degree d whose first word is at byte at.
@@ -330,7 +380,7 @@ type layerChoice struct {
 // split divides a layer's chunk jobs between the stream and random
 // reads (RandomAlways: every job random; RandomAuto: the cost model's
 // choice, a chunk in memory always streamed).
-func (e *epochSide) split(ctx context.Context, jobs []chunkJob, k int, sm stream) (layerChoice, error) {
+func (e *epochSide) split(ctx context.Context, l int, jobs []chunkJob, k int, sm stream) (layerChoice, error) {
 	r := e.r
 	if len(jobs) == 0 {
 		return layerChoice{stream: jobs}, nil
@@ -413,7 +463,7 @@ func (e *epochSide) split(ctx context.Context, jobs []chunkJob, k int, sm stream
 			verdicts[i] = verdict{choice: chooseStream, stream: model.streamCost(facts[i])}
 			continue
 		}
-		c, sc, rc := judge(model, facts[i], j, k, e.key.Replace, r.rs)
+		c, sc, rc := judge(model, facts[i], j, k, e.key.Replace, e.key.Layer(l), r.rs)
 		verdicts[i] = verdict{c, sc, rc}
 	}
 	isRandom := assign(verdicts)
@@ -464,11 +514,12 @@ const (
 // chunk (f): the estimate runs target by target and stops as soon as it
 // passes tieBand times the stream's cost. It returns the verdict and
 // the two estimates (random's partial where it stopped).
-func judge(m costModel, f chunkFacts, j chunkJob, k int, replace bool, rows rowSource) (choice, float64, float64) {
+func judge(m costModel, f chunkFacts, j chunkJob, k int, replace bool, lkey uint64, rows rowSource) (choice, float64, float64) {
 	sc := m.streamCost(f)
 	e := newRowEstimator(k, replace, m.blockSize, m.maxRun)
 	for i, v := range j.targets {
-		e.add(rows.Row(j.chunk, v))
+		at, d := rows.Row(j.chunk, v)
+		e.addNode(at, d, v, lkey)
 		if rc := m.randomCost(e.est, i+1); i%64 == 63 && rc >= tieBand*sc {
 			return chooseStream, sc, rc
 		}
@@ -521,8 +572,8 @@ func assign(vs []verdict) []bool {
 
 // chooseRandom says whether the model sends job j to random reads
 // outright (judge's verdict; an even chunk is not).
-func chooseRandom(m costModel, f chunkFacts, j chunkJob, k int, replace bool, rows rowSource) bool {
-	c, _, _ := judge(m, f, j, k, replace, rows)
+func chooseRandom(m costModel, f chunkFacts, j chunkJob, k int, replace bool, lkey uint64, rows rowSource) bool {
+	c, _, _ := judge(m, f, j, k, replace, lkey, rows)
 	return c == chooseRandomReads
 }
 

@@ -211,7 +211,7 @@ func TestCostModelChoice(t *testing.T) {
 			f := chunkFacts{readBytes: tc.readBytes, resident: tc.resident, targets: tc.n}
 			got := chooseStream
 			if !f.resident {
-				got, _, _ = judge(model, f, chunkJob{targets: nodes}, tc.k, false, rows)
+				got, _, _ = judge(model, f, chunkJob{targets: nodes}, tc.k, false, 1, rows)
 			}
 			if got != tc.want {
 				e := newRowEstimator(tc.k, false, 4096, 64<<10)
@@ -220,7 +220,7 @@ func TestCostModelChoice(t *testing.T) {
 				}
 				t.Fatalf("verdict %d, want %d (stream %.3g s, random %.3g s: %+v)", got, tc.want, model.streamCost(f), model.randomCost(e.est, tc.n), e.est)
 			}
-			if chooseRandom(model, f, chunkJob{targets: nodes}, tc.k, false, rows) != (tc.want == chooseRandomReads && !tc.resident) && !tc.resident {
+			if chooseRandom(model, f, chunkJob{targets: nodes}, tc.k, false, 1, rows) != (tc.want == chooseRandomReads && !tc.resident) && !tc.resident {
 				t.Fatal("chooseRandom disagrees with judge")
 			}
 		})
@@ -251,8 +251,10 @@ func TestAssignEven(t *testing.T) {
 }
 
 // TestRowEstimatorExact: where every word of the rows is taken (full
-// layers, and rows no longer than the fanout without replacement) the
-// estimate is the random-read sampler's own count of blocks and reads.
+// layers, and rows no longer than the fanout without replacement) add's
+// estimate is the random-read sampler's own count of blocks and reads;
+// addNode's (judge's) is, for every fanout, with and without
+// replacement.
 func TestRowEstimatorExact(t *testing.T) {
 	g := withHubs(randomCSR(6000, 5, 8), 5000, 500)
 	dir := writeGraph(t, g, 1<<20)
@@ -293,6 +295,25 @@ func TestRowEstimatorExact(t *testing.T) {
 				ls := st.Layers[0]
 				if e.est.blocks != ls.Blocks || e.est.reads != ls.Reads {
 					t.Fatalf("block %d trial %d fanout %d: estimate %+v, read %d blocks in %d reads", bs, trial, k, e.est, ls.Blocks, ls.Reads)
+				}
+			}
+			// addNode, which draws the positions as the layer does, is
+			// exact for every row, sampled ones included.
+			for _, k := range []int{epoch.AllNeighbors, 3, 10, 64} {
+				for _, replace := range []bool{false, true} {
+					key := epoch.Key{Seed: 7, Replace: replace}
+					e := newRowEstimator(k, replace, int64(bs), int64(8*bs))
+					for _, v := range frontier {
+						at, d := rr.Row(ix.ChunkOf(v), v)
+						e.addNode(at, d, v, key.Layer(0))
+					}
+					_, st, err := rr.Sample(context.Background(), randread.Request{Seeds: frontier, Fanouts: []int{k}, Key: key})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ls := st.Layers[0]; e.est.blocks != ls.Blocks || e.est.reads != ls.Reads {
+						t.Fatalf("addNode: block %d trial %d fanout %d replace %v: estimate %+v, read %d blocks in %d reads", bs, trial, k, replace, e.est, ls.Blocks, ls.Reads)
+					}
 				}
 			}
 		}
