@@ -501,6 +501,10 @@ type rowSource interface {
 // wrong, half the chunks are on the right side.
 const tieBand = 1.25
 
+// sampleRows is how many of a chunk's targets judge counts before it
+// projects their cost over the rest.
+const sampleRows = 256
+
 // choice is the model's verdict on one chunk job.
 type choice int
 
@@ -512,15 +516,23 @@ const (
 
 // judge weighs job j's targets by random reads against streaming its
 // chunk (f): the estimate runs target by target and stops as soon as it
-// passes tieBand times the stream's cost. It returns the verdict and
+// passes tieBand times the stream's cost, or, on a chunk of many
+// targets, once its first sampleRows project to twice that. It returns the verdict and
 // the two estimates (random's partial where it stopped).
 func judge(m costModel, f chunkFacts, j chunkJob, k int, replace bool, lkey uint64, rows rowSource) (choice, float64, float64) {
 	sc := m.streamCost(f)
 	e := newRowEstimator(k, replace, m.blockSize, m.maxRun)
+	n := len(j.targets)
 	for i, v := range j.targets {
 		at, d := rows.Row(j.chunk, v)
 		e.addNode(at, d, v, lkey)
-		if rc := m.randomCost(e.est, i+1); i%64 == 63 && rc >= tieBand*sc {
+		if i%64 != 63 {
+			continue
+		}
+		rc := m.randomCost(e.est, i+1)
+		// A dense chunk is called from its first rows: projected over
+		// all its targets, their cost is twice the band past the stream.
+		if rc >= tieBand*sc || i == sampleRows-1 && n >= 2*sampleRows && rc*float64(n)/sampleRows >= 2*tieBand*sc {
 			return chooseStream, sc, rc
 		}
 	}
