@@ -146,7 +146,18 @@ class DataLoader(NodeLoader):
     tensors are in page-locked memory where torch has CUDA, unless
     ``pin_memory=False``. ``device_features`` (None: automatic): the
     feature store held on a CUDA ``device`` and ``feat``/``label``
-    gathered there (see :class:`~streamsampler.loader.NodeLoader`)."""
+    gathered there (see :class:`~streamsampler.loader.NodeLoader`).
+
+    With an edge-prediction sampler (``as_edge_prediction_sampler``),
+    ``indices`` are edge ids and the loader is a
+    :class:`~streamsampler.loader.link_loader.LinkDataLoader` (DGL's one
+    ``DataLoader`` serves both)."""
+
+    def __new__(cls, graph: GraphSource, indices: Any, graph_sampler: Any, *args: Any, **kwargs: Any) -> Any:
+        from .link_loader import EdgePredictionSampler, LinkDataLoader
+        if isinstance(graph_sampler, EdgePredictionSampler):
+            return LinkDataLoader(graph, indices, graph_sampler, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, graph: GraphSource, indices: Optional[Nodes], graph_sampler: Any,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, device: Any = None,
