@@ -671,3 +671,151 @@ class EdgeSplits(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def link_server(tmp):
+    """(streamsampler, chunkify) built from this checkout, if its server
+    does link prediction (``serve --train-edges``, H3's side of issue 26);
+    else unittest.SkipTest."""
+    import subprocess
+    from tests.test_live import build_tools
+    ss, ck = build_tools(tmp)
+    p = subprocess.run([ss, "serve", "-h"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if "train-edges" not in p.stdout:
+        raise unittest.SkipTest("this streamsampler serve has no --train-edges (link prediction not built in)")
+    return ss, ck
+
+
+@unittest.skipIf(torch is None, "needs torch")
+class LiveLink(unittest.TestCase):
+    """The link loaders against a real server built from this checkout
+    (skipped where the server has no link prediction): the same renderings
+    as above, the per-node samples read back from the server by a node
+    sample of the minibatch's seeds in its epoch (DGL semantics shows every
+    node's samples; test_loaders' method)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ss-link-live-")
+        cls.ss, cls.chunkify = link_server(cls.tmp)
+        rng = np.random.default_rng(9)
+        n = 400
+        u, v = rng.integers(0, n, 2000), rng.integers(0, n, 2000)
+        e = np.stack([u, v])
+        cls.n = n
+        cls.edge_index = np.concatenate([e, e[::-1]], 1)  # edge i's reverse is i +- 2000
+        cls.x = rng.standard_normal((n, 5)).astype(np.float32)
+        cls.train = cls.edge_index[:, rng.choice(4000, 300, replace=False)]
+        cls.val = np.concatenate([cls.edge_index[:, :50], rng.integers(0, n, (2, 50))], 1)
+        cls.val_label = np.concatenate([np.ones(50), np.zeros(50)]).astype(np.float32)
+        cls.graph = os.path.join(cls.tmp, "g")
+        streamsampler.from_arrays(cls.edge_index, n, cls.graph, x=cls.x, chunkify=cls.chunkify, chunk_size="16KiB",
+                                  edge_splits={"train": cls.train, "val": (cls.val, cls.val_label)})
+        cls.perm = streamsampler.load_edge_perm(cls.graph)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def render(self, lo, b, edges, labels, mode):
+        """pyg_link_reference's rendering of a live minibatch: positives
+        from the loader's edges, negatives as the server drew them, samples
+        read back from the server."""
+        from tests.test_loaders import hop_samples, pyg_reference
+        link = b.link
+        p = len(link.input_id)
+        seeds = b.seeds.astype(np.int64)
+        pos = edges[:, link.input_id]
+        src, dst = torch.from_numpy(pos[0]), torch.from_numpy(pos[1])
+        if mode == "binary":
+            neg = seeds[link.edge_label_index[:, p:]]
+            src, dst = torch.cat([src, torch.from_numpy(neg[0])]), torch.cat([dst, torch.from_numpy(neg[1])])
+        elif mode == "triplet":
+            dst = torch.cat([dst, torch.from_numpy(seeds[np.asarray(link.dst_neg_index).reshape(-1)])])
+        seed, inverse = torch.cat([src, dst]).unique(return_inverse=True)
+        np.testing.assert_array_equal(seed.numpy(), seeds)
+        d = lo.client().sample(b.seeds, epoch=b.epoch, semantics="dgl")
+        n_id, ei, nodes, edges_per_hop, _ = pyg_reference(seed.tolist(), hop_samples(d))
+        want = {"n_id": np.array(n_id), "edge_index": ei, "num_sampled_nodes": nodes,
+                "num_sampled_edges": edges_per_hop, "input_id": np.asarray(link.input_id)}
+        if mode == "triplet":
+            want.update(src_index=inverse[:p].numpy(), dst_pos_index=inverse[p:2 * p].numpy(),
+                        dst_neg_index=inverse[2 * p:].view(p, -1).squeeze(-1).numpy())
+        else:
+            want["edge_label_index"] = inverse.view(2, -1).numpy()
+            if labels is not None:
+                want["edge_label"] = np.concatenate([labels[link.input_id],
+                                                     np.zeros(want["edge_label_index"].shape[1] - p, labels.dtype)])
+            elif mode == "binary":
+                want["edge_label"] = np.concatenate([np.ones(p, np.float32),
+                                                     np.zeros(want["edge_label_index"].shape[1] - p, np.float32)])
+        return want
+
+    def check(self, lo, edges, labels, mode, shuffle):
+        from streamsampler.loader.link_loader import pyg_link_arrays
+        ids = []
+        for b in lo.batches():
+            a = pyg_link_arrays(b, lo.edge_label, mode, self.perm)
+            want = self.render(lo, b, edges, lo.edge_label, mode)
+            for k, v in want.items():
+                if isinstance(v, np.ndarray):
+                    np.testing.assert_array_equal(a[k], v, err_msg=k)
+                else:
+                    self.assertEqual(a[k], v, k)
+            cols = a["e_id"]
+            np.testing.assert_array_equal(self.edge_index[0, cols], a["n_id"][a["edge_index"][0]])
+            np.testing.assert_array_equal(self.edge_index[1, cols], a["n_id"][a["edge_index"][1]])
+            np.testing.assert_array_equal(np.asarray(b.x), self.x[a["n_id"]])
+            ids.append(a["input_id"])
+        ids = np.concatenate(ids)
+        if shuffle:
+            np.testing.assert_array_equal(np.sort(ids), np.arange(edges.shape[1]))
+        else:
+            np.testing.assert_array_equal(ids, np.arange(edges.shape[1]))
+
+    def test_pyg_training_modes(self):
+        for mode, amount in (("none", 0.0), ("binary", 1.0), ("binary", 2.0), ("triplet", 2.0)):
+            with self.subTest(mode=mode, amount=amount):
+                ns = None if mode == "none" else (mode, amount)
+                lo = LinkNeighborLoader(self.graph, FANOUTS, edge_label_index="train", neg_sampling=ns, batch_size=40,
+                                        shuffle=True, seed=4, binary=self.ss)
+                self.addCleanup(lo.close)
+                for _ in range(2):  # two epochs
+                    self.check(lo, self.train, None, mode, True)
+
+    def test_pyg_evaluation_split(self):
+        train = LinkNeighborLoader(self.graph, FANOUTS, edge_label_index="train", neg_sampling="binary",
+                                   batch_size=40, shuffle=True, seed=4, binary=self.ss)
+        self.addCleanup(train.close)
+        val = LinkNeighborLoader(self.graph, FANOUTS, edge_label_index="val", batch_size=32, binary=self.ss)
+        self.addCleanup(val.close)
+        self.assertIs(val.server, train.server)  # one server: the training stream and the split
+        self.check(val, self.val, self.val_label, "none", False)
+
+    def test_dgl_exclusion(self):
+        from streamsampler.dgl import DataLoader, NeighborSampler, negative_sampler
+        rev = np.concatenate([np.arange(2000, 4000), np.arange(2000)])
+        eids = np.random.default_rng(1).choice(4000, 400, replace=False)
+        for exclude in (None, "self", "reverse_id"):
+            with self.subTest(exclude=exclude):
+                sampler = as_edge_prediction_sampler(NeighborSampler([-1, -1]), exclude=exclude,
+                                                     reverse_eids=rev if exclude == "reverse_id" else None,
+                                                     negative_sampler=negative_sampler.Uniform(2))
+                lo = DataLoader(self.graph, eids, sampler, batch_size=50, shuffle=True, seed=3, binary=self.ss)
+                self.addCleanup(lo.close)
+                seen = 0
+                for b in lo.batches():
+                    a = lo.arrays(b)
+                    pos = a["pair"]["eid"]
+                    banned = set() if exclude is None else set(pos.tolist())
+                    if exclude == "reverse_id":
+                        banned |= set(rev[pos].tolist())
+                    sampled = np.concatenate([blk["edge_ids"] for blk in a["blocks"]])
+                    self.assertFalse(banned & set(sampled.tolist()), "excluded edges sampled")
+                    if exclude is None:
+                        # Full neighborhoods: the seed edges themselves are among the blocks' edges.
+                        self.assertTrue(set(pos.tolist()) <= set(sampled.tolist()))
+                    np.testing.assert_array_equal(self.edge_index[:, pos],
+                                                  a["pair"]["nid"][np.stack([a["pair"]["src"], a["pair"]["dst"]])])
+                    seen += len(pos)
+                self.assertEqual(seen, 400)
