@@ -267,3 +267,88 @@ class Runner(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+try:
+    import torch_geometric  # noqa: F401
+    from torch_geometric.sampler.neighbor_sampler import edge_sample as pyg_edge_sample
+    HAVE_PYG = True
+except ImportError:
+    HAVE_PYG = False
+
+
+@unittest.skipUnless(HAVE_PYG, "needs torch_geometric (the GPU machine has it)")
+class AgainstPyG(unittest.TestCase):
+    """PyG's own edge_sample (torch_geometric/sampler/neighbor_sampler.py)
+    against the reference's link fields, given the same torch seed (both
+    draw the negatives with torch.randint in the same order), with a node
+    sampler that samples nothing (n_id = the seeds): edge_label_index,
+    edge_label, the triplet indices, input_id; and the drop-in's
+    finish_minibatch builds a real torch_geometric Data."""
+
+    def pyg(self, eli, labels, input_id, num_nodes, ns):
+        import inspect
+
+        from torch_geometric.sampler import EdgeSamplerInput, NegativeSampling, SamplerOutput
+
+        neg = None if ns is None else NegativeSampling(ns[0], ns[1])
+        if labels is not None and neg is not None and neg.is_binary() and int(labels.min()) == 0:
+            labels = labels + 1  # LinkLoader.__init__
+        inputs = EdgeSamplerInput(input_id, eli[0, input_id], eli[1, input_id],
+                                  None if labels is None else labels[input_id])
+
+        def sample_fn(*args, **kwargs):
+            seed = args[0]
+            seed = getattr(seed, "node", seed)
+            return SamplerOutput(node=seed, row=torch.empty(0, dtype=torch.long), col=torch.empty(0, dtype=torch.long),
+                                 edge=None)
+        params = inspect.signature(pyg_edge_sample).parameters
+        kw = dict(neg_sampling=neg)
+        if "disjoint" in params:
+            kw["disjoint"] = False
+        out = pyg_edge_sample(inputs, sample_fn, num_nodes, **kw)
+        if inspect.iscoroutine(out):
+            import asyncio
+            out = asyncio.run(out)
+        return out
+
+    def test_link_fields(self):
+        sys.path.insert(0, EXAMPLES)
+        try:
+            for m in ("reference_link_loader", "reference_loader"):
+                sys.modules.pop(m, None)
+            ref = importlib.import_module("reference_link_loader")
+        finally:
+            sys.path.pop(0)
+        from torch_geometric.data import Data
+        g = torch.Generator().manual_seed(0)
+        n = 100
+        data = Data(x=torch.randn(n, 3, generator=g), y=torch.zeros(n, dtype=torch.long),
+                    edge_index=torch.randint(0, n, (2, 600), generator=g), num_nodes=n)
+        eli = data.edge_index[:, :64]
+        labels = torch.randint(0, 2, (64,), generator=g).float()
+        for ns, lab in ((None, None), (None, labels), (("binary", 1), None), (("binary", 2.5), labels),
+                        (("triplet", 1), None), (("triplet", 3), None)):
+            with self.subTest(ns=ns, labels=lab is not None):
+                input_id = torch.arange(10, 42)
+                torch.manual_seed(7)
+                out = self.pyg(eli, lab, input_id, n, ns)
+                lo = ref.LinkNeighborLoader(data, [1], edge_label_index=eli, edge_label=lab,
+                                            neg_sampling=None if ns is None else {"mode": ns[0], "amount": ns[1]},
+                                            batch_size=32, generator=torch.Generator().manual_seed(1))
+                torch.manual_seed(7)
+                b = lo.sample(input_id)
+                seeds = b.n_id[:b.num_sampled_nodes[0]]
+                self.assertTrue(torch.equal(out.node, seeds))
+                meta = out.metadata
+                self.assertTrue(torch.equal(meta[0], b.input_id))
+                if ns is None or ns[0] == "binary":
+                    self.assertTrue(torch.equal(meta[1], b.edge_label_index))
+                    if meta[2] is None:
+                        self.assertNotIn("edge_label", b.keys())
+                    else:
+                        self.assertTrue(torch.equal(meta[2], b.edge_label))
+                        self.assertEqual(meta[2].dtype, b.edge_label.dtype)
+                else:
+                    for i, k in ((1, "src_index"), (2, "dst_pos_index"), (3, "dst_neg_index")):
+                        self.assertTrue(torch.equal(meta[i], b[k]), k)

@@ -819,3 +819,47 @@ class LiveLink(unittest.TestCase):
                                                   a["pair"]["nid"][np.stack([a["pair"]["src"], a["pair"]["dst"]])])
                     seen += len(pos)
                 self.assertEqual(seen, 400)
+
+
+try:
+    import torch_geometric.data  # noqa: F401
+    HAVE_PYG = True
+except ImportError:
+    HAVE_PYG = False
+
+
+@unittest.skipUnless(torch is not None and HAVE_PYG, "needs torch_geometric (the GPU machine has it)")
+class RealPygData(unittest.TestCase):
+    """The drop-in's minibatches as real torch_geometric Data (the other
+    tests use a stand-in): the same fields and values as the rendering,
+    and ``batch.to(device)`` keeps them."""
+
+    def test_fields(self):
+        tmp = tempfile.mkdtemp(prefix="ss-link-realpyg-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        name, edge_index, n = bundled_graphs()[0]
+        rng = np.random.default_rng(0)
+        node_labels = rng.integers(0, 3, n)
+        g, indptr, indices, perm = fake_graph(tmp, "g", edge_index, n, node_labels)
+        eli = edge_index[:, rng.choice(edge_index.shape[1], 100, replace=False)]
+        for mode, amount in (("binary", 1.0), ("triplet", 2.0)):
+            with self.subTest(mode=mode):
+                lo = LinkNeighborLoader(g, FANOUTS, edge_label_index=eli, neg_sampling=(mode, amount), batch_size=32,
+                                        shuffle=True, seed=2, pin_memory=False)
+                self.addCleanup(lo.close)
+                fake = FakeLinkClient(indptr, indices, n, FANOUTS, eli, 32, seed=2, mode=mode, amount=amount)
+                lo._client = fake
+                for data, rec in zip(lo, fake.log):
+                    want = pyg_link_reference(rec, fake, perm, None, mode, node_labels)
+                    self.assertEqual(sorted(data.keys()), sorted(set(want) | {"edge_index", "num_nodes"})
+                                     if "num_nodes" in data.keys() else sorted(set(want) | {"edge_index"}))
+                    self.assertEqual(data.num_nodes, len(want["n_id"]))
+                    for k, v in want.items():
+                        got = data[k]
+                        if torch.is_tensor(v):
+                            self.assertTrue(torch.equal(got, v), k)
+                            self.assertEqual(got.dtype, v.dtype, k)
+                        else:
+                            self.assertEqual(got, v, k)
+                    moved = data.to("cpu")
+                    self.assertTrue(torch.equal(moved.n_id, want["n_id"]))
