@@ -355,6 +355,7 @@ class NegSamplingArgs(unittest.TestCase):
             (("triplet", None), ("triplet", 1.0)),
             (({"mode": "binary", "amount": 2.5}, None), ("binary", 2.5)),
             ((("triplet", 4), None), ("triplet", 4.0)),
+            ((("binary", 2, None, None), None), ("binary", 2.0)),
             ((NegativeSampling(Mode(), 2), None), ("triplet", 2.0)),
             ((None, 0.5), ("binary", 0.5)),  # neg_sampling_ratio, PyG's older argument
             ((None, 0.0), ("none", 0.0)),
@@ -370,6 +371,9 @@ class NegSamplingArgs(unittest.TestCase):
             ((NegativeSampling("binary", 1, torch.ones(3) if torch is not None else [1.0]), None), NotImplementedError,
              "weighted"),
             (({"mode": "binary", "src_weight": [1.0]}, None), NotImplementedError, "weighted"),
+            (({"mode": "binary", "dst_weight": torch.ones(3) if torch is not None else [1.0]}, None),
+             NotImplementedError, "weighted"),
+            ((("binary", 1, None, [1.0]), None), NotImplementedError, "weighted"),
             ((3, None), TypeError, "neg_sampling"),
         ]
         for (ns, ratio), exc, msg in bad:

@@ -106,15 +106,16 @@ def neg_sampling_args(neg_sampling: Any, neg_sampling_ratio: Optional[float] = N
     elif isinstance(neg_sampling, dict):
         d = dict(neg_sampling)
         mode, amount = d.pop("mode", None), d.pop("amount", 1)
-        weight = d.pop("weight", None) or d.pop("src_weight", None) or d.pop("dst_weight", None)
+        weights = [d.pop(w, None) for w in ("weight", "src_weight", "dst_weight")]
+        weight = next((w for w in weights if w is not None), None)
         if d:
             raise TypeError("%s: neg_sampling has unknown keys %s" % (who, sorted(d)))
     elif isinstance(neg_sampling, (tuple, list)):
-        if not 1 <= len(neg_sampling) <= 3:
+        if not 1 <= len(neg_sampling) <= 4:  # NegativeSampling(mode, amount, src_weight, dst_weight)
             raise TypeError("%s: neg_sampling=%r, want (mode, amount)" % (who, neg_sampling))
         mode = neg_sampling[0]
         amount = neg_sampling[1] if len(neg_sampling) > 1 else 1
-        weight = neg_sampling[2] if len(neg_sampling) > 2 else None
+        weight = next((w for w in neg_sampling[2:] if w is not None), None)
     elif hasattr(neg_sampling, "mode"):
         mode, amount = neg_sampling.mode, getattr(neg_sampling, "amount", 1)
         for w in ("weight", "src_weight", "dst_weight"):
