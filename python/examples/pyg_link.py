@@ -14,7 +14,7 @@ The two loaders differ in ``make_loaders`` only, by the import and the
 graph argument::
 
     from streamsampler.pyg import LinkNeighborLoader       # --loader streamsampler
-    graph = streamsampler.from_pyg(train_data, DIR, edge_splits=...).path
+    graph = streamsampler.from_pyg(train_data, DIR).path
     from reference_link_loader import LinkNeighborLoader   # --loader reference
     graph = train_data
 
@@ -145,12 +145,11 @@ def run(which, data, seed, device, cfg, tmp, chunkify=None):
     train_data, val_data, test_data = split(data, cfg)
     graphs = {}
     if which == "streamsampler":
-        # Once per split: the message-passing graphs, with the supervision
-        # edges beside them (splits/NAME.edges.npy).
-        graphs["train"] = streamsampler.from_pyg(train_data, os.path.join(tmp, "train-%d" % seed), chunkify=chunkify,
-                                                 edge_splits={"train": train_data, "val": val_data}).path
-        graphs["test"] = streamsampler.from_pyg(test_data, os.path.join(tmp, "test-%d" % seed), chunkify=chunkify,
-                                                edge_splits={"test": test_data}).path
+        # Once per split: the message-passing graphs (the supervision edges
+        # are passed to the loaders as tensors, as to PyG's).
+        graphs["train"] = streamsampler.from_pyg(train_data, os.path.join(tmp, "train-%d" % seed),
+                                                 chunkify=chunkify).path
+        graphs["test"] = streamsampler.from_pyg(test_data, os.path.join(tmp, "test-%d" % seed), chunkify=chunkify).path
     train_loader, val_loader, test_loader = make_loaders(which, train_data, val_data, test_data, graphs, cfg)
     model = Encoder(data.num_features, cfg["hidden"], cfg["out"]).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"])
