@@ -247,6 +247,53 @@ class Example(unittest.TestCase):
         self.assertEqual(a["train_edges"], 5278 - 2 * 527)
 
 
+    def test_streamsampler_path_with_stand_in_server(self):
+        """The --loader streamsampler path end to end (from_pyg of the
+        split graphs, the training stream, the validation and test splits,
+        x from the feature store) with the link server stood in for by
+        tests/link_fakes.py, which serves from the graph directory's CSR
+        and store: until the server has link prediction."""
+        try:
+            import scipy  # noqa: F401
+        except ImportError:
+            self.skipTest("Cora needs scipy")
+        import tempfile
+
+        from streamsampler.featstore import FeatureStore
+        from streamsampler.graph import read_csr
+        from streamsampler.loader.link_loader import LinkLoader
+        from tests.link_fakes import FakeLinkClient
+        from tests.test_live import build_tools
+
+        tmp = tempfile.mkdtemp(prefix="ss-link-example-")
+        self.addCleanup(__import__("shutil").rmtree, tmp, True)
+        ss, ck = build_tools(tmp)
+        made = []
+
+        def client(loader):
+            if loader._client is None:
+                indptr, indices = read_csr(loader.graph)
+                loader._client = FakeLinkClient(indptr, indices, loader.num_nodes, loader.fanouts, loader.edges,
+                                                loader.batch_size, seed=loader.seed % (1 << 32), mode=loader.mode,
+                                                amount=loader.amount, drop_last=loader.drop_last,
+                                                x=np.asarray(FeatureStore(loader.graph).x))
+                made.append(loader._client)
+            return loader._client
+
+        with ExampleModules() as (ex, _), mock.patch.object(LinkLoader, "client", client):
+            with contextlib.redirect_stdout(io.StringIO()):
+                r = ex.main(["--root", TESTDATA, "--loader", "streamsampler", "--epochs", "1", "--seed", "1",
+                             "--device", "cpu", "--chunkify", ck, "--binary", ss])
+        self.assertEqual(r["loader"], "streamsampler")
+        self.assertGreater(r["test_auc"], 0.5)
+        self.assertEqual(len(made), 3)  # training stream, validation split, test split
+        train, val, test = made
+        self.assertEqual([rec["semantics"] for rec in train.log], ["pyg"] * len(train.log))
+        self.assertEqual(len(train.splits) + len(val.splits), 1)  # the validation split (on its own stand-in)
+        # Every training minibatch had binary negatives, one per positive.
+        self.assertTrue(all(len(rec["neg_src"]) == len(rec["input_id"]) for rec in train.log))
+
+
 class Runner(unittest.TestCase):
     def test_summary(self):
         sys.path.insert(0, os.path.join(REPO, "bench"))
