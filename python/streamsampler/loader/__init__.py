@@ -43,5 +43,5 @@ from .neighbor_loader import NeighborLoader
 from .node_loader import NodeLoader
 from .prefetch import prefetched
 
-__all__ = ["DataLoader", "DeviceTransfer", "EpochLoader", "LinkDataLoader", "LinkLoader", "LinkNeighborLoader", "Loader",
-           "NeighborLoader", "NeighborSampler", "NodeLoader", "PinnedOutput", "prefetched"]
+__all__ = ["DataLoader", "DeviceTransfer", "EpochLoader", "LinkDataLoader", "LinkLoader", "LinkNeighborLoader",
+           "Loader", "NeighborLoader", "NeighborSampler", "NodeLoader", "PinnedOutput", "prefetched"]

@@ -840,7 +840,8 @@ class LinkDataLoader(LinkLoader):
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
         if ids.size and (ids.min() < 0 or ids.max() >= all_edges.shape[1]):
             bad = int(ids[(ids < 0) | (ids >= all_edges.shape[1])][0])
-            raise ValueError("DataLoader: edge id %d is not an edge of the graph (%d edges)" % (bad, all_edges.shape[1]))
+            raise ValueError("DataLoader: edge id %d is not an edge of the graph (%d edges)"
+                             % (bad, all_edges.shape[1]))
         #: The seed edges' DGL edge ids.
         self.eids = ids
         self.sampler = graph_sampler
