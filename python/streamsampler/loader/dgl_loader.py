@@ -147,6 +147,9 @@ class DataLoader(NodeLoader):
     ``pin_memory=False``. ``device_features`` (None: automatic): the
     feature store held on a CUDA ``device`` and ``feat``/``label``
     gathered there (see :class:`~streamsampler.loader.NodeLoader`).
+    ``fresh`` (None: automatic): a ``shuffle=False`` loader over a small
+    node set samples by random reads, the same blocks bit for bit (see
+    :class:`~streamsampler.loader.NodeLoader`).
 
     With an edge-prediction sampler (``as_edge_prediction_sampler``),
     ``indices`` are edge ids and the loader is a
@@ -164,7 +167,7 @@ class DataLoader(NodeLoader):
                  seed: Optional[int] = None, prefetch: Optional[int] = None, server_args: Sequence[str] = (),
                  binary: Optional[PathArg] = None, pin_memory: Optional[bool] = None,
                  delta: Union[bool, DeltaTransfer, None] = False, device_features: Optional[bool] = None,
-                 **kwargs: Any) -> None:
+                 fresh: Optional[bool] = None, **kwargs: Any) -> None:
         graph_sampler = as_sampler(graph_sampler)
         ignored = {"num_workers", "use_uva", "use_ddp", "ddp_seed", "use_prefetch_thread", "use_alternate_streams",
                    "pin_prefetcher", "persistent_workers"}
@@ -176,7 +179,7 @@ class DataLoader(NodeLoader):
                          self._to_blocks, replace=graph_sampler.replace, seed=seed, prefetch=prefetch,
                          server_args=server_args, binary=binary,
                          device=device if device is not None else graph_sampler.output_device,
-                         pin_memory=pin_memory, delta=delta, device_features=device_features)
+                         pin_memory=pin_memory, delta=delta, device_features=device_features, fresh=fresh)
 
     def _to_blocks(self, batch: Batch) -> Tuple[Any, Any, List[Any]]:
         """A minibatch as DGL's ``(input_nodes, output_nodes, blocks)``, on
