@@ -561,6 +561,16 @@ class DglLinkLoader(unittest.TestCase):
                 self.assertEqual(args[args.index("--exclude") + 1], "reverse_id")
                 np.testing.assert_array_equal(np.load(args[args.index("--train-edges") + 1]),
                                               self.edge_index[:, eids])
+                # --train-eids: each training pair's stored edge (u in v's row).
+                stored = np.load(args[args.index("--train-eids") + 1])
+                row = np.repeat(np.arange(self.n), np.diff(indptr))
+                np.testing.assert_array_equal(np.stack([indices[stored], row[stored]]), self.edge_index[:, eids])
+                # serve takes --train-edges instead of --train (not both).
+                from streamsampler.loader.link_loader import _LinkLocalServer
+                cmd = _LinkLocalServer(self.graph, np.arange(3), [2], 32, binary=self.ss, extra_args=args).args()
+                self.assertNotIn("--train", cmd)
+                self.assertIn("--train-edges", cmd)
+                self.assertEqual(cmd[cmd.index("--batch-size") + 1], "32")
                 fake = FakeLinkClient(indptr, indices, self.n, FANOUTS, self.edge_index[:, eids], 32, seed=2,
                                       mode="none" if k is None else "triplet", amount=float(k or 0))
                 lo._client = fake

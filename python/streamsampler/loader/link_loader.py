@@ -66,7 +66,7 @@ from ..convert import EDGE_SPLIT_SUFFIX, load_edge_perm, load_edge_split
 from ..featstore import FeatureStore
 from ..graph import read_csr
 from ..link import NEG_BINARY, NEG_NONE, NEG_TRIPLET
-from ..local import env_int
+from ..local import LocalServer, env_int
 from ..optional import require
 from ..typing import GraphSource, PathArg
 from .base import EpochLoader
@@ -176,8 +176,9 @@ class LinkStream:
 
     def __init__(self, edges: npt.NDArray[np.int64], batch_size: int, drop_last: bool, semantics: str, mode: str,
                  amount: float, exclude: Optional[str], reverse_eids: Optional[npt.NDArray[np.int64]],
-                 edges_file: Optional[str]) -> None:
+                 edges_file: Optional[str], eids: Optional[npt.NDArray[np.int64]] = None) -> None:
         self.edges = edges
+        self.eids = eids
         self.batch_size = batch_size
         self.drop_last = drop_last
         self.semantics = semantics
@@ -192,6 +193,8 @@ class LinkStream:
         return ((self.batch_size, self.drop_last, self.semantics, self.mode, self.amount, self.exclude) ==
                 (o.batch_size, o.drop_last, o.semantics, o.mode, o.amount, o.exclude)
                 and np.array_equal(self.edges, o.edges)
+                and (self.eids is None) == (o.eids is None)
+                and (self.eids is None or o.eids is None or np.array_equal(self.eids, o.eids))
                 and (self.reverse_eids is None) == (o.reverse_eids is None)
                 and (self.reverse_eids is None or o.reverse_eids is None
                      or np.array_equal(self.reverse_eids, o.reverse_eids)))
@@ -203,6 +206,12 @@ class LinkStream:
             path = os.path.join(tmp, "train_edges.npy")
             np.save(path, self.edges)
         args = ["--train-edges", path, "--neg-sampling", self.mode]
+        if self.eids is not None:
+            # Each pair's stored edge id (serve --train-eids): what
+            # exclusion goes by, exact also where a pair is stored twice.
+            eids = os.path.join(tmp, "train_eids.npy")
+            np.save(eids, self.eids)
+            args += ["--train-eids", eids]
         if self.mode != NEG_NONE:
             args += ["--neg-amount", repr(self.amount)]
         if self.exclude is not None:
@@ -212,6 +221,37 @@ class LinkStream:
             np.save(rev, self.reverse_eids)
             args += ["--reverse-eids", rev]
         return args
+
+
+class _LinkLocalServer(LocalServer):
+    """``streamsampler serve`` of a link training stream: its flags name
+    training edges, and serve takes training nodes or edges, not both
+    (the ``--train`` LocalServer writes is left out)."""
+
+    def args(self) -> List[str]:
+        a = super().args()
+        i = a.index("--train")
+        return a[:i] + a[i + 2:]
+
+
+class _LinkSharedServer(SharedServer):
+    """A :class:`SharedServer` whose process is a :class:`_LinkLocalServer`
+    (the node loaders' start, the same flags, without ``--train``)."""
+
+    def start(self, fallback: npt.NDArray[np.int64]) -> LocalServer:
+        with self._lock:
+            if self.local is not None:
+                return self.local
+            t = self.training
+            assert t is not None
+            args = ["--semantics", t.semantics] + (["--edge-ids"] if EDGE_IDS else []) + \
+                (["--drop-last"] if t.drop_last else [])
+            if self.rows:
+                args.append("--features")
+            self.local = _LinkLocalServer(self.graph, np.unique(t.nodes), self.fanouts, t.batch_size, seed=self.seed,
+                                          replace=self.replace, binary=self.binary,
+                                          extra_args=args + self.server_args).start()
+            return self.local
 
 
 class _LinkServer:
@@ -225,9 +265,10 @@ class _LinkServer:
         self.stream = stream
         self.seed = seed
         self.tmp = tempfile.mkdtemp(prefix="streamsampler-link-")
-        self.server = SharedServer(graph, fanouts, replace, seed, list(server_args) + stream.server_args(self.tmp),
-                                   binary, rows=rows)
-        # serve takes --train nodes beside --train-edges: the endpoints.
+        self.server = _LinkSharedServer(graph, fanouts, replace, seed,
+                                        list(server_args) + stream.server_args(self.tmp), binary, rows=rows)
+        # The batch size, drop_last and semantics of the stream; its nodes
+        # (the endpoints) are not passed (--train-edges stands for --train).
         self.server.training = TrainingStream(np.unique(stream.edges), stream.batch_size, stream.drop_last,
                                               stream.semantics)
         self.server.users = 0
@@ -287,7 +328,9 @@ class LinkLoader(EpochLoader):
     ``shuffle=False`` serves them as a link split of the graph's server
     (``Client.link_split``: in order, each once). ``edges_file``: a file of
     the same edges for the server to read (a graph's edge split), else
-    they are written to a temporary one. Each raw minibatch is a
+    they are written to a temporary one; ``eids``: each edge's stored edge
+    id (its position in the CSR; ``serve --train-eids``), which exclusion
+    goes by; ``reverse_eids``: each stored edge's reverse's stored id. Each raw minibatch is a
     :class:`~streamsampler.Batch` with ``link`` set; ``transform`` maps it
     to what ``iter`` yields.
     """
@@ -296,7 +339,7 @@ class LinkLoader(EpochLoader):
                  shuffle: bool, drop_last: bool, semantics: str, transform: Optional[Callable[[Batch], Any]],
                  mode: str = NEG_NONE, amount: float = 0.0, exclude: Optional[str] = None,
                  reverse_eids: Optional[npt.NDArray[np.int64]] = None, edges_file: Optional[str] = None,
-                 replace: bool = False, seed: Optional[int] = None, prefetch: Optional[int] = None, depth: int = 4,
+                 eids: Optional[npt.NDArray[np.int64]] = None, replace: bool = False, seed: Optional[int] = None, prefetch: Optional[int] = None, depth: int = 4,
                  server_args: Sequence[str] = (), binary: Optional[PathArg] = None, device: Any = None,
                  pin_memory: Optional[bool] = None) -> None:
         who = type(self).__name__
@@ -325,7 +368,7 @@ class LinkLoader(EpochLoader):
         self.mode, self.amount = mode, float(amount)
         self.seed = int(seed) if seed is not None else default_seed()
         stream = LinkStream(edges, self.batch_size, self.drop_last, semantics, mode, self.amount, exclude,
-                            reverse_eids, edges_file) if self.shuffle else None
+                            reverse_eids, edges_file, eids) if self.shuffle else None
         if not self.shuffle and exclude is not None:
             raise NotImplementedError("%s: exclude= applies to the training stream (shuffle=True); an evaluation "
                                       "split excludes nothing" % who)
@@ -848,11 +891,18 @@ class LinkDataLoader(LinkLoader):
         rev = None
         if graph_sampler.reverse_eids is not None:
             rev = self._stored_reverse(g, graph_sampler.reverse_eids, all_edges.shape[1])
+        perm = load_edge_perm(g)
+        stored = ids
+        if perm is not None:  # DGL's edge id -> the stored edge's position
+            inv = np.empty(all_edges.shape[1], np.int64)
+            inv[np.asarray(perm)] = np.arange(all_edges.shape[1], dtype=np.int64)
+            stored = inv[ids]
         k = graph_sampler.k
         super().__init__(g, graph_sampler.sampler.hop_fanouts, batch_size, np.ascontiguousarray(all_edges[:, ids]),
                          shuffle, drop_last, "dgl", self._to_graphs,
                          mode=NEG_NONE if k is None else NEG_TRIPLET, amount=0.0 if k is None else float(k),
-                         exclude=graph_sampler.exclude, reverse_eids=rev, replace=graph_sampler.sampler.replace,
+                         exclude=graph_sampler.exclude, reverse_eids=rev, eids=stored,
+                         replace=graph_sampler.sampler.replace,
                          seed=seed, prefetch=prefetch, server_args=server_args, binary=binary,
                          device=device if device is not None else graph_sampler.output_device, pin_memory=pin_memory)
 
