@@ -294,6 +294,28 @@ class Example(unittest.TestCase):
         self.assertTrue(all(len(rec["neg_src"]) == len(rec["input_id"]) for rec in train.log))
 
 
+    def test_streamsampler_path_live(self):
+        """The --loader streamsampler path against a real server (skipped
+        where serve has no link prediction)."""
+        try:
+            import scipy  # noqa: F401
+        except ImportError:
+            self.skipTest("Cora needs scipy")
+        import shutil
+        import tempfile
+
+        from tests.test_link_loader import link_server
+        tmp = tempfile.mkdtemp(prefix="ss-link-example-live-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        ss, ck = link_server(tmp)
+        with ExampleModules() as (ex, _):
+            with contextlib.redirect_stdout(io.StringIO()):
+                r = ex.main(["--root", TESTDATA, "--loader", "streamsampler", "--epochs", "2", "--seed", "1",
+                             "--device", "cpu", "--chunkify", ck, "--binary", ss])
+        self.assertEqual(r["loader"], "streamsampler")
+        self.assertGreater(r["test_auc"], 0.5)
+
+
 class Runner(unittest.TestCase):
     def test_summary(self):
         sys.path.insert(0, os.path.join(REPO, "bench"))
