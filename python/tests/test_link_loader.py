@@ -442,6 +442,27 @@ class Refused(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "k"):
             Uniform(0)
 
+    def test_dgl_own_samplers_recognised(self):
+        """DGL's as_edge_prediction_sampler result, NeighborSampler and
+        negative_sampler.Uniform (stand-ins with DGL's module names and
+        attributes) become ours."""
+        from streamsampler.loader.link_loader import EdgePredictionSampler, as_link_sampler
+
+        def dgl_class(name, module, **attrs):
+            return type(name, (), dict(attrs, __module__=module))()
+        ns = dgl_class("NeighborSampler", "dgl.dataloading.neighbor_sampler", fanouts=[5, 3], replace=False,
+                       edge_dir="in", prob=None, mask=None)
+        neg = dgl_class("Uniform", "dgl.dataloading.negative_sampler", k=4)
+        eps = dgl_class("EdgePredictionSampler", "dgl.dataloading.base", sampler=ns, exclude="self",
+                        reverse_eids=None, reverse_etypes=None, negative_sampler=neg)
+        got = as_link_sampler(eps)
+        self.assertIsInstance(got, EdgePredictionSampler)
+        self.assertEqual((got.sampler.fanouts, got.exclude, got.k), ([5, 3], "self", 4))
+        self.assertIsNone(as_link_sampler(ns))
+        mine = as_edge_prediction_sampler(ns)
+        self.assertIs(as_link_sampler(mine), mine)
+        self.assertIsNone(mine.k)
+
 
 @unittest.skipIf(torch is None, "needs torch")
 class DglLinkArrays(unittest.TestCase):

@@ -157,9 +157,10 @@ class DataLoader(NodeLoader):
     ``DataLoader`` serves both)."""
 
     def __new__(cls, graph: GraphSource, indices: Any, graph_sampler: Any, *args: Any, **kwargs: Any) -> Any:
-        from .link_loader import EdgePredictionSampler, LinkDataLoader
-        if isinstance(graph_sampler, EdgePredictionSampler):
-            return LinkDataLoader(graph, indices, graph_sampler, *args, **kwargs)
+        from .link_loader import LinkDataLoader, as_link_sampler
+        link = as_link_sampler(graph_sampler)  # ours or DGL's as_edge_prediction_sampler
+        if link is not None:
+            return LinkDataLoader(graph, indices, link, *args, **kwargs)
         return super().__new__(cls)
 
     def __init__(self, graph: GraphSource, indices: Optional[Nodes], graph_sampler: Any,

@@ -74,7 +74,7 @@ from .servers import EDGE_IDS, SharedServer, TrainingStream, acquire, release
 from .utils import check_fanouts, default_seed, graph_dir, graph_num_nodes
 
 __all__ = ["EdgePredictionSampler", "LinkDataLoader", "LinkLoader", "LinkNeighborLoader", "Uniform",
-           "as_edge_prediction_sampler", "dgl_link_arrays", "graph_edge_index", "neg_sampling_args",
+           "as_edge_prediction_sampler", "as_link_sampler", "dgl_link_arrays", "graph_edge_index", "neg_sampling_args",
            "pyg_link_arrays"]
 
 #: PyG's DataLoader arguments that mean nothing here (the server samples,
@@ -751,6 +751,24 @@ class EdgePredictionSampler:
     def output_device(self) -> Any:
         """The node sampler's ``output_device``."""
         return self.sampler.output_device
+
+
+def as_link_sampler(graph_sampler: Any) -> Optional[EdgePredictionSampler]:
+    """``graph_sampler`` as an :class:`EdgePredictionSampler`: ours as it
+    is, DGL's own (``dgl.dataloading.as_edge_prediction_sampler``'s,
+    recognised by class name and module) rebuilt from its ``sampler``,
+    ``exclude``, ``reverse_eids``, ``reverse_etypes`` and
+    ``negative_sampler`` (refusing what ours refuses); None for anything
+    else (a node sampler)."""
+    if isinstance(graph_sampler, EdgePredictionSampler):
+        return graph_sampler
+    cls = type(graph_sampler)
+    if cls.__module__.split(".")[0] == "dgl" and cls.__name__ == "EdgePredictionSampler":
+        g = graph_sampler
+        return EdgePredictionSampler(getattr(g, "sampler"), getattr(g, "exclude", None),
+                                     getattr(g, "reverse_eids", None), getattr(g, "reverse_etypes", None),
+                                     getattr(g, "negative_sampler", None))
+    return None
 
 
 def as_edge_prediction_sampler(sampler: Any, exclude: Optional[str] = None, reverse_eids: Any = None,
