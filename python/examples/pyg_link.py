@@ -112,13 +112,15 @@ def auc(scores, labels):
 
 def make_loaders(which, train_data, val_data, test_data, graphs, cfg):
     """The script's loaders: the only lines that differ between the two."""
+    kw = dict(num_neighbors=cfg["fanouts"], batch_size=cfg["batch_size"])
     if which == "streamsampler":
         from streamsampler.pyg import LinkNeighborLoader
         g_train, g_val, g_test = graphs["train"], graphs["train"], graphs["test"]
     else:
         from reference_link_loader import LinkNeighborLoader
         g_train, g_val, g_test = train_data, val_data, test_data
-    kw = dict(num_neighbors=cfg["fanouts"], batch_size=cfg["batch_size"])
+        if which == "reference-per-epoch":  # a diagnostic: the reference with streamsampler's one sample per epoch
+            kw["per_epoch_samples"] = True
     train = LinkNeighborLoader(g_train, edge_label_index=train_data.edge_label_index,
                                edge_label=train_data.edge_label, neg_sampling="binary", shuffle=True, **kw)
     val = LinkNeighborLoader(g_val, edge_label_index=val_data.edge_label_index, edge_label=val_data.edge_label, **kw)
@@ -186,13 +188,21 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", required=True, help="raw datasets (a checkout's testdata/)")
     ap.add_argument("--dataset", default="cora")
-    ap.add_argument("--loader", choices=("streamsampler", "reference"), default="streamsampler")
+    ap.add_argument("--loader", choices=("streamsampler", "reference", "reference-per-epoch"), default="streamsampler",
+                    help="reference-per-epoch: the reference with one sample per node per epoch and hop (a diagnostic)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--epochs", type=int, default=CONFIG["epochs"])
     ap.add_argument("--device", default=None, help="default: cuda where available, else cpu")
     ap.add_argument("--binary", default=None, help="streamsampler executable ($STREAMSAMPLER_BIN)")
     ap.add_argument("--chunkify", default=None, help="chunkify executable ($STREAMSAMPLER_CHUNKIFY)")
+    ap.add_argument("--stand-in-pyg", action="store_true",
+                    help="without torch_geometric: python/tests' plain-torch SAGEConv, Data and RandomLinkSplit "
+                         "stand-ins (not PyG's split: figures are indicative only)")
     args = ap.parse_args(argv)
+    if args.stand_in_pyg:
+        sys.path.insert(0, os.path.join(os.path.dirname(HERE)))
+        from tests.test_link_example import fake_modules
+        sys.modules.update(fake_modules())
     if args.binary:
         os.environ["STREAMSAMPLER_BIN"] = os.path.abspath(args.binary)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))

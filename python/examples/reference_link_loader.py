@@ -27,6 +27,13 @@ sampler/base.py ``NegativeSampling``):
 * the ``Data`` carries ``n_id``, ``e_id``, ``edge_index``, ``x``, ``y``,
   ``input_id``, ``num_sampled_nodes``, ``num_sampled_edges`` and the link
   fields (no ``batch_size``: PyG's link loader sets none).
+
+``per_epoch_samples=True`` (not PyG's; a diagnostic) draws one sample per
+node per epoch and hop instead, streamsampler's semantics (DESIGN §4):
+each ``iter()`` draws a rank for every stored edge and hop, and a node's
+samples are its first k by rank in every minibatch of the epoch; the rest
+(shuffle, negatives) is unchanged. Comparing it with the default tells
+how much of a difference from streamsampler comes from that.
 """
 
 import math
@@ -34,6 +41,18 @@ import math
 import torch
 
 from reference_loader import NeighborLoader
+
+
+class _EpochSampler(NeighborLoader):
+    """The node sampler with one sample per node per epoch and hop: the
+    ranks of an epoch are drawn once for every stored edge and hop."""
+
+    def new_epoch(self):
+        e = self.col.numel()
+        self.epoch_ranks = [torch.rand(e, generator=self.g) for _ in self.fanouts]
+
+    def ranks(self, pos, hop):
+        return self.epoch_ranks[hop][pos]
 
 
 def _neg_sampling(neg_sampling, neg_sampling_ratio):
@@ -64,10 +83,13 @@ class LinkNeighborLoader:
     in-memory ``Data`` (its ``edge_index`` is sampled)."""
 
     def __init__(self, data, num_neighbors, edge_label_index=None, edge_label=None, neg_sampling=None,
-                 neg_sampling_ratio=None, batch_size=1, shuffle=False, drop_last=False, generator=None, **kwargs):
+                 neg_sampling_ratio=None, batch_size=1, shuffle=False, drop_last=False, generator=None,
+                 per_epoch_samples=False, **kwargs):
         if generator is None:  # the node samples from torch's generator too, so manual_seed fixes them
             generator = torch.Generator().manual_seed(int(torch.randint(0, 2**62, (1,))))
-        self.nodes = NeighborLoader(data, num_neighbors, batch_size=batch_size, generator=generator)
+        self.nodes = (_EpochSampler if per_epoch_samples else NeighborLoader)(data, num_neighbors,
+                                                                              batch_size=batch_size,
+                                                                              generator=generator)
         self.data = data
         self.edge_label_index = data.edge_index if edge_label_index is None else edge_label_index
         self.mode, self.amount = _neg_sampling(neg_sampling, neg_sampling_ratio)
@@ -83,6 +105,8 @@ class LinkNeighborLoader:
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def __iter__(self):
+        if isinstance(self.nodes, _EpochSampler):
+            self.nodes.new_epoch()
         n = self.edge_label_index.size(1)
         idx = torch.randperm(n) if self.shuffle else torch.arange(n)
         for i in range(len(self)):

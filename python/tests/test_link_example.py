@@ -207,6 +207,38 @@ class ReferenceLinkLoader(unittest.TestCase):
             self.assertTrue(all(torch.equal(x[0], y[0]) and torch.equal(x[1], y[1]) for x, y in zip(a, b)))
             self.assertFalse(all(torch.equal(x[0], y[0]) for x, y in zip(a, c)))
 
+    def test_per_epoch_samples(self):
+        """per_epoch_samples=True: a node's sampled in-edges are the same in
+        every minibatch of an epoch and change between epochs; the default
+        draws afresh per minibatch."""
+        with ExampleModules() as (_, ref):
+            data = self.graph(sys.modules["torch_geometric.data"].Data)
+
+            def samples(lo):
+                out = []
+                for _ in range(2):
+                    seen = {}
+                    for b in lo:
+                        dst = b.n_id[b.edge_index[1]].tolist()
+                        for v, e in zip(dst, b.e_id.tolist()):
+                            seen.setdefault(v, {}).setdefault(b.input_id[0].item(), set()).add(e)
+                    out.append(seen)
+                return out
+            torch.manual_seed(0)
+            per_epoch = samples(ref.LinkNeighborLoader(data, [2], neg_sampling="binary", batch_size=50, shuffle=True,
+                                                       per_epoch_samples=True))
+            torch.manual_seed(0)
+            fresh = samples(ref.LinkNeighborLoader(data, [2], neg_sampling="binary", batch_size=50, shuffle=True))
+
+            def consistent(seen):
+                multi = [v for v in seen.values() if len(v) > 1]
+                return len(multi) > 10 and all(len({frozenset(s) for s in v.values()}) == 1 for v in multi)
+            self.assertTrue(consistent(per_epoch[0]) and consistent(per_epoch[1]))
+            self.assertFalse(consistent(fresh[0]))
+            first = {v: next(iter(s.values())) for v, s in per_epoch[0].items()}
+            second = {v: next(iter(s.values())) for v, s in per_epoch[1].items()}
+            self.assertTrue(any(first[v] != second[v] for v in first.keys() & second.keys()))
+
     def test_negatives_uniform(self):
         """Chi-square of the binary negatives' endpoints over 20 node bins."""
         from scipy.stats import chisquare
