@@ -51,8 +51,7 @@ type Graph struct {
 // Open opens the heterogeneous graph in dir: hetero.json (ErrNoManifest,
 // ErrBadManifest), then every relation's directory (chunkfmt.Open: its
 // manifest, chunks.info, file size and chunk headers), each checked
-// against hetero.json: the same fingerprint, in-edges (options.reverse),
-// num_nodes = max(count(src), count(dst)), and no edges in a chunk that
+// against hetero.json: the same fingerprint, num_nodes = max(count(src), count(dst)), and no edges in a chunk that
 // holds only rows past count(dst). Errors name the relation and the file.
 // Verify checks every id.
 func Open(dir string) (*Graph, error) {
@@ -83,9 +82,6 @@ func checkRelation(m *Manifest, r *Relation, rm *chunkfmt.Manifest) error {
 	if fp := rm.Fingerprint(); fp != r.Graph {
 		return fmt.Errorf("%w: %s: relation %s: %d nodes, %d edges, %d chunks (chunk CRCs %08x); %s records %d nodes, %d edges, %d chunks (chunk CRCs %08x): the relation was replaced after the graph was built; build the graph again",
 			ErrMismatch, file, r, fp.NumNodes, fp.NumEdges, fp.Chunks, fp.ChunkCRCs, ManifestFile, r.Graph.NumNodes, r.Graph.NumEdges, r.Graph.Chunks, r.Graph.ChunkCRCs)
-	}
-	if !rm.Options.Reverse {
-		return fmt.Errorf("%w: %s: relation %s: options.reverse is false: a relation stores in-edges (row = dst node, entries = src nodes)", ErrMismatch, file, r)
 	}
 	nd := m.Count(r.Dst)
 	for i, c := range rm.Chunks {

@@ -422,7 +422,14 @@ func (b *builder) readOpts(bar *progress.Bar, name string) ReadOptions {
 	if n == "-" {
 		n = "stdin"
 	}
-	return ReadOptions{Format: b.o.Format, NumNodes: b.o.NumNodes, Progress: bar, Name: n, DropBehind: b.dropInput}
+	o := ReadOptions{Format: b.o.Format, NumNodes: b.o.NumNodes, Progress: bar, Name: n, DropBehind: b.dropInput}
+	if b.o.Columns != nil {
+		// Each column has its own bound, checked in pass 1 with a message
+		// that names its node type; the reader's one bound would name
+		// neither.
+		o.NumNodes = 0
+	}
+	return o
 }
 
 // needsSpool: text is parsed once and compressed input decompressed once;
