@@ -40,13 +40,26 @@ func newInfoCmd() *cobra.Command {
 	var graph graphDirArg
 	cmd := &cobra.Command{
 		Use:   "info DIR | --graph DIR",
-		Short: "Describe a graph directory: nodes, edges, chunks, degrees, options",
+		Short: "Describe a graph directory: nodes, edges, chunks, degrees, options (per relation of a heterogeneous one)",
 		Example: `  chunkify info out/email
   chunkify info --graph out/email --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := graph.dir(cmd, args)
 			if err != nil {
 				return err
+			}
+			if isHetero(dir) {
+				hi, err := readHeteroInfo(dir)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					return enc.Encode(hi)
+				}
+				printHeteroInfo(cmd.OutOrStdout(), hi)
+				return nil
 			}
 			info, err := readInfo(dir)
 			if err != nil {
