@@ -187,7 +187,7 @@ func checkIDs(ctx context.Context, m *Manifest, r *Relation, rg *chunkfmt.Graph)
 			for k, u := range nb {
 				if u >= ns {
 					return &DefectError{File: file, Relation: r.String(), Chunk: i, Node: int64(v),
-						What: fmt.Sprintf("neighbor %d (its %d-th): src id %d is not below the %d %s nodes", k, k, u, ns, r.Src)}
+						What: fmt.Sprintf("position %d: src id %d is not below the %d %s nodes", k, u, ns, r.Src)}
 				}
 			}
 		}

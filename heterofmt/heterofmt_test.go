@@ -195,7 +195,7 @@ func TestTypedBounds(t *testing.T) {
 		t.Fatalf("Open checks no ids: %v", err)
 	}
 	err := Verify(context.Background(), dir)
-	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "row 2: neighbor 1") || !strings.Contains(err.Error(), "src id 3 is not below the 3 author nodes") {
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "row 2: position 1: src id 3") || !strings.Contains(err.Error(), "src id 3 is not below the 3 author nodes") {
 		t.Fatalf("Verify: %v", err)
 	}
 	// 5 authors, 2 papers: row 3 is padding but has an edge.

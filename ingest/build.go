@@ -67,7 +67,8 @@ type BuildOptions struct {
 	Columns *ColumnBounds
 
 	// gens are inputs generated in memory (BuildHetero's typed R-MAT),
-	// read after the named inputs; each is generated anew on each pass.
+	// read after the named inputs: generated in pass 1 and spooled for
+	// pass 2, as a compressed input is.
 	gens []generated
 }
 
@@ -465,7 +466,11 @@ func (b *builder) readEdges(total int64) error {
 			return err
 		}
 		in.format = r.Format()
-		in.spooled = in.gen == nil && needsSpool(in.path, r.Format())
+		// A generated input is spooled like a compressed one: pass 2
+		// reads its pairs back (8 bytes an edge, sequentially) rather
+		// than generating them again, which costs more CPU than the
+		// disk's sequential rate costs time.
+		in.spooled = in.gen != nil || needsSpool(in.path, r.Format())
 		if in.spooled && b.spool == nil {
 			f, err := os.Create(filepath.Join(b.tmp, "edges.spool"))
 			if err != nil {

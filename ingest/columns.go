@@ -79,8 +79,7 @@ func textLineOf(path, name string, rec int64) int64 {
 }
 
 // generated is an input made in memory, not read from a file: a
-// generator whose edges are a pure function of its parameters, so that
-// each pass generates them anew instead of spooling them.
+// generator, read once by pass 1, which spools its pairs for pass 2.
 type generated struct {
 	name  string
 	edges int64

@@ -378,6 +378,24 @@ func TestTypedRMAT(t *testing.T) {
 	if err := heterofmt.Verify(context.Background(), filepath.Join(dir, "a")); err != nil {
 		t.Fatal(err)
 	}
+	// The same graph written as edge lists and built from them.
+	rels, err := WriteTypedEdgeLists(context.Background(), filepath.Join(dir, "lists"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := ReadNodeDict(filepath.Join(dir, "lists", "num-node-dict.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := BuildHetero(context.Background(), filepath.Join(dir, "f"), HeteroOptions{NodeTypes: types, Relations: rels, Build: BuildOptions{ChunkSize: 1 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.Manifest.Relations {
+		if f.Manifest.Relations[i].Graph != a.Manifest.Relations[i].Graph {
+			t.Errorf("relation %s: built from its edge list differs from generated in the build", f.Relations[i].Relation)
+		}
+	}
 	// Any number of workers gives the same edges, and they are skewed:
 	// the busiest dst of cites has many times the mean in-degree.
 	g := newTypedGen(&o, 2)

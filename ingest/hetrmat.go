@@ -1,16 +1,23 @@
 package ingest
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/heterofmt"
+	"github.com/streamsampler/streamsampler/internal/atomicfile"
 )
 
 // TypedRelation is one relation of a typed graph to generate: its
@@ -297,5 +304,71 @@ func (s *blockSource) Close() error {
 		}()
 		s.wg.Wait()
 	})
+	return nil
+}
+
+// WriteTypedEdgeLists writes the typed graph o as edge lists instead of a
+// graph directory: each relation's (src id, dst id) pairs as little-endian
+// uint32 pairs in dir/SRC___REL___DST.bin32, and the node types as
+// dir/num-node-dict.csv (OGB's layout: a header of type names, a line of
+// counts), each file atomically. What chunkify build --relation reads:
+// the input of a build from files, for benchmarks.
+func WriteTypedEdgeLists(ctx context.Context, dir string, o TypedRMATOptions) ([]RelationInput, error) {
+	if err := o.normalize(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("typed rmat: %w", err)
+	}
+	var names, counts []string
+	for _, t := range o.NodeTypes {
+		names, counts = append(names, t.Name), append(counts, strconv.FormatUint(uint64(t.Count), 10))
+	}
+	dict := strings.Join(names, ",") + "\n" + strings.Join(counts, ",") + "\n"
+	if err := atomicfile.WriteFile(filepath.Join(dir, "num-node-dict.csv"), []byte(dict), 0o644); err != nil {
+		return nil, fmt.Errorf("typed rmat: %w", err)
+	}
+	var rels []RelationInput
+	for i, r := range o.Relations {
+		path := filepath.Join(dir, heterofmt.Key(r.Src, r.Rel, r.Dst)+".bin32")
+		if err := writeRelationFile(ctx, path, newTypedGen(&o, i)); err != nil {
+			return nil, err
+		}
+		rels = append(rels, RelationInput{Src: r.Src, Rel: r.Rel, Dst: r.Dst, Inputs: []string{path}})
+	}
+	return rels, nil
+}
+
+func writeRelationFile(ctx context.Context, path string, g *typedGen) error {
+	f, err := atomicfile.Create(path, 0o644)
+	if err != nil {
+		return fmt.Errorf("typed rmat: %w", err)
+	}
+	defer f.Abort()
+	bw := bufio.NewWriterSize(f, 4<<20)
+	src := g.source()
+	defer src.Close()
+	buf := make([]byte, 0, 8*rmatBlock)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p, err := src.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := bw.Write(encodePairs(p, FormatBin32, buf[:0])); err != nil {
+			return fmt.Errorf("typed rmat: writing %s: %w", path, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("typed rmat: writing %s: %w", path, err)
+	}
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("typed rmat: %w", err)
+	}
 	return nil
 }

@@ -158,6 +158,7 @@ func heteroSummaryLine(s *ingest.HeteroSummary) string {
 func newHeteroGenCmd() *cobra.Command {
 	var (
 		preset, out, chunkSize, memory, selfLoops string
+		edgeLists                                 string
 		edges                                     int64
 		seed                                      uint64
 		addReverse, dedup, force, quiet, asJSON   bool
@@ -171,20 +172,39 @@ types paper, author, institution; relations (author, writes, paper),
 MAG240M's shares of the edges and its average degrees — scaled to --edges
 edges in all, and builds it into a heterogeneous graph directory as
 chunkify build does (no edge list in between: each relation's edges are
-generated on every core, once for each of the build's two reads). The
-graph is a pure function of --preset, --edges and --seed.`,
+generated on every core as the build's first pass reads them, and
+spooled, as a compressed input is, for its second). The
+graph is a pure function of --preset, --edges and --seed.
+
+--edge-lists DIR writes the same graph as edge lists instead, one
+DIR/SRC___REL___DST.bin32 per relation (uint32 pairs: src id, dst id) and
+DIR/num-node-dict.csv, the input of chunkify build --relation ...
+--node-types DIR/num-node-dict.csv (a build from files, for benchmarks).`,
 		Example: `  chunkify generate hetero --preset mag240m-like --edges 10000000 --seed 1 -o out/mag-1e7
-  chunkify generate hetero --edges 100000 -o out/small --add-reverse --chunk-size 1MiB -q`,
+  chunkify generate hetero --edges 100000 -o out/small --add-reverse --chunk-size 1MiB -q
+  chunkify generate hetero --edges 10000000 --edge-lists out/mag-1e7-lists`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				return usage.Errorf("generate hetero: -o DIR is required")
+			if (out == "") == (edgeLists == "") {
+				return usage.Errorf("generate hetero: -o DIR is required (or --edge-lists DIR, not both)")
 			}
 			g, err := ingest.Preset(preset, edges)
 			if err != nil {
 				return usage.Errorf("generate hetero: %w", err)
 			}
 			g.Seed = seed
+			if edgeLists != "" {
+				rels, err := ingest.WriteTypedEdgeLists(cmd.Context(), edgeLists, g)
+				if err != nil {
+					return err
+				}
+				if !quiet {
+					for i, r := range rels {
+						fmt.Fprintf(cmd.ErrOrStderr(), "chunkify: wrote %s: (%s, %s, %s), %d edges\n", r.Inputs[0], r.Src, r.Rel, r.Dst, g.Relations[i].Edges)
+					}
+				}
+				return nil
+			}
 			cs, err := parseChunkSize(chunkSize)
 			if err != nil {
 				return err
@@ -215,7 +235,8 @@ graph is a pure function of --preset, --edges and --seed.`,
 	fl.StringVar(&chunkSize, "chunk-size", "512MiB", "chunk size, a multiple of 512 bytes")
 	fl.StringVar(&memory, "memory", "auto", "memory budget of each relation's build, a size such as 8GiB; auto: the memory available")
 	fl.BoolVar(&force, "force", false, "replace an existing output directory once the new graph is complete")
-	fl.StringVarP(&out, "output", "o", "", "output heterogeneous graph directory (required)")
+	fl.StringVarP(&out, "output", "o", "", "output heterogeneous graph directory (required, unless --edge-lists)")
+	fl.StringVar(&edgeLists, "edge-lists", "", "write the relations as bin32 edge lists and num-node-dict.csv into this directory instead of building")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress and no summary line")
 	fl.BoolVar(&asJSON, "json", false, "print a JSON summary on stdout")
 	cmd.MarkFlagRequired("edges")

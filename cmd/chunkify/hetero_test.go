@@ -99,6 +99,7 @@ func TestHeteroRelationFlags(t *testing.T) {
 		{[]string{"generate", "hetero", "-o", out}, "--edges is required"},
 		{[]string{"generate", "hetero", "--edges", "100", "--preset", "imdb", "-o", out}, "preset \"imdb\""},
 		{[]string{"generate", "hetero", "--edges", "100"}, "-o DIR is required"},
+		{[]string{"generate", "hetero", "--edges", "100", "-o", out, "--edge-lists", out}, "not both"},
 	} {
 		_, stderr, code := cli(t, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
