@@ -149,7 +149,13 @@ func Verify(ctx context.Context, dir string) error {
 			continue
 		}
 		fp, _ := m.NodeTypeFingerprint(t.Name)
-		if err := featstore.VerifyFor(ctx, sd, fp); err != nil {
+		err := featstore.VerifyFor(ctx, sd, fp)
+		if errors.Is(err, featstore.ErrNoFeatures) {
+			// No features.json: no store (one whose pack never
+			// finished, as in a homogeneous graph directory).
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("heterofmt: %s: node type %s: %w", FeatureDir(t.Name), t.Name, err)
 		}
 	}

@@ -429,3 +429,44 @@ func TestTypedRMAT(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBuildHeteroCancelled: a build cancelled between relations, or during
+// one, leaves neither the output nor a temporary directory.
+func TestBuildHeteroCancelled(t *testing.T) {
+	o, err := Preset(PresetMAG240M, 400_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, after := range []int{0, 1} {
+		ctx, cancel := context.WithCancel(context.Background())
+		var pr progressCanceller
+		pr.after, pr.cancel = after, cancel
+		oo := o
+		_, err := BuildHetero(ctx, filepath.Join(dir, "g"), HeteroOptions{Generate: &oo, Build: BuildOptions{ChunkSize: 1 << 20, Progress: &pr}})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("after %d relations: err %v, want context.Canceled", after, err)
+		}
+		if names := dirNames(t, dir); len(names) != 0 {
+			t.Fatalf("a cancelled build left %v", names)
+		}
+	}
+}
+
+// progressCanceller cancels the build when the progress line of relation
+// after+1 is written (after = 0: as the first relation starts).
+type progressCanceller struct {
+	after, seen int
+	cancel      func()
+}
+
+func (p *progressCanceller) Write(b []byte) (int, error) {
+	if strings.HasPrefix(string(b), "relation ") {
+		if p.seen == p.after {
+			p.cancel()
+		}
+		p.seen++
+	}
+	return len(b), nil
+}

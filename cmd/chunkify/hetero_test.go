@@ -134,3 +134,43 @@ func TestGenerateHetero(t *testing.T) {
 		t.Fatal(o, e)
 	}
 }
+
+// TestFeaturesNodeType: features --node-type packs one type's store into
+// a heterogeneous directory, which verify then checks; a failed pack
+// leaves no directory behind.
+func TestFeaturesNodeType(t *testing.T) {
+	dir := t.TempDir()
+	g := filepath.Join(dir, "g")
+	w := filepath.Join(dir, "w.csv")
+	os.WriteFile(w, []byte("0,1\n2,0\n"), 0o644)
+	if _, e, code := cli(t, "build", "--node-types", "author=3,paper=2", "--relation", "author,writes,paper="+w, "-o", g, "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	raw := filepath.Join(dir, "x.f32")
+	os.WriteFile(raw, make([]byte, 2*3*4), 0o644) // 2 papers × 3 float32
+	if _, e, code := cli(t, "features", raw, "--dim", "3", "--dtype", "float32", "-o", g, "--node-type", "paper", "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	out, e, code := cli(t, "verify", g)
+	if code != 0 || !strings.Contains(out, "paper 2 × 3 float32") {
+		t.Fatalf("verify: %d %q %q", code, out, e)
+	}
+	_, e, code = cli(t, "features", raw, "--dim", "3", "--dtype", "float32", "-o", g, "--node-type", "author", "-q")
+	if code != 1 || !strings.Contains(e, "node type author (3 nodes)") {
+		t.Fatalf("author: %d %q", code, e)
+	}
+	if _, err := os.Stat(filepath.Join(g, "features", "author")); !os.IsNotExist(err) {
+		t.Errorf("a failed pack left features/author: %v", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"features", raw, "--dim", "3", "--dtype", "float32", "-o", g}, "give --node-type TYPE"},
+		{[]string{"features", raw, "--dim", "3", "--dtype", "float32", "-o", g, "--node-type", "venue"}, "no such node type"},
+	} {
+		if _, e, code := cli(t, tc.args...); code != 2 || !strings.Contains(e, tc.want) {
+			t.Errorf("%v: %d %q", tc.args, code, e)
+		}
+	}
+}
