@@ -210,7 +210,11 @@ func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (su
 	if err != nil {
 		return nil, fmt.Errorf("build: creating a temporary directory next to the output: %w", err)
 	}
-	b := &builder{ctx: ctx, o: o, mem: mem, tmp: tmp, sum: &Summary{Dir: out, Inputs: inputs, ChunkSize: o.ChunkSize, MemoryBudget: mem.budget, StaleRemoved: stale}}
+	names := inputs
+	for _, g := range o.gens {
+		names = append(names[:len(names):len(names)], g.name)
+	}
+	b := &builder{ctx: ctx, o: o, mem: mem, tmp: tmp, sum: &Summary{Dir: out, Inputs: names, ChunkSize: o.ChunkSize, MemoryBudget: mem.budget, StaleRemoved: stale}}
 	installed := false
 	defer func() {
 		b.release()

@@ -305,6 +305,31 @@ func TestBuildOGBRaw(t *testing.T) {
 	}
 }
 
+// TestOGBTripletOrder: triplet-type-list.csv.gz orders the relations,
+// and must list exactly the relation directories.
+func TestOGBTripletOrder(t *testing.T) {
+	dir := t.TempDir()
+	rels := []typedEdges{
+		{"author", "writes", "paper", []uint32{0, 0}},
+		{"paper", "cites", "paper", []uint32{0, 1}},
+	}
+	writeOGBRaw(t, dir, rels, false)
+	raw := filepath.Join(dir, "raw")
+	writeFile(t, raw, "triplet-type-list.csv.gz", gz(t, []byte("paper,cites,paper\nauthor,writes,paper\n")))
+	_, in, _, err := OGBHetero(dir)
+	if err != nil || len(in) != 2 || in[0].Rel != "cites" || in[1].Rel != "writes" {
+		t.Fatalf("%v %v", in, err)
+	}
+	writeFile(t, raw, "triplet-type-list.csv.gz", gz(t, []byte("paper,cites,paper\n")))
+	if _, _, _, err := OGBHetero(dir); err == nil || !strings.Contains(err.Error(), "does not list relations/author___writes___paper") {
+		t.Errorf("err %v", err)
+	}
+	writeFile(t, raw, "triplet-type-list.csv.gz", gz(t, []byte("paper,cites,paper\nauthor,writes,paper\nauthor,reads,paper\n")))
+	if _, _, _, err := OGBHetero(dir); err == nil || !strings.Contains(err.Error(), "triplet-type-list.csv.gz:3: relation (author, reads, paper) has no directory") {
+		t.Errorf("err %v", err)
+	}
+}
+
 func TestOGBRawErrors(t *testing.T) {
 	dir := t.TempDir()
 	raw := filepath.Join(dir, "raw")

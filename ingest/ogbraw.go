@@ -17,11 +17,13 @@ import (
 // variant, as ogbn-mag ships it):
 //
 //	raw/num-node-dict.csv.gz                           header: type names; one row: counts
+//	raw/triplet-type-list.csv.gz                       optional: "src,rel,dst" per relation, their order
 //	raw/relations/SRC___REL___DST/edge.csv.gz          "src,dst" per line, local ids
 //	raw/node-feat/TYPE/node-feat.csv.gz                optional: one row of floats per node
 //	raw/node-label/TYPE/node-label.csv.gz              optional: one label per node
 const (
 	ogbNodeDict  = "num-node-dict.csv.gz"
+	ogbTriplets  = "triplet-type-list.csv.gz"
 	ogbRelations = "relations"
 	ogbEdgeFile  = "edge.csv.gz"
 )
@@ -29,7 +31,9 @@ const (
 // OGBHetero reads the layout of an OGB heterogeneous dataset under dir
 // (the dataset directory holding raw/, or raw/ itself): the node types
 // and counts of num-node-dict.csv.gz, one relation per
-// relations/SRC___REL___DST/edge.csv.gz (in name order), and the
+// relations/SRC___REL___DST/edge.csv.gz (in the order of
+// triplet-type-list.csv.gz where there is one, as OGB's loaders read
+// them, else in name order; each listed relation must exist), and the
 // node-feat/node-label files of the types that have them. Errors name the
 // file and what was expected.
 func OGBHetero(dir string) (types []heterofmt.NodeType, rels []RelationInput, feats []NodeFeatures, err error) {
@@ -62,6 +66,11 @@ func OGBHetero(dir string) (types []heterofmt.NodeType, rels []RelationInput, fe
 	}
 	if len(rels) == 0 {
 		return nil, nil, nil, fmt.Errorf("ogb raw: %s: no relation directories SRC___REL___DST", rdir)
+	}
+	if tp := filepath.Join(raw, ogbTriplets); exists(tp) {
+		if rels, err = orderByTriplets(tp, rels); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	for _, t := range types {
 		f := filepath.Join(raw, "node-feat", t.Name, "node-feat.csv.gz")
@@ -130,4 +139,42 @@ func ReadNodeDict(path string) ([]heterofmt.NodeType, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return ts, nil
+}
+
+// orderByTriplets orders rels as OGB's triplet-type-list.csv.gz lists
+// them (one "src,rel,dst" line each, no header): every listed relation
+// must have its directory, and every directory must be listed.
+func orderByTriplets(path string, rels []RelationInput) ([]RelationInput, error) {
+	s, err := openStream(path, path, nil, false)
+	if err != nil {
+		return nil, fmt.Errorf("ogb raw: %w", err)
+	}
+	defer s.Close()
+	r := csv.NewReader(s.r)
+	r.FieldsPerRecord = 3
+	byKey := map[string]RelationInput{}
+	for _, ri := range rels {
+		byKey[heterofmt.Key(ri.Src, ri.Rel, ri.Dst)] = ri
+	}
+	var out []RelationInput
+	for line := 1; ; line++ {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, &InputError{File: path, Line: int64(line), Msg: fmt.Sprintf("want src,rel,dst: %v", err), Err: ErrSyntax}
+		}
+		k := heterofmt.Key(strings.TrimSpace(rec[0]), strings.TrimSpace(rec[1]), strings.TrimSpace(rec[2]))
+		ri, ok := byKey[k]
+		if !ok {
+			return nil, &InputError{File: path, Line: int64(line), Msg: fmt.Sprintf("relation (%s) has no directory relations/%s with an %s", strings.Join(rec, ", "), k, ogbEdgeFile), Err: ErrFormat}
+		}
+		delete(byKey, k)
+		out = append(out, ri)
+	}
+	for k := range byKey {
+		return nil, &InputError{File: path, Line: -1, Record: -1, Msg: fmt.Sprintf("does not list relations/%s", k), Err: ErrFormat}
+	}
+	return out, nil
 }
