@@ -167,11 +167,11 @@ func BuildHetero(ctx context.Context, out string, o HeteroOptions) (sum *HeteroS
 		}
 		rs, err := buildRelation(ctx, tmp, m, p, o)
 		if err != nil {
-			return nil, fmt.Errorf("build: relation %s: %w", p.String(), err)
+			return nil, fmt.Errorf("relation %s: %w", p.String(), err)
 		}
 		rm, err := chunkfmt.ReadManifest(filepath.Join(tmp, filepath.FromSlash(p.Dir)))
 		if err != nil {
-			return nil, fmt.Errorf("build: relation %s: %w", p.String(), err)
+			return nil, fmt.Errorf("relation %s: %w", p.String(), err)
 		}
 		p.Graph = rm.Fingerprint()
 		m.Relations = append(m.Relations, p.Relation)
