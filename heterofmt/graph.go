@@ -22,6 +22,7 @@ type DefectError struct {
 	What     string
 }
 
+// Error renders "heterofmt: FILE: relation (s, r, d): chunk C: row V: what".
 func (e *DefectError) Error() string {
 	s := "heterofmt: " + e.File + ": "
 	if e.Relation != "" {

@@ -277,6 +277,8 @@ func newBlockSource(n int64, workers int, gen func(b int64, pairs []uint32) []ui
 	return s
 }
 
+// Next returns the next block's pairs, valid until the next call; its
+// previous block's buffer goes back to the workers.
 func (s *blockSource) Next() ([]uint32, error) {
 	if s.prev != nil {
 		select {
@@ -294,6 +296,7 @@ func (s *blockSource) Next() ([]uint32, error) {
 	return j.p, nil
 }
 
+// Close stops the workers and waits for them; safe to call twice.
 func (s *blockSource) Close() error {
 	s.once.Do(func() {
 		close(s.quit)
