@@ -289,7 +289,7 @@ type heteroInfo struct {
 type relationInfo struct {
 	Relation  string     `json:"relation"` // SRC___REL___DST
 	ReverseOf string     `json:"reverse_of,omitempty"`
-	Info      *graphInfo `json:"graph"`
+	Info      *graphInfo `json:"graph"` // degree: in-degrees of the dst type's nodes
 }
 
 func readHeteroInfo(dir string) (*heteroInfo, error) {
@@ -301,9 +301,14 @@ func readHeteroInfo(dir string) (*heteroInfo, error) {
 	m := g.Manifest
 	hi := &heteroInfo{Dir: dir, NodeTypes: m.NodeTypes, NumEdges: m.NumEdges()}
 	for _, r := range m.Relations {
-		ri, err := readInfo(filepath.Join(dir, filepath.FromSlash(r.Dir)))
+		// Degrees over the dst type's nodes, not the padding rows.
+		nd := m.Count(r.Dst)
+		ri, err := readInfoRows(filepath.Join(dir, filepath.FromSlash(r.Dir)), max(nd, 1))
 		if err != nil {
 			return nil, err
+		}
+		if nd == 0 {
+			ri.Degree = degreeStats{} // no dst nodes: every row is padding
 		}
 		hi.Relations = append(hi.Relations, relationInfo{Relation: r.Key(), ReverseOf: r.ReverseOf, Info: ri})
 	}
@@ -322,8 +327,9 @@ func printHeteroInfo(w io.Writer, hi *heteroInfo) {
 		if r.ReverseOf != "" {
 			rev = ", the reverse of " + r.ReverseOf
 		}
-		fmt.Fprintf(w, "relation   %s%s: %d edges, %d rows, %d chunks (%s), in-degree max %d, mean %.2f\n",
-			r.Relation, rev, in.NumEdges, in.NumNodes, in.NumChunks, progress.Bytes(in.FileSize), in.Degree.Max, in.Degree.Mean)
+		d := in.Degree
+		fmt.Fprintf(w, "relation   %s%s: %d edges, %d rows, %d chunks (%s); in-degree of its dst nodes: median %d, mean %.2f, p99 %d, max %d, %d without\n",
+			r.Relation, rev, in.NumEdges, in.NumNodes, in.NumChunks, progress.Bytes(in.FileSize), d.Median, d.Mean, d.P99, d.Max, d.Isolated)
 	}
 }
 
