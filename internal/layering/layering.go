@@ -29,7 +29,8 @@ var Rules = map[string][]string{
 	"chunkfmt": {},
 	// The graph's files and what builds them.
 	"featstore": {"chunkfmt"},
-	"ingest":    {"rng", "chunkfmt", "featstore"},
+	"heterofmt": {"chunkfmt", "featstore"},
+	"ingest":    {"rng", "chunkfmt", "featstore", "heterofmt"},
 	// The sampling devices.
 	"hls":             {"rng", "chunkfmt"},
 	"xrt/xclbin":      {},
