@@ -3,6 +3,8 @@ package rng
 import (
 	"slices"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/internal/chisq"
 )
 
 // TestRelationVectors pins DESIGN §3 "Relations" (the values were checked
@@ -78,5 +80,25 @@ func TestRelationKeysDistinct(t *testing.T) {
 				seen[k] = "relation"
 			}
 		}
+	}
+}
+
+// TestRelationsIndependent: the same node's fanout-1 sample in relation
+// 0 and in relation r (same seed, epoch, layer) are independent and
+// uniform: chi-square over the d×d joint table of the two positions
+// (d²-1 degrees of freedom, 99.9% bound), over many nodes and relations.
+func TestRelationsIndependent(t *testing.T) {
+	const d, trials = 8, 64000
+	counts := make([]float64, d*d)
+	out := make([]int32, 1)
+	for n := uint32(0); n < trials; n++ {
+		r := 1 + n%13
+		Positions(out, d, n, RelationKey(3, 1, 2, 0), false)
+		a := out[0]
+		Positions(out, d, n, RelationKey(3, 1, 2, r), false)
+		counts[int(a)*d+int(out[0])]++
+	}
+	if chi, lim := chisq.Statistic(counts, float64(trials)/(d*d)), chisq.Quantile(d*d-1, chisq.Z999); chi > lim {
+		t.Errorf("chi-square %.1f > %.1f (99.9%%): relation samples are not independent and uniform", chi, lim)
 	}
 }
