@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
@@ -213,11 +214,51 @@ func Open(schema *Schema, dirs []string, opts Options) (_ *Sampler, err error) {
 // SampleEpoch samples the epoch of key from seeds with per-relation
 // fanouts (Sample).
 func (s *Sampler) SampleEpoch(ctx context.Context, seeds []Seeds, fanouts [][]int, key epoch.Key) (*Result, error) {
+	res, _, err := s.SampleEpochStats(ctx, seeds, fanouts, key)
+	return res, err
+}
+
+// Stats describes one heterogeneous epoch: Layers[l][r] is relation r's
+// layer l as its host.Sampler streamed it (nil where the relation was not
+// sampled: fanout 0 or an empty frontier).
+type Stats struct {
+	Layers [][]*host.LayerStats
+	Wall   time.Duration
+}
+
+// BytesRead returns the bytes read from every relation's edges.chunks.
+func (st *Stats) BytesRead() int64 {
+	var n int64
+	for _, layer := range st.Layers {
+		for _, ls := range layer {
+			if ls != nil {
+				n += ls.BytesRead
+			}
+		}
+	}
+	return n
+}
+
+// SampleEpochStats is SampleEpoch returning the epoch's statistics too.
+func (s *Sampler) SampleEpochStats(ctx context.Context, seeds []Seeds, fanouts [][]int, key epoch.Key) (*Result, *Stats, error) {
+	start := time.Now()
+	st := &Stats{}
+	if L, err := s.schema.NumLayers(fanouts); err == nil {
+		st.Layers = make([][]*host.LayerStats, L)
+		for l := range st.Layers {
+			st.Layers[l] = make([]*host.LayerStats, len(s.rels))
+		}
+	}
 	rels := make([]LayerSampler, len(s.rels))
 	for i, hs := range s.rels {
-		rels[i] = hostLayers{hs, s.edges}
+		rels[i] = &hostLayers{s: hs, edges: s.edges, rel: i, st: st}
 	}
-	return Sample(ctx, &s.schema, rels, seeds, fanouts, key)
+	res, err := Sample(ctx, &s.schema, rels, seeds, fanouts, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	st.Wall = time.Since(start)
+	return res, st, nil
 }
 
 // Relation returns relation r's host.Sampler (its statistics, its
@@ -234,18 +275,27 @@ func (s *Sampler) Close() error {
 	return errors.Join(errs...)
 }
 
-// hostLayers samples a relation's layers through its host.Sampler.
+// hostLayers samples relation rel's layers through its host.Sampler,
+// recording each layer's statistics in st.
 type hostLayers struct {
 	s     *host.Sampler
 	edges bool
+	rel   int
+	st    *Stats
 }
 
-func (h hostLayers) SampleLayer(ctx context.Context, layer int, frontier []uint32, fanout int, layerKey uint64, replace bool) (epoch.Layer, error) {
-	ly, _, err := h.s.SampleLayerKeyed(ctx, layer, frontier, fanout, layerKey, replace)
-	return ly, err
+func (h *hostLayers) SampleLayer(ctx context.Context, layer int, frontier []uint32, fanout int, layerKey uint64, replace bool) (epoch.Layer, error) {
+	ly, ls, err := h.s.SampleLayerKeyed(ctx, layer, frontier, fanout, layerKey, replace)
+	if err != nil {
+		return epoch.Layer{}, err
+	}
+	if layer < len(h.st.Layers) {
+		h.st.Layers[layer][h.rel] = ls
+	}
+	return ly, nil
 }
 
-func (h hostLayers) EdgeIDs() bool { return h.edges }
+func (h *hostLayers) EdgeIDs() bool { return h.edges }
 
 // MemoryLayers samples a relation's layers in memory with
 // host.ReferenceLayerKeyed (the oracle; also what Reference uses).

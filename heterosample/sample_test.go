@@ -351,3 +351,49 @@ func TestOpenErrors(t *testing.T) {
 		t.Errorf("typed bound: %v", err)
 	}
 }
+
+// TestStatsAndCancel: the epoch's statistics account for every sampled
+// relation layer (targets = its frontier, slots = its valid samples) and
+// none other; a cancelled context stops the epoch with context.Canceled.
+func TestStatsAndCancel(t *testing.T) {
+	f := academic(200, 300, 5)
+	s, err := Open(f.schema, f.write(t, 1024), Options{Host: host.Options{Devices: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fanouts := [][]int{{2, 0}, {3, epoch.AllNeighbors}, {1, 2}}
+	seeds := []Seeds{{"paper", pick(300, 20, 1)}}
+	res, st, err := s.SampleEpochStats(context.Background(), seeds, fanouts, epoch.Key{Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.BytesRead() == 0 || st.Wall <= 0 {
+		t.Fatalf("stats: %d bytes read, wall %v", st.BytesRead(), st.Wall)
+	}
+	for l, layer := range res.Layers {
+		for r, ly := range layer {
+			ls := st.Layers[l][r]
+			if ly.Fanout == 0 || len(ly.Frontier) == 0 {
+				if ls != nil {
+					t.Fatalf("layer %d relation %d: stats for a layer not sampled", l, r)
+				}
+				continue
+			}
+			var valid int64
+			for _, x := range ly.Samples {
+				if x >= 0 {
+					valid++
+				}
+			}
+			if ls == nil || ls.Targets != len(ly.Frontier) || ls.SampledSlots != valid || ls.Fanout != ly.Fanout {
+				t.Fatalf("layer %d relation %d: stats %+v for %d targets, %d samples", l, r, ls, len(ly.Frontier), valid)
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.SampleEpoch(ctx, seeds, fanouts, epoch.Key{Seed: 4}); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "relation author___writes___paper") {
+		t.Fatalf("cancelled: %v", err)
+	}
+}
