@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -63,9 +64,11 @@ func Sample(ctx context.Context, schema *Schema, rels []LayerSampler, seeds []Se
 		front[t] = slices.Compact(slices.Sorted(slices.Values(s)))
 	}
 	res := &Result{Key: key, Schema: cloneSchema(schema), Fanouts: cloneFanouts(fanouts), Frontiers: [][][]uint32{front}}
+	// parts[t] collects the layer's sample arrays of the relations whose
+	// src type is t: frontier_{l+1}[t] is their union with frontier_l[t].
+	parts := make([][][]int32, len(front))
 	for l := 0; l < L; l++ {
 		layer := make([]epoch.Layer, len(rels))
-		next := slices.Clone(front)
 		for r, rs := range rels {
 			k, fr := fanouts[r][l], front[dst[r]]
 			if k == 0 {
@@ -87,7 +90,12 @@ func Sample(ctx context.Context, schema *Schema, rels []LayerSampler, seeds []Se
 				return nil, fmt.Errorf("heterosample: epoch %d, layer %d (hop %d), relation %s: %w", key.Epoch, l, l+1, rel, err)
 			}
 			layer[r] = ly
-			next[src[r]] = epoch.NextFrontier(next[src[r]], ly.Samples)
+			parts[src[r]] = append(parts[src[r]], ly.Samples)
+		}
+		next := make([][]uint32, len(front))
+		for t := range front {
+			next[t] = unionFrontier(front[t], parts[t], schema.NodeTypes[t].Count)
+			parts[t] = parts[t][:0]
 		}
 		res.Layers = append(res.Layers, layer)
 		front = next
@@ -111,16 +119,78 @@ func emptyLayer(k int, edgeIDs bool) epoch.Layer {
 
 // checkTyped checks every sample of a layer against the src type's count,
 // a bound the relation's graph (num_nodes = max of both counts) does not
-// state; the error names the frontier node, the slot and the value.
+// state; the error names the frontier node, the slot and the value. The
+// scan is flat over the samples (empty slots, -1, skipped); rows are
+// looked up only to name a bad sample.
 func checkTyped(ly *epoch.Layer, count uint32) error {
-	for i := range ly.Frontier {
-		for j, s := range ly.Row(i) {
-			if s >= 0 && uint32(s) >= count {
-				return fmt.Errorf("%w: node %d, slot %d: %d, but the source type has %d nodes", ErrBadSample, ly.Frontier[i], j, s, count)
+	// The largest sample first, branch-free (empty slots are -1, below
+	// every id); the rows only when it is out of range.
+	var mx int32 = -1
+	for _, s := range ly.Samples {
+		mx = max(mx, s)
+	}
+	if mx < 0 || uint32(mx) < count {
+		return nil
+	}
+	for j, s := range ly.Samples {
+		if s >= 0 && uint32(s) >= count {
+			for i := range ly.Frontier {
+				if lo, hi := ly.Span(i); j >= lo && j < hi {
+					return fmt.Errorf("%w: node %d, slot %d: %d, but the source type has %d nodes", ErrBadSample, ly.Frontier[i], j-lo, s, count)
+				}
 			}
+			return fmt.Errorf("%w: sample %d: %d, but the source type has %d nodes", ErrBadSample, j, s, count)
 		}
 	}
 	return nil
+}
+
+// unionFrontier returns sorted unique(frontier ∪ the valid samples of
+// every part), ids below count: one bitmap over [0, count) when the ids
+// are dense enough for its scan to cost less than sorting (the rule of
+// epoch.NextFrontier), else epoch.NextFrontier part by part.
+func unionFrontier(frontier []uint32, parts [][]int32, count uint32) []uint32 {
+	n := len(frontier)
+	for _, p := range parts {
+		n += len(p)
+	}
+	if len(parts) <= 1 || uint64(count) > 16*uint64(n) {
+		out := frontier
+		for _, p := range parts {
+			out = epoch.NextFrontier(out, p)
+		}
+		if len(parts) == 0 {
+			out = slices.Clone(frontier)
+		}
+		return out
+	}
+	words := make([]uint64, uint64(count)/64+1)
+	for _, v := range frontier {
+		words[v>>6] |= 1 << (v & 63)
+	}
+	for _, p := range parts {
+		for _, s := range p {
+			// Branch-free, as epoch.NextFrontier's bitmap: a -1 sets
+			// nothing (bit 0 of word 0 ORed with 0). Ids are below count
+			// (checkTyped).
+			v := uint32(s)
+			valid := ^v >> 31
+			v &= -valid
+			words[v>>6] |= uint64(valid) << (v & 63)
+		}
+	}
+	total := 0
+	for _, w := range words {
+		total += bits.OnesCount64(w)
+	}
+	out := make([]uint32, 0, total)
+	for i, w := range words {
+		for w != 0 {
+			out = append(out, uint32(i)<<6+uint32(bits.TrailingZeros64(w)))
+			w &= w - 1
+		}
+	}
+	return out
 }
 
 func cloneSchema(s *Schema) Schema {

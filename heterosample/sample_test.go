@@ -397,3 +397,43 @@ func TestStatsAndCancel(t *testing.T) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }
+
+// TestUnionFrontier: unionFrontier is the set union of the frontier and
+// every part's valid samples, sorted, by either path (one bitmap where the
+// ids are dense, NextFrontier part by part where they are sparse), with
+// no part, one, or several.
+func TestUnionFrontier(t *testing.T) {
+	r := splitmix(9)
+	for trial := 0; trial < 200; trial++ {
+		count := 1 + r.below(5000)
+		if trial%2 == 0 {
+			count = 1 + r.below(60)
+		}
+		front := pick(count, int(r.below(count+1)), r.next())
+		slices.Sort(front)
+		parts := make([][]int32, r.below(4))
+		want := map[uint32]bool{}
+		for _, v := range front {
+			want[v] = true
+		}
+		for i := range parts {
+			parts[i] = make([]int32, r.below(40))
+			for j := range parts[i] {
+				parts[i][j] = -1
+				if r.next()%4 != 0 {
+					parts[i][j] = int32(r.below(count))
+					want[uint32(parts[i][j])] = true
+				}
+			}
+		}
+		got := unionFrontier(front, parts, count)
+		if len(got) != len(want) || !slices.IsSorted(got) {
+			t.Fatalf("trial %d: %d ids (sorted %v), want %d", trial, len(got), slices.IsSorted(got), len(want))
+		}
+		for i, v := range got {
+			if !want[v] || (i > 0 && got[i-1] == v) {
+				t.Fatalf("trial %d: %d not in the union or repeated", trial, v)
+			}
+		}
+	}
+}
