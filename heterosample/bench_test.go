@@ -120,7 +120,6 @@ func BenchmarkEpochHeteroVsHomo(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(edges), "ns/edge")
 			b.ReportMetric(float64(processCPU()-cpu0)/float64(edges), "cpu-ns/edge")
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(edges), "cpu-ns/edge")
 			b.ReportMetric(float64(edges)/float64(b.N), "edges/epoch")
 		})
 	}
