@@ -207,10 +207,10 @@ func cloneFanouts(f [][]int) [][]int {
 
 // Options configures Open.
 type Options struct {
-	// Backend is host.BackendEmu ("" means emu), host.BackendXRT, or
-	// "gpu", which is refused with ErrNotYet.
+	// Backend is host.BackendEmu, host.BackendXRT, or "gpu", which is
+	// refused with ErrNotYet; "" takes Host.Backend ("" there means emu).
 	Backend string
-	// Host configures every relation's host.Sampler (its Backend is
+	// Host configures every relation's host.Sampler (with Backend as its
 	// Backend). Host.ChunkCache is the budget of all relations together,
 	// shared out in proportion to each relation's graph size (each
 	// relation keeps its own cache, at least host's floor of two chunks
@@ -238,6 +238,9 @@ const BackendGPU = "gpu"
 func Open(schema *Schema, dirs []string, opts Options) (_ *Sampler, err error) {
 	if err := schema.Validate(); err != nil {
 		return nil, err
+	}
+	if opts.Backend == "" {
+		opts.Backend = opts.Host.Backend
 	}
 	if opts.Backend == BackendGPU {
 		return nil, fmt.Errorf("heterosample: %w: the gpu backend (its kernels derive layer keys from (seed, epoch, layer) and cannot take a relation's key yet); use emu or xrt", ErrNotYet)

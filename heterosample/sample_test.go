@@ -324,8 +324,10 @@ func TestBadInput(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	f := academic(50, 80, 1)
 	dirs := f.write(t, 4096)
-	if _, err := Open(f.schema, dirs, Options{Backend: BackendGPU}); !errors.Is(err, ErrNotYet) {
-		t.Errorf("gpu: %v, want ErrNotYet", err)
+	for _, o := range []Options{{Backend: BackendGPU}, {Host: host.Options{Backend: BackendGPU}}} {
+		if _, err := Open(f.schema, dirs, o); !errors.Is(err, ErrNotYet) || !strings.Contains(err.Error(), "gpu backend") {
+			t.Errorf("gpu: %v, want ErrNotYet", err)
+		}
 	}
 	small := filepath.Join(t.TempDir(), "small")
 	writeCSR(t, small, &host.CSR{Indptr: make([]uint64, 61)}, 4096)
