@@ -43,6 +43,8 @@ var Rules = map[string][]string{
 	// The random-read sampler: any seeds, no epoch, only the blocks that
 	// hold the chosen neighbors read.
 	"randread": {"rng", "chunkfmt", "hls", "xrt", "xrt/xclbin", "epoch"},
+	// Heterogeneous epochs: each relation's layers through a host.Sampler.
+	"heterosample": {"rng", "chunkfmt", "hls", "epoch", "host"},
 	// Persistence and scheduling above the samplers' results.
 	"epochdir": {"chunkfmt", "epoch"},
 	"statedir": {"chunkfmt", "epoch", "epochdir"},
