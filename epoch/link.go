@@ -91,9 +91,13 @@ const NoEdge = -1
 // EdgeSet is a set of supervision edges (positives): pair i is
 // (Src[i], Dst[i]), with its stored edge id EIDs[i] (NoEdge where the pair
 // is not stored; EIDs nil where unknown) and at most one kind of label.
+// RevEIDs, if not nil, is each pair's reverse's stored id, (Dst[i],
+// Src[i]) (NoEdge where not stored): ExcludeReverse for a graph stored
+// with both directions, without a reverse_eids array.
 type EdgeSet struct {
 	Src, Dst  []uint32
 	EIDs      []int64
+	RevEIDs   []int64
 	LabelsF32 []float32
 	LabelsI64 []int64
 }
@@ -111,8 +115,8 @@ func (s *EdgeSet) Check(numNodes uint32) error {
 		return fmt.Errorf("%w: %d sources and %d destinations", ErrConfig, n, len(s.Dst))
 	case uint64(n) > math.MaxUint32:
 		return fmt.Errorf("%w: %d training edges, at most %d", ErrConfig, n, uint32(math.MaxUint32))
-	case s.EIDs != nil && len(s.EIDs) != n:
-		return fmt.Errorf("%w: %d edge ids for %d edges", ErrConfig, len(s.EIDs), n)
+	case s.EIDs != nil && len(s.EIDs) != n, s.RevEIDs != nil && len(s.RevEIDs) != n:
+		return fmt.Errorf("%w: %d edge ids (%d reverse) for %d edges", ErrConfig, len(s.EIDs), len(s.RevEIDs), n)
 	case s.LabelsF32 != nil && len(s.LabelsF32) != n, s.LabelsI64 != nil && len(s.LabelsI64) != n:
 		return fmt.Errorf("%w: %d labels for %d edges", ErrConfig, max(len(s.LabelsF32), len(s.LabelsI64)), n)
 	case s.LabelsF32 != nil && s.LabelsI64 != nil:
@@ -142,7 +146,7 @@ type Link struct {
 	Indptr  []uint64
 	Exclude ExcludeMode
 	// Reverse maps a stored edge id to its reverse's (DGL's
-	// reverse_eids), for ExcludeReverse.
+	// reverse_eids), for ExcludeReverse; without it, Edges.RevEIDs.
 	Reverse []int64
 }
 
@@ -179,7 +183,7 @@ func (l *Link) Check() error {
 		if l.Edges.EIDs == nil {
 			return fmt.Errorf("%w: exclude %s needs the training edges' edge ids", ErrConfig, l.Exclude)
 		}
-		if l.Exclude == ExcludeReverse && l.Reverse == nil {
+		if l.Exclude == ExcludeReverse && l.Reverse == nil && l.Edges.RevEIDs == nil {
 			return fmt.Errorf("%w: exclude reverse_id needs reverse edge ids", ErrConfig)
 		}
 	default:
@@ -343,8 +347,10 @@ func (l *Link) Batch(ids []uint32, seed uint64, e uint32) *LinkBatch {
 
 // excluded returns the sorted unique edge ids a minibatch of these
 // positives keeps out of its hops: their stored edge ids (ExcludeSelf),
-// and the reverses of those (ExcludeReverse). A pair that is not a stored
-// edge (NoEdge) adds nothing; nor does a reverse id that is negative.
+// and the reverses of those (ExcludeReverse: Reverse[eid], as DGL's
+// reverse_eids[eids], or the pair's RevEIDs). A pair that is not a stored
+// edge (NoEdge) adds nothing, not even its reverse; nor does a reverse
+// id that is negative.
 func (l *Link) excluded(ids []uint32) []int64 {
 	if l.Exclude == ExcludeNone {
 		return nil
@@ -356,10 +362,18 @@ func (l *Link) excluded(ids []uint32) []int64 {
 			continue
 		}
 		out = append(out, eid)
-		if l.Exclude == ExcludeReverse && eid < int64(len(l.Reverse)) {
-			if r := l.Reverse[eid]; r >= 0 {
-				out = append(out, r)
-			}
+		if l.Exclude != ExcludeReverse {
+			continue
+		}
+		r := int64(NoEdge)
+		switch {
+		case l.Reverse != nil && eid < int64(len(l.Reverse)):
+			r = l.Reverse[eid]
+		case l.Reverse == nil:
+			r = l.Edges.RevEIDs[id]
+		}
+		if r >= 0 {
+			out = append(out, r)
 		}
 	}
 	slices.Sort(out)

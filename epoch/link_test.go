@@ -228,6 +228,16 @@ func TestLinkBatchesMatchBruteForce(t *testing.T) {
 		if c.degree {
 			l.Indptr = fx.csr.Indptr
 		}
+		if ci == 3 { // reverses per training pair instead of reverse_eids
+			l.Reverse = nil
+			fx.edges.RevEIDs = make([]int64, fx.edges.Len())
+			for i, eid := range fx.edges.EIDs {
+				fx.edges.RevEIDs[i] = epoch.NoEdge
+				if eid >= 0 {
+					fx.edges.RevEIDs[i] = fx.reverse[eid]
+				}
+			}
+		}
 		if err := l.Check(); err != nil {
 			t.Fatalf("case %d: %v", ci, err)
 		}
