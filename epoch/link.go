@@ -437,3 +437,16 @@ func (a *Assembler) dropExcluded(sampled []uint32, edgeDst []int32, eids []int64
 	}
 	return j
 }
+
+// NodeSetLink is NodeSet for a link minibatch: its blocks' node list
+// (AssembleLink's, exclusions applied) appended to dst.
+func (a *Assembler) NodeSetLink(b *LinkBatch, sem Semantics, dst []uint32) ([]uint32, error) {
+	if len(b.Exclude) > 0 && !a.r.HasEdgeIDs() && len(a.r.Layers) > 0 {
+		return dst, fmt.Errorf("%w: excluding edges needs an epoch sampled with edge ids", ErrConfig)
+	}
+	if len(b.Exclude) > 0 {
+		a.exclude = b.Exclude
+	}
+	defer func() { a.exclude = nil }()
+	return a.NodeSet(b.Seeds, sem, dst)
+}
