@@ -108,3 +108,12 @@ func (p *Pipeline) nodeSetOfClaim(c Claim, sem epoch.Semantics) ([]uint32, error
 	p.store.withAssembler(r, func(a *epoch.Assembler) { nodes, err = a.NodeSetLink(c.slot.links[c.Index], sem, nil) })
 	return nodes, err
 }
+
+// LinkMinibatches returns link epoch e's minibatches of this rank and the
+// epoch's frontier_0 (what the pipeline serves; for tests and tools that
+// check a served epoch against its definition). c must be a link
+// configuration that passed Check.
+func (c Config) LinkMinibatches(e uint32) ([]*epoch.LinkBatch, []uint32) {
+	m, seeds := c.linkMeta(e)
+	return m.links, seeds
+}
