@@ -326,8 +326,8 @@ func (c *conn) estimate(f Frame, plen int) int64 {
 		}
 		return frame + s.batchBound()
 	case OpSplitBatch:
-		return frame + s.replyBound(s.maxSplitBatch.Load())
-	case OpSplit:
+		return frame + s.replyBound(s.maxSplitBatch.Load()) + s.maxSplitLink.Load()
+	case OpSplit, OpLinkSplit:
 		// Its decoded nodes besides (what the split keeps is the split
 		// budget's: Server.Split).
 		return 2*frame + smallReply
@@ -675,6 +675,16 @@ func (c *conn) handle(f Frame) reply {
 			return plain(errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
 		}
 		info, err := s.Split(ctx, nodes, int(bs))
+		if err != nil {
+			return plain(requestErrorFrame(f.Op, f.ID, err))
+		}
+		return plain(jsonFrame(f.Op, f.ID, info))
+	case OpLinkSplit:
+		r, err := DecodeLinkSplitRequest(f.Payload)
+		if err != nil {
+			return plain(errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
+		}
+		info, err := s.LinkSplit(ctx, r)
 		if err != nil {
 			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}

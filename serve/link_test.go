@@ -181,3 +181,90 @@ func TestLinkByteExample(t *testing.T) {
 		t.Fatalf("a local id past n_id: %v", err)
 	}
 }
+
+// TestLinkSplit: link_split registers evaluation edges (on a node server
+// as well); its minibatches, in order through split_batch, are the edges
+// cut unshuffled with negatives under (seed, epoch 0), each assembled from
+// the split's own sample under the current epoch's key; the same request
+// gets the same split; bad requests are refused.
+func TestLinkSplit(t *testing.T) {
+	g := randomCSR(1200, 6, 5)
+	cfg := Config{
+		Config:  pipeline.Config{Sampling: epoch.Sampling{Train: trainNodes(1200, 3), Fanouts: []int{3, 2}, Seed: 8}, BatchSize: 50, Epochs: 2},
+		Sampler: &refSampler{g: g}, NumNodes: 1200,
+	}
+	s := newTestServer(t, cfg)
+	cl := dial(t, serveUnix(t, s))
+	es := linkEdges(g, 90, 30, 11)
+	req := &LinkSplitRequest{BatchSize: 25, Neg: epoch.NegBinary, Amount: 2, Seed: 77,
+		Edges: epoch.EdgeSet{Src: es.Src, Dst: es.Dst, LabelsF32: make([]float32, es.Len())}}
+	info, err := cl.LinkSplit(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumEdges != 120 || info.NumBatches != 5 || info.BatchSize != 25 {
+		t.Fatalf("link split info %+v", info)
+	}
+	if again, err := cl.LinkSplit(req); err != nil || again.Split != info.Split {
+		t.Fatalf("the same link split again: %+v, %v", again, err)
+	}
+	link := &epoch.Link{Edges: &req.Edges, Neg: req.Neg, Amount: req.Amount, NumNodes: 1200}
+	var lbs []*epoch.LinkBatch
+	for lo := 0; lo < 120; lo += 25 {
+		var ids []uint32
+		for i := lo; i < min(lo+25, 120); i++ {
+			ids = append(ids, uint32(i))
+		}
+		lbs = append(lbs, link.Batch(ids, 77, 0))
+	}
+	ei, err := cl.EpochInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := host.Reference(g, epoch.LinkSeeds(lbs), cfg.Fanouts, cfg.Key(ei.Epoch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint32(0); ; i++ {
+		b, err := cl.SplitBatch(info.Split, i, epoch.PyG)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.End {
+			if i != 5 {
+				t.Fatalf("%d minibatches, want 5", i)
+			}
+			break
+		}
+		want, err := epoch.NewAssembler(ref, nil).AssembleLink(lbs[i], epoch.PyG)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameBlocks(b.Blocks, want) || b.Link == nil || !equalLink(b.Link, &lbs[i].Fields) {
+			t.Fatalf("link split minibatch %d differs", i)
+		}
+		// Labels all 0, binary: shifted to 1 (PyG), negatives 0.
+		if b.Link.EdgeLabelF32[0] != 1 || b.Link.EdgeLabelF32[len(b.Link.EdgeLabelF32)-1] != 0 {
+			t.Fatalf("labels %v", b.Link.EdgeLabelF32)
+		}
+	}
+	if err := cl.DropSplit(info.Split); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []*LinkSplitRequest{
+		{BatchSize: 10, Neg: epoch.NegTriplet, Amount: 1.5, Edges: epoch.EdgeSet{Src: []uint32{1}, Dst: []uint32{2}}},
+		{BatchSize: 10, Neg: epoch.NegNone, Edges: epoch.EdgeSet{Src: []uint32{1}, Dst: []uint32{1200}}},
+		{BatchSize: 0, Neg: epoch.NegNone, Edges: epoch.EdgeSet{Src: []uint32{1}, Dst: []uint32{2}}},
+	} {
+		if _, err := cl.LinkSplit(bad); err == nil || !strings.Contains(err.Error(), "server error 1") {
+			t.Fatalf("bad link split %+v: %v", bad, err)
+		}
+	}
+	// Payloads that do not parse.
+	p := AppendLinkSplitRequest(nil, req)
+	for cut := 0; cut < len(p); cut++ {
+		if _, err := DecodeLinkSplitRequest(p[:cut]); err == nil {
+			t.Fatalf("a link_split payload cut at %d decoded", cut)
+		}
+	}
+}

@@ -24,8 +24,11 @@ import (
 
 // Protocol is the protocol version reported by epoch_info. Version 2 added
 // the minibatch flags byte (semantics, edge ids), the semantics byte of
-// next_batch and sample requests, and splits.
-const Protocol = 2
+// next_batch and sample requests, and splits. Version 3 added link
+// minibatches (minibatch flag bit 2, the link section) and link_split;
+// a server sets the bit only in link mode or for a link split, so node
+// clients of version 2 read everything else as before.
+const Protocol = 3
 
 // HeaderSize is the size of a frame's header, the length field included.
 const HeaderSize = 10

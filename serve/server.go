@@ -207,6 +207,9 @@ type Server struct {
 	// maxSplitBatch is the largest batch size of a split (the reply
 	// bound of a split_batch request).
 	maxSplitBatch atomic.Int64
+	// maxSplitLink is the largest link section a link split's minibatch
+	// may carry (linkBound), added to a split_batch's reply bound.
+	maxSplitLink atomic.Int64
 
 	mu      sync.Mutex
 	closing bool
