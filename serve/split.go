@@ -32,7 +32,7 @@ type heldSplit struct {
 
 // SplitInfo is the JSON object a split request is answered with.
 type SplitInfo struct {
-	Split      uint32 `json:"split"` // the id split_batch names it by
+	Split      uint32 `json:"split"`               // the id split_batch names it by
 	NumEdges   int    `json:"num_edges,omitempty"` // a link split's supervision edges
 	NumNodes   int    `json:"num_nodes"`
 	BatchSize  int    `json:"batch_size"`
