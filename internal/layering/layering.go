@@ -42,6 +42,9 @@ var Rules = map[string][]string{
 	// The random-read sampler: any seeds, no epoch, only the blocks that
 	// hold the chosen neighbors read.
 	"randread": {"rng", "chunkfmt", "hls", "xrt", "xrt/xclbin", "epoch"},
+	// Link prediction's training edges: their stored edge ids, by one
+	// pass over the chunks.
+	"edgeids": {"chunkfmt", "epoch"},
 	// Persistence and scheduling above the samplers' results.
 	"epochdir": {"chunkfmt", "epoch"},
 	"statedir": {"chunkfmt", "epoch", "epochdir"},
