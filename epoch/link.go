@@ -3,6 +3,7 @@ package epoch
 import (
 	"fmt"
 	"math"
+	mathbits "math/bits"
 	"slices"
 	"sort"
 
@@ -317,30 +318,34 @@ func (l *Link) Batch(ids []uint32, seed uint64, e uint32) *LinkBatch {
 			}
 		}
 	}
-	seeds := make([]uint32, 0, len(src)+len(dst))
-	seeds = append(append(seeds, src...), dst...)
-	slices.Sort(seeds)
-	seeds = slices.Compact(seeds)
-	local := func(v uint32) int64 {
-		i, _ := slices.BinarySearch(seeds, v)
-		return int64(i)
+	// One sort of (node, position) keys gives both the sorted unique
+	// seeds and every endpoint's local id (its node's rank among them).
+	all := len(src) + len(dst)
+	keys := make([]uint64, all)
+	for i, v := range src {
+		keys[i] = uint64(v)<<32 | uint64(i)
 	}
+	for i, v := range dst {
+		keys[len(src)+i] = uint64(v)<<32 | uint64(len(src)+i)
+	}
+	slices.Sort(keys)
+	seeds := make([]uint32, 0, all)
+	locals := make([]int64, all) // by position: src, then dst
+	for _, k := range keys {
+		v := uint32(k >> 32)
+		if len(seeds) == 0 || seeds[len(seeds)-1] != v {
+			seeds = append(seeds, v)
+		}
+		locals[uint32(k)] = int64(len(seeds) - 1)
+	}
+	seeds = slices.Clip(seeds)
+	srcLocal, dstLocal := locals[:len(src):len(src)], locals[len(src):]
 	switch l.Neg {
 	case NegNone, NegBinary:
-		m := len(src)
-		f.EdgeLabelIndex = make([]int64, 2*m)
-		for i := range m {
-			f.EdgeLabelIndex[i], f.EdgeLabelIndex[m+i] = local(src[i]), local(dst[i])
-		}
+		// [2, M] row-major: the sources' locals, then the destinations'.
+		f.EdgeLabelIndex = locals
 	case NegTriplet:
-		f.SrcIndex, f.DstPosIndex = make([]int64, p), make([]int64, p)
-		f.DstNegIndex = make([]int64, nn)
-		for i := range p {
-			f.SrcIndex[i], f.DstPosIndex[i] = local(src[i]), local(dst[i])
-		}
-		for j := range nn {
-			f.DstNegIndex[j] = local(dst[p+j])
-		}
+		f.SrcIndex, f.DstPosIndex, f.DstNegIndex = srcLocal, dstLocal[:p:p], dstLocal[p:]
 	}
 	return &LinkBatch{Seeds: seeds, Fields: f, Exclude: l.excluded(ids)}
 }
@@ -392,18 +397,36 @@ func LinkShard(n, rank, world int, seed uint64, e uint32) ([]uint32, error) {
 }
 
 // LinkSeeds returns the epoch's frontier_0 for its link minibatches: the
-// sorted union of their seeds.
+// sorted union of their seeds, through a bitmap over the node ids (an
+// epoch's seeds are several times its distinct nodes: sorting them all
+// cost more than the bitmap's pass).
 func LinkSeeds(batches []*LinkBatch) []uint32 {
+	var maxID uint32
+	for _, b := range batches {
+		if len(b.Seeds) > 0 {
+			maxID = max(maxID, b.Seeds[len(b.Seeds)-1]) // each batch's seeds are sorted
+		}
+	}
+	bits := make([]uint64, maxID/64+1)
 	n := 0
 	for _, b := range batches {
-		n += len(b.Seeds)
+		for _, v := range b.Seeds {
+			w, m := v/64, uint64(1)<<(v%64)
+			if bits[w]&m == 0 {
+				bits[w] |= m
+				n++
+			}
+		}
 	}
 	out := make([]uint32, 0, n)
-	for _, b := range batches {
-		out = append(out, b.Seeds...)
+	for w, x := range bits {
+		for x != 0 {
+			t := uint32(mathbits.TrailingZeros64(x))
+			out = append(out, uint32(w)*64+t)
+			x &= x - 1
+		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return out
 }
 
 // AssembleLink assembles a link minibatch: the blocks of its seeds (as

@@ -70,6 +70,7 @@ var Rules = map[string][]string{
 	"bench/serve_bench":       {Any},
 	"bench/lwinfer":           {Any},
 	"bench/randread":          {Any},
+	"bench/link":              {Any},
 	"internal/aio":            {},
 	"internal/atomicfile":     {},
 	"internal/chisq":          {},
