@@ -6,6 +6,7 @@ import (
 	mathbits "math/bits"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/streamsampler/streamsampler/rng"
 )
@@ -134,7 +135,8 @@ func (s *EdgeSet) Check(numNodes uint32) error {
 // Link is a link-prediction epoch's supervision: the training edges, how
 // negatives are drawn, and which sampled edges are excluded (DESIGN §4,
 // "Link epochs"). Its minibatches are Batch's; the epoch's frontier_0 is
-// the union of their seeds.
+// the union of their seeds. Set it up, then share it by pointer and leave
+// it unchanged: Batch may run on many goroutines.
 type Link struct {
 	Edges *EdgeSet
 	Neg   NegMode
@@ -149,6 +151,11 @@ type Link struct {
 	// Reverse maps a stored edge id to its reverse's (DGL's
 	// reverse_eids), for ExcludeReverse; without it, Edges.RevEIDs.
 	Reverse []int64
+
+	// shift caches labelShift, a pass over every label: a Link is set up
+	// once and then only read (Batch from many goroutines).
+	shiftOnce sync.Once
+	shift     bool
 }
 
 // Check reports (wrapping ErrConfig) the first thing wrong with l.
@@ -195,18 +202,21 @@ func (l *Link) Check() error {
 
 // labelShift is PyG's LinkLoader's: with binary negatives and given
 // labels whose minimum is 0, every label is raised by one so that 0 means
-// negative.
+// negative. It is computed once (the Edges and Neg must not change after
+// the first Batch).
 func (l *Link) labelShift() bool {
-	if l.Neg != NegBinary {
-		return false
-	}
-	switch {
-	case len(l.Edges.LabelsF32) > 0:
-		return slices.Min(l.Edges.LabelsF32) == 0
-	case len(l.Edges.LabelsI64) > 0:
-		return slices.Min(l.Edges.LabelsI64) == 0
-	}
-	return false
+	l.shiftOnce.Do(func() {
+		if l.Neg != NegBinary {
+			return
+		}
+		switch {
+		case len(l.Edges.LabelsF32) > 0:
+			l.shift = slices.Min(l.Edges.LabelsF32) == 0
+		case len(l.Edges.LabelsI64) > 0:
+			l.shift = slices.Min(l.Edges.LabelsI64) == 0
+		}
+	})
+	return l.shift
 }
 
 // LinkFields is a link minibatch's supervision (Python's
@@ -284,7 +294,7 @@ func (l *Link) Batch(ids []uint32, seed uint64, e uint32) *LinkBatch {
 			id, t := ids[j%p], uint32(j/p)
 			src[p+j], dst[p+j] = neg.Src(id, t), neg.Dst(id, t)
 		}
-		shift := l.labelShift()
+		shift := l.labelShift() // once per Link, not per minibatch
 		switch {
 		case es.LabelsI64 != nil:
 			f.EdgeLabelI64 = make([]int64, m)

@@ -320,16 +320,17 @@ func TestLinkLabels(t *testing.T) {
 	if want := []int64{2, 1, 0, 0}; !slices.Equal(b.Fields.EdgeLabelI64, want) {
 		t.Fatalf("binary, int labels: %v, want %v", b.Fields.EdgeLabelI64, want)
 	}
-	es.LabelsI64 = nil
-	es.LabelsF32 = []float32{0.5, 2, 3}
+	fs := &epoch.EdgeSet{Src: es.Src, Dst: es.Dst, LabelsF32: []float32{0.5, 2, 3}}
+	l = &epoch.Link{Edges: fs, Neg: epoch.NegBinary, Amount: 1, NumNodes: 3}
 	if b := l.Batch([]uint32{1}, 1, 0); !slices.Equal(b.Fields.EdgeLabelF32, []float32{2, 0}) {
 		t.Fatalf("binary, float labels without a 0: %v, want [2 0]", b.Fields.EdgeLabelF32)
 	}
-	l.Neg = epoch.NegNone
-	if b := l.Batch([]uint32{0}, 1, 0); !slices.Equal(b.Fields.EdgeLabelF32, []float32{0.5}) {
-		t.Fatalf("no negatives: %v, want [0.5]", b.Fields.EdgeLabelF32)
+	fs.LabelsF32 = []float32{0, 2, 3}
+	l = &epoch.Link{Edges: fs, Neg: epoch.NegNone, NumNodes: 3}
+	if b := l.Batch([]uint32{0}, 1, 0); !slices.Equal(b.Fields.EdgeLabelF32, []float32{0}) {
+		t.Fatalf("no negatives: %v, want [0] (no shift)", b.Fields.EdgeLabelF32)
 	}
-	l.Neg = epoch.NegTriplet
+	l = &epoch.Link{Edges: fs, Neg: epoch.NegTriplet, Amount: 1, NumNodes: 3}
 	if err := l.Check(); err == nil {
 		t.Fatal("triplet negatives with labels: no error")
 	}

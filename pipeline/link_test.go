@@ -131,22 +131,21 @@ func TestLinkConfigCheck(t *testing.T) {
 	es := &epoch.EdgeSet{Src: []uint32{0, 1}, Dst: []uint32{1, 2}}
 	for _, tc := range []struct {
 		name string
-		link epoch.Link
+		link *epoch.Link
 		s    epoch.Sampling
 	}{
-		{"amount", epoch.Link{Edges: es, Neg: epoch.NegBinary, NumNodes: 3}, epoch.Sampling{Fanouts: []int{2}}},
-		{"triplet fraction", epoch.Link{Edges: es, Neg: epoch.NegTriplet, Amount: 1.5, NumNodes: 3}, epoch.Sampling{Fanouts: []int{2}}},
-		{"exclude without ids", epoch.Link{Edges: es, Exclude: epoch.ExcludeSelf, NumNodes: 3}, epoch.Sampling{Fanouts: []int{2}}},
-		{"node range", epoch.Link{Edges: es, NumNodes: 2}, epoch.Sampling{Fanouts: []int{2}}},
-		{"ranks", epoch.Link{Edges: es, NumNodes: 3}, epoch.Sampling{Fanouts: []int{2}, Rank: 2, World: 3}},
+		{"amount", &epoch.Link{Edges: es, Neg: epoch.NegBinary, NumNodes: 3}, epoch.Sampling{Fanouts: []int{2}}},
+		{"triplet fraction", &epoch.Link{Edges: es, Neg: epoch.NegTriplet, Amount: 1.5, NumNodes: 3}, epoch.Sampling{Fanouts: []int{2}}},
+		{"exclude without ids", &epoch.Link{Edges: es, Exclude: epoch.ExcludeSelf, NumNodes: 3}, epoch.Sampling{Fanouts: []int{2}}},
+		{"node range", &epoch.Link{Edges: es, NumNodes: 2}, epoch.Sampling{Fanouts: []int{2}}},
+		{"ranks", &epoch.Link{Edges: es, NumNodes: 3}, epoch.Sampling{Fanouts: []int{2}, Rank: 2, World: 3}},
 	} {
-		l := tc.link
-		if err := (Config{Sampling: tc.s, BatchSize: 1, Link: &l}).Check(); err == nil {
+		if err := (Config{Sampling: tc.s, BatchSize: 1, Link: tc.link}).Check(); err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
 	}
-	ok := epoch.Link{Edges: es, NumNodes: 3}
-	if err := (Config{Sampling: epoch.Sampling{Fanouts: []int{2}, Rank: 1, World: 2}, BatchSize: 1, Link: &ok}).Check(); err != nil {
+	ok := &epoch.Link{Edges: es, NumNodes: 3}
+	if err := (Config{Sampling: epoch.Sampling{Fanouts: []int{2}, Rank: 1, World: 2}, BatchSize: 1, Link: ok}).Check(); err != nil {
 		t.Errorf("2 edges on 2 ranks: %v", err)
 	}
 }
