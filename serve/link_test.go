@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -267,4 +268,29 @@ func TestLinkSplit(t *testing.T) {
 			t.Fatalf("a link_split payload cut at %d decoded", cut)
 		}
 	}
+}
+
+// FuzzDecodeLinkSplitRequest feeds arbitrary payloads to the link_split
+// decoder (bytes from any client): none may panic, every error wraps
+// ErrMalformed, and whatever decodes re-encodes to the same bytes.
+func FuzzDecodeLinkSplitRequest(f *testing.F) {
+	for _, r := range []*LinkSplitRequest{
+		{BatchSize: 2, Neg: epoch.NegBinary, Amount: 1, Seed: 5, Edges: epoch.EdgeSet{Src: []uint32{1}, Dst: []uint32{2}, LabelsI64: []int64{0}}},
+		{BatchSize: 64, Neg: epoch.NegTriplet, Amount: 3, Edges: epoch.EdgeSet{Src: []uint32{1, 4}, Dst: []uint32{2, 0}}},
+		{BatchSize: 1, Neg: epoch.NegNone, Edges: epoch.EdgeSet{Src: []uint32{9}, Dst: []uint32{9}, LabelsF32: []float32{0.5}}},
+	} {
+		f.Add(AppendLinkSplitRequest(nil, r))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		r, err := DecodeLinkSplitRequest(p)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not wrap ErrMalformed", err)
+			}
+			return
+		}
+		if re := AppendLinkSplitRequest(nil, r); !bytes.Equal(re, p) {
+			t.Fatalf("link_split request re-encodes differently")
+		}
+	})
 }
