@@ -29,7 +29,7 @@ type linkFlags struct {
 func (f *linkFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.edges, "train-edges", "", "link prediction: training edges (positives), .npy (2, E) or (E, 2) int, or text lines `src dst [label]`; minibatches of --batch-size edges instead of --train's nodes")
-	fl.StringVar(&f.labels, "train-edge-labels", "", "labels of --train-edges, .npy [E] float32 or int64 (PyG's edge_label)")
+	fl.StringVar(&f.labels, "train-edge-labels", "", "labels of the training edges (--train-edges or --train-eids), .npy [E] float32 or int64 (PyG's edge_label)")
 	fl.StringVar(&f.eids, "train-eids", "", "stored edge ids, .npy [E] int: alone, the training edges are these edges of the graph; with --train-edges, each pair's stored id (-1: not stored) instead of looking them up")
 	fl.StringVar(&f.neg, "neg-sampling", "none", "negatives per minibatch: none, binary (ceil(P·amount) random pairs labelled 0) or triplet (amount random destinations per positive)")
 	fl.Float64Var(&f.amount, "neg-amount", 1, "negatives per positive (binary: any > 0; triplet: a whole number)")
@@ -65,9 +65,6 @@ func (f *linkFlags) check() error {
 	}
 	if f.reverse != "" && f.exclude != "reverse_id" {
 		return usagef("--reverse-eids needs --exclude reverse_id")
-	}
-	if f.edges == "" && f.labels != "" {
-		return usagef("--train-edge-labels needs --train-edges")
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/internal/npy"
 	"github.com/streamsampler/streamsampler/pipeline"
 )
 
@@ -153,5 +154,58 @@ func TestLinkBadEdges(t *testing.T) {
 	_, stderr, code = cli(t, "serve", "--graph", graph, "--fanouts", "3", "--socket", filepath.Join(t.TempDir(), "s"), "--train-edges", good, "--neg-sampling", "triplet", "--neg-amount", "0.5")
 	if code != 2 || !strings.Contains(stderr, "triplet negatives: amount 0.5, want a whole number") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// Training edges given as stored edge ids (--train-eids, .npy) serve the
+// same minibatches as the same edges given as pairs (--train-edges, text),
+// exclusion included: the ids' pairs and the pairs' ids are found by the
+// two directions of one pass over the chunks (package edgeids). Labels
+// from --train-edge-labels come with them.
+func TestLinkEIDsAsPairs(t *testing.T) {
+	graph, csr := testGraph(t, 300, 4, 4096)
+	var eids []int64
+	var b strings.Builder
+	for e := 0; e < len(csr.Indices); e += 7 {
+		v := uint32(0)
+		for csr.Indptr[v+1] <= uint64(e) {
+			v++
+		}
+		eids = append(eids, int64(e))
+		fmt.Fprintf(&b, "%d %d\n", csr.Indices[e], v)
+	}
+	dir := t.TempDir()
+	pairs := filepath.Join(dir, "pairs.txt")
+	if err := os.WriteFile(pairs, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ids := filepath.Join(dir, "eids.npy")
+	labels := filepath.Join(dir, "labels.npy")
+	lab := make([]float32, len(eids))
+	for i := range lab {
+		lab[i] = float32(i % 2)
+	}
+	for path, write := range map[string]func(*os.File) error{
+		ids:    func(f *os.File) error { return npy.WriteArray(f, eids) },
+		labels: func(f *os.File) error { return npy.WriteArray(f, lab) },
+	} {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := write(f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	common := []string{"--graph", graph, "--fanouts", "3,2", "--batch-size", "8", "--seed", "2", "--neg-sampling", "binary",
+		"--exclude", "self", "--train-edge-labels", labels, "-q"}
+	byPairs := serveBatches(t, append([]string{"--train-edges", pairs}, common...), 1, 1)
+	byIDs := serveBatches(t, append([]string{"--train-eids", ids}, common...), 1, 1)
+	if len(byPairs) == 0 || !slices.Equal(byIDs, byPairs) {
+		t.Fatalf("%d minibatches by pairs, %d by ids, or they differ", len(byPairs), len(byIDs))
+	}
+	if !strings.Contains(byPairs[0], "e_id") || !strings.Contains(byPairs[0], " link binary") {
+		t.Fatalf("a minibatch without edge ids or link fields: %.300s", byPairs[0])
 	}
 }
