@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -207,5 +208,29 @@ func TestLinkEIDsAsPairs(t *testing.T) {
 	}
 	if !strings.Contains(byPairs[0], "e_id") || !strings.Contains(byPairs[0], " link binary") {
 		t.Fatalf("a minibatch without edge ids or link fields: %.300s", byPairs[0])
+	}
+}
+
+// The GPU engine's link epochs, through the CPU stand-in of its library
+// (gpu/testdata/fakelib.c: the C ABI over a plain sampler of DESIGN §3;
+// no CUDA here), are the emulated SmartSSD's, byte for byte: blocks, edge
+// ids, exclusion and link fields. The real kernels are the lead's to run.
+func TestLinkServeGPUStandIn(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler to build the GPU library's CPU stand-in")
+	}
+	lib := filepath.Join(t.TempDir(), "libfake.so")
+	if b, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-I../../gpu", "-o", lib, "../../gpu/testdata/fakelib.c").CombinedOutput(); err != nil {
+		t.Fatalf("building the stand-in: %v\n%s", err, b)
+	}
+	graph, csr := testGraph(t, 400, 4, 4096)
+	edges, _ := writeLinkEdges(t, csr, 120, 20)
+	args := []string{"--graph", graph, "--train-edges", edges, "--fanouts", "4,3", "--batch-size", "16", "--seed", "6",
+		"--neg-sampling", "triplet", "--neg-amount", "2", "--exclude", "reverse_id", "-q"}
+	emu := serveBatches(t, args, 2, 1)
+	gpu := serveBatches(t, append(args, "--backend", "gpu", "--gpu-lib", lib), 2, 1)
+	if len(emu) == 0 || !slices.Equal(emu, gpu) {
+		t.Fatalf("emu %d minibatches, gpu stand-in %d, or they differ", len(emu), len(gpu))
 	}
 }
