@@ -182,7 +182,9 @@ def _decode_link(payload: Buffer, off: int, num_nodes: int) -> Tuple[LinkFields,
 
 
 def _encode_link(link: LinkFields) -> bytes:
-    """The link section of a minibatch (for tests and fakes)."""
+    """The link section of a minibatch (for tests and fakes). LinkFields
+    carries no amount: the section says 1.0, or K for triplet fields (the
+    decoder does not read it back)."""
     amount = float(link.dst_neg_index.shape[1]) if link.mode == NEG_TRIPLET and link.dst_neg_index is not None else 1.0
     parts = [_LINK_FIXED.pack(_LINK_MODES.index(link.mode), link.num_pos, amount), encode_array(link.input_id, "<i8")]
 
