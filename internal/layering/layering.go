@@ -45,6 +45,9 @@ var Rules = map[string][]string{
 	"randread": {"rng", "chunkfmt", "hls", "xrt", "xrt/xclbin", "epoch"},
 	// Heterogeneous epochs: each relation's layers through a host.Sampler.
 	"heterosample": {"rng", "chunkfmt", "hls", "epoch", "host"},
+	// Link prediction's training edges: their stored edge ids, by one
+	// pass over the chunks.
+	"edgeids": {"chunkfmt", "epoch"},
 	// Persistence and scheduling above the samplers' results.
 	"epochdir": {"chunkfmt", "epoch"},
 	"statedir": {"chunkfmt", "epoch", "epochdir"},
@@ -70,6 +73,7 @@ var Rules = map[string][]string{
 	"bench/serve_bench":       {Any},
 	"bench/lwinfer":           {Any},
 	"bench/randread":          {Any},
+	"bench/link":              {Any},
 	"internal/aio":            {},
 	"internal/atomicfile":     {},
 	"internal/chisq":          {},
