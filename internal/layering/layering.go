@@ -44,7 +44,7 @@ var Rules = map[string][]string{
 	// hold the chosen neighbors read.
 	"randread": {"rng", "chunkfmt", "hls", "xrt", "xrt/xclbin", "epoch"},
 	// Heterogeneous epochs: each relation's layers through a host.Sampler.
-	"heterosample": {"rng", "chunkfmt", "hls", "epoch", "host"},
+	"heterosample": {"rng", "chunkfmt", "heterofmt", "hls", "epoch", "host"},
 	// Link prediction's training edges: their stored edge ids, by one
 	// pass over the chunks.
 	"edgeids": {"chunkfmt", "epoch"},
