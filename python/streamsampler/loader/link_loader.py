@@ -423,15 +423,8 @@ class LinkLoader(EpochLoader):
             it = self.stream(c, self.semantics)
         else:
             if self._split is None:
-                # Client.link_split is the link protocol's (docs/PROTOCOL.md),
-                # looked up by name so that a client without it fails here
-                # with a message rather than at import.
-                link_split = getattr(c, "link_split", None)
-                if link_split is None:
-                    raise RuntimeError("%s: this client has no link_split (the link-prediction protocol)"
-                                       % type(self).__name__)
-                self._split = int(link_split(self.edges, self.batch_size, neg_sampling=self.mode, amount=self.amount,
-                                             seed=self.seed)["split"])
+                self._split = int(c.link_split(self.edges, self.batch_size, neg_sampling=self.mode,
+                                               amount=self.amount, seed=self.seed)["split"])
             it = c.split_batches(self._split, depth=self.depth, semantics=self.semantics)
         return self._checked(it, len(self))
 
