@@ -149,7 +149,19 @@ class DataLoader(NodeLoader):
     gathered there (see :class:`~streamsampler.loader.NodeLoader`).
     ``fresh`` (None: automatic): a ``shuffle=False`` loader over a small
     node set samples by random reads, the same blocks bit for bit (see
-    :class:`~streamsampler.loader.NodeLoader`)."""
+    :class:`~streamsampler.loader.NodeLoader`).
+
+    With an edge-prediction sampler (``as_edge_prediction_sampler``),
+    ``indices`` are edge ids and the loader is a
+    :class:`~streamsampler.loader.link_loader.LinkDataLoader` (DGL's one
+    ``DataLoader`` serves both)."""
+
+    def __new__(cls, graph: GraphSource, indices: Any, graph_sampler: Any, *args: Any, **kwargs: Any) -> Any:
+        from .link_loader import LinkDataLoader, as_link_sampler
+        link = as_link_sampler(graph_sampler)  # ours or DGL's as_edge_prediction_sampler
+        if link is not None:
+            return LinkDataLoader(graph, indices, link, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, graph: GraphSource, indices: Optional[Nodes], graph_sampler: Any,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, device: Any = None,

@@ -219,7 +219,9 @@ class NeighborLoader(NodeLoader):
         splits = os.path.join(self.graph, "splits")
         if os.path.isdir(splits):
             for name in sorted(os.listdir(splits)):
-                if name.endswith(".npy"):
+                # Edge splits (NAME.edges.npy, NAME.edge_label.npy) are the
+                # link loaders' seed edges, not node masks.
+                if name.endswith(".npy") and not name.endswith((".edges.npy", ".edge_label.npy")):
                     m = np.zeros(self.num_nodes, dtype=np.bool_)
                     m[np.load(os.path.join(splits, name))] = True
                     masks[name[:-4] + "_mask"] = m
