@@ -174,6 +174,9 @@ type Assembler struct {
 	src     []uint32 // dst, then the new nodes in order of first appearance
 	nodes   []uint32 // NodeSet's copy of a hop's src, the next hop's dst
 	sink    uint64   // what gather's prefetching loads were or'ed into
+	// exclude, during AssembleLink, is the sorted edge ids dropped from
+	// every hop (nil otherwise).
+	exclude []int64
 }
 
 // NewAssembler returns an Assembler over r; ix (from r.Index or
@@ -299,6 +302,16 @@ func (a *Assembler) assemble(seeds []uint32, sem Semantics, b *Blocks) ([]uint32
 			numEdges = a.gather(sampled, edgeDst, ly.Samples, rows, ly.Fanout)
 		}
 		sampled, edgeDst = sampled[:numEdges], edgeDst[:numEdges]
+		var kept []int64 // the edge ids left after exclusion (link minibatches)
+		if a.exclude != nil {
+			if ly.Full() {
+				kept = gatherFullEdgeIDs(make([]int64, 0, numEdges), ly.EdgeIDs, ly.Offsets, rows)
+			} else {
+				kept = gatherEdgeIDs(make([]int64, 0, numEdges), ly.Samples, ly.EdgeIDs, rows, ly.Fanout)
+			}
+			numEdges = a.dropExcluded(sampled, edgeDst, kept)
+			sampled, edgeDst, kept = sampled[:numEdges], edgeDst[:numEdges], kept[:numEdges:numEdges]
+		}
 		edgeSrc := slices.Grow(a.edgeSrc[:0], numEdges)[:numEdges]
 		src, bad := relabeler.relabel(append(a.src[:0], known...), sampled, edgeSrc)
 		if bad >= 0 {
@@ -316,6 +329,8 @@ func (a *Assembler) assemble(seeds []uint32, sem Semantics, b *Blocks) ([]uint32
 			hop.Dst = expand
 			hop.Src, hop.EdgeSrc, hop.EdgeDst = clone(src), clone(edgeSrc), clone(edgeDst)
 			switch {
+			case kept != nil:
+				hop.EdgeIDs = kept
 			case ly.EdgeIDs != nil && ly.Full():
 				hop.EdgeIDs = gatherFullEdgeIDs(make([]int64, 0, numEdges), ly.EdgeIDs, ly.Offsets, rows)
 			case ly.EdgeIDs != nil:

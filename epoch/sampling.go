@@ -22,6 +22,19 @@ type Sampling struct {
 	Replace bool // sample with replacement
 	Rank    int  // this rank, 0 <= Rank < World
 	World   int  // data-parallel ranks; 0 means 1
+	// trainEdges, set by ForLink, is a link epoch's training edge count:
+	// Check then counts edges, not Train's nodes, against the ranks.
+	trainEdges int
+}
+
+// ForLink returns s checked as a link epoch's sampling (DESIGN §4, "Link
+// epochs"): its seeds come from numEdges training edges, not from Train.
+func (s Sampling) ForLink(numEdges int) Sampling {
+	s.trainEdges = max(numEdges, 0)
+	if numEdges == 0 {
+		s.trainEdges = -1
+	}
+	return s
 }
 
 // Check reports (wrapping ErrConfig) the first thing wrong with s: no
@@ -43,6 +56,12 @@ func (s Sampling) Check() error {
 	world := s.WorldSize()
 	if world < 1 || s.Rank < 0 || s.Rank >= world {
 		return fmt.Errorf("%w: rank %d of world size %d, want 0 <= rank < world size", ErrConfig, s.Rank, world)
+	}
+	if s.trainEdges != 0 {
+		if s.trainEdges < world {
+			return fmt.Errorf("%w: %d training edges for %d ranks: some rank would have none", ErrConfig, max(s.trainEdges, 0), world)
+		}
+		return nil
 	}
 	if n := countDistinct(s.Train); n < world {
 		if n == 0 {

@@ -251,7 +251,13 @@ func (m *Manifest) checkGraph(dir string) error {
 	if err != nil {
 		return err
 	}
-	if fp := g.Fingerprint(); fp != m.Graph {
+	return m.checkFingerprint(dir, g.Fingerprint())
+}
+
+// checkFingerprint compares the store's manifest with fp, the fingerprint
+// of what it must belong to.
+func (m *Manifest) checkFingerprint(dir string, fp chunkfmt.Fingerprint) error {
+	if fp != m.Graph {
 		return fmt.Errorf("%w: %s: features.json was packed for a graph of %d nodes, %d edges (chunk CRCs %08x); the directory holds %d nodes, %d edges (chunk CRCs %08x): pack the features again",
 			ErrGraphMismatch, dir, m.Graph.NumNodes, m.Graph.NumEdges, m.Graph.ChunkCRCs, fp.NumNodes, fp.NumEdges, fp.ChunkCRCs)
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
 )
 
 // Store reads a feature store. Every row it returns was checked against
@@ -42,6 +44,28 @@ func Open(dir string) (*Store, error) {
 	if err := m.checkGraph(dir); err != nil {
 		return nil, err
 	}
+	return open(dir, m)
+}
+
+// OpenFor is Open for a store bound to fp (Options.Graph) instead of to
+// dir's manifest.json: a heterogeneous graph's node type
+// (heterofmt.Manifest.NodeTypeFingerprint). A store packed for another
+// fingerprint is refused (ErrGraphMismatch).
+func OpenFor(dir string, fp chunkfmt.Fingerprint) (*Store, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.checkFingerprint(dir, fp); err != nil {
+		return nil, err
+	}
+	return open(dir, m)
+}
+
+// open opens the data files of the store m of dir, whose binding has been
+// checked.
+func open(dir string, m *Manifest) (*Store, error) {
+	var err error
 	s := &Store{m: m, dir: dir}
 	open := func(df *DataFile, unit int64) (io.ReaderAt, *Checksums, error) {
 		f, size, err := openSized(dir, df.File)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+
+	"github.com/streamsampler/streamsampler/chunkfmt"
 )
 
 // Verify checks the feature store of graph directory dir completely: the
@@ -20,6 +22,20 @@ func VerifyContext(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
+	return verifyStore(ctx, s)
+}
+
+// VerifyFor is VerifyContext for a store bound to fp (OpenFor).
+func VerifyFor(ctx context.Context, dir string, fp chunkfmt.Fingerprint) error {
+	s, err := OpenFor(dir, fp)
+	if err != nil {
+		return err
+	}
+	return verifyStore(ctx, s)
+}
+
+// verifyStore checks every span of the opened store s, and closes it.
+func verifyStore(ctx context.Context, s *Store) error {
 	defer s.Close()
 	if err := verifyFile(ctx, s.feat, s.featSum, nil); err != nil {
 		return err

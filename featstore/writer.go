@@ -27,6 +27,11 @@ type Options struct {
 	LabelSource   string
 	Force         bool // replace an existing store (atomically, at Close)
 	CreatedBy     string
+	// Graph, when not nil, is what the store is bound to instead of dir's
+	// manifest.json: the rows of a node set that is no graph directory of
+	// its own (a node type of a heterogeneous graph, heterofmt), opened
+	// with OpenFor and checked with VerifyFor.
+	Graph *chunkfmt.Fingerprint
 }
 
 // Writer packs a feature store into a graph directory: rows in node
@@ -66,9 +71,15 @@ func hook(step string) error { return failpoint.Hit(step) }
 // of it. It fails with ErrExists when dir has a store and o.Force is not
 // set. Files left by a Writer that was killed are removed here.
 func Create(dir string, o Options) (*Writer, error) {
-	g, err := chunkfmt.ReadManifest(dir)
-	if err != nil {
-		return nil, fmt.Errorf("featstore: %w", err)
+	var fp chunkfmt.Fingerprint
+	if o.Graph != nil {
+		fp = *o.Graph
+	} else {
+		g, err := chunkfmt.ReadManifest(dir)
+		if err != nil {
+			return nil, fmt.Errorf("featstore: %w", err)
+		}
+		fp = g.Fingerprint()
 	}
 	if o.DType.Size() == 0 {
 		return nil, fmt.Errorf("%w: dtype %q: want float32, float16, int8 or uint8", ErrShape, o.DType)
@@ -103,15 +114,15 @@ func Create(dir string, o Options) (*Writer, error) {
 	gen++
 	rb := int64(o.Dim) * int64(o.DType.Size())
 	w.m = Manifest{
-		Version: FormatVersion, NumNodes: g.NumNodes, Graph: g.Fingerprint(), CreatedBy: o.CreatedBy,
-		Features: Features{DataFile: newDataFile("features", gen, o.FeatureSource, int64(g.NumNodes)*rb, rb),
+		Version: FormatVersion, NumNodes: fp.NumNodes, Graph: fp, CreatedBy: o.CreatedBy,
+		Features: Features{DataFile: newDataFile("features", gen, o.FeatureSource, int64(fp.NumNodes)*rb, rb),
 			DType: o.DType, Dim: o.Dim, RowBytes: rb},
 	}
 	if w.feat, err = newDataWriter(dir, &w.m.Features.DataFile); err != nil {
 		return nil, err
 	}
 	if o.Labels {
-		w.m.Labels = &Labels{DataFile: newDataFile("labels", gen, o.LabelSource, int64(g.NumNodes)*4, LabelCRCSpan), DType: LabelDType}
+		w.m.Labels = &Labels{DataFile: newDataFile("labels", gen, o.LabelSource, int64(fp.NumNodes)*4, LabelCRCSpan), DType: LabelDType}
 		if w.lab, err = newDataWriter(dir, &w.m.Labels.DataFile); err != nil {
 			w.Abort()
 			return nil, err

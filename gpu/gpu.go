@@ -50,12 +50,6 @@ var (
 	ErrTimeout         = errors.New("gpu: watchdog timeout")
 	ErrCUDA            = errors.New("gpu: CUDA error")
 	ErrClosed          = errors.New("gpu: backend closed")
-	// ErrFullNeighborhood: a layer asks for every neighbor (fanout -1,
-	// epoch.AllNeighbors), which the CUDA engines do not implement yet
-	// (their output is rows of a fixed fanout); the error also wraps
-	// ErrInvalid and names the layer. Use the emulated or XRT backend
-	// (host.Sampler) for full layers.
-	ErrFullNeighborhood = errors.New("gpu: fanout -1 (every neighbor) is not supported by the CUDA engines; use --backend emu or xrt")
 )
 
 // Mode selects the engine of SampleEpoch.
@@ -125,6 +119,8 @@ type engine interface {
 	sample(mode Mode, seeds []uint32, fanouts []int32, seed uint64, ep uint32, replace bool) ([]uint64, error)
 	fetch(frontiers []uint32, samples []int32, final []uint32) error
 	fetchEdges(edgeIDs []int64) error
+	layerSizes(layers int) ([]uint64, error)
+	fetchOffsets(offsets []int64) error
 	walk(req walkRequest, out []int32) error
 	timings() [3]float64
 	close()
@@ -281,10 +277,20 @@ func (b *Backend) SampleEpochMode(ctx context.Context, mode Mode, seeds []uint32
 		return nil, fmt.Errorf("gpu: %s epoch %d: %w", mode, key.Epoch, err)
 	}
 	L := len(fanouts)
-	var nf, ns uint64
+	// A full layer's rows are as long as its nodes' degrees: the library
+	// says how many words each layer has, and where a full layer's rows
+	// begin.
+	sizes, err := b.eng.layerSizes(L)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: epoch %d's layer sizes: %w", key.Epoch, err)
+	}
+	var nf, ns, no uint64
 	for l := 0; l < L; l++ {
 		nf += counts[l]
-		ns += counts[l] * uint64(fanouts[l])
+		ns += sizes[l]
+		if fanouts[l] == epoch.AllNeighbors {
+			no += counts[l] + 1
+		}
 	}
 	fronts := make([]uint32, nf)
 	samples := make([]int32, ns)
@@ -299,20 +305,37 @@ func (b *Backend) SampleEpochMode(ctx context.Context, mode Mode, seeds []uint32
 			return nil, fmt.Errorf("gpu: fetching epoch %d's edge ids: %w", key.Epoch, err)
 		}
 	}
+	var offsets []int64
+	if no > 0 {
+		offsets = make([]int64, no)
+		if err := b.eng.fetchOffsets(offsets); err != nil {
+			return nil, fmt.Errorf("gpu: fetching epoch %d's row offsets: %w", key.Epoch, err)
+		}
+	}
 	res := &epoch.Result{Key: key, Layers: make([]epoch.Layer, L), Final: final}
-	var fo, so uint64
+	var fo, so, oo uint64
 	for l := 0; l < L; l++ {
-		n, k := counts[l], uint64(fanouts[l])
-		res.Layers[l] = epoch.Layer{
+		n, w := counts[l], sizes[l]
+		ly := epoch.Layer{
 			Frontier: fronts[fo : fo+n : fo+n],
 			Fanout:   fanouts[l],
-			Samples:  samples[so : so+n*k : so+n*k],
+			Samples:  samples[so : so+w : so+w],
 		}
 		if edgeIDs != nil {
-			res.Layers[l].EdgeIDs = edgeIDs[so : so+n*k : so+n*k]
+			ly.EdgeIDs = edgeIDs[so : so+w : so+w]
 		}
+		if fanouts[l] == epoch.AllNeighbors {
+			ly.Offsets = offsets[oo : oo+n+1 : oo+n+1]
+			oo += n + 1
+		}
+		res.Layers[l] = ly
 		fo += n
-		so += n * k
+		so += w
+	}
+	// The library's sizes against the fanouts and offsets: a layer whose
+	// words disagree is an error, not a misaligned result.
+	if err := res.CheckShape(); err != nil {
+		return nil, fmt.Errorf("gpu: epoch %d: %w", key.Epoch, err)
 	}
 	return res, ctx.Err()
 }
@@ -440,11 +463,8 @@ func (b *Backend) validate(seeds []uint32, fanouts []int) error {
 		return fmt.Errorf("%w: %d layers, want 1..%d", ErrInvalid, len(fanouts), epoch.MaxLayers)
 	}
 	for l, k := range fanouts {
-		if k == epoch.AllNeighbors {
-			return fmt.Errorf("%w: %w: layer %d (hop %d)", ErrInvalid, ErrFullNeighborhood, l, l+1)
-		}
-		if k < 1 || k > MaxFanout {
-			return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want 1..%d", ErrInvalid, k, l, l+1, MaxFanout)
+		if k != epoch.AllNeighbors && (k < 1 || k > MaxFanout) {
+			return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want 1..%d or %d (every neighbor)", ErrInvalid, k, l, l+1, MaxFanout, epoch.AllNeighbors)
 		}
 	}
 	for i, s := range seeds {

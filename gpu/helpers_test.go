@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
@@ -101,17 +102,20 @@ func diffResults(got, want *epoch.Result) error {
 			return fmt.Errorf("layer %d: frontier of %d nodes differs from the reference's %d at %d", l,
 				len(g.Frontier), len(w.Frontier), firstDiff(g.Frontier, w.Frontier))
 		}
+		if i := firstDiff(g.Offsets, w.Offsets); i >= 0 {
+			return fmt.Errorf("layer %d: row offset %d is %v, want %v", l, i, at(g.Offsets, i), at(w.Offsets, i))
+		}
 		if i := firstDiff(g.Samples, w.Samples); i >= 0 {
-			row := i / w.Fanout
-			return fmt.Errorf("layer %d: node %d slot %d: sample %v, want %v", l, w.Frontier[row], i%w.Fanout,
+			row, slot := slotOf(w, i)
+			return fmt.Errorf("layer %d: node %v slot %d: sample %v, want %v", l, at(w.Frontier, row), slot,
 				at(g.Samples, i), at(w.Samples, i))
 		}
 		if (g.EdgeIDs == nil) != (w.EdgeIDs == nil) {
 			return fmt.Errorf("layer %d: edge ids present %v, want %v", l, g.EdgeIDs != nil, w.EdgeIDs != nil)
 		}
 		if i := firstDiff(g.EdgeIDs, w.EdgeIDs); i >= 0 {
-			row := i / w.Fanout
-			return fmt.Errorf("layer %d: node %d slot %d: edge id %v, want %v", l, w.Frontier[row], i%w.Fanout,
+			row, slot := slotOf(w, i)
+			return fmt.Errorf("layer %d: node %v slot %d: edge id %v, want %v", l, at(w.Frontier, row), slot,
 				at(g.EdgeIDs, i), at(w.EdgeIDs, i))
 		}
 	}
@@ -120,6 +124,20 @@ func diffResults(got, want *epoch.Result) error {
 			len(want.Final), firstDiff(got.Final, want.Final))
 	}
 	return nil
+}
+
+// slotOf is the row and slot of sample i of layer ly (a full layer's rows
+// through its offsets); a position past the samples is the last row's.
+func slotOf(ly *epoch.Layer, i int) (row, slot int) {
+	if len(ly.Frontier) == 0 {
+		return 0, i
+	}
+	if !ly.Full() {
+		return min(i/ly.Fanout, len(ly.Frontier)-1), i % ly.Fanout
+	}
+	row = sort.Search(len(ly.Frontier), func(r int) bool { return ly.Offsets[r+1] > int64(i) })
+	row = min(row, len(ly.Frontier)-1)
+	return row, i - int(ly.Offsets[row])
 }
 
 func firstDiff[T comparable](a, b []T) int {

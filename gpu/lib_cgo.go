@@ -25,6 +25,8 @@ typedef struct {
 	int (*sample)(ssg_ctx *, int32_t, const uint32_t *, uint64_t, const int32_t *, int32_t, uint64_t, uint32_t, int32_t, uint64_t *, uint64_t, char *, size_t);
 	int (*fetch)(ssg_ctx *, uint32_t *, uint64_t, int32_t *, uint64_t, uint32_t *, uint64_t, char *, size_t);
 	int (*fetch_edges)(ssg_ctx *, int64_t *, uint64_t, char *, size_t);
+	int (*layer_sizes)(ssg_ctx *, uint64_t *, uint64_t, char *, size_t);
+	int (*fetch_offsets)(ssg_ctx *, int64_t *, uint64_t, char *, size_t);
 	int (*timings)(ssg_ctx *, double *, int);
 	int (*walk)(ssg_ctx *, int32_t, const uint32_t *, uint64_t, uint32_t, uint32_t, uint64_t, uint64_t, int32_t,
 	            uint64_t, uint64_t, uint64_t, int32_t *, uint64_t, char *, size_t);
@@ -59,6 +61,8 @@ static const char *ssg_resolve(void *h, ssg_lib *l) {
 	SSG_SYM(sample, "ssg_sample")
 	SSG_SYM(fetch, "ssg_fetch")
 	SSG_SYM(fetch_edges, "ssg_fetch_edges")
+	SSG_SYM(layer_sizes, "ssg_layer_sizes")
+	SSG_SYM(fetch_offsets, "ssg_fetch_offsets")
 	SSG_SYM(timings, "ssg_last_timings")
 	SSG_SYM(walk, "ssg_walk")
 #undef SSG_SYM
@@ -96,6 +100,12 @@ static int w_fetch(ssg_lib *l, ssg_ctx *c, uint32_t *f, uint64_t nf, int32_t *s,
 }
 static int w_fetch_edges(ssg_lib *l, ssg_ctx *c, int64_t *e, uint64_t ne, char *err, size_t len) {
 	return l->fetch_edges(c, e, ne, err, len);
+}
+static int w_layer_sizes(ssg_lib *l, ssg_ctx *c, uint64_t *s, uint64_t n, char *err, size_t len) {
+	return l->layer_sizes(c, s, n, err, len);
+}
+static int w_fetch_offsets(ssg_lib *l, ssg_ctx *c, int64_t *o, uint64_t n, char *err, size_t len) {
+	return l->fetch_offsets(c, o, n, err, len);
 }
 static int w_timings(ssg_lib *l, ssg_ctx *c, double *out, int n) { return l->timings(c, out, n); }
 static int w_walk(ssg_lib *l, ssg_ctx *c, int32_t mode, const uint32_t *starts, uint64_t ns, uint32_t r, uint32_t len_,
@@ -405,6 +415,34 @@ func (e *cEngine) fetchEdges(edgeIDs []int64) error {
 		p = (*C.int64_t)(unsafe.Pointer(&edgeIDs[0]))
 	}
 	if rc := C.w_fetch_edges(e.l, e.ctx, p, C.uint64_t(len(edgeIDs)), errBuf, errLen); rc != C.SSG_OK {
+		return statusError(int(rc), C.GoString(errBuf))
+	}
+	return nil
+}
+
+// layerSizes returns the last result's sample words per layer
+// (ssg_layer_sizes): a full layer's are the sum of its rows.
+func (e *cEngine) layerSizes(layers int) ([]uint64, error) {
+	errBuf := (*C.char)(C.calloc(errLen, 1))
+	defer C.free(unsafe.Pointer(errBuf))
+	sizes := make([]uint64, max(layers, 1))
+	if rc := C.w_layer_sizes(e.l, e.ctx, (*C.uint64_t)(unsafe.Pointer(&sizes[0])), C.uint64_t(layers), errBuf, errLen); rc != C.SSG_OK {
+		return nil, statusError(int(rc), C.GoString(errBuf))
+	}
+	return sizes[:layers], nil
+}
+
+// fetchOffsets copies the last result's full layers' row offsets
+// (ssg_fetch_offsets) into offsets, whose length is the capacity the
+// library checks.
+func (e *cEngine) fetchOffsets(offsets []int64) error {
+	errBuf := (*C.char)(C.calloc(errLen, 1))
+	defer C.free(unsafe.Pointer(errBuf))
+	var p *C.int64_t
+	if len(offsets) > 0 {
+		p = (*C.int64_t)(unsafe.Pointer(&offsets[0]))
+	}
+	if rc := C.w_fetch_offsets(e.l, e.ctx, p, C.uint64_t(len(offsets)), errBuf, errLen); rc != C.SSG_OK {
 		return statusError(int(rc), C.GoString(errBuf))
 	}
 	return nil

@@ -35,8 +35,13 @@ extern "C" {
  * 3: a graph loaded piece by piece (ssg_create_empty, ssg_load_indices,
  *    ssg_load_indptr);
  * 4: edge ids (ssg_options.edge_ids, ssg_fetch_edges);
- * 5: random walks (ssg_walk) */
-#define SSG_ABI_VERSION 5
+ * 5: random walks (ssg_walk);
+ * 6: full layers (fanout SSG_FANOUT_ALL; ssg_layer_sizes, ssg_fetch_offsets) */
+#define SSG_ABI_VERSION 6
+
+/* The fanout of a layer that takes every neighbor of each frontier node,
+ * in CSR order (DESIGN §3, "Full neighborhoods"; epoch.AllNeighbors). */
+#define SSG_FANOUT_ALL (-1)
 
 /* Status codes, defined here only: the Go package reads them through cgo
  * (lib_cgo.go's statusCodes maps each to its error; header_cgo_test.go
@@ -131,7 +136,13 @@ int ssg_info(ssg_ctx *ctx, char *name, size_t name_len, int32_t *uva,
  * device and counts[0..n_layers] hold |frontier_0| … |frontier_L|
  * (counts[n_layers] is the final frontier). Fetch it with ssg_fetch.
  * counts may be NULL; otherwise counts_cap must be >= n_layers + 1, checked
- * before any work. A failed call leaves no result: ssg_fetch then fails. */
+ * before any work. A failed call leaves no result: ssg_fetch then fails.
+ *
+ * A fanout is 1..64 or SSG_FANOUT_ALL: that layer's rows are every
+ * neighbor of each frontier node, variable-length (ssg_layer_sizes,
+ * ssg_fetch_offsets), without random draws. An epoch with such a layer
+ * runs on the BSP engine whatever the mode: the fused engine's task slots
+ * hold a fixed fanout. */
 int ssg_sample(ssg_ctx *ctx, int32_t mode, const uint32_t *seeds, uint64_t n_seeds,
                const int32_t *fanouts, int32_t n_layers, uint64_t seed,
                uint32_t epoch, int32_t replace, uint64_t *counts, uint64_t counts_cap,
@@ -139,7 +150,7 @@ int ssg_sample(ssg_ctx *ctx, int32_t mode, const uint32_t *seeds, uint64_t n_see
 
 /* Copies the last ssg_sample result to host memory: frontiers = all
  * layers' frontiers concatenated (sum counts[0..L-1] words), samples = all
- * layers' sample rows concatenated (sum counts[l]*fanouts[l] words, -1 for
+ * layers' sample rows concatenated (the sum of ssg_layer_sizes words, -1 for
  * an empty slot), final = counts[L] words. Any pointer may be NULL to skip.
  * The *_cap arguments are the arrays' capacities in elements: if any
  * non-NULL array is smaller than its part of the result, the call fails
@@ -156,6 +167,22 @@ int ssg_fetch(ssg_ctx *ctx, uint32_t *frontiers, uint64_t frontiers_cap,
  * SSG_ERR_INVALID (copying nothing) if it is smaller than the result, if
  * there is no result, or if the context keeps no edge ids. */
 int ssg_fetch_edges(ssg_ctx *ctx, int64_t *edge_ids, uint64_t edge_ids_cap, char *err, size_t err_len);
+
+/* The sample words of each layer of the last ssg_sample, in ssg_fetch's
+ * order: counts[l] * fanouts[l] for a sampled layer, the sum of the
+ * frontier's degrees for a full layer (SSG_FANOUT_ALL). sizes_cap must be
+ * >= n_layers. */
+int ssg_layer_sizes(ssg_ctx *ctx, uint64_t *sizes, uint64_t sizes_cap, char *err, size_t err_len);
+
+/* Copies the row offsets of the last ssg_sample's full layers, layer after
+ * layer: counts[l] + 1 entries for each layer l whose fanout is
+ * SSG_FANOUT_ALL, from 0 to its size (ssg_layer_sizes), so that row i of
+ * the layer is its samples [offsets[i], offsets[i+1]) within the layer's
+ * part of ssg_fetch's samples (and of ssg_fetch_edges' edge ids, which are
+ * indptr[node] + j for the row's j-th neighbor). A result without full
+ * layers has none (offsets may then be NULL). offsets_cap is the array's
+ * capacity in elements, checked before anything is copied. */
+int ssg_fetch_offsets(ssg_ctx *ctx, int64_t *offsets, uint64_t offsets_cap, char *err, size_t err_len);
 
 /* Counts the valid (non-negative) samples of the last ssg_sample, on the
  * GPU (the sampled edges of the epoch). */

@@ -111,46 +111,12 @@ func reference(g Adjacency, edges EdgeAdjacency, seeds []uint32, fanouts []int, 
 	frontier := sortedUnique(seeds)
 	res := &epoch.Result{Key: key, Layers: make([]epoch.Layer, len(fanouts))}
 	for l, k := range fanouts {
-		if k == epoch.AllNeighbors {
-			ly, err := referenceAll(g, edges, frontier, l)
-			if err != nil {
-				return nil, err
-			}
-			res.Layers[l] = ly
-			frontier = nextFrontierSet(frontier, ly.Samples)
-			continue
+		ly, err := referenceLayer(g, edges, l, frontier, k, key.Layer(l), key.Replace)
+		if err != nil {
+			return nil, err
 		}
-		lkey := key.Layer(l)
-		samples := make([]int32, len(frontier)*k)
-		var edgeIDs []int64
-		var pos []int32
-		if edges != nil {
-			edgeIDs = make([]int64, len(samples))
-			pos = make([]int32, k)
-		}
-		for i, v := range frontier {
-			nb, err := g.Neighbors(v)
-			if err != nil {
-				return nil, fmt.Errorf("reference: layer %d node %d: %w", l, v, err)
-			}
-			rng.Sample(samples[i*k:(i+1)*k], nb, v, lkey, key.Replace)
-			if edges == nil {
-				continue
-			}
-			first, err := edges.FirstEdge(v)
-			if err != nil {
-				return nil, fmt.Errorf("reference: layer %d node %d: %w", l, v, err)
-			}
-			rng.Positions(pos, len(nb), v, lkey, key.Replace)
-			for s, p := range pos {
-				edgeIDs[i*k+s] = -1
-				if p >= 0 {
-					edgeIDs[i*k+s] = int64(first) + int64(p)
-				}
-			}
-		}
-		res.Layers[l] = epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples, EdgeIDs: edgeIDs}
-		frontier = nextFrontierSet(frontier, samples)
+		res.Layers[l] = ly
+		frontier = nextFrontierSet(frontier, ly.Samples)
 	}
 	res.Final = frontier
 	return res, nil

@@ -60,6 +60,16 @@ type BuildOptions struct {
 	Progress io.Writer
 	// CreatedBy is recorded in the manifest.
 	CreatedBy string
+	// Columns, when not nil, bounds each column of the edges on its own
+	// (a relation of a heterogeneous graph, whose columns are ids of two
+	// node types); every id must also be below NumNodes, which must be
+	// given.
+	Columns *ColumnBounds
+
+	// gens are inputs generated in memory (BuildHetero's typed R-MAT),
+	// read after the named inputs: generated in pass 1 and spooled for
+	// pass 2, as a compressed input is.
+	gens []generated
 }
 
 // Budget is the memory budget a build with these options checks against:
@@ -129,8 +139,11 @@ const buildBatch = 1 << 16
 // graph's manifest is written.
 func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (sum *Summary, err error) {
 	t0 := time.Now()
-	if len(inputs) == 0 {
+	if len(inputs) == 0 && len(o.gens) == 0 {
 		return nil, errors.New("build: no input files")
+	}
+	if o.Columns != nil && (o.NumNodes == 0 || max(o.Columns.Src, o.Columns.Dst) > o.NumNodes) {
+		return nil, fmt.Errorf("build: column bounds %d and %d need --num-nodes of at least both", o.Columns.Src, o.Columns.Dst)
 	}
 	if o.ChunkSize == 0 {
 		o.ChunkSize = chunkfmt.DefaultChunkSize
@@ -179,6 +192,9 @@ func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (su
 		}
 		total += st.Size()
 	}
+	for _, g := range o.gens {
+		total += 8 * g.edges
+	}
 	parent := filepath.Dir(out)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("build: %w", err)
@@ -194,7 +210,11 @@ func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (su
 	if err != nil {
 		return nil, fmt.Errorf("build: creating a temporary directory next to the output: %w", err)
 	}
-	b := &builder{ctx: ctx, o: o, mem: mem, tmp: tmp, sum: &Summary{Dir: out, Inputs: inputs, ChunkSize: o.ChunkSize, MemoryBudget: mem.budget, StaleRemoved: stale}}
+	names := inputs
+	for _, g := range o.gens {
+		names = append(names[:len(names):len(names)], g.name)
+	}
+	b := &builder{ctx: ctx, o: o, mem: mem, tmp: tmp, sum: &Summary{Dir: out, Inputs: names, ChunkSize: o.ChunkSize, MemoryBudget: mem.budget, StaleRemoved: stale}}
 	installed := false
 	defer func() {
 		b.release()
@@ -288,6 +308,8 @@ type input struct {
 	name    string // as the user named it
 	spooled bool   // its edges were spooled in pass 1 (text or compressed)
 	edges   uint64 // edges read in pass 1
+	format  Format // as pass 1 read it
+	gen     *generated
 }
 
 type builder struct {
@@ -372,7 +394,20 @@ func (b *builder) openInputs(names []string) error {
 		}
 		b.inputs = append(b.inputs, in)
 	}
+	for i := range b.o.gens {
+		g := &b.o.gens[i]
+		b.inputs = append(b.inputs, input{path: g.name, name: g.name, gen: g})
+	}
 	return nil
+}
+
+// openInput opens in for a pass: a generated input anew (its edges
+// counted on bar, as a file's bytes are), a file through OpenEdges.
+func (b *builder) openInput(in *input, o ReadOptions) (*EdgeReader, error) {
+	if in.gen != nil {
+		return &EdgeReader{src: &countedSource{in.gen.open(), o.Progress}, format: FormatBin32}, nil
+	}
+	return OpenEdges(in.path, o)
 }
 
 type ctxReader struct {
@@ -392,7 +427,14 @@ func (b *builder) readOpts(bar *progress.Bar, name string) ReadOptions {
 	if n == "-" {
 		n = "stdin"
 	}
-	return ReadOptions{Format: b.o.Format, NumNodes: b.o.NumNodes, Progress: bar, Name: n, DropBehind: b.dropInput}
+	o := ReadOptions{Format: b.o.Format, NumNodes: b.o.NumNodes, Progress: bar, Name: n, DropBehind: b.dropInput}
+	if b.o.Columns != nil {
+		// Each column has its own bound, checked in pass 1 with a message
+		// that names its node type; the reader's one bound would name
+		// neither.
+		o.NumNodes = 0
+	}
+	return o
 }
 
 // needsSpool: text is parsed once and compressed input decompressed once;
@@ -423,11 +465,16 @@ func (b *builder) readEdges(total int64) error {
 	var maxID int64 = -1
 	for i := range b.inputs {
 		in := &b.inputs[i]
-		r, err := OpenEdges(in.path, b.readOpts(bar, in.name))
+		r, err := b.openInput(in, b.readOpts(bar, in.name))
 		if err != nil {
 			return err
 		}
-		in.spooled = needsSpool(in.path, r.Format())
+		in.format = r.Format()
+		// A generated input is spooled like a compressed one: pass 2
+		// reads its pairs back (8 bytes an edge, sequentially) rather
+		// than generating them again, which costs more CPU than the
+		// disk's sequential rate costs time.
+		in.spooled = in.gen != nil || needsSpool(in.path, r.Format())
 		if in.spooled && b.spool == nil {
 			f, err := os.Create(filepath.Join(b.tmp, "edges.spool"))
 			if err != nil {
@@ -526,6 +573,11 @@ func (b *builder) count(r *EdgeReader, in *input, bar *progress.Bar, maxID *int6
 		}
 		if err != nil {
 			return err
+		}
+		if c := b.o.Columns; c != nil {
+			if err := c.check(p, in); err != nil {
+				return err
+			}
 		}
 		var m uint32
 		for _, x := range p {
@@ -654,7 +706,7 @@ func (b *builder) placeEdges() error {
 			o := b.readOpts(nil, in.name)
 			o.NumNodes = b.numNodes // ids were checked in pass 1; this guards against a changed file
 			var err error
-			if r, err = OpenEdges(in.path, o); err != nil {
+			if r, err = b.openInput(&in, o); err != nil {
 				return err
 			}
 		}

@@ -37,6 +37,10 @@ type FeatureOptions struct {
 	// Progress, when not nil, receives a progress line (a terminal).
 	Progress  io.Writer
 	CreatedBy string
+	// Graph, when not nil, is the fingerprint the store is bound to, and
+	// its NumNodes the rows, instead of dir's manifest.json: a node type
+	// of a heterogeneous graph (featstore.Options.Graph).
+	Graph *chunkfmt.Fingerprint
 }
 
 // FeatureSummary describes a packed feature store.
@@ -69,11 +73,16 @@ const (
 // expected, and leaves no store behind (an old one stays).
 func PackFeatures(ctx context.Context, features, dir string, o FeatureOptions) (*FeatureSummary, error) {
 	start := time.Now()
-	g, err := chunkfmt.ReadManifest(dir)
-	if err != nil {
-		return nil, err
+	var n uint32
+	if o.Graph != nil {
+		n = o.Graph.NumNodes
+	} else {
+		g, err := chunkfmt.ReadManifest(dir)
+		if err != nil {
+			return nil, err
+		}
+		n = g.NumNodes
 	}
-	n := g.NumNodes
 	bar := progress.New(o.Progress, inputSize(features)+inputSize(o.Labels), "features", o.Progress != nil)
 	defer bar.Done()
 	src, err := openFeatures(features, n, o, bar)
@@ -90,7 +99,7 @@ func PackFeatures(ctx context.Context, features, dir string, o FeatureOptions) (
 	}
 	w, err := featstore.Create(dir, featstore.Options{
 		DType: src.dtype, Dim: src.dim, Labels: lab != nil, FeatureSource: filepath.Base(features),
-		LabelSource: filepath.Base(o.Labels), Force: o.Force, CreatedBy: o.CreatedBy,
+		LabelSource: filepath.Base(o.Labels), Force: o.Force, CreatedBy: o.CreatedBy, Graph: o.Graph,
 	})
 	if err != nil {
 		if errors.Is(err, featstore.ErrExists) {

@@ -110,7 +110,13 @@ func (p *Pipeline) planFeatures(ctx context.Context, r *epoch.Result, m *meta, e
 					errs[w] = ctx.Err()
 					return
 				}
-				s, err := a.NodeSet(batches[i], p.cfg.Semantics, nil)
+				var s []uint32
+				var err error
+				if m.links != nil {
+					s, err = a.NodeSetLink(m.links[i], p.cfg.Semantics, nil)
+				} else {
+					s, err = a.NodeSet(batches[i], p.cfg.Semantics, nil)
+				}
 				if err != nil {
 					errs[w] = fmt.Errorf("epoch %d, minibatch %d: %w", e, i, err)
 					return

@@ -67,11 +67,24 @@ type Config struct {
 	// Logf, if not nil, is told when an epoch is prepared or becomes
 	// current.
 	Logf func(format string, a ...any)
+	// Link, if not nil, makes the epochs link-prediction epochs (DESIGN
+	// §4, "Link epochs"): minibatches of BatchSize training edges (of
+	// Link.Edges, sharded and shuffled as nodes are; Sampling.Train is not
+	// used), each with its negatives and exclusions; frontier_0 is the
+	// union of their seeds. Minibatch.Link carries the supervision.
+	Link *epoch.Link
 }
 
 // Check reports (wrapping ErrConfig) the first thing wrong with c.
 func (c Config) Check() error {
-	if err := c.Sampling.Check(); err != nil {
+	s := c.Sampling
+	if c.Link != nil {
+		if err := c.Link.Check(); err != nil {
+			return err
+		}
+		s = s.ForLink(c.Link.Edges.Len())
+	}
+	if err := s.Check(); err != nil {
 		return err
 	}
 	switch {
@@ -100,6 +113,9 @@ type Minibatch struct {
 	// feature plan's (AssembleAs), is the node set the plan read this
 	// minibatch's rows for: the plan's turn must be taken with it.
 	PlanNodes []uint32
+	// Link is a link minibatch's supervision (Config.Link; nil for node
+	// minibatches): local ids into Blocks.Nodes().
+	Link *epoch.LinkFields
 	// AssembleStart and AssembleEnd bracket its assembly (AssembleAs),
 	// on whichever goroutine did it: the union of these intervals is the
 	// epoch's assembly time in run's and serve's figures.
@@ -126,6 +142,9 @@ type Info struct {
 	FrontierSizes  []int   `json:"frontier_sizes"`
 	SampledEdges   int64   `json:"sampled_edges"`
 	PrepareSeconds float64 `json:"prepare_seconds"`
+	// Link describes link mode (nil, and absent from the JSON, for node
+	// epochs); NumTrain and ShardSize then count training edges.
+	Link *LinkInfo `json:"link,omitempty"`
 }
 
 // Pipeline is a training run's epochs: the current epoch, whose
@@ -178,6 +197,9 @@ type meta struct {
 	dropped  int
 	took     time.Duration
 	features *FeaturePlan // with Config.Features
+	// links, in link mode, is each minibatch's link batch; batches[i] is
+	// then links[i].Seeds.
+	links []*epoch.LinkBatch
 }
 
 // NewPipeline checks cfg and returns a Pipeline that samples with sample
@@ -203,7 +225,7 @@ func NewPipeline(cfg Config, sample SampleFunc, store *Store) (*Pipeline, error)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Pipeline{
 		cfg: cfg, sample: sample, store: store, end: end,
-		perRank: cfg.batchesPerRank(len(cfg.Train)),
+		perRank: cfg.batchesPerRank(cfg.numTrain()),
 		baseCtx: ctx, cancel: cancel,
 		metas: map[uint32]meta{},
 	}, nil
@@ -229,7 +251,7 @@ func (p *Pipeline) logf(format string, a ...any) {
 // serve, bench) cuts them here.
 func (c Config) Minibatches(shard []uint32, e uint32) (batches [][]uint32, dropped int) {
 	all := epoch.Batches(shard, c.BatchSize, c.Seed, e)
-	keep := min(c.batchesPerRank(c.NumTrain()), len(all))
+	keep := min(c.batchesPerRank(c.numTrain()), len(all))
 	for _, b := range all[keep:] {
 		dropped += len(b)
 	}
@@ -257,7 +279,7 @@ func (p *Pipeline) prepare(e uint32) error {
 	key := p.cfg.Key(e)
 	return p.store.Prepare(p.baseCtx, key, func(ctx context.Context) (*epoch.Result, error) {
 		t0 := time.Now()
-		seeds := p.cfg.Seeds(e)
+		seeds, m := p.epochSeeds(e)
 		r, err := p.sample(ctx, seeds, p.cfg.Fanouts, key)
 		if err != nil {
 			p.logf("preparing epoch %d: %v", e, err)
@@ -266,7 +288,6 @@ func (p *Pipeline) prepare(e uint32) error {
 		if r == nil || !slices.Equal(r.Frontier(0), seeds) || !slices.Equal(r.Fanouts(), p.cfg.Fanouts) {
 			return nil, errors.New("sampler returned a result for other seeds or fanouts")
 		}
-		m := p.batchesOf(seeds, e)
 		if p.cfg.Features != nil {
 			fp, err := p.planFeatures(ctx, r, &m, e)
 			if err != nil {
@@ -316,10 +337,10 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	}
 	e := p.cfg.FirstEpoch
 	if c := p.store.cur.Load(); c != nil && c.r.Key == p.cfg.Key(e) && slices.Equal(c.r.Fanouts(), p.cfg.Fanouts) {
-		if seeds := p.cfg.Seeds(e); slices.Equal(c.r.Frontier(0), seeds) {
+		if seeds, m := p.epochSeeds(e); slices.Equal(c.r.Frontier(0), seeds) {
 			p.mu.Lock()
 			if p.cur == nil {
-				p.installLocked(c.r, p.batchesOf(seeds, e))
+				p.installLocked(c.r, m)
 			}
 			p.mu.Unlock()
 			return nil
@@ -442,14 +463,13 @@ func (p *Pipeline) AssembleAs(c Claim, sem epoch.Semantics) (*Minibatch, error) 
 	}
 	defer c.slot.inflight.Done()
 	t0 := time.Now()
-	seeds := c.slot.batches[c.Index]
-	b, err := p.store.AssembleAt(c.Epoch, seeds, sem)
+	b, link, err := p.assembleClaim(c, sem)
 	if err != nil {
 		return nil, fmt.Errorf("epoch: epoch %d minibatch %d: %w", c.Epoch, c.Index, err)
 	}
-	out := &Minibatch{Epoch: c.Epoch, Index: c.Index, Count: c.Count, Blocks: b, Features: c.slot.features, AssembleStart: t0}
+	out := &Minibatch{Epoch: c.Epoch, Index: c.Index, Count: c.Count, Blocks: b, Link: link, Features: c.slot.features, AssembleStart: t0}
 	if out.Features != nil && sem != p.cfg.Semantics {
-		if out.PlanNodes, err = p.store.NodeSetAt(c.Epoch, seeds, p.cfg.Semantics); err != nil {
+		if out.PlanNodes, err = p.nodeSetOfClaim(c, p.cfg.Semantics); err != nil {
 			return nil, fmt.Errorf("epoch: epoch %d minibatch %d: %w", c.Epoch, c.Index, err)
 		}
 	}
@@ -595,7 +615,7 @@ func (p *Pipeline) advance(ctx context.Context, target func() (e uint32, ok bool
 	m, ok := p.metas[res.Key.Epoch]
 	delete(p.metas, res.Key.Epoch)
 	if !ok {
-		m = p.batchesOf(res.Frontier(0), res.Key.Epoch)
+		_, m = p.epochSeeds(res.Key.Epoch)
 	}
 	p.installLocked(res, m)
 	p.logf("advanced to epoch %d", res.Key.Epoch)
@@ -632,7 +652,8 @@ func (p *Pipeline) Info() Info {
 
 func (p *Pipeline) infoLocked() Info {
 	info := Info{
-		BatchSize: p.cfg.BatchSize, NumTrain: len(p.cfg.Train), // sorted unique since NewPipeline
+		BatchSize: p.cfg.BatchSize, NumTrain: p.cfg.numTrain(), // Train is sorted unique since NewPipeline
+		Link: p.cfg.linkInfo(),
 		Rank: p.cfg.Rank, WorldSize: p.cfg.World, Fanouts: p.cfg.Fanouts,
 		Seed: p.cfg.Seed, Replace: p.cfg.Replace, PrepareAt: p.cfg.PrepareAt,
 	}

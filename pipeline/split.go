@@ -28,6 +28,10 @@ type Split struct {
 	nodes     []uint32 // in the caller's order
 	frontier  []uint32 // sorted
 	batchSize int
+	// links, for a link split (NewLinkSplit), is each minibatch's link
+	// batch; nodes is then the union of their seeds.
+	links []*epoch.LinkBatch
+	edges int
 
 	mu    sync.Mutex
 	epoch uint32
@@ -62,6 +66,47 @@ func lastIndex(a []uint32, v uint32) int {
 	return -1
 }
 
+// NewLinkSplit returns a split of supervision edges (validation or test
+// edges: link.Edges, no exclusion) cut in their order into minibatches of
+// batchSize edges, each with its negatives drawn under (seed, epoch 0):
+// the same every epoch, so that evaluations compare on the same
+// negatives. Its nodes, sampled per epoch as a node split's, are the
+// union of the minibatches' seeds.
+func (p *Pipeline) NewLinkSplit(link *epoch.Link, batchSize int, seed uint64) (*Split, error) {
+	if batchSize < 1 {
+		return nil, fmt.Errorf("%w: batch size %d, want >= 1", ErrSplit, batchSize)
+	}
+	if err := link.Check(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSplit, err)
+	}
+	if link.Exclude != epoch.ExcludeNone {
+		return nil, fmt.Errorf("%w: a link split excludes no edges", ErrSplit)
+	}
+	n := link.Edges.Len()
+	sp := &Split{p: p, batchSize: batchSize, edges: n}
+	for lo := 0; lo < n; lo += batchSize {
+		ids := make([]uint32, min(batchSize, n-lo))
+		for i := range ids {
+			ids[i] = uint32(lo + i)
+		}
+		sp.links = append(sp.links, link.Batch(ids, seed, 0))
+	}
+	sp.frontier = epoch.LinkSeeds(sp.links)
+	sp.nodes = sp.frontier
+	return sp, nil
+}
+
+// NumEdges returns a link split's supervision edges (0 for a node split).
+func (s *Split) NumEdges() int { return s.edges }
+
+// Link returns minibatch i's link fields (nil for a node split).
+func (s *Split) Link(i int) *epoch.LinkFields {
+	if s.links == nil || i < 0 || i >= len(s.links) {
+		return nil
+	}
+	return &s.links[i].Fields
+}
+
 // NumNodes returns the split's node count.
 func (s *Split) NumNodes() int { return len(s.nodes) }
 
@@ -69,10 +114,18 @@ func (s *Split) NumNodes() int { return len(s.nodes) }
 func (s *Split) BatchSize() int { return s.batchSize }
 
 // NumBatches returns the split's minibatch count.
-func (s *Split) NumBatches() int { return epoch.NumBatches(len(s.nodes), s.batchSize) }
+func (s *Split) NumBatches() int {
+	if s.links != nil {
+		return len(s.links)
+	}
+	return epoch.NumBatches(len(s.nodes), s.batchSize)
+}
 
 // Seeds returns minibatch i's nodes (a view; do not modify).
 func (s *Split) Seeds(i int) []uint32 {
+	if s.links != nil {
+		return s.links[i].Seeds
+	}
 	lo := i * s.batchSize
 	return s.nodes[lo:min(lo+s.batchSize, len(s.nodes))]
 }
@@ -87,6 +140,9 @@ func (s *Split) Batch(ctx context.Context, i int, sem epoch.Semantics) (*epoch.B
 	res, err := s.result(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if s.links != nil {
+		return epoch.NewAssembler(res, nil).AssembleLink(s.links[i], sem)
 	}
 	return epoch.NewAssembler(res, nil).Assemble(s.Seeds(i), sem)
 }

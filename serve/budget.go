@@ -258,9 +258,38 @@ func (s *Server) withFeatures(size, rows, n int64) int64 {
 func (s *Server) claimBound(cl pipeline.Claim) int64 {
 	fp := cl.Features()
 	if s.features == nil || fp == nil || cl.Index < 0 || cl.Index >= fp.Plan.NumBatches() {
-		return s.replyBound(int64(s.cfg.BatchSize))
+		return s.batchBound()
 	}
-	n := int64(s.cfg.BatchSize)
+	n := s.batchSeeds()
 	size, _ := minibatchBound(n, s.cfg.Fanouts, s.cfg.NumNodes, s.fullBound(), s.cfg.EdgeIDs)
-	return s.withFeatures(size, int64(fp.Plan.Batch(cl.Index).Len()), n)
+	return satAdd(s.withFeatures(size, int64(fp.Plan.Batch(cl.Index).Len()), n), linkBound(s.cfg.Link, int64(s.cfg.BatchSize)))
+}
+
+// batchSeeds bounds a training minibatch's seeds: BatchSize nodes, or in
+// link mode the endpoints of BatchSize positives and their negatives.
+func (s *Server) batchSeeds() int64 {
+	n := int64(s.cfg.BatchSize)
+	if l := s.cfg.Link; l != nil {
+		n = satAdd(satMul(2, n), satMul(2, int64(l.NumNegatives(int(n)))))
+		if s.cfg.NumNodes > 0 {
+			n = min(n, s.cfg.NumNodes)
+		}
+	}
+	return n
+}
+
+// batchBound bounds a training minibatch's reply.
+func (s *Server) batchBound() int64 {
+	return satAdd(s.replyBound(s.batchSeeds()), linkBound(s.cfg.Link, int64(s.cfg.BatchSize)))
+}
+
+// linkBound bounds the link section of a minibatch of p positives (0
+// without link mode): its fixed part and arrays, 8 bytes an index, and
+// the supervision edges' labels at 8 bytes each.
+func linkBound(l *epoch.Link, p int64) int64 {
+	if l == nil {
+		return 0
+	}
+	neg := int64(l.NumNegatives(int(p)))
+	return satAdd(linkFixedSize+6*(arrayHeaderSize+8), satMul(8, satAdd(satMul(4, p), satMul(3, neg))))
 }

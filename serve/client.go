@@ -150,11 +150,11 @@ func (c *Client) batch(op uint8, payload []byte) (Minibatch, error) {
 		ee, err := DecodeEpochRequest(f.Payload)
 		return Minibatch{Epoch: ee, End: true}, err
 	}
-	b, i, feat, err := DecodeBatch(f.Payload)
+	b, i, feat, link, err := DecodeLinkBatch(f.Payload)
 	if err != nil {
 		return Minibatch{}, err
 	}
-	return Minibatch{Epoch: b.Epoch, Index: i, Blocks: b, Features: feat}, nil
+	return Minibatch{Epoch: b.Epoch, Index: i, Blocks: b, Features: feat, Link: link}, nil
 }
 
 // Sample assembles the blocks of seeds from epoch e.

@@ -324,10 +324,10 @@ func (c *conn) estimate(f Frame, plen int) int64 {
 			// Its reply's share is taken once it is claimed (claimBound).
 			return frame + smallReply
 		}
-		return frame + s.replyBound(int64(s.cfg.BatchSize))
+		return frame + s.batchBound()
 	case OpSplitBatch:
-		return frame + s.replyBound(s.maxSplitBatch.Load())
-	case OpSplit:
+		return frame + s.replyBound(s.maxSplitBatch.Load()) + s.maxSplitLink.Load()
+	case OpSplit, OpLinkSplit:
 		// Its decoded nodes besides (what the split keeps is the split
 		// budget's: Server.Split).
 		return 2*frame + smallReply
@@ -565,7 +565,7 @@ var maxBatchReply = func() *atomic.Int64 {
 // batchReply encodes a minibatch reply; on a connection with shared rows
 // the rows go into a memory file passed with it (unless the pool had no
 // room for them: then they are in the reply).
-func (c *conn) batchReply(f Frame, b *epoch.Blocks, index int, feat *Features) reply {
+func (c *conn) batchReply(f Frame, b *epoch.Blocks, index int, feat *Features, link *epoch.LinkFields) reply {
 	var xBytes, nLabels int64
 	if feat != nil {
 		if feat.lease == nil || !feat.lease.shared() {
@@ -575,7 +575,7 @@ func (c *conn) batchReply(f Frame, b *epoch.Blocks, index int, feat *Features) r
 	}
 	// A reply no client would read (MaxReply, the clients' cap, well
 	// under what the u32 length can say) is refused, not sent.
-	if size, most := batchFrameSize(b, xBytes, nLabels), maxBatchReply.Load(); size > most {
+	if size, most := batchFrameSize(b, xBytes, nLabels, link), maxBatchReply.Load(); size > most {
 		if feat != nil && feat.lease != nil && feat.lease.shared() {
 			feat.lease.abandon()
 		}
@@ -584,7 +584,7 @@ func (c *conn) batchReply(f Frame, b *epoch.Blocks, index int, feat *Features) r
 			index, b.Epoch, size, most)))
 	}
 	if feat == nil || feat.lease == nil || !feat.lease.shared() {
-		return plain(EncodeBatch(f.Op, f.ID, b, index, feat))
+		return plain(EncodeLinkBatch(f.Op, f.ID, b, index, feat, link))
 	}
 	l := feat.lease
 	// The rows are in a shared buffer: the reply carries x's header and
@@ -596,7 +596,7 @@ func (c *conn) batchReply(f Frame, b *epoch.Blocks, index int, feat *Features) r
 	}
 	shared := *feat
 	shared.Shared = &SharedRows{Buffer: l.id(), Offset: rowsOffset, Retire: l.retire}
-	return reply{bufs: EncodeBatch(f.Op, f.ID, b, index, &shared), fd: fd}
+	return reply{bufs: EncodeLinkBatch(f.Op, f.ID, b, index, &shared, link), fd: fd}
 }
 
 // mapRows answers OpMapRows: from now on this connection's feature rows
@@ -627,7 +627,7 @@ func (c *conn) replyBatch(f Frame, cl pipeline.Claim, sem epoch.Semantics) reply
 	if err != nil {
 		return plain(requestErrorFrame(f.Op, f.ID, err))
 	}
-	return c.batchReply(f, b.Blocks, b.Index, b.Features)
+	return c.batchReply(f, b.Blocks, b.Index, b.Features, b.Link)
 }
 
 // walks runs a walks request whose reply's bytes are reserved.
@@ -658,7 +658,7 @@ func (c *conn) handle(f Frame) reply {
 		if err != nil {
 			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}
-		return c.batchReply(f, b, NoBatch, feat)
+		return c.batchReply(f, b, NoBatch, feat, nil)
 	case OpAdvance:
 		e, err := DecodeEpochRequest(f.Payload)
 		if err != nil {
@@ -675,6 +675,16 @@ func (c *conn) handle(f Frame) reply {
 			return plain(errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
 		}
 		info, err := s.Split(ctx, nodes, int(bs))
+		if err != nil {
+			return plain(requestErrorFrame(f.Op, f.ID, err))
+		}
+		return plain(jsonFrame(f.Op, f.ID, info))
+	case OpLinkSplit:
+		r, err := DecodeLinkSplitRequest(f.Payload)
+		if err != nil {
+			return plain(errorFrame(f.Op, f.ID, CodeBadRequest, err.Error()))
+		}
+		info, err := s.LinkSplit(ctx, r)
 		if err != nil {
 			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}
@@ -700,7 +710,7 @@ func (c *conn) handle(f Frame) reply {
 		case b.End:
 			return plain(net.Buffers{AppendFrame(nil, f.Op, StatusEnd, f.ID, AppendEpochRequest(nil, id))})
 		}
-		return c.batchReply(f, b.Blocks, b.Index, b.Features)
+		return c.batchReply(f, b.Blocks, b.Index, b.Features, b.Link)
 	case OpScan:
 		return c.scan(f)
 	case OpScanBatch:

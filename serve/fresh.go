@@ -190,7 +190,7 @@ func (c *conn) sampleFresh(f Frame, r *freshRequest) reply {
 	if err != nil {
 		return plain(requestErrorFrame(f.Op, f.ID, err))
 	}
-	return c.batchReply(f, b, NoBatch, feat)
+	return c.batchReply(f, b, NoBatch, feat, nil)
 }
 
 // SampleFresh asks the server to sample seeds by random reads (no

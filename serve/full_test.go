@@ -48,7 +48,7 @@ func TestReplyBoundFull(t *testing.T) {
 					t.Fatal(err)
 				}
 				size := int64(len(MarshalBlocks(OpNextBatch, 1, blocks, 0)))
-				if pre := batchFrameSize(blocks, 0, 0); pre < size {
+				if pre := batchFrameSize(blocks, 0, 0, nil); pre < size {
 					t.Fatalf("%v %v: batchFrameSize %d below the encoded %d", sem, fanouts, pre, size)
 				}
 				for _, nodes := range []int64{0, 1500} {

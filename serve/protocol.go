@@ -24,8 +24,11 @@ import (
 
 // Protocol is the protocol version reported by epoch_info. Version 2 added
 // the minibatch flags byte (semantics, edge ids), the semantics byte of
-// next_batch and sample requests, and splits.
-const Protocol = 2
+// next_batch and sample requests, and splits. Version 3 added link
+// minibatches (minibatch flag bit 2, the link section) and link_split;
+// a server sets the bit only in link mode or for a link split, so node
+// clients of version 2 read everything else as before.
+const Protocol = 3
 
 // HeaderSize is the size of a frame's header, the length field included.
 const HeaderSize = 10
@@ -329,9 +332,15 @@ func EncodeBlocks(op uint8, id uint32, b *epoch.Blocks, batch int) net.Buffers {
 // (f nil: none, the reply of a server without a feature store). The
 // buffers alias f's arrays too.
 func EncodeBatch(op uint8, id uint32, b *epoch.Blocks, batch int, f *Features) net.Buffers {
+	return EncodeLinkBatch(op, id, b, batch, f, nil)
+}
+
+// EncodeLinkBatch is EncodeBatch for a link minibatch: its link fields
+// (link; nil: a node minibatch) follow the last hop, flag bit 2 set.
+func EncodeLinkBatch(op uint8, id uint32, b *epoch.Blocks, batch int, f *Features, link *epoch.LinkFields) net.Buffers {
 	// The headers never reallocate hdr (sized up front), so the buffers
 	// taken from it stay valid.
-	w := &blocksWriter{hdr: make([]byte, HeaderSize, HeaderSize+10+arrayHeaderSize*(1+5*len(b.Hops))+featuresHeaderSize)}
+	w := &blocksWriter{hdr: make([]byte, HeaderSize, HeaderSize+10+arrayHeaderSize*(1+5*len(b.Hops))+featuresHeaderSize+linkFixedSize+6*(arrayHeaderSize+8))}
 	w.mark = HeaderSize
 	w.bufs = append(w.bufs, w.hdr[:HeaderSize])
 	w.hdr = binary.LittleEndian.AppendUint32(w.hdr, b.Epoch)
@@ -343,6 +352,9 @@ func EncodeBatch(op uint8, id uint32, b *epoch.Blocks, batch int, f *Features) n
 	eids := b.HasEdgeIDs()
 	if eids {
 		flags |= batchEdgeIDs
+	}
+	if link != nil {
+		flags |= batchLink
 	}
 	w.hdr = append(w.hdr, uint8(len(b.Hops)), flags)
 	w.size = 10
@@ -356,6 +368,9 @@ func EncodeBatch(op uint8, id uint32, b *epoch.Blocks, batch int, f *Features) n
 		if eids {
 			w.i64s(h.EdgeIDs)
 		}
+	}
+	if link != nil {
+		w.link(link)
 	}
 	if f != nil {
 		flags := featureX
@@ -407,7 +422,7 @@ func EncodeBatch(op uint8, id uint32, b *epoch.Blocks, batch int, f *Features) n
 // high-degree nodes can make a minibatch larger than a client reads
 // (MaxReply) or a u32 length says; the server checks this first and
 // refuses such a reply rather than send it.
-func batchFrameSize(b *epoch.Blocks, xBytes, nLabels int64) int64 {
+func batchFrameSize(b *epoch.Blocks, xBytes, nLabels int64, link *epoch.LinkFields) int64 {
 	n := int64(HeaderSize+10+arrayHeaderSize) + 4*int64(len(b.Seeds))
 	for i := range b.Hops {
 		h := &b.Hops[i]
@@ -416,7 +431,7 @@ func batchFrameSize(b *epoch.Blocks, xBytes, nLabels int64) int64 {
 			n += arrayHeaderSize + 8*int64(len(h.EdgeIDs))
 		}
 	}
-	return n + featuresHeaderSize + xBytes + arrayHeaderSize + 4*nLabels
+	return n + featuresHeaderSize + xBytes + arrayHeaderSize + 4*nLabels + linkSize(link)
 }
 
 // MarshalBlocks is EncodeBlocks gathered into one byte slice.
@@ -556,28 +571,41 @@ func DecodeBatch(p []byte) (*epoch.Blocks, int, *Features, error) {
 	return decodeBatch(p, nil)
 }
 
+// DecodeLinkBatch is DecodeBatch that also returns a link minibatch's
+// fields (nil for a node minibatch).
+func DecodeLinkBatch(p []byte) (*epoch.Blocks, int, *Features, *epoch.LinkFields, error) {
+	return decodeLinkBatch(p, nil)
+}
+
 // decodeBatch is DecodeBatch for a reply that may have come with a memory
 // file of rows (shared, nil: none; it reads n bytes of it).
 func decodeBatch(p []byte, shared func(s SharedRows, n int) ([]byte, error)) (*epoch.Blocks, int, *Features, error) {
+	b, i, f, _, err := decodeLinkBatch(p, shared)
+	return b, i, f, err
+}
+
+// decodeLinkBatch is decodeBatch that also returns a link minibatch's
+// fields.
+func decodeLinkBatch(p []byte, shared func(s SharedRows, n int) ([]byte, error)) (*epoch.Blocks, int, *Features, *epoch.LinkFields, error) {
 	d := &decoder{p: p, shared: shared}
 	e, err := d.u32("epoch")
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, nil, err
 	}
 	bi, err := d.u32("batch index")
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, nil, err
 	}
 	nh, err := d.u8("hop count")
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, nil, err
 	}
 	flags, err := d.u8("minibatch flags")
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, nil, err
 	}
-	if flags&^(batchPyG|batchEdgeIDs) != 0 {
-		return nil, 0, nil, d.fail(fmt.Sprintf("minibatch flags %#x", flags))
+	if flags&^(batchPyG|batchEdgeIDs|batchLink) != 0 {
+		return nil, 0, nil, nil, d.fail(fmt.Sprintf("minibatch flags %#x", flags))
 	}
 	if flags&batchEdgeIDs != 0 && nh == 0 {
 		// Edge ids travel in the hops: a minibatch without hops has
@@ -585,48 +613,54 @@ func decodeBatch(p []byte, shared func(s SharedRows, n int) ([]byte, error)) (*e
 		// one (epoch.Blocks.HasEdgeIDs), so accepting it would decode two
 		// payloads to the same blocks.
 		d.off--
-		return nil, 0, nil, d.fail("minibatch flags say e_id but there are no hops")
+		return nil, 0, nil, nil, d.fail("minibatch flags say e_id but there are no hops")
 	}
 	b := &epoch.Blocks{Epoch: e, Hops: make([]epoch.Hop, nh)}
 	if flags&batchPyG != 0 {
 		b.Semantics = epoch.PyG
 	}
 	if b.Seeds, err = d.u32s("seeds"); err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, nil, err
 	}
 	for i := range b.Hops {
 		h := &b.Hops[i]
 		name := fmt.Sprintf("hop %d ", i+1)
 		if h.Dst, err = d.u32s(name + "dst"); err != nil {
-			return nil, 0, nil, err
+			return nil, 0, nil, nil, err
 		}
 		if h.Src, err = d.u32s(name + "src"); err != nil {
-			return nil, 0, nil, err
+			return nil, 0, nil, nil, err
 		}
 		if h.EdgeSrc, err = d.i32s(name + "edge_src"); err != nil {
-			return nil, 0, nil, err
+			return nil, 0, nil, nil, err
 		}
 		if h.EdgeDst, err = d.i32s(name + "edge_dst"); err != nil {
-			return nil, 0, nil, err
+			return nil, 0, nil, nil, err
 		}
 		if flags&batchEdgeIDs == 0 {
 			continue
 		}
 		if h.EdgeIDs, err = d.i64s(name + "e_id"); err != nil {
-			return nil, 0, nil, err
+			return nil, 0, nil, nil, err
 		}
 		if len(h.EdgeIDs) != len(h.EdgeSrc) {
-			return nil, 0, nil, d.fail(fmt.Sprintf("%se_id has %d elements for %d edges", name, len(h.EdgeIDs), len(h.EdgeSrc)))
+			return nil, 0, nil, nil, d.fail(fmt.Sprintf("%se_id has %d elements for %d edges", name, len(h.EdgeIDs), len(h.EdgeSrc)))
+		}
+	}
+	var link *epoch.LinkFields
+	if flags&batchLink != 0 {
+		if link, err = d.link(len(b.Nodes())); err != nil {
+			return nil, 0, nil, nil, err
 		}
 	}
 	if d.off == len(p) {
-		return b, int(int32(bi)), nil, nil
+		return b, int(int32(bi)), nil, link, nil
 	}
 	f, err := d.features(b)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, nil, err
 	}
-	return b, int(int32(bi)), f, d.end()
+	return b, int(int32(bi)), f, link, d.end()
 }
 
 // features reads a reply's feature section: x, a 2-D array with one row

@@ -233,21 +233,32 @@ func FuzzDecodeBatch(f *testing.F) {
 	shared.Shared = &SharedRows{Buffer: 4, Offset: 8192, Retire: 3}
 	shared.Y = nil
 	f.Add(payload(&shared))
+	// Link minibatches (a link section after the hops), with features.
+	for _, link := range []*epoch.LinkFields{
+		{Mode: epoch.NegBinary, Amount: 1, InputID: []int64{4}, EdgeLabelIndex: []int64{0, 1, 1, 0}, EdgeLabelF32: []float32{1, 0}},
+		{Mode: epoch.NegNone, InputID: []int64{4}, EdgeLabelIndex: []int64{0, 1}, EdgeLabelI64: []int64{7}},
+		{Mode: epoch.NegTriplet, Amount: 2, K: 2, InputID: []int64{4}, SrcIndex: []int64{0}, DstPosIndex: []int64{1}, DstNegIndex: []int64{1, 0}},
+	} {
+		var buf bytes.Buffer
+		bufs := EncodeLinkBatch(OpNextBatch, 1, b, 0, feat, link)
+		bufs.WriteTo(&buf)
+		f.Add(buf.Bytes()[HeaderSize:])
+	}
 	f.Fuzz(func(t *testing.T, p []byte) {
-		reencode := func(b *epoch.Blocks, i int, f *Features) []byte {
+		reencode := func(b *epoch.Blocks, i int, f *Features, link *epoch.LinkFields) []byte {
 			var buf bytes.Buffer
-			bufs := EncodeBatch(OpNextBatch, 1, b, i, f)
+			bufs := EncodeLinkBatch(OpNextBatch, 1, b, i, f, link)
 			bufs.WriteTo(&buf)
 			return buf.Bytes()[HeaderSize:]
 		}
-		if b, i, f, err := DecodeBatch(p); err == nil {
-			if !bytes.Equal(reencode(b, i, f), p) {
+		if b, i, f, link, err := DecodeLinkBatch(p); err == nil {
+			if !bytes.Equal(reencode(b, i, f, link), p) {
 				t.Fatalf("batch re-encodes differently")
 			}
 		}
 		var asked SharedRows
 		var n int
-		b, i, f, err := decodeBatch(p, func(s SharedRows, size int) ([]byte, error) {
+		b, i, f, link, err := decodeLinkBatch(p, func(s SharedRows, size int) ([]byte, error) {
 			asked, n = s, size
 			return make([]byte, size), nil
 		})
@@ -257,7 +268,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		if *f.Shared != asked || len(f.X) != n || n != len(b.Nodes())*f.Dim*dtypeSize(f.DType) {
 			t.Fatalf("shared rows %+v of %d bytes, asked %+v of %d", *f.Shared, len(f.X), asked, n)
 		}
-		if !bytes.Equal(reencode(b, i, f), p) {
+		if !bytes.Equal(reencode(b, i, f, link), p) {
 			t.Fatalf("shared batch re-encodes differently")
 		}
 	})

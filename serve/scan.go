@@ -318,7 +318,7 @@ func (c *conn) scanBatch(f Frame) reply {
 		Dst: seeds, Src: b.NID, EdgeSrc: b.EdgeSrc, EdgeDst: b.EdgeDst, EdgeIDs: b.EdgeIDs,
 	}}}
 	if sc.store == nil {
-		return c.batchReply(f, blocks, int(index), nil)
+		return c.batchReply(f, blocks, int(index), nil, nil)
 	}
 	x, lease, err := rowBuffer(context.Background(), int64(len(b.NID))*sc.store.RowBytes(), c.rows, false)
 	if err != nil {
@@ -336,7 +336,7 @@ func (c *conn) scanBatch(f Frame) reply {
 			return plain(requestErrorFrame(f.Op, f.ID, err))
 		}
 	}
-	return c.batchReply(f, blocks, int(index), feat)
+	return c.batchReply(f, blocks, int(index), feat, nil)
 }
 
 // dropScanReply answers OpDropScan.

@@ -207,6 +207,9 @@ type Server struct {
 	// maxSplitBatch is the largest batch size of a split (the reply
 	// bound of a split_batch request).
 	maxSplitBatch atomic.Int64
+	// maxSplitLink is the largest link section a link split's minibatch
+	// may carry (linkBound), added to a split_batch's reply bound.
+	maxSplitLink atomic.Int64
 
 	mu      sync.Mutex
 	closing bool
@@ -404,6 +407,9 @@ type Minibatch struct {
 	// Features are the minibatch's feature rows and labels (a server with
 	// Config.Features; nil otherwise).
 	Features *Features
+	// Link is a link minibatch's supervision (a server in link mode, or
+	// a link split; nil otherwise).
+	Link *epoch.LinkFields
 }
 
 // NextBatch hands out the next minibatch of epoch e (CurrentEpoch: the
@@ -472,7 +478,7 @@ func (s *Server) assemble(c pipeline.Claim, pool *rowPool, sem epoch.Semantics) 
 		return Minibatch{}, newRequestError(CodeInternal, "assembling batch %d of epoch %d: %v", c.Index, c.Epoch, err)
 	}
 	tm := timing{asmStart: b.AssembleStart, asmEnd: b.AssembleEnd}
-	out := Minibatch{Epoch: b.Epoch, Index: b.Index, Blocks: b.Blocks}
+	out := Minibatch{Epoch: b.Epoch, Index: b.Index, Blocks: b.Blocks, Link: b.Link}
 	if s.features != nil {
 		tm.readStart = time.Now()
 		if b.PlanNodes == nil {

@@ -32,7 +32,8 @@ type heldSplit struct {
 
 // SplitInfo is the JSON object a split request is answered with.
 type SplitInfo struct {
-	Split      uint32 `json:"split"` // the id split_batch names it by
+	Split      uint32 `json:"split"`               // the id split_batch names it by
+	NumEdges   int    `json:"num_edges,omitempty"` // a link split's supervision edges
 	NumNodes   int    `json:"num_nodes"`
 	BatchSize  int    `json:"batch_size"`
 	NumBatches int    `json:"num_batches"`
@@ -44,6 +45,7 @@ type SplitInfo struct {
 type splitKey struct {
 	n, batchSize int
 	crc          uint32
+	link         bool // a link split (its crc over the request's payload)
 }
 
 // splitBytes bounds what a split of n nodes keeps while registered: its
@@ -92,7 +94,13 @@ func (s *Server) Split(ctx context.Context, nodes []uint32, batchSize int) (Spli
 		}
 	}
 	key := splitKey{n: len(nodes), batchSize: batchSize, crc: crc32c.Checksum(hostorder.Bytes(nodes))}
-	need := s.splitBytes(int64(len(nodes)))
+	return s.addSplit(ctx, key, int64(len(nodes)), int64(batchSize), func() (*pipeline.Split, error) { return s.pipe.NewSplit(nodes, batchSize) })
+}
+
+// addSplit registers the split newSplit makes (once, for its key) with
+// a bound on its nodes and on a minibatch's seeds.
+func (s *Server) addSplit(ctx context.Context, key splitKey, nodes, batchSeeds int64, newSplit func() (*pipeline.Split, error)) (SplitInfo, error) {
+	need := s.splitBytes(nodes)
 	limit := s.budget.size / maxSplitShare
 	s.splitMu.Lock()
 	if id, ok := s.splitIDs[key]; ok {
@@ -108,7 +116,7 @@ func (s *Server) Split(ctx context.Context, nodes []uint32, batchSize int) (Spli
 		held := s.splitHeld
 		s.splitMu.Unlock()
 		return SplitInfo{}, newRequestError(CodeOverBudget, "split: %d nodes may keep %d bytes (with one epoch's sample), and the splits hold %d of their %d (a quarter of --max-inflight %d); drop one (drop_split) or raise --max-inflight",
-			len(nodes), need, held, limit, s.budget.size)
+			nodes, need, held, limit, s.budget.size)
 	}
 	// Claimed under the lock, so that splits registered at once cannot
 	// pass the limit together.
@@ -125,7 +133,7 @@ func (s *Server) Split(ctx context.Context, nodes []uint32, batchSize int) (Spli
 		unclaim()
 		return SplitInfo{}, newRequestError(CodeShuttingDown, "split: stopped waiting for the in-flight budget: %v", err)
 	}
-	sp, err := s.pipe.NewSplit(nodes, batchSize)
+	sp, err := newSplit()
 	if err != nil {
 		s.budget.release(need)
 		unclaim()
@@ -143,8 +151,8 @@ func (s *Server) Split(ctx context.Context, nodes []uint32, batchSize int) (Spli
 	id := s.nextSplit
 	s.nextSplit++
 	s.splits[id] = &heldSplit{sp: sp, key: key, held: need}
-	if int64(batchSize) > s.maxSplitBatch.Load() {
-		s.maxSplitBatch.Store(int64(batchSize))
+	if batchSeeds > s.maxSplitBatch.Load() {
+		s.maxSplitBatch.Store(batchSeeds)
 	}
 	s.splitIDs[key] = id
 	return splitInfo(id, sp), nil
@@ -171,7 +179,7 @@ func (s *Server) DropSplit(id uint32) error {
 }
 
 func splitInfo(id uint32, sp *pipeline.Split) SplitInfo {
-	return SplitInfo{Split: id, NumNodes: sp.NumNodes(), BatchSize: sp.BatchSize(), NumBatches: sp.NumBatches()}
+	return SplitInfo{Split: id, NumEdges: sp.NumEdges(), NumNodes: sp.NumNodes(), BatchSize: sp.BatchSize(), NumBatches: sp.NumBatches()}
 }
 
 // SplitBatch assembles minibatch index of split id from the current
@@ -213,7 +221,7 @@ func (s *Server) splitBatch(ctx context.Context, id uint32, index uint32, sem ep
 		return Minibatch{}, asRequestError(err)
 	}
 	s.stats.seen(b.Epoch)
-	out := Minibatch{Epoch: b.Epoch, Index: int(index), Blocks: b}
+	out := Minibatch{Epoch: b.Epoch, Index: int(index), Blocks: b, Link: sp.Link(int(index))}
 	var rep featplan.Report
 	if s.features != nil {
 		tm.readStart = time.Now()

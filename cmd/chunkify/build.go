@@ -20,9 +20,10 @@ func newBuildCmd() *cobra.Command {
 		numNodes                          uint32
 		o                                 ingest.BuildOptions
 		quiet, asJSON                     bool
+		het                               heteroFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "build INPUT... -o DIR",
+		Use:   "build (INPUT... | --relation SRC,REL,DST=PATH... --node-types T=N,... | --ogb-raw DIR) -o DIR",
 		Short: "Build a chunked CSR graph directory from edge lists",
 		Long: `Build reads edge lists and writes a graph directory (edges.chunks,
 chunks.info, manifest.json).
@@ -46,11 +47,34 @@ is refused before anything is allocated.
 Temporary files live in a hidden directory beside the output
 (.NAME.tmp-PID-...), removed on failure, Ctrl-C and SIGTERM. One left by a
 build that was killed outright is removed by the next build of the same
-output once its process is gone.`,
+output once its process is gone.
+
+A heterogeneous graph (docs/FORMAT.md, "Heterogeneous graph directories")
+is built from one edge list per relation, --relation SRC,REL,DST=PATH
+(repeated; pairs of local ids: column 1 of the SRC type, column 2 of the
+DST type), with the node types' counts, --node-types T=N,... or a
+num-node-dict CSV; or from OGB's heterogeneous raw layout, --ogb-raw DIR
+(num-node-dict.csv.gz, relations/SRC___REL___DST/edge.csv.gz, and the
+node-feat/node-label files, packed per node type). Each relation is
+stored as in-edges (rows: DST nodes) under relations/SRC___REL___DST/,
+built one after another; hetero.json is written last. --add-reverse adds
+(DST, rev_REL, SRC) for each relation between two types and stores one
+within a type in both directions, as PyG's ToUndirected does.
+--node-features T=PATH and --node-labels T=PATH pack a type's features.`,
 		Example: `  chunkify build testdata/email-Eu-core.txt.gz -o out/email --chunk-size 16KiB
   chunkify build edges.csv -o out/g --symmetrize --num-nodes 2708 --chunk-size 64KiB
-  zcat edges.txt.gz | chunkify build - -o out/g --json`,
-		Args: cobra.MinimumNArgs(1),
+  zcat edges.txt.gz | chunkify build - -o out/g --json
+  chunkify build --ogb-raw testdata/hetero-mini -o out/mini --add-reverse --chunk-size 16KiB
+  chunkify build --node-types author=100,paper=50 --relation author,writes,paper=writes.csv -o out/h`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if het.set() {
+				if len(args) > 0 {
+					return usage.Errorf("build: a heterogeneous build takes its inputs from --relation or --ogb-raw, not as arguments (%q)", args[0])
+				}
+				return nil
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usage.Errorf("build: -o DIR is required")
@@ -81,6 +105,17 @@ output once its process is gone.`,
 			o.NumNodes = numNodes
 			o.Progress = stderrTTY(cmd, quiet)
 			o.CreatedBy = "chunkify"
+			if het.set() {
+				for _, f := range []string{"num-nodes", "symmetrize", "reverse"} {
+					if cmd.Flags().Changed(f) {
+						return usage.Errorf("build: --%s is for a homogeneous graph; a heterogeneous build stores each relation's in-edges with its node types' counts", f)
+					}
+				}
+				return runHeteroBuild(cmd, &het, out, o, quiet, asJSON)
+			}
+			if het.addReverse {
+				return usage.Errorf("build: --add-reverse is for --relation or --ogb-raw (a homogeneous graph: --symmetrize)")
+			}
 			sum, err := ingest.Build(cmd.Context(), args, out, o)
 			if err != nil {
 				return err
@@ -116,6 +151,7 @@ output once its process is gone.`,
 	fl.BoolVar(&o.Force, "force", false, "replace an existing output directory once the new graph is complete")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress and no summary line")
 	fl.BoolVar(&asJSON, "json", false, "print a JSON summary on stdout (with the process's /proc/self/io counters, where there are any)")
+	het.add(fl)
 	return cmd
 }
 

@@ -23,12 +23,12 @@ func newGenerateCmd() *cobra.Command {
 		// unknown generator.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usage.Errorf("generate: unknown generator %q (want rmat or features)", args[0])
+				return usage.Errorf("generate: unknown generator %q (want rmat, features or hetero)", args[0])
 			}
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newRMATCmd(), newFeaturesGenCmd())
+	cmd.AddCommand(newRMATCmd(), newFeaturesGenCmd(), newHeteroGenCmd())
 	return cmd
 }
 

@@ -40,13 +40,26 @@ func newInfoCmd() *cobra.Command {
 	var graph graphDirArg
 	cmd := &cobra.Command{
 		Use:   "info DIR | --graph DIR",
-		Short: "Describe a graph directory: nodes, edges, chunks, degrees, options",
+		Short: "Describe a graph directory: nodes, edges, chunks, degrees, options (per relation of a heterogeneous one)",
 		Example: `  chunkify info out/email
   chunkify info --graph out/email --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := graph.dir(cmd, args)
 			if err != nil {
 				return err
+			}
+			if isHetero(dir) {
+				hi, err := readHeteroInfo(dir)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					return enc.Encode(hi)
+				}
+				printHeteroInfo(cmd.OutOrStdout(), hi)
+				return nil
 			}
 			info, err := readInfo(dir)
 			if err != nil {
@@ -66,7 +79,12 @@ func newInfoCmd() *cobra.Command {
 	return cmd
 }
 
-func readInfo(dir string) (*graphInfo, error) {
+func readInfo(dir string) (*graphInfo, error) { return readInfoRows(dir, 0) }
+
+// readInfoRows is readInfo with the degree statistics over the first rows
+// nodes only (0: all of them): a relation of a heterogeneous graph, whose
+// rows past its dst type's count are padding.
+func readInfoRows(dir string, rows uint32) (*graphInfo, error) {
 	g, err := chunkfmt.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("info %s: %w", dir, err)
@@ -86,7 +104,11 @@ func readInfo(dir string) (*graphInfo, error) {
 	if m.NumNodes == 0 {
 		return info, nil
 	}
-	deg := make([]uint32, m.NumNodes)
+	n := m.NumNodes
+	if rows > 0 && rows < n {
+		n = rows
+	}
+	deg := make([]uint32, n)
 	for u := range deg {
 		d, err := g.Degree(uint32(u))
 		if err != nil {
@@ -98,11 +120,11 @@ func readInfo(dir string) (*graphInfo, error) {
 		}
 	}
 	slices.Sort(deg)
-	n := len(deg)
-	info.Degree.Min, info.Degree.Max = deg[0], deg[n-1]
-	info.Degree.Mean = float64(m.NumEdges) / float64(n)
-	info.Degree.Median = deg[(n-1)/2]
-	info.Degree.P99 = deg[min(n-1, n*99/100)]
+	k := len(deg)
+	info.Degree.Min, info.Degree.Max = deg[0], deg[k-1]
+	info.Degree.Mean = float64(m.NumEdges) / float64(k)
+	info.Degree.Median = deg[(k-1)/2]
+	info.Degree.P99 = deg[min(k-1, k*99/100)]
 	return info, nil
 }
 

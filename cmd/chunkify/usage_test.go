@@ -140,7 +140,7 @@ func TestEverySubcommandHasAnExample(t *testing.T) {
 		}
 	}
 	walk(newRootCmd())
-	if n != 9 {
-		t.Fatalf("%d subcommands, want build, scan, features, info, verify, export, generate, generate rmat, generate features", n)
+	if n != 10 {
+		t.Fatalf("%d subcommands, want build, scan, features, info, verify, export, generate, generate rmat, generate features, generate hetero", n)
 	}
 }

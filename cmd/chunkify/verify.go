@@ -15,13 +15,16 @@ func newVerifyCmd() *cobra.Command {
 	var graph graphDirArg
 	cmd := &cobra.Command{
 		Use:   "verify DIR | --graph DIR",
-		Short: "Check a graph directory and its feature store; exit non-zero and print the first defect",
+		Short: "Check a graph directory (homogeneous or heterogeneous) and its feature stores; exit non-zero and print the first defect",
 		Example: `  chunkify verify out/email
   chunkify verify --graph out/email -q && echo sound`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := graph.dir(cmd, args)
 			if err != nil {
 				return err
+			}
+			if isHetero(dir) {
+				return verifyHetero(cmd.Context(), cmd.OutOrStdout(), dir, quiet)
 			}
 			if err := chunkfmt.VerifyContext(cmd.Context(), dir); err != nil {
 				return fmt.Errorf("verify %s: %w", dir, err)

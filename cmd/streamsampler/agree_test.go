@@ -165,7 +165,7 @@ func serveBatches(t *testing.T, args []string, epochs, clients int) []string {
 						x, y = b.Features.X, b.Features.Y
 					}
 					mu.Lock()
-					got = append(got, served{b.Epoch, b.Index, batchKey(b.Epoch, b.Index, b.Blocks, x, y)})
+					got = append(got, served{b.Epoch, b.Index, batchKey(b.Epoch, b.Index, b.Blocks, x, y) + linkKey(b.Link)})
 					mu.Unlock()
 				}
 			}

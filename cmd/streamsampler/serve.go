@@ -13,8 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/pipeline"
 	"github.com/streamsampler/streamsampler/serve"
 )
 
@@ -29,6 +31,7 @@ type serveFlags struct {
 	tokenFile  string
 	quiet      bool
 	backend    backendFlags
+	link       linkFlags
 
 	// The bounds on what one client may make the server hold or do
 	// (docs/PROTOCOL.md): serve.Config's StallTimeout, WalkTimeout and
@@ -86,6 +89,10 @@ request asks for at most --max-walk-length steps, runs for at most
 	fl.IntVar(&f.maxWalkLen, "max-walk-length", serve.DefaultMaxWalkLength, "longest walk (steps) a walks request may ask for")
 	addQuietFlag(fl, &f.quiet, "log lines")
 	f.backend.add(cmd)
+	f.link.add(cmd)
+	// --train or, for link prediction, --train-edges / --train-eids:
+	// runServe checks that one is given.
+	_ = fl.SetAnnotation("train", cobra.BashCompOneRequiredFlag, []string{"false"})
 	return cmd
 }
 
@@ -192,12 +199,33 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := f.link.check(); err != nil {
+		return err
+	}
+	switch {
+	case f.link.on() && f.stream.train != "":
+		return usagef("--train and --train-edges/--train-eids: give training nodes or training edges, not both")
+	case !f.link.on() && f.stream.train == "":
+		return usagef("required flag \"train\" not set (or --train-edges for link prediction)")
+	}
 	m, err := chunkfmt.ReadManifest(f.stream.graph)
 	if err != nil {
 		return err
 	}
-	cfg, err := f.stream.config(sampling, m, 0)
-	if err != nil {
+	var cfg pipeline.Config
+	if f.link.on() {
+		link, err := f.link.link(cmd.Context(), f.stream.graph, m)
+		if err != nil {
+			return err
+		}
+		if link.Exclude != epoch.ExcludeNone {
+			f.backend.EdgeIDs = true // exclusion is by edge id
+		}
+		cfg, err = f.stream.linkConfig(sampling, link, 0)
+		if err != nil {
+			return err
+		}
+	} else if cfg, err = f.stream.config(sampling, m, 0); err != nil {
 		return err
 	}
 	chunkCache, chunkReport, err := f.backend.resolveChunkCache(m, f.stream.features.on)

@@ -90,11 +90,22 @@ func (f *streamFlags) config(s epoch.Sampling, m *chunkfmt.Manifest, epochs int)
 	if err != nil {
 		return pipeline.Config{}, err
 	}
+	return f.configWith(s, epochs, nil)
+}
+
+// linkConfig is config for link epochs (DESIGN §4, "Link epochs"): the
+// minibatches are link's training edges; --train is not read.
+func (f *streamFlags) linkConfig(s epoch.Sampling, link *epoch.Link, epochs int) (pipeline.Config, error) {
+	return f.configWith(s, epochs, link)
+}
+
+// configWith completes the pipeline.Config of s and checks it.
+func (f *streamFlags) configWith(s epoch.Sampling, epochs int, link *epoch.Link) (pipeline.Config, error) {
 	sem, err := epoch.ParseSemantics(f.semantics)
 	if err != nil {
 		return pipeline.Config{}, usageError{err}
 	}
-	cfg := pipeline.Config{Sampling: s, BatchSize: f.batchSize, DropLast: f.dropLast, Semantics: sem, PrepareAt: f.prepareAt, FirstEpoch: f.firstEpoch, Epochs: epochs}
+	cfg := pipeline.Config{Sampling: s, BatchSize: f.batchSize, DropLast: f.dropLast, Semantics: sem, PrepareAt: f.prepareAt, FirstEpoch: f.firstEpoch, Epochs: epochs, Link: link}
 	if err := cfg.Check(); err != nil {
 		return cfg, usageError{err}
 	}

@@ -76,6 +76,51 @@ __global__ void drop_none(const uint32_t *u, const long long *n, uint32_t none, 
     *out = static_cast<unsigned long long>(m);
 }
 
+// full_degrees writes each frontier node's degree to deg[0..n) and 0 to
+// deg[n], so that their exclusive scan is the full layer's row offsets,
+// its last entry the layer's size.
+__global__ void full_degrees(DevGraph g, const uint32_t *front, unsigned long long n, long long *deg) {
+    const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+    for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i <= n;
+         i += stride)
+        deg[i] = i < n ? static_cast<long long>(g.indptr[front[i] + 1] - g.indptr[front[i]]) : 0;
+}
+
+// full_rows copies a full layer's rows, a thread per neighbor (a hub's row
+// is spread over the grid like any other): neighbor e belongs to the last
+// row i whose offset is at most e (a binary search, which skips the empty
+// rows before it), and is that node's (e - off[i])-th neighbor in CSR
+// order. It marks the neighbors in the bitmap bm or, without one, puts
+// them in cand after the frontier's n nodes.
+__global__ void full_rows(DevGraph g, const uint32_t *front, unsigned long long n, const long long *off,
+                          unsigned long long total, int32_t *samples, int64_t *edge_ids, uint32_t *cand,
+                          uint32_t *bm) {
+    const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+    for (unsigned long long e = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+         e += stride) {
+        unsigned long long lo = 0, hi = n; // the answer is in [lo, hi)
+        while (hi - lo > 1) {
+            const unsigned long long mid = lo + (hi - lo) / 2;
+            if (static_cast<unsigned long long>(off[mid]) <= e) lo = mid;
+            else hi = mid;
+        }
+        const uint64_t p = g.indptr[front[lo]] + (e - static_cast<unsigned long long>(off[lo]));
+        const uint32_t nb = g.indices[p];
+        samples[e] = static_cast<int32_t>(nb);
+        if (edge_ids) edge_ids[e] = static_cast<int64_t>(p);
+        if (bm) test_and_set(bm, nb);
+        else cand[n + e] = nb;
+    }
+}
+
+// mark_nodes sets the bits of nodes v[0..n) in bm.
+__global__ void mark_nodes(const uint32_t *v, unsigned long long n, uint32_t *bm) {
+    const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+    for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride)
+        test_and_set(bm, v[i]);
+}
+
 // bit_len is the number of bits of x (the radix sort's key width).
 int bit_len(unsigned long long x) {
     int b = 0;
@@ -116,16 +161,80 @@ void launch_bsp(Context *c, int G, int R, DevGraph g, const uint32_t *front, uns
 // clear against a radix sort and a unique over the candidates.
 constexpr uint64_t bitmap_words_per_candidate = 8;
 
+// bsp_temp grows c->temp for the CUB passes over nc candidates, and over
+// the W+1 bitmap words or a full layer's nl+1 degrees: the sort, the
+// unique and the scans.
+void bsp_temp(Context *c, uint64_t nc, uint64_t W, uint64_t nl, int vbits) {
+    size_t tb = 0, tb2 = 0, tb3 = 0, tb4 = 0;
+    cudaStream_t s = c->stream;
+    CK(cub::DeviceRadixSort::SortKeys(nullptr, tb, c->cand.as<uint32_t>(), c->scand.as<uint32_t>(), (int64_t)nc, 0,
+                                      vbits, s));
+    CK(cub::DeviceSelect::Unique(nullptr, tb2, c->scand.as<uint32_t>(), c->cand.as<uint32_t>(), c->nsel.as<long long>(),
+                                 (int64_t)nc, s));
+    CK(cub::DeviceScan::ExclusiveSum(nullptr, tb3, c->keys.as<unsigned long long>(),
+                                     c->vals.as<unsigned long long>(), (int64_t)(W + 1), s));
+    CK(cub::DeviceScan::ExclusiveSum(nullptr, tb4, c->full_off.as<long long>(), c->full_off.as<long long>(),
+                                     (int64_t)(nl + 1), s));
+    c->temp.need(std::max({tb, tb2, tb3, tb4}) + 16);
+}
+
+// full_layer samples a full layer (SSG_FANOUT_ALL) of the nl nodes at
+// front: their degrees' exclusive scan into c->full_off after the earlier
+// full layers' offsets (its last entry, the layer's size, read back: the
+// rows' buffers grow to it, keeping the earlier layers), then the rows at
+// samples + soff (and edge ids), marking frontier and neighbors in bm or
+// cand. It returns the layer's size.
+uint64_t full_layer(Context *c, const uint32_t *front, uint64_t nl, uint64_t soff, uint32_t *bm, int vbits,
+                    uint64_t W, int block) {
+    cudaStream_t s = c->stream;
+    const DevGraph g{c->d_indptr, c->d_indices, c->n};
+    c->full_off.grow((c->n_offsets + nl + 1) * 8, s);
+    long long *off = c->full_off.as<long long>() + c->n_offsets;
+    bsp_temp(c, nl, W, nl, vbits);
+    full_degrees<<<launch_blocks(nl + 1, block), block, 0, s>>>(g, front, nl, off);
+    check_launch("full_degrees launch");
+    size_t tb = c->temp.cap;
+    CK(cub::DeviceScan::ExclusiveSum(c->temp.p, tb, off, off, (int64_t)(nl + 1), s));
+    CK(cudaMemcpyAsync(c->h_counters, off + nl, 8, cudaMemcpyDeviceToHost, s));
+    wait_stream(c); // the rows' size sizes their buffers
+    const uint64_t total = c->h_counters->head;
+    c->n_offsets += nl + 1;
+    c->samples.grow((soff + total) * 4 + 4, s);
+    if (c->opt.edge_ids) c->edges.grow((soff + total) * 8 + 8, s);
+    if (bm) {
+        mark_nodes<<<launch_blocks(nl, block), block, 0, s>>>(front, nl, bm);
+        check_launch("mark_nodes launch");
+    } else {
+        c->cand.need((nl + total) * 4 + 4);
+        c->scand.need((nl + total) * 4 + 4);
+        CK(cudaMemcpyAsync(c->cand.p, front, nl * 4, cudaMemcpyDeviceToDevice, s));
+    }
+    if (total > 0) {
+        full_rows<<<launch_blocks(total, block), block, 0, s>>>(g, front, nl, off, total,
+                                                                c->samples.as<int32_t>() + soff,
+                                                                c->opt.edge_ids ? c->edges.as<int64_t>() + soff : nullptr,
+                                                                c->cand.as<uint32_t>(), bm);
+        check_launch("full_rows launch");
+    }
+    return total;
+}
+
 void sample_bsp(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t seed, uint32_t epoch, int replace) {
     const int L = c->L;
     const auto &fan = c->fanouts;
     const auto cap = caps_for(std::min<uint64_t>(n_seeds, c->n), fan, c->n);
+    // The layers before the first full one are sized from their bounds
+    // up front; a full layer's size is known only once its degrees are
+    // summed, so from it on the buffers grow layer by layer.
+    int sized = 0;
+    while (sized < L && fan[sized] != SSG_FANOUT_ALL) ++sized;
     uint64_t fcap_all = 0, scap = 0, ccap = 0;
-    for (int l = 0; l < L; ++l) {
+    for (int l = 0; l < sized; ++l) {
         fcap_all += cap[l];
         scap += cap[l] * fan[l];
         ccap = std::max<uint64_t>(ccap, cap[l] * (1 + fan[l]));
     }
+    if (sized < L) fcap_all += cap[sized];
     ccap = std::max<uint64_t>(ccap, n_seeds);
     cudaStream_t s = c->stream;
     const uint32_t none = c->n; // sorts after every node id
@@ -135,21 +244,17 @@ void sample_bsp(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t se
     if (c->opt.edge_ids) c->edges.need(scap * 8 + 8);
     c->cand.need(ccap * 4 + 4);
     c->scand.need(ccap * 4 + 4);
-    c->fin.need(cap[L] * 4 + 4);
+    if (sized == L) c->fin.need(cap[L] * 4 + 4);
     c->nsel.need(64);
     c->counters.need(sizeof(Counters));
     const uint64_t W = (uint64_t(c->n) + 31) / 32; // words of a node bitmap
     c->bitmaps.need(W * 4 + 4);
     c->keys.need((W + 1) * 8); // popcounts, then their exclusive scan in vals
     c->vals.need((W + 1) * 8);
-    size_t tb = 0, tb2 = 0, tb3 = 0;
-    CK(cub::DeviceRadixSort::SortKeys(nullptr, tb, c->cand.as<uint32_t>(), c->scand.as<uint32_t>(), (int64_t)ccap, 0,
-                                      vbits, s));
-    CK(cub::DeviceSelect::Unique(nullptr, tb2, c->scand.as<uint32_t>(), c->cand.as<uint32_t>(), c->nsel.as<long long>(),
-                                 (int64_t)ccap, s));
-    CK(cub::DeviceScan::ExclusiveSum(nullptr, tb3, c->keys.as<unsigned long long>(),
-                                     c->vals.as<unsigned long long>(), (int64_t)(W + 1), s));
-    c->temp.need(std::max({tb, tb2, tb3}) + 16);
+    c->full_off.need(64);
+    c->n_offsets = 0;
+    bsp_temp(c, ccap, W, 0, vbits);
+    size_t tb = 0;
     const int block = block_size(c);
 
     uint32_t *hs = static_cast<uint32_t *>(stage(c, n_seeds * 4 + 4));
@@ -171,16 +276,43 @@ void sample_bsp(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t se
     }
     uint64_t off = 0, soff = 0;
     float kern_ms = 0;
+    c->sizes.assign(L, 0);
     for (int l = 0; l < L; ++l) {
         const uint64_t nl = c->counts[l];
         const int k = fan[l];
-        const uint64_t nc = nl * (1 + k);
-        uint32_t *next = (l + 1 < L) ? c->front.as<uint32_t>() + off + nl : c->fin.as<uint32_t>();
+        const bool full = k == SSG_FANOUT_ALL;
+        if (l >= sized) {
+            // Past a full layer: this layer's frontier is known now.
+            // Room for its rows (a full layer grows its own), its
+            // candidates and the next frontier.
+            const uint64_t next_cap = std::min<uint64_t>(c->n, full ? c->n : nl * (1 + k));
+            c->front.grow((off + nl + (l + 1 < L ? next_cap : 0)) * 4 + 4, s);
+            if (l + 1 == L) c->fin.need(next_cap * 4 + 4);
+            if (!full) {
+                c->samples.grow((soff + nl * k) * 4 + 4, s);
+                if (c->opt.edge_ids) c->edges.grow((soff + nl * k) * 8 + 8, s);
+                c->cand.need(nl * (1 + k) * 4 + 4);
+                c->scand.need(nl * (1 + k) * 4 + 4);
+                bsp_temp(c, nl * (1 + k), W, 0, vbits);
+            }
+        }
+        // A full layer's candidates are its frontier and its rows; the
+        // bitmap is chosen on the frontier and the graph's mean degree
+        // (its rows' size is not known yet).
+        const uint64_t nc = full ? nl + (c->n ? nl * (c->nnz / c->n) : 0) : nl * (1 + k);
         const bool by_bitmap = nc > 0 && W <= bitmap_words_per_candidate * nc;
         uint32_t *bm = by_bitmap ? c->bitmaps.as<uint32_t>() : nullptr;
         if (by_bitmap) CK(cudaMemsetAsync(bm, 0, W * 4, s));
         CK(cudaEventRecord(c->ev[1], s));
-        if (nl > 0) {
+        uint64_t rows = nl * (full ? 0 : k);
+        if (full) {
+            rows = full_layer(c, c->front.as<uint32_t>() + off, nl, soff, bm, vbits, W, block);
+            if (!by_bitmap) bsp_temp(c, nl + rows, W, 0, vbits);
+        }
+        // After full_layer, whose growth may have moved the frontiers.
+        uint32_t *next = (l + 1 < L) ? c->front.as<uint32_t>() + off + nl : c->fin.as<uint32_t>();
+        const uint64_t ncand = full ? nl + rows : nc;
+        if (!full && nl > 0) {
             const int G = group_for(k, c->opt.group_size);
             launch_bsp(c, G, (k + G - 1) / G, DevGraph{c->d_indptr, c->d_indices, c->n},
                        c->front.as<uint32_t>() + off, nl, k, layer_key(seed, epoch, l), replace,
@@ -202,13 +334,13 @@ void sample_bsp(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t se
             compact_bits<<<launch_blocks(W, b256), b256, 0, s>>>(bm, W, W, woff, next);
             check_launch("compact_bits launch");
             CK(cudaMemcpyAsync(c->h_counters, woff + W, 8, cudaMemcpyDeviceToHost, s));
-        } else if (nc > 0) {
+        } else if (ncand > 0) {
             tb = c->temp.cap;
             CK(cub::DeviceRadixSort::SortKeys(c->temp.p, tb, c->cand.as<uint32_t>(), c->scand.as<uint32_t>(),
-                                              (int64_t)nc, 0, vbits, s));
+                                              (int64_t)ncand, 0, vbits, s));
             tb = c->temp.cap;
             CK(cub::DeviceSelect::Unique(c->temp.p, tb, c->scand.as<uint32_t>(), next, c->nsel.as<long long>(),
-                                         (int64_t)nc, s));
+                                         (int64_t)ncand, s));
             drop_none<<<1, 1, 0, s>>>(next, c->nsel.as<long long>(), none,
                                       c->counters.as<unsigned long long>());
             check_launch("drop_none launch");
@@ -218,9 +350,10 @@ void sample_bsp(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t se
         }
         wait_stream(c); // BSP: the host needs the next frontier's size
         kern_ms += elapsed(c->ev[1], c->ev[2]);
-        c->counts[l + 1] = (nc > 0) ? c->h_counters->head : 0;
+        c->counts[l + 1] = (ncand > 0) ? c->h_counters->head : 0;
+        c->sizes[l] = rows;
         off += nl;
-        soff += nl * k;
+        soff += rows;
     }
     CK(cudaEventRecord(c->ev[3], s));
     wait_stream(c);

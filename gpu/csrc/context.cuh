@@ -34,6 +34,23 @@ struct Buf {
         cap = want;
         return true;
     }
+    // grow is need that keeps the first cap bytes (copied on stream s,
+    // which the old buffer's free then waits for): for results that grow
+    // layer by layer, as a full layer's rows do.
+    bool grow(size_t bytes, cudaStream_t s) {
+        if (bytes <= cap) return false;
+        void *q = nullptr;
+        const size_t want = std::max<size_t>(bytes + bytes / 4, 1 << 16);
+        CK(cudaMalloc(&q, want));
+        if (p) {
+            CK(cudaMemcpyAsync(q, p, cap, cudaMemcpyDeviceToDevice, s));
+            CK(cudaStreamSynchronize(s));
+            cudaFree(p);
+        }
+        p = q;
+        cap = want;
+        return true;
+    }
     template <class T> T *as() const { return static_cast<T *>(p); }
     void release() {
         if (p) cudaFree(p);
@@ -79,7 +96,8 @@ struct Context {
     // bsp: front, samples, cand, scand, fin, nsel, counters; both: temp,
     // and with opt.edge_ids edges (int64 per sample; fused: eidq per task
     // slot too).
-    Buf q, fin, sampq, bitmaps, counters, keys, vals, front, samples, cand, scand, nsel, temp, eidq, edges;
+    // full_off: the full layers' row offsets (int64, counts[l]+1 a layer).
+    Buf q, fin, sampq, bitmaps, counters, keys, vals, front, samples, cand, scand, nsel, temp, eidq, edges, full_off;
     // ssg_walk: the start nodes and one launch's rows (walk_engine.cuh);
     // a walk leaves the last ssg_sample result alone.
     Buf walk_starts, walk_out;
@@ -91,6 +109,8 @@ struct Context {
     int L = 0;
     std::vector<int32_t> fanouts;
     std::vector<uint64_t> counts;
+    std::vector<uint64_t> sizes;  // sample words per layer (ssg_layer_sizes)
+    uint64_t n_offsets = 0;       // entries of full_off in use
     const uint32_t *final_dev = nullptr; // fused: sorted in scand; bsp: fin
     double timings[3] = {0, 0, 0};
 };
@@ -255,6 +275,10 @@ std::vector<uint64_t> caps_for(uint64_t n0, const std::vector<int32_t> &fan, uin
     std::vector<uint64_t> cap(fan.size() + 1);
     cap[0] = n0;
     for (size_t l = 0; l < fan.size(); ++l) {
+        if (fan[l] == SSG_FANOUT_ALL) { // no bound below n: sized when sampled
+            cap[l + 1] = n;
+            continue;
+        }
         const double next = double(cap[l]) * double(1 + fan[l]);
         cap[l + 1] = next > double(n) ? n : std::min<uint64_t>(n, cap[l] * uint64_t(1 + fan[l]));
     }

@@ -305,18 +305,27 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t n_seeds
                                   n_layers + 1, (unsigned long long)counts_cap));
         return SSG_ERR_INVALID;
     }
+    bool full = false;
     for (int l = 0; l < n_layers; ++l) {
-        if (fanouts[l] < 1 || fanouts[l] > MAX_FANOUT) {
-            set_err(err, err_len, fmt("fanout of layer %d is %d, want 1..%d", l, fanouts[l], MAX_FANOUT));
+        full = full || fanouts[l] == SSG_FANOUT_ALL;
+        if (fanouts[l] != SSG_FANOUT_ALL && (fanouts[l] < 1 || fanouts[l] > MAX_FANOUT)) {
+            set_err(err, err_len,
+                    fmt("fanout of layer %d is %d, want 1..%d or %d (every neighbor)", l, fanouts[l], MAX_FANOUT,
+                        SSG_FANOUT_ALL));
             return SSG_ERR_INVALID;
         }
     }
     const int rc = guard(c, err, err_len, [&] {
         c->L = n_layers;
         c->fanouts.assign(fanouts, fanouts + n_layers);
+        c->n_offsets = 0;
         check_seeds(c, seeds, n_seeds);
-        if (mode == SSG_MODE_FUSED) {
+        // The fused engine's task slots hold a fixed fanout: an epoch with
+        // a full layer runs on the BSP engine (ssg_sample's comment).
+        if (mode == SSG_MODE_FUSED && !full) {
             sample_fused(c, seeds, n_seeds, seed, epoch, replace);
+            c->sizes.assign(n_layers, 0);
+            for (int l = 0; l < n_layers; ++l) c->sizes[l] = c->counts[l] * uint64_t(fanouts[l]);
         } else {
             sample_bsp(c, seeds, n_seeds, seed, epoch, replace);
         }
@@ -329,6 +338,45 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t n_seeds
     return rc;
 }
 
+// sample_words is the last result's sample words, all layers together.
+static uint64_t sample_words(const Context *c) {
+    uint64_t ns = 0;
+    for (uint64_t w : c->sizes) ns += w;
+    return ns;
+}
+
+int ssg_layer_sizes(ssg_ctx *c, uint64_t *sizes, uint64_t sizes_cap, char *err, size_t err_len) {
+    if (!c || c->counts.empty()) {
+        set_err(err, err_len, "no result: call ssg_sample first (a failed ssg_sample leaves none)");
+        return SSG_ERR_INVALID;
+    }
+    if (!sizes || sizes_cap < uint64_t(c->L)) {
+        set_err(err, err_len,
+                fmt("sizes array too small: the last ssg_sample has %d layers, capacity %llu", c->L,
+                    (unsigned long long)(sizes ? sizes_cap : 0)));
+        return SSG_ERR_INVALID;
+    }
+    for (int l = 0; l < c->L; ++l) sizes[l] = c->sizes[l];
+    return SSG_OK;
+}
+
+int ssg_fetch_offsets(ssg_ctx *c, int64_t *offsets, uint64_t offsets_cap, char *err, size_t err_len) {
+    if (!c || c->counts.empty()) {
+        set_err(err, err_len, "no result to fetch: call ssg_sample first (a failed ssg_sample leaves none)");
+        return SSG_ERR_INVALID;
+    }
+    const uint64_t need = c->n_offsets;
+    if (need > 0 && (!offsets || offsets_cap < need)) {
+        set_err(err, err_len,
+                fmt("offsets array too small: the last ssg_sample's full layers need %llu elements, capacity %llu",
+                    (unsigned long long)need, (unsigned long long)(offsets ? offsets_cap : 0)));
+        return SSG_ERR_INVALID;
+    }
+    return guard(c, err, err_len, [&] {
+        if (need) copy_out(c, offsets, c->full_off.p, need * 8);
+    });
+}
+
 int ssg_fetch(ssg_ctx *c, uint32_t *frontiers, uint64_t frontiers_cap, int32_t *samples, uint64_t samples_cap,
               uint32_t *final_, uint64_t final_cap, char *err, size_t err_len) {
     if (!c || c->counts.empty()) {
@@ -336,11 +384,9 @@ int ssg_fetch(ssg_ctx *c, uint32_t *frontiers, uint64_t frontiers_cap, int32_t *
         return SSG_ERR_INVALID;
     }
     const int L = c->L;
-    uint64_t nf = 0, ns = 0;
-    for (int l = 0; l < L; ++l) {
-        nf += c->counts[l];
-        ns += c->counts[l] * c->fanouts[l];
-    }
+    uint64_t nf = 0;
+    for (int l = 0; l < L; ++l) nf += c->counts[l];
+    const uint64_t ns = sample_words(c);
     // Check every array before writing any: the sizes come from this
     // context's last ssg_sample, which need not be the call the caller
     // sized its arrays from.
@@ -375,8 +421,7 @@ int ssg_fetch_edges(ssg_ctx *c, int64_t *edge_ids, uint64_t edge_ids_cap, char *
         set_err(err, err_len, "no edge ids: the context was created without ssg_options.edge_ids");
         return SSG_ERR_INVALID;
     }
-    uint64_t ns = 0;
-    for (int l = 0; l < c->L; ++l) ns += c->counts[l] * c->fanouts[l];
+    const uint64_t ns = sample_words(c);
     if (ns > 0 && (!edge_ids || edge_ids_cap < ns)) {
         set_err(err, err_len,
                 fmt("edge_ids array too small: the last ssg_sample's result needs %llu elements, capacity %llu",
@@ -394,8 +439,7 @@ int ssg_count_edges(ssg_ctx *c, uint64_t *edges, char *err, size_t err_len) {
         return SSG_ERR_INVALID;
     }
     return guard(c, err, err_len, [&] {
-        uint64_t ns = 0;
-        for (int l = 0; l < c->L; ++l) ns += c->counts[l] * c->fanouts[l];
+        const uint64_t ns = sample_words(c);
         c->nsel.need(64);
         CK(cudaMemsetAsync(c->nsel.p, 0, 8, c->stream));
         if (ns) {

@@ -45,6 +45,9 @@ struct ssg_ctx {
     int L;
     int32_t fan[256];
     uint64_t counts[257];
+    uint64_t sizes[256]; /* sample words per layer (ssg_layer_sizes) */
+    int64_t *offs;       /* the full layers' row offsets, layer after layer */
+    uint64_t n_offs;
     uint32_t *front, *fin;
     int32_t *samp;
     int edge_ids; /* ssg_options.edge_ids */
@@ -136,7 +139,7 @@ int ssg_create(int device, uint32_t n, const uint64_t *indptr, uint64_t nnz, con
 
 void ssg_destroy(ssg_ctx *c) {
     if (!c) return;
-    free(c->indptr), free(c->indices), free(c->front), free(c->fin), free(c->samp), free(c->eids);
+    free(c->indptr), free(c->indices), free(c->front), free(c->fin), free(c->samp), free(c->eids), free(c->offs);
     free(c);
 }
 
@@ -191,7 +194,14 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, con
             free(f);
             return SSG_ERR_INVALID;
         }
-    free(c->front), free(c->samp), free(c->fin), free(c->eids);
+    for (int l = 0; l < L; l++)
+        if (fan[l] != SSG_FANOUT_ALL && (fan[l] < 1 || fan[l] > 64)) {
+            set_err(err, len, "fanout out of range");
+            free(f);
+            return SSG_ERR_INVALID;
+        }
+    free(c->front), free(c->samp), free(c->fin), free(c->eids), free(c->offs);
+    c->offs = NULL, c->n_offs = 0;
     c->L = L;
     memcpy(c->fan, fan, L * 4);
     uint64_t fcap = 0, scap = 0;
@@ -202,6 +212,33 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, con
         c->counts[l] = n;
         c->front = realloc(c->front, (fcap + n) * 4 + 4);
         memcpy(c->front + fcap, f, n * 4);
+        if (fan[l] == SSG_FANOUT_ALL) { /* every neighbor, CSR order: rows through offs */
+            uint64_t total = 0;
+            c->offs = realloc(c->offs, (c->n_offs + n + 1) * 8);
+            int64_t *o = c->offs + c->n_offs;
+            for (uint64_t i = 0; i < n; i++) o[i] = (int64_t)total, total += c->indptr[f[i] + 1] - c->indptr[f[i]];
+            o[n] = (int64_t)total;
+            c->n_offs += n + 1;
+            c->samp = realloc(c->samp, (scap + total) * 4 + 4);
+            c->eids = realloc(c->eids, (scap + total) * 8 + 8);
+            uint32_t *nx = malloc((n + total) * 4 + 4);
+            memcpy(nx, f, n * 4);
+            for (uint64_t i = 0; i < n; i++)
+                for (uint64_t p = c->indptr[f[i]]; p < c->indptr[f[i] + 1]; p++) {
+                    uint64_t e = (uint64_t)o[i] + (p - c->indptr[f[i]]);
+                    c->samp[scap + e] = (int32_t)c->indices[p];
+                    c->eids[scap + e] = (int64_t)p;
+                    nx[n + e] = c->indices[p];
+                }
+            c->sizes[l] = total;
+            fcap += n;
+            scap += total;
+            free(f);
+            f = nx;
+            n = uniq(f, n + total);
+            continue;
+        }
+        c->sizes[l] = n * k;
         c->samp = realloc(c->samp, (scap + n * k) * 4 + 4);
         c->eids = realloc(c->eids, (scap + n * k) * 8 + 8);
         int32_t *s = c->samp + scap;
@@ -258,7 +295,7 @@ int ssg_fetch(ssg_ctx *c, uint32_t *fr, uint64_t fr_cap, int32_t *sa, uint64_t s
         set_err(err, len, "no result to fetch: call ssg_sample first (a failed ssg_sample leaves none)");
         return SSG_ERR_INVALID;
     }
-    for (int l = 0; l < c->L; l++) nf += c->counts[l], ns += c->counts[l] * (uint64_t)c->fan[l];
+    for (int l = 0; l < c->L; l++) nf += c->counts[l], ns += c->sizes[l];
     /* The capacity checks of the CUDA library, word for word. */
     const char *name = NULL;
     uint64_t need = 0, cap = 0;
@@ -288,7 +325,7 @@ int ssg_fetch_edges(ssg_ctx *c, int64_t *eids, uint64_t cap, char *err, size_t l
         set_err(err, len, "no edge ids: the context was created without ssg_options.edge_ids");
         return SSG_ERR_INVALID;
     }
-    for (int l = 0; l < c->L; l++) ns += c->counts[l] * (uint64_t)c->fan[l];
+    for (int l = 0; l < c->L; l++) ns += c->sizes[l];
     if (ns > 0 && (!eids || cap < ns)) {
         snprintf(m, sizeof m, "edge_ids array too small: the last ssg_sample's result needs %llu elements, capacity %llu",
                  (unsigned long long)ns, (unsigned long long)(eids ? cap : 0));
@@ -299,13 +336,39 @@ int ssg_fetch_edges(ssg_ctx *c, int64_t *eids, uint64_t cap, char *err, size_t l
     return SSG_OK;
 }
 
+int ssg_layer_sizes(ssg_ctx *c, uint64_t *sizes, uint64_t cap, char *err, size_t len) {
+    if (c->L < 0) {
+        set_err(err, len, "no result: call ssg_sample first (a failed ssg_sample leaves none)");
+        return SSG_ERR_INVALID;
+    }
+    if (!sizes || cap < (uint64_t)c->L) {
+        set_err(err, len, "sizes array too small");
+        return SSG_ERR_INVALID;
+    }
+    memcpy(sizes, c->sizes, (size_t)c->L * 8);
+    return SSG_OK;
+}
+
+int ssg_fetch_offsets(ssg_ctx *c, int64_t *offs, uint64_t cap, char *err, size_t len) {
+    if (c->L < 0) {
+        set_err(err, len, "no result to fetch: call ssg_sample first (a failed ssg_sample leaves none)");
+        return SSG_ERR_INVALID;
+    }
+    if (c->n_offs > 0 && (!offs || cap < c->n_offs)) {
+        set_err(err, len, "offsets array too small");
+        return SSG_ERR_INVALID;
+    }
+    if (c->n_offs) memcpy(offs, c->offs, c->n_offs * 8);
+    return SSG_OK;
+}
+
 int ssg_count_edges(ssg_ctx *c, uint64_t *edges, char *err, size_t len) {
     uint64_t ns = 0, m = 0;
     if (c->L < 0) {
         set_err(err, len, "no result to count: call ssg_sample first");
         return SSG_ERR_INVALID;
     }
-    for (int l = 0; l < c->L; l++) ns += c->counts[l] * (uint64_t)c->fan[l];
+    for (int l = 0; l < c->L; l++) ns += c->sizes[l];
     for (uint64_t i = 0; i < ns; i++) m += c->samp[i] >= 0;
     *edges = m;
     return SSG_OK;

@@ -29,7 +29,8 @@ var Rules = map[string][]string{
 	"chunkfmt": {},
 	// The graph's files and what builds them.
 	"featstore": {"chunkfmt"},
-	"ingest":    {"rng", "chunkfmt", "featstore"},
+	"heterofmt": {"chunkfmt", "featstore"},
+	"ingest":    {"rng", "chunkfmt", "featstore", "heterofmt"},
 	// The sampling devices.
 	"hls":             {"rng", "chunkfmt"},
 	"xrt/xclbin":      {},
@@ -42,6 +43,11 @@ var Rules = map[string][]string{
 	// The random-read sampler: any seeds, no epoch, only the blocks that
 	// hold the chosen neighbors read.
 	"randread": {"rng", "chunkfmt", "hls", "xrt", "xrt/xclbin", "epoch"},
+	// Heterogeneous epochs: each relation's layers through a host.Sampler.
+	"heterosample": {"rng", "chunkfmt", "heterofmt", "hls", "epoch", "host"},
+	// Link prediction's training edges: their stored edge ids, by one
+	// pass over the chunks.
+	"edgeids": {"chunkfmt", "epoch"},
 	// Persistence and scheduling above the samplers' results.
 	"epochdir": {"chunkfmt", "epoch"},
 	"statedir": {"chunkfmt", "epoch", "epochdir"},
@@ -68,6 +74,7 @@ var Rules = map[string][]string{
 	"bench/lwinfer":           {Any},
 	"bench/randread":          {Any},
 	"bench/crossover":         {Any},
+	"bench/link":              {Any},
 	"internal/aio":            {},
 	"internal/atomicfile":     {},
 	"internal/chisq":          {},

@@ -48,19 +48,25 @@ class NeighborLoader:
             input_id = idx[i * self.batch_size:(i + 1) * self.batch_size]
             yield self.sample(self.input_nodes[input_id], input_id)
 
+    def ranks(self, pos, hop):
+        """A uniform random rank for each candidate in-edge (stored
+        position ``pos``) at hop ``hop``: fresh draws, PyG's (a node's
+        first k by rank are its samples)."""
+        return torch.rand(len(pos), generator=self.g)
+
     def sample(self, seeds, input_id):
         n_id, expand = seeds, seeds
         self.mark[seeds] = torch.arange(len(seeds))
         rows, cols, eids, num_nodes, num_edges = [], [], [], [len(seeds)], []
         lo = 0
-        for k in self.fanouts:
+        for hop, k in enumerate(self.fanouts):
             start = self.rowptr[expand]
             deg = self.rowptr[expand + 1] - start
             grp = torch.repeat_interleave(torch.arange(len(expand)), deg)
             first = torch.repeat_interleave(torch.cumsum(deg, 0) - deg, deg)
             pos = torch.repeat_interleave(start, deg) + torch.arange(int(deg.sum())) - first
             # A uniform random rank inside each node's neighbor list; keep the first k.
-            r = torch.rand(len(pos), generator=self.g)
+            r = self.ranks(pos, hop)
             perm = torch.argsort(r)
             perm = perm[torch.argsort(grp[perm], stable=True)]
             keep = (torch.arange(len(perm)) - first) < k

@@ -323,6 +323,21 @@ class Client:
         info: Dict[str, int] = json.loads(bytes(body))
         return info
 
+    def link_split(self, edges: Any, batch_size: int, labels: Optional[Any] = None, neg_sampling: str = "none",
+                   amount: float = 1.0, seed: int = 0) -> Dict[str, int]:
+        """Register supervision edges served beside the training stream
+        (PyG's validation or test ``edge_label_index``, int (2, E), with
+        ``labels`` [E] or None): their minibatches are the edges in this
+        order cut into ``batch_size`` pieces, each with its negatives
+        (``neg_sampling`` ``"none"``, ``"binary"`` or ``"triplet"``,
+        ``amount`` per positive) drawn from ``seed``: the same every epoch.
+        Returns ``{"split", "num_edges", "num_nodes", "batch_size",
+        "num_batches"}``; :meth:`split_batches` then yields link Batches
+        (``Batch.link``), :meth:`drop_split` forgets it."""
+        _, body = self._call(P.OP_LINK_SPLIT, W.link_split_payload(edges, batch_size, labels, neg_sampling, amount, seed))
+        info: Dict[str, int] = json.loads(bytes(body))
+        return info
+
     def drop_split(self, split: int) -> None:
         """Forget a split: the server gives back the memory it holds (its
         nodes and its sample count against ``--max-inflight``), and its id

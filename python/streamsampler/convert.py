@@ -20,6 +20,13 @@ feature store and the splits as node-id files:
 ``splits/NAME.npy``    each mask as sorted int64 node ids (``train_mask``
                        → ``splits/train.npy``), what ``serve --train``
                        reads
+``splits/NAME.edges.npy``
+                       each edge split (``edge_splits=``: PyG's
+                       ``edge_label_index``, e.g. from ``RandomLinkSplit``)
+                       as int64 [2, E], row 0 the source, in the given
+                       order, what ``serve --train-edges`` reads;
+                       ``splits/NAME.edge_label.npy`` its ``edge_label``
+                       [E] where given (the dtype kept)
 ``edge_perm.npy``      int64 [E]: the ``edge_index`` column of each stored
                        edge (see below)
 ``pyg.json``           what was written (:func:`read_info`), last
@@ -131,7 +138,10 @@ class GraphInfo:
     :func:`read_info` read back): the graph directory ``path``, its
     counts, ``splits`` (name → path of its node-id .npy), whether it has a
     feature store (``has_features``: ``feature_dtype`` × ``feature_dim``)
-    and labels, and the path of edge_perm.npy or None."""
+    and labels, the path of edge_perm.npy or None, and the edge splits:
+    ``edge_splits`` (name → path of its int64 [2, E] ``edge_label_index``)
+    and ``edge_labels`` (name → path of its ``edge_label``, for the splits
+    that have one)."""
 
     path: str
     num_nodes: int
@@ -143,6 +153,8 @@ class GraphInfo:
     feature_dtype: Optional[str] = None
     feature_dim: int = 0
     source: str = ""
+    edge_splits: Dict[str, str] = field(default_factory=dict)
+    edge_labels: Dict[str, str] = field(default_factory=dict)
 
 
 def _numpy(a: Any, what: str) -> npt.NDArray[Any]:
@@ -319,6 +331,46 @@ def _split_ids(name: str, m: Any, num_nodes: int, piece_bytes: int) -> Tuple[int
                      % (name, a.dtype, tuple(a.shape), num_nodes))
 
 
+#: The file names of an edge split NAME under splits/: its
+#: ``edge_label_index`` and its ``edge_label``.
+EDGE_SPLIT_SUFFIX = ".edges.npy"
+EDGE_LABEL_SUFFIX = ".edge_label.npy"
+
+
+def _edge_split(name: str, value: Any, num_nodes: int) -> Tuple[npt.NDArray[np.int64], Optional[npt.NDArray[Any]]]:
+    """(edge_label_index int64 [2, E], edge_label or None) of an
+    ``edge_splits`` entry: a PyG ``Data`` (its ``edge_label_index`` and
+    ``edge_label``, as ``RandomLinkSplit`` makes them), a pair
+    (edge_label_index, edge_label or None), or an edge_label_index alone."""
+    what = "edge_splits[%r]" % name
+    if hasattr(value, "edge_label_index"):
+        ei, lab = getattr(value, "edge_label_index"), getattr(value, "edge_label", None)
+        if ei is None:
+            raise ValueError("%s: the Data's edge_label_index is None" % what)
+    elif isinstance(value, (tuple, list)) and len(value) == 2 and np.ndim(_numpy(value[0], what)) == 2:
+        ei, lab = value
+    else:
+        ei, lab = value, None
+    a = _numpy(ei, what + ".edge_label_index")
+    if a.ndim != 2 or a.shape[0] != 2:
+        hint = " (an [E, 2] list: pass its transpose)" if a.ndim == 2 and a.shape[1] == 2 else ""
+        raise ValueError("%s: edge_label_index of shape %s, want [2, E]%s" % (what, tuple(a.shape), hint))
+    if not (a.size == 0 or a.dtype.kind in "iu"):
+        raise ValueError("%s: edge_label_index of dtype %s, want integers" % (what, a.dtype))
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    _check_ids(a[0], num_nodes, what + ".edge_label_index[0]", 0)
+    _check_ids(a[1], num_nodes, what + ".edge_label_index[1]", 0)
+    if lab is None:
+        return a, None
+    la = np.ascontiguousarray(_numpy(lab, what + ".edge_label"))
+    if la.ndim != 1 or la.shape[0] != a.shape[1]:
+        raise ValueError("%s: edge_label of shape %s, want [E] = [%d] (one label per edge_label_index column)"
+                         % (what, tuple(la.shape), a.shape[1]))
+    if la.dtype.kind not in "biuf":
+        raise ValueError("%s: edge_label of dtype %s, want numbers" % (what, la.dtype))
+    return a, la
+
+
 def _write_json_atomic(path: str, obj: Any) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -337,7 +389,8 @@ def _write_json_atomic(path: str, obj: Any) -> None:
 def from_arrays(edge_index: Any, num_nodes: int, out: PathArg, x: Any = None, y: Any = None,
                 masks: Optional[Mapping[str, Any]] = None, *, chunk_size: Union[str, int] = "64MiB",
                 force: bool = False, chunkify: Optional[PathArg] = None,
-                edge_perm: Union[str, bool] = "auto", piece_bytes: int = PIECE_BYTES) -> GraphInfo:
+                edge_perm: Union[str, bool] = "auto", piece_bytes: int = PIECE_BYTES,
+                edge_splits: Optional[Mapping[str, Any]] = None) -> GraphInfo:
     """Write graph directory ``out`` from ``edge_index`` [2, E] (column
     (u, v): u is stored in v's adjacency, as PyG and DGL sample in-edges),
     ``num_nodes``, optional features ``x`` [N, F], labels ``y`` [N] and
@@ -345,14 +398,18 @@ def from_arrays(edge_index: Any, num_nodes: int, out: PathArg, x: Any = None, y:
     splits/NAME.npy). ``chunk_size`` is chunkify's --chunk-size (a node's
     in-edges must fit one chunk), ``chunkify`` its executable
     (:func:`streamsampler.executables.find_chunkify`), ``piece_bytes`` the
-    bound of each slice read from an input. See the module's docstring."""
+    bound of each slice read from an input. ``edge_splits`` (name → PyG
+    ``Data`` with ``edge_label_index``/``edge_label``, a pair
+    (edge_label_index, edge_label), or an edge_label_index) are written as
+    splits/NAME.edges.npy and splits/NAME.edge_label.npy, the link loaders'
+    seed edges. See the module's docstring."""
     return _write(edge_index, num_nodes, out, x, y, masks, chunk_size, force, chunkify, edge_perm, piece_bytes,
-                  "from_arrays")
+                  "from_arrays", edge_splits)
 
 
 def _write(edge_index: Any, num_nodes: int, out: PathArg, x: Any, y: Any, masks: Optional[Mapping[str, Any]],
            chunk_size: Union[str, int], force: bool, chunkify: Optional[PathArg], edge_perm: Union[str, bool],
-           piece_bytes: int, source: str) -> GraphInfo:
+           piece_bytes: int, source: str, edge_splits: Optional[Mapping[str, Any]] = None) -> GraphInfo:
     """from_arrays, recording ``source`` in pyg.json."""
     if isinstance(edge_perm, str) and edge_perm != "auto":
         raise ValueError("edge_perm=%r: want 'auto', True or False" % edge_perm)
@@ -393,7 +450,16 @@ def _write(edge_index: Any, num_nodes: int, out: PathArg, x: Any, y: Any, masks:
     for name, m in (masks or {}).items():
         if not isinstance(name, str) or not _NAME.match(name):
             raise ValueError("mask name %r: want letters, digits, '_', '-', '.' (it names splits/NAME.npy)" % (name,))
+        if name.endswith((".edges", ".edge_label")):
+            raise ValueError("mask name %r: a name ending in '.edges' or '.edge_label' would be read as an edge "
+                             "split's file" % (name,))
         splits[name] = _split_ids(name, m, n, piece_bytes)
+    esplits = {}
+    for name, v in (edge_splits or {}).items():
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ValueError("edge split name %r: want letters, digits, '_', '-', '.' (it names "
+                             "splits/NAME.edges.npy)" % (name,))
+        esplits[name] = _edge_split(name, v, n)
     if edge_perm == "auto":
         want_perm = num_edges <= EDGE_PERM_AUTO_MAX
     else:
@@ -418,7 +484,8 @@ def _write(edge_index: Any, num_nodes: int, out: PathArg, x: Any, y: Any, masks:
                                % (m["num_nodes"], m["num_edges"], n, num_edges))
         info: Dict[str, Any] = {"version": 1, "source": source, "num_nodes": n, "num_edges": num_edges,
                                 "edges": "in-edges: column (u, v) of edge_index is stored in v's adjacency",
-                                "features": None, "labels": None, "splits": {}, "edge_perm": None}
+                                "features": None, "labels": None, "splits": {}, "edge_perm": None,
+                                "edge_splits": {}}
         labels_npy = None
         if ya is not None:
             # With x the store packs them (int32); without, they stay beside
@@ -435,12 +502,20 @@ def _write(edge_index: Any, num_nodes: int, out: PathArg, x: Any, y: Any, masks:
             _run_chunkify(cmd, _feature_pieces(xa, xdt, piece_bytes))
             info["features"] = {"dtype": _STORE_DTYPES[xdt], "dim": int(xa.shape[1]),
                                 "from_dtype": str(xa.dtype)}
-        if splits:
+        if splits or esplits:
             os.makedirs(os.path.join(g, "splits"))
         for name, (count, pieces) in splits.items():
             rel = "splits/%s.npy" % name
             _write_npy(os.path.join(g, rel), np.dtype("<i8"), count, pieces)
             info["splits"][name] = {"file": rel, "count": count}
+        for name, (ei_split, lab) in esplits.items():
+            rel = "splits/" + name + EDGE_SPLIT_SUFFIX
+            np.save(os.path.join(g, rel), ei_split)
+            entry: Dict[str, Any] = {"file": rel, "count": int(ei_split.shape[1]), "labels": None}
+            if lab is not None:
+                entry["labels"] = "splits/" + name + EDGE_LABEL_SUFFIX
+                np.save(os.path.join(g, entry["labels"]), lab)
+            info["edge_splits"][name] = entry
         if want_perm:
             perm = _edge_perm(ei, n, piece_bytes)
             np.save(os.path.join(g, "edge_perm.npy"), perm)
@@ -477,13 +552,26 @@ def _data_keys(data: Any) -> Sequence[str]:
 
 def from_pyg(data: Any, out: PathArg, *, chunk_size: Union[str, int] = "64MiB", force: bool = False,
              chunkify: Optional[PathArg] = None, edge_perm: Union[str, bool] = "auto",
-             masks: Optional[Sequence[str]] = None, piece_bytes: int = PIECE_BYTES) -> GraphInfo:
+             masks: Optional[Sequence[str]] = None, piece_bytes: int = PIECE_BYTES,
+             edge_splits: Optional[Mapping[str, Any]] = None) -> GraphInfo:
     """Write graph directory ``out`` from a ``torch_geometric.data.Data``
     (or any object with its attributes): ``edge_index``, ``num_nodes``,
     optional ``x`` and ``y``, and each boolean [N] attribute named
     ``NAME_mask`` as splits/NAME.npy (``masks``: the attribute names to
-    take instead of every ``*_mask``). Options as :func:`from_arrays`; see
-    the module's docstring."""
+    take instead of every ``*_mask``). ``edge_splits``: link prediction's
+    supervision edges, name → the ``Data`` ``RandomLinkSplit`` returned for
+    it (its ``edge_label_index`` and ``edge_label``), or a pair
+    (edge_label_index, edge_label), or an edge_label_index, each written
+    as splits/NAME.edges.npy (+ NAME.edge_label.npy) for
+    :class:`streamsampler.pyg.LinkNeighborLoader` (``edge_label_index=NAME``)::
+
+        train_data, val_data, test_data = RandomLinkSplit(...)(data)
+        from_pyg(train_data, "graph/", edge_splits={"train": train_data, "val": val_data,
+                                                    "test": test_data})
+
+    (the graph is ``data``'s ``edge_index``: pass ``train_data`` so that
+    the validation and test edges are not in it). Options as
+    :func:`from_arrays`; see the module's docstring."""
     ei = getattr(data, "edge_index", None)
     if ei is None:
         raise ValueError("data has no edge_index")
@@ -503,7 +591,7 @@ def from_pyg(data: Any, out: PathArg, *, chunk_size: Union[str, int] = "64MiB", 
             continue  # not a boolean mask: not a split
         found[k[:-len("_mask")] if k.endswith("_mask") else k] = m
     return _write(ei, n, out, x, getattr(data, "y", None), found, chunk_size, force, chunkify, edge_perm,
-                  piece_bytes, "from_pyg")
+                  piece_bytes, "from_pyg", edge_splits)
 
 
 def read_info(graph: PathArg) -> GraphInfo:
@@ -521,7 +609,10 @@ def read_info(graph: PathArg) -> GraphInfo:
                      has_features=bool(feat), has_labels=m.get("labels") is not None,
                      edge_perm=os.path.join(g, m["edge_perm"]) if m.get("edge_perm") else None,
                      feature_dtype=feat.get("dtype"), feature_dim=int(feat.get("dim", 0)),
-                     source=m.get("source", ""))
+                     source=m.get("source", ""),
+                     edge_splits={k: os.path.join(g, v["file"]) for k, v in m.get("edge_splits", {}).items()},
+                     edge_labels={k: os.path.join(g, v["labels"]) for k, v in m.get("edge_splits", {}).items()
+                                  if v.get("labels")})
 
 
 def load_edge_perm(graph: PathArg) -> Optional[npt.NDArray[np.int64]]:
@@ -533,3 +624,24 @@ def load_edge_perm(graph: PathArg) -> Optional[npt.NDArray[np.int64]]:
         return None
     perm: npt.NDArray[np.int64] = np.load(path, mmap_mode="r")
     return perm
+
+
+def load_edge_split(graph: PathArg, name: str) -> Tuple[npt.NDArray[np.int64], Optional[npt.NDArray[Any]]]:
+    """Edge split ``name`` of ``graph`` (written by ``edge_splits=``): its
+    ``edge_label_index`` (int64 [2, E]) and its ``edge_label`` or None.
+    A name the graph does not have is a KeyError listing those it has."""
+    g = os.fspath(graph)
+    path = os.path.join(g, "splits", name + EDGE_SPLIT_SUFFIX)
+    if not _NAME.match(name) or not os.path.exists(path):
+        have = sorted(f[:-len(EDGE_SPLIT_SUFFIX)] for f in os.listdir(os.path.join(g, "splits"))
+                      if f.endswith(EDGE_SPLIT_SUFFIX)) if os.path.isdir(os.path.join(g, "splits")) else []
+        raise KeyError("%s has no edge split %r (it has: %s; from_pyg(..., edge_splits=) writes them)"
+                       % (g, name, ", ".join(have) or "none"))
+    ei: npt.NDArray[np.int64] = np.load(path)
+    if ei.ndim != 2 or ei.shape[0] != 2 or ei.dtype != np.int64:
+        raise ValueError("%s: shape %s dtype %s, want int64 [2, E]" % (path, ei.shape, ei.dtype))
+    lpath = os.path.join(g, "splits", name + EDGE_LABEL_SUFFIX)
+    lab = np.load(lpath) if os.path.exists(lpath) else None
+    if lab is not None and lab.shape != (ei.shape[1],):
+        raise ValueError("%s: shape %s, want [%d] (one label per edge of %s)" % (lpath, lab.shape, ei.shape[1], path))
+    return ei, lab

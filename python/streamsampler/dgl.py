@@ -12,10 +12,28 @@
 
 ``MultiLayerFullNeighborSampler(n)`` (every neighbor at each of n layers)
 is here too, and DGL's own samplers of both kinds are accepted.
+
+Link prediction (:mod:`streamsampler.loader.link_loader`): DGL's
+``as_edge_prediction_sampler`` and ``negative_sampler.Uniform``, and the
+same ``DataLoader`` over edge ids::
+
+    sampler = as_edge_prediction_sampler(NeighborSampler([10, 25]), exclude="reverse_id",
+                                         reverse_eids=reverse_eids, negative_sampler=negative_sampler.Uniform(5))
+    loader = DataLoader("graph/", train_eids, sampler, batch_size=1024, shuffle=True)
+    for input_nodes, pair_graph, neg_pair_graph, blocks in loader:
+        ...
 """
 
 from __future__ import annotations
 
 from .loader.dgl_loader import DataLoader, MultiLayerFullNeighborSampler, NeighborSampler
+from .loader.link_loader import EdgePredictionSampler, Uniform, as_edge_prediction_sampler
 
-__all__ = ["DataLoader", "MultiLayerFullNeighborSampler", "NeighborSampler"]
+__all__ = ["DataLoader", "EdgePredictionSampler", "MultiLayerFullNeighborSampler", "NeighborSampler",
+           "as_edge_prediction_sampler", "negative_sampler"]
+
+
+class negative_sampler:  # noqa: N801 (DGL's module name: ``negative_sampler.Uniform(k)``)
+    """DGL's ``dgl.dataloading.negative_sampler``: ``Uniform(k)``."""
+
+    Uniform = Uniform

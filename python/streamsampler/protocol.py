@@ -30,6 +30,7 @@ OP_SAMPLE_FRESH = 11  # u64 seed, u32 epoch, u8 flags, array fanouts, array seed
 OP_SCAN = 16  # u32 batch size, u8 flags, u8 semantics, UTF-8 store path: open a pass over every node
 OP_SCAN_BATCH = 17  # u32 scan, u32 index: one of its minibatches (one hop, every in-neighbor)
 OP_DROP_SCAN = 18  # u32 scan: close a scan
+OP_LINK_SPLIT = 19  # u32 batch size, u8 mode, f64 amount, u64 seed, u8 flags, arrays src, dst[, labels]: a link split
 #: Flags of a scan request: the minibatches carry their nodes' rows (and
 #: the seeds' labels); their edge ids.
 SCAN_ROWS = 1
@@ -39,13 +40,14 @@ SCAN_EDGE_IDS = 2
 WALK_MODES = {"deepwalk": 0, "ppr": 1, "node2vec": 2}
 
 #: The protocol version this client speaks (epoch_info's "protocol").
-PROTOCOL = 2
+PROTOCOL = 3
 
 #: A request's semantics byte (docs/PROTOCOL.md): left out, the server's.
 SEMANTICS = {"dgl": 0, "pyg": 1}
 #: Minibatch flags, the byte after a minibatch's hop count.
 BATCH_PYG = 1
 BATCH_EDGE_IDS = 2
+BATCH_LINK = 4  # link fields follow the last hop, before the features (docs/PROTOCOL.md, "Link minibatches")
 #: sample_fresh request flags.
 FRESH_REPLACE = 1
 FRESH_EDGE_IDS = 2

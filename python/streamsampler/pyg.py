@@ -2,6 +2,8 @@
 
 * ``NeighborLoader``: PyG's ``torch_geometric.loader.NeighborLoader``
   over a graph directory (:mod:`streamsampler.loader.neighbor_loader`);
+* ``LinkNeighborLoader``: PyG's ``LinkNeighborLoader`` (link prediction:
+  seed edges, negatives; :mod:`streamsampler.loader.link_loader`);
 * ``Node2Vec``: PyG's ``torch_geometric.nn.Node2Vec`` with its walks from
   a server (:mod:`streamsampler.nn.node2vec`; made on first use, since it
   subclasses PyG's and this module imports without torch);
@@ -27,10 +29,11 @@ from __future__ import annotations
 from typing import Any
 
 from .layerwise import layerwise_inference
+from .loader.link_loader import LinkNeighborLoader
 from .loader.neighbor_loader import LoaderData, NeighborLoader, to_data
 from .nn.node2vec import node2vec_class
 
-__all__ = ["LoaderData", "NeighborLoader", "layerwise_inference", "to_data"]  # and Node2Vec, made on first use (a star import needs no torch)
+__all__ = ["LinkNeighborLoader", "LoaderData", "NeighborLoader", "layerwise_inference", "to_data"]  # and Node2Vec, made on first use (a star import needs no torch)
 
 
 def __getattr__(name: str) -> Any:

@@ -24,7 +24,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .batch import Batch, Hop
-from .protocol import (BATCH_EDGE_IDS, BATCH_PYG, CODE_BAD_REQUEST, CURRENT_EPOCH, DTYPE_CODES, DTYPES,
+from .link import NEG_BINARY, NEG_NONE, NEG_TRIPLET, LinkFields
+from .protocol import (BATCH_EDGE_IDS, BATCH_LINK, BATCH_PYG, CODE_BAD_REQUEST, CURRENT_EPOCH, DTYPE_CODES, DTYPES,
                        FEATURE_DTYPES, FEATURE_SHARED, FEATURE_X, FEATURE_Y, FRESH_EDGE_IDS, FRESH_REPLACE,
                        MAX_TOKEN, SCAN_EDGE_IDS, SCAN_ROWS, SEMANTICS, STATUS_OK, WALK_MODES, ProtocolError, ServerError,
                        error_class)
@@ -33,7 +34,7 @@ from .typing import Buffer, NodeIds
 
 __all__ = [
     "HEADER", "HEADER_SIZE", "decode_array", "decode_blocks", "decode_error", "encode_array", "encode_blocks",
-    "encode_frame", "epoch_payload", "sample_payload", "semantics_byte", "split_batch_payload", "split_payload",
+    "encode_frame", "epoch_payload", "link_split_payload", "sample_payload", "semantics_byte", "split_batch_payload", "split_payload",
     "token_payload", "walks_payload",
 ]
 
@@ -98,7 +99,7 @@ def decode_blocks(payload: Buffer, fd: Optional[int] = None, bufs: Optional[Shar
     if len(payload) < 10:
         raise ProtocolError("truncated minibatch reply (%d bytes)" % len(payload))
     epoch, index, nhops, flags = struct.unpack_from("<IiBB", payload, 0)
-    if flags & ~(BATCH_PYG | BATCH_EDGE_IDS):
+    if flags & ~(BATCH_PYG | BATCH_EDGE_IDS | BATCH_LINK):
         raise ProtocolError("minibatch flags %#x" % flags)
     per = 5 if flags & BATCH_EDGE_IDS else 4
     off = 10
@@ -118,6 +119,9 @@ def decode_blocks(payload: Buffer, fd: Optional[int] = None, bufs: Optional[Shar
         if hop.e_id is not None and len(hop.e_id) != len(hop.edge_src):
             raise ProtocolError("hop %d has %d edge ids for %d edges" % (h + 1, len(hop.e_id), len(hop.edge_src)))
     batch = Batch(epoch, arrays[0], hops, index, semantics="pyg" if flags & BATCH_PYG else "dgl")
+    if flags & BATCH_LINK:
+        num_nodes = len(hops[-1].src) if hops else len(arrays[0])
+        batch.link, off = _decode_link(payload, off, num_nodes)
     if off != len(payload):
         off = _decode_features(payload, off, batch, fd, bufs)
     elif fd is not None:
@@ -125,6 +129,81 @@ def decode_blocks(payload: Buffer, fd: Optional[int] = None, bufs: Optional[Shar
     if off != len(payload):
         raise ProtocolError("%d trailing bytes in minibatch reply" % (len(payload) - off))
     return batch
+
+
+_LINK_MODES = (NEG_NONE, NEG_BINARY, NEG_TRIPLET)
+_LINK_FIXED = struct.Struct("<BId")
+
+
+def _link_array(payload: Buffer, off: int, name: str, ndim: int, dtypes: Sequence[str]) -> Tuple[npt.NDArray[Any], int]:
+    a, off = decode_array(payload, off)
+    if a.ndim != ndim or a.dtype not in [np.dtype(d) for d in dtypes]:
+        raise ProtocolError("link field %s: dtype %s, %d dimensions; want %s, %d" % (name, a.dtype, a.ndim, "/".join(dtypes), ndim))
+    return a, off
+
+
+def _decode_link(payload: Buffer, off: int, num_nodes: int) -> Tuple[LinkFields, int]:
+    """The link section of a minibatch (docs/PROTOCOL.md, "Link minibatches"):
+    ``u8 mode, u32 P, f64 amount``, input_id, then edge_label_index [2, M]
+    and edge_label (modes none and binary) or src_index, dst_pos_index and
+    dst_neg_index [P, K] (triplet). Every local id is checked against the
+    minibatch's ``num_nodes``."""
+    if len(payload) - off < _LINK_FIXED.size:
+        raise ProtocolError("truncated link fields at byte %d" % off)
+    mode, num_pos, _amount = _LINK_FIXED.unpack_from(payload, off)
+    if mode >= len(_LINK_MODES):
+        raise ProtocolError("link mode %d at byte %d" % (mode, off))
+    off += _LINK_FIXED.size
+    input_id, off = _link_array(payload, off, "input_id", 1, ["<i8"])
+    if len(input_id) != num_pos:
+        raise ProtocolError("input_id has %d elements for %d positives" % (len(input_id), num_pos))
+    if _LINK_MODES[mode] == NEG_TRIPLET:
+        src_index, off = _link_array(payload, off, "src_index", 1, ["<i8"])
+        dst_pos_index, off = _link_array(payload, off, "dst_pos_index", 1, ["<i8"])
+        dst_neg_index, off = _link_array(payload, off, "dst_neg_index", 2, ["<i8"])
+        if len(src_index) != num_pos or len(dst_pos_index) != num_pos or dst_neg_index.shape[0] != num_pos:
+            raise ProtocolError("triplet fields of %d, %d and %d rows for %d positives" % (
+                len(src_index), len(dst_pos_index), dst_neg_index.shape[0], num_pos))
+        fields = LinkFields(NEG_TRIPLET, input_id, src_index=src_index, dst_pos_index=dst_pos_index,
+                            dst_neg_index=dst_neg_index)
+        local = [src_index, dst_pos_index, dst_neg_index]
+    else:
+        index, off = _link_array(payload, off, "edge_label_index", 2, ["<i8"])
+        label, off = _link_array(payload, off, "edge_label", 1, ["<f4", "<i8"])
+        if index.shape[0] != 2 or index.shape[1] < num_pos or len(label) != index.shape[1]:
+            raise ProtocolError("edge_label_index %s and edge_label of %d for %d positives" % (
+                index.shape, len(label), num_pos))
+        fields = LinkFields(_LINK_MODES[mode], input_id, edge_label_index=index, edge_label=label)
+        local = [index]
+    for a in local:
+        if a.size and (a.min() < 0 or a.max() >= num_nodes):
+            raise ProtocolError("link field local id outside the minibatch's %d nodes" % num_nodes)
+    return fields, off
+
+
+def _encode_link(link: LinkFields) -> bytes:
+    """The link section of a minibatch (for tests and fakes). LinkFields
+    carries no amount: the section says 1.0, or K for triplet fields (the
+    decoder does not read it back)."""
+    amount = float(link.dst_neg_index.shape[1]) if link.mode == NEG_TRIPLET and link.dst_neg_index is not None else 1.0
+    parts = [_LINK_FIXED.pack(_LINK_MODES.index(link.mode), link.num_pos, amount), encode_array(link.input_id, "<i8")]
+
+    def two_d(a: npt.NDArray[Any], dt: str) -> bytes:
+        a = np.ascontiguousarray(a, dtype=dt)
+        return struct.pack("<BBQQ", DTYPE_CODES[np.dtype(dt)], 2, a.shape[0], a.shape[1]) + a.tobytes()
+
+    if link.mode == NEG_TRIPLET:
+        assert link.src_index is not None and link.dst_pos_index is not None and link.dst_neg_index is not None
+        parts += [encode_array(link.src_index, "<i8"), encode_array(link.dst_pos_index, "<i8"),
+                  two_d(link.dst_neg_index.reshape(link.num_pos, -1), "<i8")]
+    else:
+        assert link.edge_label_index is not None and link.edge_label is not None
+        label = np.asarray(link.edge_label)
+        dt = "<i8" if np.issubdtype(label.dtype, np.integer) else "<f4"
+        lab = np.ascontiguousarray(label, dtype=dt)
+        parts += [two_d(link.edge_label_index, "<i8"),
+                  _ARRAY1.pack(DTYPE_CODES[np.dtype(dt)], 1, lab.size) + lab.tobytes()]
+    return b"".join(parts)
 
 
 def _decode_features(payload: Buffer, off: int, batch: Batch, fd: Optional[int] = None,
@@ -182,6 +261,8 @@ def _decode_shared_x(payload: Buffer, off: int, fd: Optional[int],
 def encode_blocks(batch: Batch, op: int, rid: int) -> bytes:
     """The server's reply frame for a Batch (for tests and fakes)."""
     flags = (BATCH_PYG if batch.semantics == "pyg" else 0) | (BATCH_EDGE_IDS if batch.has_edge_ids else 0)
+    if batch.link is not None:
+        flags |= BATCH_LINK
     parts = [struct.pack("<IiBB", batch.epoch, batch.index, len(batch.hops), flags),
              encode_array(batch.seeds, "<u4")]
     for h in batch.hops:
@@ -191,6 +272,8 @@ def encode_blocks(batch: Batch, op: int, rid: int) -> bytes:
             if h.e_id is None:
                 raise ValueError("encode_blocks: hop 1 has edge ids and a later hop has none")
             parts.append(encode_array(h.e_id, "<i8"))
+    if batch.link is not None:
+        parts.append(_encode_link(batch.link))
     if batch.x is not None:
         x = np.ascontiguousarray(batch.x)
         dt = x.dtype.newbyteorder("<") if x.dtype.byteorder not in "|" else x.dtype
@@ -255,6 +338,30 @@ def walks_payload(starts: NodeIds, length: int, walks_per_node: int = 1, mode: s
 def split_payload(nodes: NodeIds, batch_size: int) -> bytes:
     """The payload of a split request."""
     return _U32.pack(int(batch_size)) + encode_array(nodes, "<u4")
+
+
+def link_split_payload(edges: Any, batch_size: int, labels: Optional[Any] = None, neg_sampling: str = NEG_NONE,
+                       amount: float = 1.0, seed: int = 0) -> bytes:
+    """A link_split request: ``edges`` int (2, E) (row 0 the sources),
+    ``labels`` [E] (float: f32, integer: i64) or None, the negative
+    sampling mode (``"none"``, ``"binary"``, ``"triplet"``), its amount and
+    the seed of the split's negatives."""
+    e = np.asarray(edges)
+    if e.ndim != 2 or e.shape[0] != 2:
+        raise ValueError("link_split: edges of shape %s, want (2, E)" % (e.shape,))
+    if neg_sampling not in _LINK_MODES:
+        raise ValueError("link_split: neg_sampling %r, want one of %s" % (neg_sampling, ", ".join(_LINK_MODES)))
+    head = struct.pack("<IBdQB", int(batch_size), _LINK_MODES.index(neg_sampling), float(amount),
+                       int(seed) & (2**64 - 1), 0 if labels is None else 1)
+    parts = [head, encode_array(e[0], "<u4"), encode_array(e[1], "<u4")]
+    if labels is not None:
+        lab = np.asarray(labels)
+        if lab.shape != (e.shape[1],):
+            raise ValueError("link_split: %s labels for %d edges" % (lab.shape, e.shape[1]))
+        dt = "<i8" if np.issubdtype(lab.dtype, np.integer) or lab.dtype == np.bool_ else "<f4"
+        lab = np.ascontiguousarray(lab, dtype=dt)
+        parts.append(_ARRAY1.pack(DTYPE_CODES[np.dtype(dt)], 1, lab.size) + lab.tobytes())
+    return b"".join(parts)
 
 
 def drop_split_payload(split: int) -> bytes:

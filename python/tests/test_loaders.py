@@ -101,9 +101,10 @@ class Loaders(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def loader(self, nodes, shuffle, semantics="pyg", batch_size=32, drop_last=False, fanouts=FANOUTS, seed=3):
+    def loader(self, nodes, shuffle, semantics="pyg", batch_size=32, drop_last=False, fanouts=FANOUTS, seed=3,
+               fresh=None):
         lo = NodeLoader(self.graph, fanouts, batch_size, nodes, shuffle, drop_last, semantics, None, seed=seed,
-                          binary=self.ss)
+                        binary=self.ss, fresh=fresh)
         self.addCleanup(lo.close)
         return lo
 
@@ -199,6 +200,42 @@ class Loaders(unittest.TestCase):
         self.assertIs(tr.server.local, va.server.local)
         dl = self.loader(self.val, shuffle=False, batch_size=50, drop_last=True)
         self.assertEqual([len(b.seeds) for b in dl], [50, 50])
+
+    def test_fresh_equals_split(self):
+        """An evaluation loader sampling by random reads (fresh=True:
+        sample_fresh) gives the split's minibatches bit for bit, rows and
+        edge ids included, in both semantics and after the server's epoch
+        moves on; the automatic choice takes random reads for a small
+        reach only, and never for a training stream."""
+        tr = self.loader(self.train, shuffle=True)
+        for sem in ("pyg", "dgl"):
+            for ep in range(2):
+                fr = self.loader(self.test, shuffle=False, semantics=sem, batch_size=16, fresh=True)
+                sp = self.loader(self.test, shuffle=False, semantics=sem, batch_size=16, fresh=False)
+                self.assertIs(fr.server, sp.server)
+                got, want = list(fr), list(sp)
+                self.assertEqual(len(got), len(want))
+                self.assertEqual(len(got), len(fr))
+                for g, w in zip(got, want):
+                    self.assertEqual(g.epoch, w.epoch)
+                    np.testing.assert_array_equal(g.seeds, w.seeds)
+                    np.testing.assert_array_equal(g.input_id, w.input_id)
+                    np.testing.assert_array_equal(g.x, w.x)
+                    np.testing.assert_array_equal(g.y, w.y)
+                    self.assertEqual(len(g.hops), len(w.hops))
+                    for gh, wh in zip(g.hops, w.hops):
+                        for f in ("dst", "src", "edge_src", "edge_dst", "e_id"):
+                            np.testing.assert_array_equal(getattr(gh, f), getattr(wh, f), err_msg=f)
+                if ep == 0:
+                    for _ in tr:  # the next training epoch moves the server's current epoch on
+                        pass
+        # The automatic choice: reach <= 1% of N = 6 nodes.
+        self.assertFalse(self.loader(self.test, shuffle=False).fresh)
+        self.assertTrue(self.loader(np.array([7]), shuffle=False, fanouts=[1]).fresh)  # reach 2 <= 6
+        self.assertFalse(self.loader(np.array([7]), shuffle=False, fanouts=[-1]).fresh)
+        self.assertFalse(self.loader(self.train, shuffle=True).fresh)
+        with self.assertRaises(ValueError):
+            self.loader(self.train, shuffle=True, fresh=True)
 
     def test_dgl_loader_blocks(self):
         sampler = NeighborSampler(FANOUTS[::-1])

@@ -54,6 +54,16 @@ class WireFormat(unittest.TestCase):
         self.assertIsInstance(err, PermissionError)
         self.assertEqual((err.code, err.message), (P.CODE_UNAUTHORIZED, "wrong token"))
 
+    def test_link_example_bytes(self):
+        # docs/PROTOCOL.md's link example (tests/test_link_wire.py decodes
+        # it field by field): flag bit 2, the link section after the hop.
+        from tests.test_link_wire import LINK_EXAMPLE
+        self.assertEqual(P.BATCH_LINK, 4)
+        self.assertEqual(LINK_EXAMPLE[W.HEADER_SIZE + 9], P.BATCH_LINK)
+        b = W.decode_blocks(LINK_EXAMPLE[W.HEADER_SIZE:])
+        self.assertEqual(b.link.input_id.tolist(), [7])
+        self.assertEqual(b.n_id[b.link.edge_label_index].T.tolist(), [[3, 5], [5, 9]])
+
     def test_example_bytes(self):
         self.assertEqual(W.encode_frame(P.OP_NEXT_BATCH, 1, W.epoch_payload(None)), EXAMPLE_REQUEST)
         length, op, status, rid = W.HEADER.unpack_from(EXAMPLE_REPLY)

@@ -17,16 +17,19 @@
 ``neighbor_loader.py``     PyG's ``NeighborLoader`` (``streamsampler.pyg``)
 ``dgl_loader.py``          DGL's ``DataLoader``, ``NeighborSampler``
                            (``streamsampler.dgl``)
+``link_loader.py``         :class:`LinkLoader`: seed edges from a shared
+                           server; PyG's ``LinkNeighborLoader``, DGL's
+                           ``as_edge_prediction_sampler`` and its
+                           ``DataLoader`` over edge ids
                            (``streamsampler.dgl``): layer-wise inference
 ``servers.py``             the registry of servers the loaders share
 ``utils.py``               argument checks, the default seed, a graph
                            directory for a PyG ``Data``
 =========================  ====================================================
 
-A link loader (PyG's ``LinkNeighborLoader``) belongs beside the node
-loader as ``link_loader.py``, an :class:`EpochLoader` over the same
-shared servers; heterogeneous input, when graphs have types, is the node
-and link loaders' (as in PyG), not a loader of its own.
+The link loaders (``link_loader.py``) are :class:`EpochLoader` s over
+the same shared servers; heterogeneous input, when graphs have types, is
+the node and link loaders' (as in PyG), not a loader of its own.
 """
 
 from __future__ import annotations
@@ -35,9 +38,10 @@ from .base import EpochLoader
 from .client_loader import Loader
 from .device import DeviceTransfer, PinnedOutput
 from .dgl_loader import DataLoader, NeighborSampler
+from .link_loader import LinkDataLoader, LinkLoader, LinkNeighborLoader
 from .neighbor_loader import NeighborLoader
 from .node_loader import NodeLoader
 from .prefetch import prefetched
 
-__all__ = ["DataLoader", "DeviceTransfer", "EpochLoader", "Loader", "NeighborLoader", "NeighborSampler", "NodeLoader",
-           "PinnedOutput", "prefetched"]
+__all__ = ["DataLoader", "DeviceTransfer", "EpochLoader", "LinkDataLoader", "LinkLoader", "LinkNeighborLoader",
+           "Loader", "NeighborLoader", "NeighborSampler", "NodeLoader", "PinnedOutput", "prefetched"]

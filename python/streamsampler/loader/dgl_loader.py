@@ -146,14 +146,29 @@ class DataLoader(NodeLoader):
     tensors are in page-locked memory where torch has CUDA, unless
     ``pin_memory=False``. ``device_features`` (None: automatic): the
     feature store held on a CUDA ``device`` and ``feat``/``label``
-    gathered there (see :class:`~streamsampler.loader.NodeLoader`)."""
+    gathered there (see :class:`~streamsampler.loader.NodeLoader`).
+    ``fresh`` (None: automatic): a ``shuffle=False`` loader over a small
+    node set samples by random reads, the same blocks bit for bit (see
+    :class:`~streamsampler.loader.NodeLoader`).
+
+    With an edge-prediction sampler (``as_edge_prediction_sampler``),
+    ``indices`` are edge ids and the loader is a
+    :class:`~streamsampler.loader.link_loader.LinkDataLoader` (DGL's one
+    ``DataLoader`` serves both)."""
+
+    def __new__(cls, graph: GraphSource, indices: Any, graph_sampler: Any, *args: Any, **kwargs: Any) -> Any:
+        from .link_loader import LinkDataLoader, as_link_sampler
+        link = as_link_sampler(graph_sampler)  # ours or DGL's as_edge_prediction_sampler
+        if link is not None:
+            return LinkDataLoader(graph, indices, link, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, graph: GraphSource, indices: Optional[Nodes], graph_sampler: Any,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, device: Any = None,
                  seed: Optional[int] = None, prefetch: Optional[int] = None, server_args: Sequence[str] = (),
                  binary: Optional[PathArg] = None, pin_memory: Optional[bool] = None,
                  delta: Union[bool, DeltaTransfer, None] = False, device_features: Optional[bool] = None,
-                 **kwargs: Any) -> None:
+                 fresh: Optional[bool] = None, **kwargs: Any) -> None:
         graph_sampler = as_sampler(graph_sampler)
         ignored = {"num_workers", "use_uva", "use_ddp", "ddp_seed", "use_prefetch_thread", "use_alternate_streams",
                    "pin_prefetcher", "persistent_workers"}
@@ -165,7 +180,7 @@ class DataLoader(NodeLoader):
                          self._to_blocks, replace=graph_sampler.replace, seed=seed, prefetch=prefetch,
                          server_args=server_args, binary=binary,
                          device=device if device is not None else graph_sampler.output_device,
-                         pin_memory=pin_memory, delta=delta, device_features=device_features)
+                         pin_memory=pin_memory, delta=delta, device_features=device_features, fresh=fresh)
 
     def _to_blocks(self, batch: Batch) -> Tuple[Any, Any, List[Any]]:
         """A minibatch as DGL's ``(input_nodes, output_nodes, blocks)``, on

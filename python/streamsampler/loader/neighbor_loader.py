@@ -162,7 +162,10 @@ class NeighborLoader(NodeLoader):
     loaded, and ``x``, ``y`` and the masks are gathered there by
     ``n_id``, so that only ids and edges cross the bus; False takes the
     rows from the server with each minibatch (features larger than the
-    device). Without a device, ``Data`` tensors are in page-locked memory
+    device). ``fresh`` (not PyG's; None: automatic): an evaluation loader
+    (``shuffle=False``) over a small node set samples by the server's
+    random-read sampler instead of a streaming pass, the same minibatches
+    bit for bit (:class:`~streamsampler.loader.NodeLoader`). Without a device, ``Data`` tensors are in page-locked memory
     where torch has CUDA (``pin_memory=False``: not), so PyG's
     ``PrefetchLoader`` pins nothing
     itself.
@@ -175,7 +178,7 @@ class NeighborLoader(NodeLoader):
                  semantics: str = "pyg", prefetch: Optional[int] = None, server_args: Sequence[str] = (),
                  binary: Optional[PathArg] = None, device: Any = None, pin_memory: Optional[bool] = None,
                  delta: Union[bool, DeltaTransfer, None] = False, device_features: Optional[bool] = None,
-                 **kwargs: Any) -> None:
+                 fresh: Optional[bool] = None, **kwargs: Any) -> None:
         for k in ("input_time", "time_attr", "weight_attr", "temporal_strategy"):
             if kwargs.pop(k, None) not in (None, "uniform"):
                 raise NotImplementedError("NeighborLoader(%s=...): temporal and weighted sampling are not "
@@ -195,7 +198,7 @@ class NeighborLoader(NodeLoader):
         super().__init__(data, num_neighbors, batch_size, input_nodes, shuffle, drop_last, semantics,
                          self._to_data, replace=replace, seed=seed, prefetch=prefetch,
                          server_args=server_args, binary=binary, device=device, pin_memory=pin_memory,
-                         delta=delta, device_features=device_features)
+                         delta=delta, device_features=device_features, fresh=fresh)
         #: PyG's ``loader.data`` (:class:`LoaderData`): what a script may
         #: delete or add before iterating.
         self.data = LoaderData(self, data)
@@ -216,7 +219,9 @@ class NeighborLoader(NodeLoader):
         splits = os.path.join(self.graph, "splits")
         if os.path.isdir(splits):
             for name in sorted(os.listdir(splits)):
-                if name.endswith(".npy"):
+                # Edge splits (NAME.edges.npy, NAME.edge_label.npy) are the
+                # link loaders' seed edges, not node masks.
+                if name.endswith(".npy") and not name.endswith((".edges.npy", ".edge_label.npy")):
                     m = np.zeros(self.num_nodes, dtype=np.bool_)
                     m[np.load(os.path.join(splits, name))] = True
                     masks[name[:-4] + "_mask"] = m

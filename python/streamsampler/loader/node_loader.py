@@ -21,7 +21,13 @@ from .base import EpochLoader
 from .servers import EDGE_IDS, SharedServer, TrainingStream, acquire, acquire_scan, release
 from .utils import check_fanouts, default_seed, graph_dir, graph_num_nodes, node_ids
 
-__all__ = ["NodeLoader"]
+__all__ = ["FRESH_REACH", "NodeLoader"]
+
+#: The largest reach, as a fraction of the graph's nodes, for which a
+#: ``shuffle=False`` loader samples by random reads on its own
+#: (``fresh=None``): random reads beat a streaming pass below about 1–2%
+#: of the nodes (docs/PERFORMANCE.md, the random-read crossover).
+FRESH_REACH = 0.01
 
 
 class NodeLoader(EpochLoader):
@@ -59,6 +65,18 @@ class NodeLoader(EpochLoader):
     graph's chunks, without sampling (docs/PYTHON.md, "Layer-wise
     inference"); ``full_scan`` says the loader is one.
 
+    ``fresh`` (None: automatic): with ``shuffle=False``, sample the
+    minibatches by the server's random-read sampler (``sample_fresh``,
+    DESIGN §4c) instead of a split: each minibatch is read from the graph
+    there and then, touching only the blocks that hold its neighbors, with
+    no split to register and no streaming pass. The minibatches are the
+    split's bit for bit (the same key: the server's seed and current
+    epoch), so the choice is about speed alone: automatic takes it for a
+    node set whose reach — its nodes times the product of (1 + fanout)
+    over the hops — is at most :data:`FRESH_REACH` of the graph's nodes
+    (below the random-read crossover, docs/PERFORMANCE.md) and whose
+    fanouts are all sampled (no -1).
+
     ``device_features`` (None: automatic): with a CUDA ``device``, hold the
     graph's feature store there (every row checked against its CRC-32C
     once, as it is loaded) and gather each minibatch's rows and labels on
@@ -74,7 +92,7 @@ class NodeLoader(EpochLoader):
                  replace: bool = False, seed: Optional[int] = None, prefetch: Optional[int] = None, depth: int = 4,
                  server_args: Sequence[str] = (), binary: Optional[PathArg] = None, device: Any = None,
                  pin_memory: Optional[bool] = None, delta: Union[bool, DeltaTransfer, None] = False,
-                 device_features: Optional[bool] = None) -> None:
+                 device_features: Optional[bool] = None, fresh: Optional[bool] = None) -> None:
         if semantics not in ("pyg", "dgl"):
             raise ValueError("semantics %r, want 'pyg' or 'dgl'" % (semantics,))
         if int(batch_size) < 1:
@@ -104,6 +122,10 @@ class NodeLoader(EpochLoader):
         self.drop_last = bool(drop_last)
         self.semantics = semantics
         self.seed = int(seed) if seed is not None else default_seed()
+        self.replace = bool(replace)
+        #: Whether the minibatches come from the random-read sampler
+        #: (``sample_fresh``) rather than a split (see the class doc).
+        self.fresh = self._fresh(fresh)
         self._order = np.argsort(self.nodes, kind="stable")
         self._sorted = self.nodes[self._order]
         training = TrainingStream(self.nodes, self.batch_size, self.drop_last, semantics) if self.shuffle else None
@@ -117,6 +139,23 @@ class NodeLoader(EpochLoader):
         self._edge_perm: Optional[npt.NDArray[np.int64]] = None
         self._edge_perm_loaded = False
         self._finalizer = weakref.finalize(self, _close, self.server, [None])
+
+    def _fresh(self, fresh: Optional[bool]) -> bool:
+        """Whether to sample by random reads: as asked, or (None) where
+        the node set's reach is small (the class doc)."""
+        if self.shuffle or self.full_scan:
+            if fresh:
+                raise ValueError("fresh=True samples a fixed node set (shuffle=False), not a training stream "
+                                 "or a full scan")
+            return False
+        if fresh is not None:
+            return bool(fresh)
+        if any(f < 1 for f in self.fanouts):
+            return False
+        reach = float(len(self.nodes))
+        for f in self.fanouts:
+            reach *= 1 + f
+        return reach <= FRESH_REACH * self.num_nodes
 
     def __len__(self) -> int:
         """Minibatches per epoch (``iter()``)."""
@@ -172,6 +211,12 @@ class NodeLoader(EpochLoader):
             it = self._scan(c)
         elif self.shuffle:
             it = self.stream(c, self.semantics)
+        elif self.fresh:
+            # The split's key: the server's seed and its current epoch.
+            ep = int(c.epoch_info()["epoch"])
+            it = c.fresh_batches(self.nodes.astype(np.uint32), self.fanouts, self.batch_size, seed=self.seed,
+                                 epoch=ep, replace=self.replace, edge_ids=EDGE_IDS, semantics=self.semantics,
+                                 depth=self.depth)
         else:
             if self._split is None:
                 self._split = int(c.split(self.nodes.astype(np.uint32), self.batch_size)["split"])
