@@ -392,6 +392,9 @@ type stream struct {
 	lanes []lane
 	cache *chunkCache
 	read  func(c int, buf []byte) (int64, error)
+	// side, when not nil, takes the chunks its cost model gives to
+	// random reads out of each layer (randchoice.go).
+	side *epochSide
 }
 
 // run streams one pass's jobs (ascending chunk order, one per chunk).

@@ -120,6 +120,24 @@ func chunkJobs(ix chunkIndex, targets []uint32, ls *LayerStats) ([]chunkJob, err
 	return jobs, nil
 }
 
+// runLayer runs one layer's pass over jobs: all through the lanes, or,
+// with a random-read side, split between the lanes and random reads by
+// its cost model (runSplit).
+func (s stream) runLayer(ctx context.Context, l, k int, jobs []chunkJob, pass streamPass, ls *LayerStats, hook func(int, int64)) error {
+	if s.side == nil {
+		return s.run(ctx, jobs, pass, ls, hook)
+	}
+	ch, err := s.side.split(ctx, l, jobs, k, s)
+	if err != nil {
+		return err
+	}
+	err = s.runSplit(ctx, l, k, ch, pass, ls, hook)
+	if err == nil {
+		s.side.r.observeStream(ls, len(s.lanes))
+	}
+	return err
+}
+
 type loadedJob struct {
 	chunkJob
 	slot int
@@ -165,7 +183,7 @@ func sampleEpoch(ctx context.Context, sm stream, ix chunkIndex, seeds []uint32, 
 			hook = func(c int, n int64) { onChunk(l, c, n) }
 		}
 		pass := streamPass{samples: samples, edgeIDs: edgeIDs, edgeBase: edgeBase, fanout: k, key: key.Layer(l), replace: key.Replace}
-		if err := sm.run(ctx, jobs, pass, &ls, hook); err != nil {
+		if err := sm.runLayer(ctx, l, k, jobs, pass, &ls, hook); err != nil {
 			return nil, fmt.Errorf("layer %d: %w", l, err)
 		}
 		n, err := checkSamples(samples, frontier, k, jobs, ix.NumNodes())

@@ -47,7 +47,7 @@ func sampleAll(ctx context.Context, sm stream, ix chunkIndex, frontier []uint32,
 		all.eparts = make([][]int64, len(jobs))
 	}
 	pass := streamPass{fanout: epoch.AllNeighbors, all: all}
-	if err := sm.run(ctx, jobs, pass, ls, hook); err != nil {
+	if err := sm.runLayer(ctx, l, epoch.AllNeighbors, jobs, pass, ls, hook); err != nil {
 		return epoch.Layer{}, fmt.Errorf("layer %d: %w", l, err)
 	}
 	ly := all.layer(frontier)

@@ -88,6 +88,23 @@ type Options struct {
 	// the option is noted in Stats and not used.
 	ChunkCache int64
 
+	// RandomReads lets each layer sample a chunk's targets by random
+	// reads instead of streaming the chunk (DESIGN §4d): RandomOff (the
+	// zero value), RandomAuto (per chunk, by the cost model) or
+	// RandomAlways. The samples are the same either way. The emulated
+	// backend only, without VerifyReads: elsewhere RandomAuto is off
+	// (noted in Stats) and RandomAlways an error.
+	RandomReads RandomReads
+	// DiskRates are the rates RandomAuto's cost model weighs; a zero
+	// field starts at PriorDiskRates', is measured by a short probe of
+	// edges.chunks (about 50 ms) once a layer reads more than the probe
+	// costs, and follows what the layers' reads achieve.
+	DiskRates DiskRates
+	// RandomOffsetBudget bounds the memory RandomAuto spends on the row
+	// offsets (8 bytes per node); 0 means DefaultRandomOffsetBudget.
+	// RandomAlways loads them whatever their size.
+	RandomOffsetBudget int64
+
 	// skipChecksum turns the CRC check of chunk reads off: only the
 	// benchmarks that measure its cost set it.
 	skipChecksum bool
@@ -114,6 +131,9 @@ type Sampler struct {
 	// edgeBase is chunk c's first global edge at c and the edge count at
 	// len(Chunks) (prefix sums of NEdges); nil without Options.EdgeIDs.
 	edgeBase []int64
+
+	// random is the per-chunk choice's state (nil: RandomReads off).
+	random *randomSide
 
 	mu   sync.Mutex // serialises SampleEpoch; guards last
 	last *Stats
@@ -217,6 +237,14 @@ func Open(graphDir string, opts Options) (_ *Sampler, err error) {
 		sm.notes = append(sm.notes, fmt.Sprintf("chunk cache of %d bytes not used: with VerifyReads the emulated devices stream as SmartSSDs do, peer-to-peer into their own buffers, each chunk re-read and checked", opts.ChunkCache))
 	case opts.ChunkCache > 0:
 		sm.notes = append(sm.notes, fmt.Sprintf("chunk cache of %d bytes not used: the %s backend reads every chunk peer-to-peer into its devices' own buffers", opts.ChunkCache, opts.Backend))
+	}
+	rside, note, err := newRandomSide(graphDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	sm.random = rside
+	if note != "" {
+		sm.notes = append(sm.notes, note)
 	}
 	for i := 0; i < opts.Devices; i++ {
 		ln, err := openLane(i, opts, sm, laneChunkBytes, int(mt))
@@ -387,9 +415,17 @@ func (s *Sampler) SampleEpochStats(ctx context.Context, seeds []uint32, fanouts 
 		return nil, nil, fmt.Errorf("host: sampler is closed")
 	}
 	st := &Stats{Devices: len(s.lanes), Backend: s.backend, DirectIO: s.direct, Notes: s.notes, GraphBytes: s.graphBytes()}
-	res, err := sampleEpoch(ctx, s.stream(), s.index, seeds, fanouts, key, st, s.onChunk, s.edgeBase)
+	sm := s.stream()
+	if s.random != nil {
+		sm.side = &epochSide{r: s.random, s: s, key: key, edgeIDs: s.edgeBase != nil}
+		defer sm.side.close()
+	}
+	res, err := sampleEpoch(ctx, sm, s.index, seeds, fanouts, key, st, s.onChunk, s.edgeBase)
 	if s.cache != nil {
 		st.Cache = s.cache.stats()
+	}
+	if s.random != nil {
+		st.Random = s.random.stats()
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("host: epoch %d: %w", key.Epoch, err)
@@ -429,6 +465,8 @@ func (s *Sampler) Close() error {
 		errs = append(errs, l.close())
 	}
 	s.lanes = nil
+	errs = append(errs, s.random.close())
+	s.random = nil
 	// After the lanes: their devices' buffers over the entries are gone.
 	if s.cache != nil {
 		errs = append(errs, s.cache.close())
@@ -439,6 +477,25 @@ func (s *Sampler) Close() error {
 		s.file = nil
 	}
 	return errors.Join(errs...)
+}
+
+// DropChunkCache forgets the chunks held in memory (the chunk cache's
+// entries, the lanes' buffers), keeping the memory: the next epoch reads
+// every chunk it streams, as from a cold start. Benchmarks that compare
+// strategies cold use it; bytes read at Open and not yet counted by an
+// epoch are dropped from the statistics with them.
+func (s *Sampler) DropChunkCache() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cache != nil {
+		for _, e := range s.cache.entries {
+			e.chunk, e.opened = -1, 0
+		}
+	}
+	for _, l := range s.lanes {
+		l.res = [2]int{-1, -1}
+		l.opened = [2]int64{}
+	}
 }
 
 // readCheck is how a chunk read into a device buffer is checked against

@@ -25,6 +25,18 @@ type LayerStats struct {
 	// Result (frontier, samples, edge ids, a full layer's row offsets):
 	// a full layer's grows with its frontier's degrees, not a fanout.
 	ResultBytes int64 `json:"result_bytes"`
+	// The per-chunk choice (Options.RandomReads): chunks whose targets
+	// were random-read instead of streamed, their targets, the distinct
+	// blocks and the reads that fetched them (RandomBytes, also counted
+	// in BytesRead), and the random half's wall time (it runs while the
+	// streamed chunks go through the lanes). ChunksRead counts streamed
+	// chunks only.
+	ChunksRandom  int           `json:"chunks_random"`
+	RandomTargets int           `json:"random_targets"`
+	RandomBlocks  int64         `json:"random_blocks"`
+	RandomReads   int64         `json:"random_reads"`
+	RandomBytes   int64         `json:"random_bytes"`
+	RandomTime    time.Duration `json:"random_ns"`
 }
 
 // ReadGBps is the achieved read rate over the layer's wall time (the rate
@@ -59,6 +71,18 @@ type Stats struct {
 	// Cache is the chunk cache after the epoch (nil without one: the XRT
 	// backend).
 	Cache *CacheStats `json:"chunk_cache,omitempty"`
+	// Random is the random-read side after the epoch (nil with
+	// RandomReads off).
+	Random *RandomStats `json:"random_reads,omitempty"`
+}
+
+// ChunksRandom sums the layers' random-read chunks.
+func (s *Stats) ChunksRandom() int {
+	n := 0
+	for _, l := range s.Layers {
+		n += l.ChunksRandom
+	}
+	return n
 }
 
 // ChunksRead sums the layers' chunk reads.
@@ -130,6 +154,14 @@ func (s *Stats) String() string {
 	if c := s.Cache; c != nil {
 		fmt.Fprintf(&b, "chunk cache: %d of %d slots of %d bytes hold chunks (%d bytes allocated, budget %d); %d bytes read = %.2f× the graph's %d\n",
 			c.Resident, c.Slots, c.SlotBytes, c.Allocated, c.Budget, s.BytesRead(), s.ReadGraphs(), s.GraphBytes)
+	}
+	if r := s.Random; r != nil {
+		fmt.Fprintf(&b, "random reads %s: %d of the layers' chunks random-read; disk %.0f MB/s sequential, %.0f random reads/s (measured %v); row offsets %d bytes",
+			r.Mode, s.ChunksRandom(), r.Rates.SeqBytesPerSec/1e6, r.Rates.RandReadsPerSec, r.Measured, r.OffsetBytes)
+		if r.Disabled != "" {
+			fmt.Fprintf(&b, "; off: %s", r.Disabled)
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "result: %d bytes in memory (layers' frontiers, samples, edge ids, row offsets)\n", s.ResultBytes())
 	fmt.Fprintf(&b, "%5s %6s %10s %12s %7s %7s %7s %12s %8s %10s %10s %10s\n",

@@ -1,4 +1,4 @@
-package randread
+package randread_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/internal/testgraph"
+	"github.com/streamsampler/streamsampler/randread"
 )
 
 var benchGraph = sync.OnceValues(func() (*host.CSR, error) {
@@ -24,16 +25,16 @@ var benchGraph = sync.OnceValues(func() (*host.CSR, error) {
 func BenchmarkBlocks(b *testing.B) {
 	g, _ := benchGraph()
 	dir := writeGraph(b, g, 1<<22, true)
-	for _, io := range []IO{AIO, Pread} {
+	for _, io := range []randread.IO{randread.AIO, randread.Pread} {
 		for _, bs := range []int{512, 4096} {
 			b.Run(fmt.Sprintf("io=%v/block=%d", io, bs), func(b *testing.B) {
-				s := open(b, dir, Options{IO: io, BlockSize: bs})
+				s := open(b, dir, randread.Options{IO: io, BlockSize: bs})
 				var reads int64
 				i := 0
 				for b.Loop() {
 					seeds := testgraph.RandomSeeds(g.NumNodes(), 64, uint64(i))
 					i++
-					req := Request{Seeds: distinct(seeds), Fanouts: []int{15, 10, 5}, Key: epoch.Key{Seed: 1, Epoch: uint32(i)}}
+					req := randread.Request{Seeds: distinct(seeds), Fanouts: []int{15, 10, 5}, Key: epoch.Key{Seed: 1, Epoch: uint32(i)}}
 					_, st, err := s.Blocks(context.Background(), req, epoch.DGL)
 					if err != nil {
 						b.Fatal(err)

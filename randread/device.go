@@ -152,7 +152,7 @@ func (d *device) gather(blocks xrt.BO, words int64, slots []uint32, numNodes uin
 // layer's blocks (sorted), held in the P2P buffer blocks at bs each in
 // that order; each valid slot's word is given to the kernel as its index
 // in the buffer.
-func (rq *request) gatherDevice(frontier []uint32, samples []int32, k int, want []int64, blocks xrt.BO) error {
+func (rq *request) gatherDevice(frontier []uint32, samples []int32, span func(int) (int64, int64), want []int64, blocks xrt.BO) error {
 	s := rq.s
 	bs := int64(s.o.BlockSize)
 	indptr, base := s.off.indptr, s.off.base
@@ -163,14 +163,16 @@ func (rq *request) gatherDevice(frontier []uint32, samples []int32, k int, want 
 			c++
 		}
 		first := indptr[v]
-		for t, p := range samples[i*k : (i+1)*k] {
+		lo, hi := span(i)
+		for t := lo; t < hi; t++ {
+			p := samples[t]
 			if p < 0 {
-				slots[i*k+t] = hls.GatherEmpty
+				slots[t] = hls.GatherEmpty
 				continue
 			}
 			at := base[c] + 4*int64(first+uint64(p))
 			j, _ := slices.BinarySearch(want, at/bs)
-			slots[i*k+t] = uint32((int64(j)*bs + at%bs) / 4)
+			slots[t] = uint32((int64(j)*bs + at%bs) / 4)
 		}
 	}
 	if len(samples) == 0 {
@@ -191,7 +193,8 @@ func (rq *request) gatherDevice(frontier []uint32, samples []int32, k int, want 
 		for s.ix.End(c) <= v {
 			c++
 		}
-		for t := i * k; t < (i+1)*k; t++ {
+		lo, hi := span(i)
+		for t := lo; t < hi; t++ {
 			if out[t] == hls.GatherBad {
 				at := base[c] + 4*int64(indptr[v]+uint64(samples[t]))
 				w := binary.LittleEndian.Uint32(rq.blocks[at/bs][at%bs:])

@@ -1,4 +1,4 @@
-package randread
+package randread_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/internal/testgraph"
+	"github.com/streamsampler/streamsampler/randread"
 )
 
 // writeGraph packs g into a graph directory with the given chunk size
@@ -41,9 +42,9 @@ func writeGraph(t testing.TB, g *host.CSR, chunkSize int64, dedup bool) string {
 	return dir
 }
 
-func open(t testing.TB, dir string, o Options) *Sampler {
+func open(t testing.TB, dir string, o randread.Options) *randread.Sampler {
 	t.Helper()
-	s, err := Open(context.Background(), dir, o)
+	s, err := randread.Open(context.Background(), dir, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +66,17 @@ func diffResult(a, b *epoch.Result) error {
 			return fmt.Errorf("layer %d: fanout %d/%d", l, x.Fanout, y.Fanout)
 		case (x.EdgeIDs == nil) != (y.EdgeIDs == nil):
 			return fmt.Errorf("layer %d: edge ids in one only", l)
+		case !slices.Equal(x.Offsets, y.Offsets) || (x.Offsets == nil) != (y.Offsets == nil):
+			return fmt.Errorf("layer %d: row offsets differ (%d/%d)", l, len(x.Offsets), len(y.Offsets))
+		case len(x.Samples) != len(y.Samples) || len(x.EdgeIDs) != len(y.EdgeIDs):
+			return fmt.Errorf("layer %d: %d/%d samples, %d/%d edge ids", l, len(x.Samples), len(y.Samples), len(x.EdgeIDs), len(y.EdgeIDs))
 		}
-		for i := range x.Samples {
-			if x.Samples[i] != y.Samples[i] || x.EdgeIDs != nil && x.EdgeIDs[i] != y.EdgeIDs[i] {
-				v := x.Frontier[i/x.Fanout]
-				return fmt.Errorf("layer %d node %d slot %d: sample %d/%d", l, v, i%x.Fanout, x.Samples[i], y.Samples[i])
+		for i := range x.Frontier {
+			lo, hi := x.Span(i)
+			for j := lo; j < hi; j++ {
+				if x.Samples[j] != y.Samples[j] || x.EdgeIDs != nil && x.EdgeIDs[j] != y.EdgeIDs[j] {
+					return fmt.Errorf("layer %d node %d slot %d: sample %d/%d", l, x.Frontier[i], j-lo, x.Samples[j], y.Samples[j])
+				}
 			}
 		}
 	}
@@ -82,7 +89,7 @@ func diffResult(a, b *epoch.Result) error {
 // TestEqualsReference: on random graphs (hubs, isolated nodes, repeated
 // neighbors) packed into chunks of every size from one sector up, read in
 // blocks of 512 bytes and 4 KiB (so adjacency lists cross block
-// boundaries, and the last chunk ends inside a block), through AIO and
+// boundaries, and the last chunk ends inside a block), through randread.AIO and
 // pread, O_DIRECT and buffered, with and without replacement, the
 // random-read epoch equals host.ReferenceEdgeIDs' bit for bit, edge ids
 // included.
@@ -95,14 +102,14 @@ func TestEqualsReference(t *testing.T) {
 		g := &host.CSR{Indptr: indptr, Indices: indices}
 		for _, chunk := range []int64{1 << 14, 1 << 16, 1 << 20} {
 			dir := writeGraph(t, g, chunk, !repeats)
-			for _, o := range []Options{
+			for _, o := range []randread.Options{
 				{BlockSize: 4096},
-				{BlockSize: 512, IO: Pread},
+				{BlockSize: 512, IO: randread.Pread},
 				{BlockSize: 512, Depth: 3},
-				{BlockSize: 4096, IO: Pread, Buffered: true},
+				{BlockSize: 4096, IO: randread.Pread, Buffered: true},
 				{BlockSize: 1 << 16, MaxRun: 1 << 16},
 				{BlockSize: 4096, Kernel: true},
-				{BlockSize: 512, Kernel: true, IO: Pread, MaxRun: 512},
+				{BlockSize: 512, Kernel: true, IO: randread.Pread, MaxRun: 512},
 			} {
 				s := open(t, dir, o)
 				for trial, replace := range []bool{false, true, false} {
@@ -114,7 +121,7 @@ func TestEqualsReference(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					got, st, err := s.Sample(context.Background(), Request{Seeds: seeds, Fanouts: fanouts, Key: key, EdgeIDs: true})
+					got, st, err := s.Sample(context.Background(), randread.Request{Seeds: seeds, Fanouts: fanouts, Key: key, EdgeIDs: true})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -128,7 +135,7 @@ func TestEqualsReference(t *testing.T) {
 						t.Fatalf("stats %+v", st)
 					}
 					// Without edge ids: the same samples, no edge ids.
-					plain, _, err := s.Sample(context.Background(), Request{Seeds: seeds, Fanouts: fanouts, Key: key})
+					plain, _, err := s.Sample(context.Background(), randread.Request{Seeds: seeds, Fanouts: fanouts, Key: key})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -149,15 +156,15 @@ func TestEqualsReference(t *testing.T) {
 func TestLayersReuseBlocks(t *testing.T) {
 	indptr, indices := testgraph.RandomCSR(500, 6, 3)
 	g := &host.CSR{Indptr: indptr, Indices: indices}
-	s := open(t, writeGraph(t, g, 1<<16, true), Options{BlockSize: 512})
-	_, st, err := s.Sample(context.Background(), Request{Seeds: []uint32{1, 2, 3}, Fanouts: []int{4, 4, 4, 4}, Key: epoch.Key{Seed: 1}})
+	s := open(t, writeGraph(t, g, 1<<16, true), randread.Options{BlockSize: 512})
+	_, st, err := s.Sample(context.Background(), randread.Request{Seeds: []uint32{1, 2, 3}, Fanouts: []int{4, 4, 4, 4}, Key: epoch.Key{Seed: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Layers[1].Reused == 0 {
 		t.Fatalf("layer 1 reused no block of layer 0: %+v", st.Layers)
 	}
-	fileBlocks := s.size / 512
+	fileBlocks := s.NumBlocks()
 	if st.Blocks() > fileBlocks {
 		t.Fatalf("%d blocks read, the file has %d", st.Blocks(), fileBlocks)
 	}
@@ -187,7 +194,7 @@ func TestEqualsStreamed(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer hs.Close()
-			s := open(t, dir, Options{})
+			s := open(t, dir, randread.Options{})
 			n := s.NumNodes()
 			var train []uint32
 			for v := uint32(0); v < n; v += 3 {
@@ -201,7 +208,7 @@ func TestEqualsStreamed(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, _, err := s.Sample(context.Background(), Request{Seeds: train, Fanouts: fanouts, Key: key, EdgeIDs: true})
+				got, _, err := s.Sample(context.Background(), randread.Request{Seeds: train, Fanouts: fanouts, Key: key, EdgeIDs: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -215,7 +222,7 @@ func TestEqualsStreamed(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						b, _, err := s.Blocks(context.Background(), Request{Seeds: seeds, Fanouts: fanouts, Key: key, EdgeIDs: true}, sem)
+						b, _, err := s.Blocks(context.Background(), randread.Request{Seeds: seeds, Fanouts: fanouts, Key: key, EdgeIDs: true}, sem)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -234,18 +241,19 @@ func TestEqualsStreamed(t *testing.T) {
 func TestRequestErrors(t *testing.T) {
 	indptr, indices := testgraph.RandomCSR(100, 4, 1)
 	g := &host.CSR{Indptr: indptr, Indices: indices}
-	s := open(t, writeGraph(t, g, 4096, true), Options{})
+	s := open(t, writeGraph(t, g, 4096, true), randread.Options{})
 	ctx := context.Background()
 	for _, c := range []struct {
-		req  Request
+		req  randread.Request
 		want string
 		is   error
 	}{
-		{Request{Seeds: []uint32{3, 100}, Fanouts: []int{2}}, "seed 100 (position 1) is not a node: the graph has 100 nodes (0..99)", ErrInvalid},
-		{Request{Seeds: []uint32{3}, Fanouts: nil}, "no fanouts", ErrInvalid},
-		{Request{Seeds: []uint32{3}, Fanouts: []int{2, 0}}, "fanout 0 of layer 1 (hop 2)", ErrInvalid},
-		{Request{Seeds: []uint32{3}, Fanouts: []int{65}}, "want 1..64", ErrInvalid},
-		{Request{Seeds: []uint32{3, 4, 3}, Fanouts: []int{2}}, "seed 3 at positions 0 and 2", epoch.ErrDuplicateSeed},
+		{randread.Request{Seeds: []uint32{3, 100}, Fanouts: []int{2}}, "seed 100 (position 1) is not a node: the graph has 100 nodes (0..99)", randread.ErrInvalid},
+		{randread.Request{Seeds: []uint32{3}, Fanouts: nil}, "no fanouts", randread.ErrInvalid},
+		{randread.Request{Seeds: []uint32{3}, Fanouts: []int{2, 0}}, "fanout 0 of layer 1 (hop 2), want 1..64 or -1 (every neighbor)", randread.ErrInvalid},
+		{randread.Request{Seeds: []uint32{3}, Fanouts: []int{65}}, "fanout 65 of layer 0 (hop 1), want 1..64 or -1 (every neighbor)", randread.ErrInvalid},
+		{randread.Request{Seeds: []uint32{3}, Fanouts: []int{-2}}, "fanout -2 of layer 0 (hop 1), want 1..64 or -1", randread.ErrInvalid},
+		{randread.Request{Seeds: []uint32{3, 4, 3}, Fanouts: []int{2}}, "seed 3 at positions 0 and 2", epoch.ErrDuplicateSeed},
 	} {
 		_, _, err := s.Blocks(ctx, c.req, epoch.DGL)
 		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.want) {
@@ -253,27 +261,27 @@ func TestRequestErrors(t *testing.T) {
 		}
 	}
 	// Sample takes repeated seeds (an epoch's frontier is their set).
-	if _, _, err := s.Sample(ctx, Request{Seeds: []uint32{3, 3}, Fanouts: []int{2}}); err != nil {
+	if _, _, err := s.Sample(ctx, randread.Request{Seeds: []uint32{3, 3}, Fanouts: []int{2}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx2, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := s.Sample(ctx2, Request{Seeds: []uint32{3}, Fanouts: []int{2}}); !errors.Is(err, context.Canceled) {
+	if _, _, err := s.Sample(ctx2, randread.Request{Seeds: []uint32{3}, Fanouts: []int{2}}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 	s.Close()
-	if _, _, err := s.Sample(ctx, Request{Seeds: []uint32{3}, Fanouts: []int{2}}); !errors.Is(err, ErrClosed) {
+	if _, _, err := s.Sample(ctx, randread.Request{Seeds: []uint32{3}, Fanouts: []int{2}}); !errors.Is(err, randread.ErrClosed) {
 		t.Fatalf("after Close: %v", err)
 	}
-	if _, err := Open(ctx, t.TempDir(), Options{}); !errors.Is(err, chunkfmt.ErrNoManifest) {
+	if _, err := randread.Open(ctx, t.TempDir(), randread.Options{}); !errors.Is(err, chunkfmt.ErrNoManifest) {
 		t.Fatalf("no graph: %v", err)
 	}
-	if _, err := Open(ctx, t.TempDir(), Options{BlockSize: 1000}); !errors.Is(err, ErrInvalid) {
+	if _, err := randread.Open(ctx, t.TempDir(), randread.Options{BlockSize: 1000}); !errors.Is(err, randread.ErrInvalid) {
 		t.Fatalf("block size 1000: %v", err)
 	}
 }
 
-// TestCorrupt: a header that disagrees with the manifest fails Open with
+// TestCorrupt: a header that disagrees with the manifest fails randread.Open with
 // an error naming the chunk and the word; a neighbor word that is not a
 // node fails the sample that reads it, naming the node, whether Go or the
 // gather kernel gathers it.
@@ -304,12 +312,12 @@ func TestCorrupt(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.Close()
-		s, err := Open(context.Background(), dir, Options{Kernel: c.word == 10})
+		s, err := randread.Open(context.Background(), dir, randread.Options{Kernel: c.word == 10})
 		if !c.open {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, err = s.Sample(context.Background(), Request{Seeds: []uint32{3}, Fanouts: []int{3}})
+			_, _, err = s.Sample(context.Background(), randread.Request{Seeds: []uint32{3}, Fanouts: []int{3}})
 			s.Close()
 		}
 		if !errors.Is(err, chunkfmt.ErrCorrupt) || !strings.Contains(err.Error(), c.want) {
@@ -323,10 +331,7 @@ func TestCorrupt(t *testing.T) {
 func TestDegreeAndOffsets(t *testing.T) {
 	indptr, indices := testgraph.RandomCSR(2000, 9, 4)
 	g := &host.CSR{Indptr: indptr, Indices: indices}
-	s := open(t, writeGraph(t, g, 8192, true), Options{})
-	if !slices.Equal(s.off.indptr, indptr) {
-		t.Fatal("indptr differs")
-	}
+	s := open(t, writeGraph(t, g, 8192, true), randread.Options{})
 	for v := uint32(0); v < g.NumNodes(); v++ {
 		if s.Degree(v) != int(indptr[v+1]-indptr[v]) || s.FirstEdge(v) != indptr[v] {
 			t.Fatalf("node %d", v)
@@ -353,8 +358,8 @@ func TestIsolatedAndHub(t *testing.T) {
 	indptr, indices := testgraph.FromAdjacency(adj)
 	g := &host.CSR{Indptr: indptr, Indices: indices}
 	for _, bs := range []int{512, 4096} {
-		s := open(t, writeGraph(t, g, 1<<15, true), Options{BlockSize: bs})
-		res, st, err := s.Sample(context.Background(), Request{Seeds: []uint32{0}, Fanouts: []int{5, 5}, Key: epoch.Key{Seed: 1}, EdgeIDs: true})
+		s := open(t, writeGraph(t, g, 1<<15, true), randread.Options{BlockSize: bs})
+		res, st, err := s.Sample(context.Background(), randread.Request{Seeds: []uint32{0}, Fanouts: []int{5, 5}, Key: epoch.Key{Seed: 1}, EdgeIDs: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,7 +376,7 @@ func TestIsolatedAndHub(t *testing.T) {
 		for _, replace := range []bool{false, true} {
 			key := epoch.Key{Seed: 3, Epoch: 2, Replace: replace}
 			for _, seeds := range [][]uint32{{1}, {0, 1, 9}, {9, 100, 4999}} {
-				got, _, err := s.Sample(context.Background(), Request{Seeds: seeds, Fanouts: []int{64, 3}, Key: key, EdgeIDs: true})
+				got, _, err := s.Sample(context.Background(), randread.Request{Seeds: seeds, Fanouts: []int{64, 3}, Key: key, EdgeIDs: true})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -38,12 +38,34 @@ type run struct{ lo, hi int }
 // layer samples layer l of frontier (sorted unique) with fanout k: the
 // positions of every node's sample (rng.Positions), the distinct blocks
 // their words lie in, the reads of those not read yet, then the words.
-func (rq *request) layer(ctx context.Context, l int, frontier []uint32, k int, key epoch.Key, edgeIDs bool) (epoch.Layer, error) {
+//
+// With k epoch.AllNeighbors (DESIGN §3 "Full neighborhoods") the layer
+// is a CSR (epoch.Layer.Offsets): every node's positions are 0..d−1, no
+// draw, and its blocks are the run of blocks its whole row spans, read
+// MaxRun bytes at a time like any run: nothing is sized by a fanout, so
+// a hub of 10⁶ neighbors costs its row's blocks and 4 bytes a neighbor.
+func (rq *request) layer(ctx context.Context, l int, frontier []uint32, k int, key epoch.Key, edgeIDs bool) (epoch.Layer, LayerStats, error) {
 	s := rq.s
 	lkey := key.Layer(l)
 	bs := int64(s.o.BlockSize)
 	indptr, base := s.off.indptr, s.off.base
-	samples := make([]int32, len(frontier)*k)
+	full := k == epoch.AllNeighbors
+	var offs []int64 // row i of samples is [offs[i], offs[i+1]) (full layers)
+	n := int64(len(frontier)) * int64(k)
+	if full {
+		offs = make([]int64, len(frontier)+1)
+		for i, v := range frontier {
+			offs[i+1] = offs[i] + int64(indptr[v+1]-indptr[v])
+		}
+		n = offs[len(frontier)]
+	}
+	span := func(i int) (int64, int64) {
+		if full {
+			return offs[i], offs[i+1]
+		}
+		return int64(i) * int64(k), int64(i+1) * int64(k)
+	}
+	samples := make([]int32, n)
 	var eids []int64
 	if edgeIDs {
 		eids = make([]int64, len(samples))
@@ -63,19 +85,37 @@ func (rq *request) layer(ctx context.Context, l int, frontier []uint32, k int, k
 			c++
 		}
 		first := indptr[v]
-		row := samples[i*k : (i+1)*k]
-		rng.Positions(row, int(indptr[v+1]-first), v, lkey, key.Replace)
+		d := int(indptr[v+1] - first)
+		lo, hi := span(i)
+		row := samples[lo:hi]
+		if full {
+			for t := range row {
+				row[t] = int32(t)
+				if eids != nil {
+					eids[lo+int64(t)] = int64(first) + int64(t)
+				}
+			}
+			ls.Slots += int64(d)
+			if d > 0 {
+				at := base[c] + 4*int64(first)
+				for b := max(at/bs, lastOf(want)+1); b <= (at+4*int64(d)-1)/bs; b++ {
+					want = append(want, b)
+				}
+			}
+			continue
+		}
+		rng.Positions(row, d, v, lkey, key.Replace)
 		nb := nodeBlocks[:0]
 		for t, p := range row {
 			if p < 0 {
 				if eids != nil {
-					eids[i*k+t] = -1
+					eids[lo+int64(t)] = -1
 				}
 				continue
 			}
 			e := first + uint64(p)
 			if eids != nil {
-				eids[i*k+t] = int64(e)
+				eids[lo+int64(t)] = int64(e)
 			}
 			nb = append(nb, (base[c]+4*int64(e))/bs)
 		}
@@ -120,7 +160,7 @@ func (rq *request) layer(ctx context.Context, l int, frontier []uint32, k int, k
 	if s.dev != nil && len(want) > 0 {
 		bo, m, err := s.dev.deviceBlocks(len(want), bs)
 		if err != nil {
-			return epoch.Layer{}, fmt.Errorf("randread: device buffer of %d blocks: %w", len(want), err)
+			return epoch.Layer{}, ls, fmt.Errorf("randread: device buffer of %d blocks: %w", len(want), err)
 		}
 		rq.bos = append(rq.bos, bo)
 		devBlocks, slab = bo, m
@@ -139,7 +179,7 @@ func (rq *request) layer(ctx context.Context, l int, frontier []uint32, k int, k
 	}
 	t0 := time.Now()
 	if err := rq.read(ctx, runs, missing, at); err != nil {
-		return epoch.Layer{}, err
+		return epoch.Layer{}, ls, err
 	}
 	ls.ReadTime = time.Since(t0)
 	ls.Reads = int64(len(runs))
@@ -160,22 +200,32 @@ func (rq *request) layer(ctx context.Context, l int, frontier []uint32, k int, k
 	// The gather: each position's word, from its block.
 	var err error
 	if s.dev != nil {
-		err = rq.gatherDevice(frontier, samples, k, want, devBlocks)
+		err = rq.gatherDevice(frontier, samples, span, want, devBlocks)
 	} else {
-		err = rq.gather(frontier, samples, k)
+		err = rq.gather(frontier, samples, span)
 	}
 	if err != nil {
-		return epoch.Layer{}, err
+		return epoch.Layer{}, ls, err
 	}
-	rq.stats.Layers = append(rq.stats.Layers, ls)
-	rq.stats.ReadTime += ls.ReadTime
-	return epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples, EdgeIDs: eids}, nil
+	if rq.stats != nil {
+		rq.stats.Layers = append(rq.stats.Layers, ls)
+		rq.stats.ReadTime += ls.ReadTime
+	}
+	return epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples, EdgeIDs: eids, Offsets: offs}, ls, nil
 }
 
-// gather replaces each valid position of samples (rows of k, one per
-// frontier node) by its neighbor: the word at its byte, from the block
-// read for it.
-func (rq *request) gather(frontier []uint32, samples []int32, k int) error {
+// lastOf is the last of want's blocks, -1 for none.
+func lastOf(want []int64) int64 {
+	if len(want) == 0 {
+		return -1
+	}
+	return want[len(want)-1]
+}
+
+// gather replaces each valid position of samples (row i, frontier[i]'s,
+// at span(i)) by its neighbor: the word at its byte, from the block read
+// for it.
+func (rq *request) gather(frontier []uint32, samples []int32, span func(int) (int64, int64)) error {
 	s := rq.s
 	bs := int64(s.o.BlockSize)
 	indptr, base := s.off.indptr, s.off.base
@@ -187,7 +237,8 @@ func (rq *request) gather(frontier []uint32, samples []int32, k int) error {
 			c++
 		}
 		first := indptr[v]
-		row := samples[i*k : (i+1)*k]
+		lo, hi := span(i)
+		row := samples[lo:hi]
 		for t, p := range row {
 			if p < 0 {
 				continue

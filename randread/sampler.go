@@ -18,7 +18,8 @@ import (
 )
 
 // ErrInvalid is wrapped by every error about the caller's request: a seed
-// that is not a node, a fanout outside 1..hls.MaxFanout, too many layers,
+// that is not a node, a fanout outside 1..hls.MaxFanout other than
+// epoch.AllNeighbors (−1, every neighbor), too many layers,
 // a seed given twice (also epoch.ErrDuplicateSeed).
 var ErrInvalid = errors.New("randread: invalid sampling request")
 
@@ -328,8 +329,8 @@ type Request struct {
 }
 
 // check checks the request against a graph of numNodes nodes: fanouts
-// 1..hls.MaxFanout, at most epoch.MaxLayers layers, seeds that are
-// nodes; with distinct, seeds given once each.
+// 1..hls.MaxFanout or epoch.AllNeighbors, at most epoch.MaxLayers
+// layers, seeds that are nodes; with distinct, seeds given once each.
 func (r *Request) check(numNodes uint32, distinct bool) error {
 	if len(r.Fanouts) == 0 {
 		return fmt.Errorf("%w: no fanouts (need at least one layer)", ErrInvalid)
@@ -338,8 +339,8 @@ func (r *Request) check(numNodes uint32, distinct bool) error {
 		return fmt.Errorf("%w: %d layers, at most %d", ErrInvalid, len(r.Fanouts), epoch.MaxLayers)
 	}
 	for l, k := range r.Fanouts {
-		if k < 1 || k > hls.MaxFanout {
-			return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want 1..%d", ErrInvalid, k, l, l+1, hls.MaxFanout)
+		if err := checkFanout(k, l); err != nil {
+			return err
 		}
 	}
 	for i, v := range r.Seeds {
@@ -357,6 +358,15 @@ func (r *Request) check(numNodes uint32, distinct bool) error {
 		}
 	}
 	return nil
+}
+
+// checkFanout accepts 1..hls.MaxFanout and epoch.AllNeighbors as layer
+// l's fanout.
+func checkFanout(k, l int) error {
+	if k == epoch.AllNeighbors || (k >= 1 && k <= hls.MaxFanout) {
+		return nil
+	}
+	return fmt.Errorf("%w: fanout %d of layer %d (hop %d), want 1..%d or %d (every neighbor)", ErrInvalid, k, l, l+1, hls.MaxFanout, epoch.AllNeighbors)
 }
 
 // SampleEpoch samples the epoch of seeds (frontier_0 = the sorted unique
@@ -399,7 +409,7 @@ func (s *Sampler) Sample(ctx context.Context, req Request) (*epoch.Result, *Stat
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		ly, err := rq.layer(ctx, l, frontier, k, req.Key, req.EdgeIDs)
+		ly, _, err := rq.layer(ctx, l, frontier, k, req.Key, req.EdgeIDs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -434,4 +444,13 @@ func (s *Sampler) Blocks(ctx context.Context, req Request, sem epoch.Semantics) 
 	st.Assemble = time.Since(t)
 	st.Wall += st.Assemble
 	return b, st, nil
+}
+
+// Row returns where node's adjacency lies in edges.chunks: the byte of
+// its first neighbor word and its degree. chunk must be the chunk that
+// holds node (chunkfmt.Index.ChunkOf); the streaming sampler's per-chunk
+// choice estimates a chunk's random reads from its targets' rows.
+func (s *Sampler) Row(chunk int, node uint32) (at int64, degree int) {
+	first := s.off.indptr[node]
+	return s.off.base[chunk] + 4*int64(first), int(s.off.indptr[node+1] - first)
 }

@@ -118,6 +118,15 @@ func (s *Server) freshRequest(p []byte) (*freshRequest, error) {
 	if err != nil {
 		return nil, newRequestError(CodeBadRequest, "%v", err)
 	}
+	// A fanout below 1 other than -1 (a full hop, every neighbor) is
+	// refused before the reply's bound is taken from it (the bound reads
+	// any negative fanout as a full hop); the FreshSampler refuses those
+	// above its largest.
+	for l, k := range r.Fanouts {
+		if k < 1 && k != epoch.AllNeighbors {
+			return nil, newRequestError(CodeBadRequest, "sample_fresh: fanout %d of layer %d (hop %d), want a positive fanout or %d (every neighbor)", k, l, l+1, epoch.AllNeighbors)
+		}
+	}
 	n := int64(len(r.Seeds))
 	size, nodes := minibatchBound(n, r.Fanouts, s.cfg.NumNodes, s.fullBound(), r.EdgeIDs)
 	if s.features != nil {

@@ -66,7 +66,11 @@ func TestSampleFresh(t *testing.T) {
 	fanouts := []int{5, 3}
 	// A small budget (a connection's share is 4 MiB), so that a request
 	// whose reply could outgrow it is refused.
-	cfg := Config{Sampler: &refSampler{g: g}, Fresh: randreadFresh{rs}, NumNodes: 400, MaxRequest: 1 << 20, MaxInflight: 8 << 20,
+	var maxDeg int64
+	for v := range uint32(400) {
+		maxDeg = max(maxDeg, int64(g.Indptr[v+1]-g.Indptr[v]))
+	}
+	cfg := Config{Sampler: &refSampler{g: g}, Fresh: randreadFresh{rs}, NumNodes: 400, MaxDegree: maxDeg, NumEdges: int64(len(g.Indices)), MaxRequest: 1 << 20, MaxInflight: 8 << 20,
 		Config: pipeline.Config{Sampling: epoch.Sampling{Train: train, Fanouts: fanouts, Seed: 4}, BatchSize: 10, PrepareAt: 1}}
 	s := newTestServer(t, cfg)
 	c := dial(t, serveUnix(t, s))
@@ -106,6 +110,26 @@ func TestSampleFresh(t *testing.T) {
 			t.Fatalf("%v: sample_fresh of any nodes differs from the reference", sem)
 		}
 	}
+	// Full hops (fanout -1) alone and mixed: the reference's minibatch.
+	for _, fo := range [][]int{{-1}, {-1, 3}, {4, -1}} {
+		seeds := []uint32{7, 200, 3}
+		key := epoch.Key{Seed: 2, Epoch: 1}
+		b, _, err := c.SampleFresh(FreshRequest{Seeds: seeds, Fanouts: fo, Key: key, EdgeIDs: true, Semantics: epoch.PyG})
+		if err != nil {
+			t.Fatalf("fanouts %v: %v", fo, err)
+		}
+		ref, err := host.ReferenceEdgeIDs(g, seeds, fo, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ref.Assemble(seeds, epoch.PyG)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(b, want) {
+			t.Fatalf("fanouts %v: sample_fresh differs from the reference", fo)
+		}
+	}
 	if info := s.Info(); info.Served != 0 {
 		t.Fatalf("sample_fresh moved the cursor: %d served", info.Served)
 	}
@@ -122,6 +146,10 @@ func TestSampleFresh(t *testing.T) {
 	wantCode(err, CodeDuplicateSeed, "seed 5 at positions 0 and 2")
 	_, _, err = c.SampleFresh(FreshRequest{Seeds: []uint32{5}, Fanouts: []int{3, 0}})
 	wantCode(err, CodeBadRequest, "fanout 0 of layer 1")
+	_, _, err = c.SampleFresh(FreshRequest{Seeds: []uint32{5}, Fanouts: []int{-2}})
+	wantCode(err, CodeBadRequest, "fanout -2 of layer 0 (hop 1), want a positive fanout or -1")
+	_, _, err = c.SampleFresh(FreshRequest{Seeds: []uint32{5}, Fanouts: []int{3, 65}})
+	wantCode(err, CodeBadRequest, "fanout 65 of layer 1 (hop 2), want 1..64 or -1")
 	_, _, err = c.SampleFresh(FreshRequest{Seeds: []uint32{5}, Fanouts: []int{3}, Semantics: 7})
 	wantCode(err, CodeBadRequest, "semantics 7")
 	many := make([]uint32, 200000)

@@ -37,13 +37,17 @@ type backendFlags struct {
 	chunkCache *int64
 	// OnChunk, if set, receives each chunk read (progress reporting).
 	OnChunk func(layer, chunk int, bytes int64)
+	// RandomReads is --random-reads (host.Options.RandomReads).
+	RandomReads string
 }
 
-func (b *backendFlags) add(cmd *cobra.Command) { b.addWith(cmd, "auto") }
+func (b *backendFlags) add(cmd *cobra.Command) { b.addWith(cmd, "auto", "auto") }
 
-// addWith is add with chunkCache as --chunk-cache's default: bench's is
-// 0, since it measures streaming against the file's sequential read rate.
-func (b *backendFlags) addWith(cmd *cobra.Command, chunkCache string) {
+// addWith is add with chunkCache as --chunk-cache's default and
+// randomReads as --random-reads': bench's are 0 and off, since it
+// measures streaming against the file's sequential read rate; walk has
+// no --random-reads (""): its passes always stream.
+func (b *backendFlags) addWith(cmd *cobra.Command, chunkCache, randomReads string) {
 	cmd.Flags().StringVar(&b.Backend, "backend", "emu", "sampling engine: emu (emulated SmartSSD), xrt (SmartSSD via XRT, needs -tags xrt) or gpu")
 	b.Devices = 1
 	cmd.Flags().Var(intInRange{&b.Devices, 1, maxDevices}, "devices", "number of devices to stream over")
@@ -51,6 +55,11 @@ func (b *backendFlags) addWith(cmd *cobra.Command, chunkCache string) {
 	cmd.Flags().BoolVar(&b.EdgeIDs, "edge-ids", false, "also sample edge ids: each sampled edge's position in the graph's stored CSR (indptr[node] + the position chosen), for edge features")
 	cmd.Flags().BoolVar(&b.VerifyReads, "verify-reads", false, "--backend xrt: read every chunk a device reads again on the host and check its CRC-32C (emu and gpu always check; emu then streams as a SmartSSD does, without the chunk cache, which is how that path is tested)")
 	cmd.Flags().StringVar(&b.ChunkCache, "chunk-cache", chunkCache, "--backend emu: memory for graph chunks kept between the layers and epochs that read them (e.g. 4GiB; 0: only the two buffers per device streaming needs), in slots of the largest chunk; auto: every chunk when they fit in half of the memory this process may use (MemAvailable, or the tightest memory cgroup's room; a quarter with --features, whose auto cache takes the rest of the half), else that half")
+	if randomReads == "" { // the command's passes take no per-chunk choice (walk)
+		addGPUFlags(cmd.Flags(), &b.GPU)
+		return
+	}
+	cmd.Flags().StringVar(&b.RandomReads, "random-reads", randomReads, "--backend emu: per chunk and layer, sample a chunk's targets by random reads of their rows' disk blocks instead of streaming the chunk, where that costs less (auto: by a cost model over the disk's rates, measured once by a short probe; the row offsets, 8 bytes per node, loaded when a layer first gains, within 1 GiB), never (off) or always; the samples are the same")
 	addGPUFlags(cmd.Flags(), &b.GPU)
 }
 
@@ -160,7 +169,17 @@ func openBackend(graphDir string, b backendFlags) (host.Backend, error) {
 				return nil, err
 			}
 		}
-		return host.Open(graphDir, host.Options{Backend: b.Backend, Devices: b.Devices, Xclbin: b.Xclbin, VerifyReads: b.VerifyReads, EdgeIDs: b.EdgeIDs, OnChunk: b.OnChunk, ChunkCache: *b.chunkCache})
+		rr := host.RandomOff
+		if b.RandomReads != "" {
+			var err error
+			if rr, err = host.ParseRandomReads(b.RandomReads); err != nil {
+				return nil, usagef("--random-reads %q: want auto, off or always", b.RandomReads)
+			}
+		}
+		if rr == host.RandomAuto && (b.Backend != "emu" || b.VerifyReads) {
+			rr = host.RandomOff // random reads go where the emulated devices read host memory only
+		}
+		return host.Open(graphDir, host.Options{Backend: b.Backend, Devices: b.Devices, Xclbin: b.Xclbin, VerifyReads: b.VerifyReads, EdgeIDs: b.EdgeIDs, OnChunk: b.OnChunk, ChunkCache: *b.chunkCache, RandomReads: rr})
 	case "gpu":
 		return openGPU(graphDir, b)
 	default:

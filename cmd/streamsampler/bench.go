@@ -59,7 +59,7 @@ or FAIL; figures are medians of --runs runs.`,
 	f.IntVar(&o.maxBatches, "max-batches", 0, "assemble at most this many minibatches per pass (0: the whole epoch)")
 	addSeedFlag(f, &o.seed)
 	f.BoolVar(&o.json, "json", false, "print one JSON object instead of the human report")
-	o.backend.addWith(cmd, "0")
+	o.backend.addWith(cmd, "0", "off")
 	cmd.MarkFlagRequired("graph")
 	return cmd
 }

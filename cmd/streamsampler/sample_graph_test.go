@@ -18,9 +18,16 @@ func TestSampleGraphEqualsState(t *testing.T) {
 	for v := uint32(0); v < 3000; v += 7 {
 		train = append(train, v)
 	}
-	for _, extra := range [][]string{nil, {"--edge-ids", "--replace", "--seed", "9"}} {
+	for _, tc := range []struct {
+		fanouts string
+		extra   []string
+	}{
+		{"5,3", nil}, {"5,3", []string{"--edge-ids", "--replace", "--seed", "9"}},
+		{"-1,3", []string{"--edge-ids"}}, {"4,-1", nil},
+	} {
+		fanouts, extra := tc.fanouts, tc.extra
 		state := filepath.Join(t.TempDir(), "s")
-		args := append([]string{"prepare", "-q", "--state", state, "--graph", graph, "--train", writeTrain(t, train), "--fanouts", "5,3"}, extra...)
+		args := append([]string{"prepare", "-q", "--state", state, "--graph", graph, "--train", writeTrain(t, train), "--fanouts", fanouts}, extra...)
 		if _, e, code := cli(t, args...); code != 0 {
 			t.Fatal(e)
 		}
@@ -34,7 +41,7 @@ func TestSampleGraphEqualsState(t *testing.T) {
 				if code != 0 {
 					t.Fatal(e)
 				}
-				gargs := append([]string{"sample", "--graph", graph, "--fanouts", "5,3", "--epoch", "0", "--seeds", seeds, "--format", format, "--semantics", sem}, extra...)
+				gargs := append([]string{"sample", "--graph", graph, "--fanouts", fanouts, "--epoch", "0", "--seeds", seeds, "--format", format, "--semantics", sem}, extra...)
 				got, e, code := cli(t, gargs...)
 				if code != 0 || e != "" {
 					t.Fatalf("%v: exit %d, stderr %q", gargs, code, e)

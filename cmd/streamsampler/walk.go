@@ -84,7 +84,7 @@ time split (the GPU engine's kernel and copy time).`,
 	f.StringVarP(&o.out, "output", "o", "", "the .npy file to write (int32, shape [walks, length+1])")
 	f.BoolVar(&o.json, "json", false, "print a JSON summary line on stdout")
 	f.BoolVar(&o.inMemory, "in-memory", false, "walk the graph loaded into memory (walk.Reference) instead of streaming its chunks through --backend")
-	o.backend.add(cmd)
+	o.backend.addWith(cmd, "auto", "")
 	addQuietFlag(f, &o.quiet, "progress")
 	cmd.MarkFlagRequired("graph")
 	cmd.MarkFlagRequired("length")

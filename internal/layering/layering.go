@@ -38,7 +38,7 @@ var Rules = map[string][]string{
 	"epoch":           {"rng"},
 	"epoch/epochtest": {"rng", "epoch"},
 	"walk":            {"rng", "chunkfmt"},
-	"host":            {"rng", "chunkfmt", "hls", "xrt", "epoch", "walk"},
+	"host":            {"rng", "chunkfmt", "hls", "xrt", "epoch", "walk", "randread"},
 	"gpu":             {"rng", "chunkfmt", "epoch", "walk"},
 	// The random-read sampler: any seeds, no epoch, only the blocks that
 	// hold the chosen neighbors read.
@@ -73,6 +73,7 @@ var Rules = map[string][]string{
 	"bench/serve_bench":       {Any},
 	"bench/lwinfer":           {Any},
 	"bench/randread":          {Any},
+	"bench/crossover":         {Any},
 	"bench/link":              {Any},
 	"internal/aio":            {},
 	"internal/atomicfile":     {},
