@@ -266,6 +266,13 @@ func Build(ctx context.Context, inputs []string, out string, o BuildOptions) (su
 var graphFiles = map[string]bool{chunkfmt.ChunksFile: true, chunkfmt.IndexFile: true, chunkfmt.ManifestFile: true, ".manifest.json.tmp": true}
 
 func checkOutput(out string, force bool) error {
+	return checkReplaceable(out, force, graphFiles, "chunkify does not write")
+}
+
+// checkReplaceable refuses an existing output directory out unless force
+// is set and it holds only names in known (what the build writes there),
+// naming the first stranger and why (its build "does not write" it).
+func checkReplaceable(out string, force bool, known map[string]bool, notWritten string) error {
 	st, err := os.Lstat(out)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -284,8 +291,8 @@ func checkOutput(out string, force bool) error {
 		return fmt.Errorf("build: output %w", err)
 	}
 	for _, e := range ents {
-		if !graphFiles[e.Name()] {
-			return fmt.Errorf("build: refusing to replace %s: it holds %q, which chunkify does not write", out, e.Name())
+		if !known[e.Name()] {
+			return fmt.Errorf("build: refusing to replace %s: it holds %q, which %s", out, e.Name(), notWritten)
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -359,29 +358,7 @@ func typeNames(ts []heterofmt.NodeType) string {
 }
 
 func checkHeteroOutput(out string, force bool) error {
-	st, err := os.Lstat(out)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("build: output %w", err)
-	}
-	if !force {
-		return fmt.Errorf("build: %s: %w (use --force to replace it)", out, ErrExists)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("build: %s exists and is not a directory; not replacing it", out)
-	}
-	ents, err := os.ReadDir(out)
-	if err != nil {
-		return fmt.Errorf("build: output %w", err)
-	}
-	for _, e := range ents {
-		if !heteroFiles[e.Name()] {
-			return fmt.Errorf("build: refusing to replace %s: it holds %q, which a heterogeneous build does not write", out, e.Name())
-		}
-	}
-	return nil
+	return checkReplaceable(out, force, heteroFiles, "a heterogeneous build does not write")
 }
 
 // ParseNodeTypes parses TYPE=COUNT,TYPE=COUNT (chunkify --node-types).
