@@ -17,17 +17,7 @@ import (
 // host.ReferenceLayerKeyed under rng.RelationKey. With edgeIDs every
 // graph must be a host.EdgeAdjacency.
 func Reference(schema *Schema, graphs []host.Adjacency, seeds []Seeds, fanouts [][]int, key epoch.Key, edgeIDs bool) (*Result, error) {
-	if err := schema.Validate(); err != nil {
-		return nil, err
-	}
-	if len(graphs) != len(schema.Relations) {
-		return nil, fmt.Errorf("%w: %d graphs for %d relations", ErrInvalid, len(graphs), len(schema.Relations))
-	}
-	L, err := schema.NumLayers(fanouts)
-	if err != nil {
-		return nil, err
-	}
-	byType, err := schema.seedsByType(seeds, false)
+	L, byType, err := schema.request(len(graphs), "graphs", seeds, fanouts)
 	if err != nil {
 		return nil, err
 	}

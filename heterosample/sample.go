@@ -44,17 +44,7 @@ type LayerSampler interface {
 // of every relation whose src type is s. Relations are sampled one after
 // another in the schema's order, so they take the devices in turn.
 func Sample(ctx context.Context, schema *Schema, rels []LayerSampler, seeds []Seeds, fanouts [][]int, key epoch.Key) (*Result, error) {
-	if err := schema.Validate(); err != nil {
-		return nil, err
-	}
-	if len(rels) != len(schema.Relations) {
-		return nil, fmt.Errorf("%w: %d relation samplers for %d relations", ErrInvalid, len(rels), len(schema.Relations))
-	}
-	L, err := schema.NumLayers(fanouts)
-	if err != nil {
-		return nil, err
-	}
-	byType, err := schema.seedsByType(seeds, false)
+	L, byType, err := schema.request(len(rels), "relation samplers", seeds, fanouts)
 	if err != nil {
 		return nil, err
 	}

@@ -209,3 +209,25 @@ func (s *Schema) FanoutsFromMap(m map[string][]int, def []int) ([][]int, error) 
 	}
 	return out, nil
 }
+
+// request checks an epoch's request against the schema: the schema
+// itself, one per-relation part (n of them, named what) for each
+// relation, the fanouts' shape; it returns the number of layers and the
+// seeds by node type.
+func (s *Schema) request(n int, what string, seeds []Seeds, fanouts [][]int) (int, [][]uint32, error) {
+	if err := s.Validate(); err != nil {
+		return 0, nil, err
+	}
+	if n != len(s.Relations) {
+		return 0, nil, fmt.Errorf("%w: %d %s for %d relations", ErrInvalid, n, what, len(s.Relations))
+	}
+	L, err := s.NumLayers(fanouts)
+	if err != nil {
+		return 0, nil, err
+	}
+	byType, err := s.seedsByType(seeds, false)
+	if err != nil {
+		return 0, nil, err
+	}
+	return L, byType, nil
+}
