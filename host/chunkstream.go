@@ -152,54 +152,67 @@ func sampleEpoch(ctx context.Context, sm stream, ix chunkIndex, seeds []uint32, 
 	res := &epoch.Result{Key: key, Layers: make([]epoch.Layer, 0, len(fanouts))}
 	st.Layers = st.Layers[:0]
 	for l, k := range fanouts {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("layer %d: %w", l, err)
-		}
-		t0 := time.Now()
-		ls := LayerStats{Layer: l, Fanout: k, Targets: len(frontier)}
-		if k == epoch.AllNeighbors {
-			ly, err := sampleAll(ctx, sm, ix, frontier, l, &ls, onChunk, edgeBase)
-			if err != nil {
-				return nil, err
-			}
-			res.Layers = append(res.Layers, ly)
-			frontier = epoch.NextFrontier(frontier, ly.Samples)
-			ls.ResultBytes = layerBytes(&ly)
-			ls.Wall = time.Since(t0)
-			st.Layers = append(st.Layers, ls)
-			continue
-		}
-		samples := make([]int32, len(frontier)*k)
-		var edgeIDs []int64
-		if edgeBase != nil {
-			edgeIDs = make([]int64, len(samples))
-		}
-		jobs, err := chunkJobs(ix, frontier, &ls)
+		ly, ls, err := sampleLayer(ctx, sm, ix, l, frontier, k, key.Layer(l), key.Replace, onChunk, edgeBase)
 		if err != nil {
-			return nil, fmt.Errorf("layer %d (hop %d): frontier %w", l, l+1, err)
+			return nil, err
 		}
-		var hook func(int, int64)
-		if onChunk != nil {
-			hook = func(c int, n int64) { onChunk(l, c, n) }
-		}
-		pass := streamPass{samples: samples, edgeIDs: edgeIDs, edgeBase: edgeBase, fanout: k, key: key.Layer(l), replace: key.Replace}
-		if err := sm.runLayer(ctx, l, k, jobs, pass, &ls, hook); err != nil {
-			return nil, fmt.Errorf("layer %d: %w", l, err)
-		}
-		n, err := checkSamples(samples, frontier, k, jobs, ix.NumNodes())
-		if err != nil {
-			return nil, fmt.Errorf("layer %d (hop %d): %w", l, l+1, err)
-		}
-		ls.SampledSlots = n
-		res.Layers = append(res.Layers, epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples, EdgeIDs: edgeIDs})
-		frontier = epoch.NextFrontier(frontier, samples)
-		ls.ResultBytes = layerBytes(&res.Layers[len(res.Layers)-1])
-		ls.Wall = time.Since(t0)
+		res.Layers = append(res.Layers, ly)
+		frontier = epoch.NextFrontier(frontier, ly.Samples)
 		st.Layers = append(st.Layers, ls)
 	}
 	res.Final = frontier
 	st.Wall = time.Since(start)
 	return res, nil
+}
+
+// sampleLayer samples layer l of an epoch, fanout k (or every neighbor,
+// epoch.AllNeighbors) of every node of frontier (sorted, unique) under
+// the layer key lkey: the chunk jobs, each streamed through the lanes or
+// random-read (stream.runLayer, §4d), the samples checked against the
+// graph, edge ids with edgeBase. sampleEpoch's layers are these under
+// key.Layer(l); a heterogeneous epoch's, under a relation's key
+// (Sampler.SampleLayerKeyed).
+func sampleLayer(ctx context.Context, sm stream, ix chunkIndex, l int, frontier []uint32, k int, lkey uint64, replace bool, onChunk func(layer, chunk int, bytes int64), edgeBase []int64) (epoch.Layer, LayerStats, error) {
+	t0 := time.Now()
+	ls := LayerStats{Layer: l, Fanout: k, Targets: len(frontier)}
+	if err := ctx.Err(); err != nil {
+		return epoch.Layer{}, ls, fmt.Errorf("layer %d: %w", l, err)
+	}
+	if k == epoch.AllNeighbors {
+		ly, err := sampleAll(ctx, sm, ix, frontier, l, &ls, onChunk, edgeBase)
+		if err != nil {
+			return epoch.Layer{}, ls, err
+		}
+		ls.ResultBytes = layerBytes(&ly)
+		ls.Wall = time.Since(t0)
+		return ly, ls, nil
+	}
+	samples := make([]int32, len(frontier)*k)
+	var edgeIDs []int64
+	if edgeBase != nil {
+		edgeIDs = make([]int64, len(samples))
+	}
+	jobs, err := chunkJobs(ix, frontier, &ls)
+	if err != nil {
+		return epoch.Layer{}, ls, fmt.Errorf("layer %d (hop %d): frontier %w", l, l+1, err)
+	}
+	var hook func(int, int64)
+	if onChunk != nil {
+		hook = func(c int, n int64) { onChunk(l, c, n) }
+	}
+	pass := streamPass{samples: samples, edgeIDs: edgeIDs, edgeBase: edgeBase, fanout: k, key: lkey, replace: replace}
+	if err := sm.runLayer(ctx, l, k, jobs, pass, &ls, hook); err != nil {
+		return epoch.Layer{}, ls, fmt.Errorf("layer %d: %w", l, err)
+	}
+	n, err := checkSamples(samples, frontier, k, jobs, ix.NumNodes())
+	if err != nil {
+		return epoch.Layer{}, ls, fmt.Errorf("layer %d (hop %d): %w", l, l+1, err)
+	}
+	ls.SampledSlots = n
+	ly := epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples, EdgeIDs: edgeIDs}
+	ls.ResultBytes = layerBytes(&ly)
+	ls.Wall = time.Since(t0)
+	return ly, ls, nil
 }
 
 // ErrBadSample is wrapped by the error for a sample that is not a node of

@@ -9,7 +9,6 @@ package host
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/hls"
@@ -57,58 +56,11 @@ func (s *Sampler) SampleLayerKeyed(ctx context.Context, layer int, frontier []ui
 	if s.file == nil {
 		return epoch.Layer{}, nil, fmt.Errorf("host: sampler is closed")
 	}
-	ly, ls, err := sampleLayerKeyed(ctx, s.stream(), s.index, layer, frontier, fanout, layerKey, replace, s.onChunk, s.edgeBase)
+	ly, ls, err := sampleLayer(ctx, s.stream(), s.index, layer, frontier, fanout, layerKey, replace, s.onChunk, s.edgeBase)
 	if err != nil {
 		return epoch.Layer{}, nil, fmt.Errorf("host: keyed layer %d: %w", layer, err)
 	}
 	return ly, &ls, nil
-}
-
-// sampleLayerKeyed is one iteration of sampleEpoch's loop with the key
-// given. (It repeats that loop's body rather than sharing it so that the
-// streaming code stays as it is while it is being changed elsewhere; the
-// two are meant to become one function.)
-func sampleLayerKeyed(ctx context.Context, sm stream, ix chunkIndex, l int, frontier []uint32, k int, lkey uint64, replace bool, onChunk func(layer, chunk int, bytes int64), edgeBase []int64) (epoch.Layer, LayerStats, error) {
-	t0 := time.Now()
-	ls := LayerStats{Layer: l, Fanout: k, Targets: len(frontier)}
-	if err := ctx.Err(); err != nil {
-		return epoch.Layer{}, ls, fmt.Errorf("layer %d: %w", l, err)
-	}
-	if k == epoch.AllNeighbors {
-		ly, err := sampleAll(ctx, sm, ix, frontier, l, &ls, onChunk, edgeBase)
-		if err != nil {
-			return epoch.Layer{}, ls, err
-		}
-		ls.ResultBytes = layerBytes(&ly)
-		ls.Wall = time.Since(t0)
-		return ly, ls, nil
-	}
-	samples := make([]int32, len(frontier)*k)
-	var edgeIDs []int64
-	if edgeBase != nil {
-		edgeIDs = make([]int64, len(samples))
-	}
-	jobs, err := chunkJobs(ix, frontier, &ls)
-	if err != nil {
-		return epoch.Layer{}, ls, fmt.Errorf("layer %d (hop %d): frontier %w", l, l+1, err)
-	}
-	var hook func(int, int64)
-	if onChunk != nil {
-		hook = func(c int, n int64) { onChunk(l, c, n) }
-	}
-	pass := streamPass{samples: samples, edgeIDs: edgeIDs, edgeBase: edgeBase, fanout: k, key: lkey, replace: replace}
-	if err := sm.run(ctx, jobs, pass, &ls, hook); err != nil {
-		return epoch.Layer{}, ls, fmt.Errorf("layer %d: %w", l, err)
-	}
-	n, err := checkSamples(samples, frontier, k, jobs, ix.NumNodes())
-	if err != nil {
-		return epoch.Layer{}, ls, fmt.Errorf("layer %d (hop %d): %w", l, l+1, err)
-	}
-	ls.SampledSlots = n
-	ly := epoch.Layer{Frontier: frontier, Fanout: k, Samples: samples, EdgeIDs: edgeIDs}
-	ls.ResultBytes = layerBytes(&ly)
-	ls.Wall = time.Since(t0)
-	return ly, ls, nil
 }
 
 // ReferenceLayerKeyed is one layer of Reference over a given frontier
