@@ -44,8 +44,8 @@ class Lib:
         # ABI 4 adds ssg_options.edge_ids (left 0 here) and ssg_fetch_edges;
         # ABI 5 adds ssg_walk (bench/gpu_walks.py).
         l.ssg_abi_version.argtypes = []
-        if l.ssg_abi_version() != 6:
-            raise RuntimeError(f"{path}: ABI version {l.ssg_abi_version()}, this script needs 6: rebuild it")
+        if l.ssg_abi_version() != 7:
+            raise RuntimeError(f"{path}: ABI version {l.ssg_abi_version()}, this script needs 7: rebuild it")
         l.ssg_sample.argtypes = [C.c_void_p, C.c_int32, C.c_void_p, C.c_uint64, C.c_void_p, C.c_int32, C.c_uint64,
                                  C.c_uint32, C.c_int32, C.c_void_p, C.c_uint64, C.c_char_p, C.c_size_t]
         l.ssg_fetch.argtypes = [C.c_void_p, C.c_void_p, C.c_uint64, C.c_void_p, C.c_uint64, C.c_void_p, C.c_uint64,

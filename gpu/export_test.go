@@ -1,13 +1,20 @@
 package gpu
 
+import "github.com/streamsampler/streamsampler/rng"
+
 // Hooks into the engine for the external tests of the C ABI's capacity
 // checks: the Backend's own calls always size their arrays exactly.
 
-// RawSample runs the library's ssg_sample and returns its counts.
+// RawSample runs the library's sampling (ssg_sample_keyed, with the
+// layer keys of seed and epoch ep) and returns its counts.
 func (b *Backend) RawSample(mode Mode, seeds []uint32, fanouts []int32, seed uint64, ep uint32) ([]uint64, error) {
+	keys := make([]uint64, len(fanouts))
+	for l := range keys {
+		keys[l] = rng.Key(seed, ep, l)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.eng.sample(mode, seeds, fanouts, seed, ep, false)
+	return b.eng.sample(mode, seeds, fanouts, keys, false)
 }
 
 // RawFetch runs the library's ssg_fetch into the slices, whose lengths

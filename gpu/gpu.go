@@ -116,7 +116,8 @@ type Backend struct {
 // engine is the loaded library's context (cgo build) — an interface so
 // that the marshalling above it is shared.
 type engine interface {
-	sample(mode Mode, seeds []uint32, fanouts []int32, seed uint64, ep uint32, replace bool) ([]uint64, error)
+	// sample runs ssg_sample_keyed: layer l with keys[l].
+	sample(mode Mode, seeds []uint32, fanouts []int32, keys []uint64, replace bool) ([]uint64, error)
 	fetch(frontiers []uint32, samples []int32, final []uint32) error
 	fetchEdges(edgeIDs []int64) error
 	layerSizes(layers int) ([]uint64, error)
@@ -272,9 +273,25 @@ func (b *Backend) SampleEpochMode(ctx context.Context, mode Mode, seeds []uint32
 	if b.eng == nil {
 		return nil, ErrClosed
 	}
-	counts, err := b.eng.sample(mode, seeds, f32, key.Seed, key.Epoch, key.Replace)
+	keys := make([]uint64, len(fanouts))
+	for l := range keys {
+		keys[l] = key.Layer(l)
+	}
+	res, err := b.sampleLocked(mode, seeds, f32, keys, key.Replace)
 	if err != nil {
 		return nil, fmt.Errorf("gpu: %s epoch %d: %w", mode, key.Epoch, err)
+	}
+	res.Key = key
+	return res, ctx.Err()
+}
+
+// sampleLocked samples layer l of seeds with fanouts[l] under keys[l]
+// and fetches the result (b.mu held): frontiers, samples, edge ids, a full
+// layer's row offsets, its shapes checked.
+func (b *Backend) sampleLocked(mode Mode, seeds []uint32, fanouts []int32, keys []uint64, replace bool) (*epoch.Result, error) {
+	counts, err := b.eng.sample(mode, seeds, fanouts, keys, replace)
+	if err != nil {
+		return nil, err
 	}
 	L := len(fanouts)
 	// A full layer's rows are as long as its nodes' degrees: the library
@@ -282,7 +299,7 @@ func (b *Backend) SampleEpochMode(ctx context.Context, mode Mode, seeds []uint32
 	// begin.
 	sizes, err := b.eng.layerSizes(L)
 	if err != nil {
-		return nil, fmt.Errorf("gpu: epoch %d's layer sizes: %w", key.Epoch, err)
+		return nil, fmt.Errorf("layer sizes: %w", err)
 	}
 	var nf, ns, no uint64
 	for l := 0; l < L; l++ {
@@ -296,29 +313,29 @@ func (b *Backend) SampleEpochMode(ctx context.Context, mode Mode, seeds []uint32
 	samples := make([]int32, ns)
 	final := make([]uint32, counts[L])
 	if err := b.eng.fetch(fronts, samples, final); err != nil {
-		return nil, fmt.Errorf("gpu: fetching epoch %d: %w", key.Epoch, err)
+		return nil, fmt.Errorf("fetching: %w", err)
 	}
 	var edgeIDs []int64
 	if b.opts.EdgeIDs {
 		edgeIDs = make([]int64, ns)
 		if err := b.eng.fetchEdges(edgeIDs); err != nil {
-			return nil, fmt.Errorf("gpu: fetching epoch %d's edge ids: %w", key.Epoch, err)
+			return nil, fmt.Errorf("fetching edge ids: %w", err)
 		}
 	}
 	var offsets []int64
 	if no > 0 {
 		offsets = make([]int64, no)
 		if err := b.eng.fetchOffsets(offsets); err != nil {
-			return nil, fmt.Errorf("gpu: fetching epoch %d's row offsets: %w", key.Epoch, err)
+			return nil, fmt.Errorf("fetching row offsets: %w", err)
 		}
 	}
-	res := &epoch.Result{Key: key, Layers: make([]epoch.Layer, L), Final: final}
+	res := &epoch.Result{Layers: make([]epoch.Layer, L), Final: final}
 	var fo, so, oo uint64
 	for l := 0; l < L; l++ {
 		n, w := counts[l], sizes[l]
 		ly := epoch.Layer{
 			Frontier: fronts[fo : fo+n : fo+n],
-			Fanout:   fanouts[l],
+			Fanout:   int(fanouts[l]),
 			Samples:  samples[so : so+w : so+w],
 		}
 		if edgeIDs != nil {
@@ -335,10 +352,45 @@ func (b *Backend) SampleEpochMode(ctx context.Context, mode Mode, seeds []uint32
 	// The library's sizes against the fanouts and offsets: a layer whose
 	// words disagree is an error, not a misaligned result.
 	if err := res.CheckShape(); err != nil {
-		return nil, fmt.Errorf("gpu: epoch %d: %w", key.Epoch, err)
+		return nil, err
 	}
-	return res, ctx.Err()
+	return res, nil
 }
+
+// SampleLayer samples one layer on the GPU: fanout neighbors (or
+// every neighbor, epoch.AllNeighbors) of every node of frontier (sorted,
+// without repeats) under the layer key layerKey (rng.Sample's key; a
+// heterogeneous epoch's relation key, rng.RelationKey) with the engine of
+// Options.Mode. layer only names the layer in errors. It is
+// heterosample.LayerSampler's method, so a heterogeneous epoch's
+// relations can be sampled on GPUs, one Backend per relation; the layer
+// equals host.ReferenceLayerKeyed's.
+func (b *Backend) SampleLayer(ctx context.Context, layer int, frontier []uint32, fanout int, layerKey uint64, replace bool) (epoch.Layer, error) {
+	if err := ctx.Err(); err != nil {
+		return epoch.Layer{}, err
+	}
+	if err := b.validate(frontier, []int{fanout}); err != nil {
+		return epoch.Layer{}, fmt.Errorf("layer %d: %w", layer, err)
+	}
+	for i := 1; i < len(frontier); i++ {
+		if frontier[i] <= frontier[i-1] {
+			return epoch.Layer{}, fmt.Errorf("%w: layer %d: frontier not sorted and unique at position %d (%d after %d)", ErrInvalid, layer, i, frontier[i], frontier[i-1])
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.eng == nil {
+		return epoch.Layer{}, ErrClosed
+	}
+	res, err := b.sampleLocked(b.opts.Mode, frontier, []int32{int32(fanout)}, []uint64{layerKey}, replace)
+	if err != nil {
+		return epoch.Layer{}, fmt.Errorf("gpu: %s layer %d: %w", b.opts.Mode, layer, err)
+	}
+	return res.Layers[0], ctx.Err()
+}
+
+// EdgeIDs reports whether the layers carry edge ids (Options.EdgeIDs).
+func (b *Backend) EdgeIDs() bool { return b.opts.EdgeIDs }
 
 // SampleBlocks samples one minibatch on the GPU — the fused (or BSP)
 // engine over just these seeds — and relabels it into DGL-style blocks on

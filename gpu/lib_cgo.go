@@ -23,6 +23,7 @@ typedef struct {
 	void (*destroy)(ssg_ctx *);
 	int (*info)(ssg_ctx *, char *, size_t, int32_t *, char *, size_t);
 	int (*sample)(ssg_ctx *, int32_t, const uint32_t *, uint64_t, const int32_t *, int32_t, uint64_t, uint32_t, int32_t, uint64_t *, uint64_t, char *, size_t);
+	int (*sample_keyed)(ssg_ctx *, int32_t, const uint32_t *, uint64_t, const int32_t *, int32_t, const uint64_t *, int32_t, uint64_t *, uint64_t, char *, size_t);
 	int (*fetch)(ssg_ctx *, uint32_t *, uint64_t, int32_t *, uint64_t, uint32_t *, uint64_t, char *, size_t);
 	int (*fetch_edges)(ssg_ctx *, int64_t *, uint64_t, char *, size_t);
 	int (*layer_sizes)(ssg_ctx *, uint64_t *, uint64_t, char *, size_t);
@@ -59,6 +60,7 @@ static const char *ssg_resolve(void *h, ssg_lib *l) {
 	SSG_SYM(destroy, "ssg_destroy")
 	SSG_SYM(info, "ssg_info")
 	SSG_SYM(sample, "ssg_sample")
+	SSG_SYM(sample_keyed, "ssg_sample_keyed")
 	SSG_SYM(fetch, "ssg_fetch")
 	SSG_SYM(fetch_edges, "ssg_fetch_edges")
 	SSG_SYM(layer_sizes, "ssg_layer_sizes")
@@ -90,9 +92,9 @@ static void w_destroy(ssg_lib *l, ssg_ctx *c) { l->destroy(c); }
 static int w_info(ssg_lib *l, ssg_ctx *c, char *name, size_t nlen, int32_t *uva, char *err, size_t len) {
 	return l->info(c, name, nlen, uva, err, len);
 }
-static int w_sample(ssg_lib *l, ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, const int32_t *fan,
-                    int32_t L, uint64_t seed, uint32_t ep, int32_t rep, uint64_t *counts, uint64_t ncounts, char *err, size_t len) {
-	return l->sample(c, mode, seeds, ns, fan, L, seed, ep, rep, counts, ncounts, err, len);
+static int w_sample_keyed(ssg_lib *l, ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, const int32_t *fan,
+                          int32_t L, const uint64_t *keys, int32_t rep, uint64_t *counts, uint64_t ncounts, char *err, size_t len) {
+	return l->sample_keyed(c, mode, seeds, ns, fan, L, keys, rep, counts, ncounts, err, len);
 }
 static int w_fetch(ssg_lib *l, ssg_ctx *c, uint32_t *f, uint64_t nf, int32_t *s, uint64_t ns, uint32_t *fin, uint64_t nfin,
                    char *err, size_t len) {
@@ -361,7 +363,7 @@ type cEngine struct {
 	ctx *C.ssg_ctx
 }
 
-func (e *cEngine) sample(mode Mode, seeds []uint32, fanouts []int32, seed uint64, ep uint32, replace bool) ([]uint64, error) {
+func (e *cEngine) sample(mode Mode, seeds []uint32, fanouts []int32, keys []uint64, replace bool) ([]uint64, error) {
 	errBuf := (*C.char)(C.calloc(errLen, 1))
 	defer C.free(unsafe.Pointer(errBuf))
 	counts := make([]uint64, len(fanouts)+1)
@@ -373,8 +375,8 @@ func (e *cEngine) sample(mode Mode, seeds []uint32, fanouts []int32, seed uint64
 	if replace {
 		rep = 1
 	}
-	rc := C.w_sample(e.l, e.ctx, C.int32_t(mode), sp, C.uint64_t(len(seeds)),
-		(*C.int32_t)(unsafe.Pointer(&fanouts[0])), C.int32_t(len(fanouts)), C.uint64_t(seed), C.uint32_t(ep), rep,
+	rc := C.w_sample_keyed(e.l, e.ctx, C.int32_t(mode), sp, C.uint64_t(len(seeds)),
+		(*C.int32_t)(unsafe.Pointer(&fanouts[0])), C.int32_t(len(fanouts)), (*C.uint64_t)(unsafe.Pointer(&keys[0])), rep,
 		(*C.uint64_t)(unsafe.Pointer(&counts[0])), C.uint64_t(len(counts)), errBuf, errLen)
 	if rc != C.SSG_OK {
 		return nil, statusError(int(rc), C.GoString(errBuf))

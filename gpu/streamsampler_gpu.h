@@ -36,8 +36,9 @@ extern "C" {
  *    ssg_load_indptr);
  * 4: edge ids (ssg_options.edge_ids, ssg_fetch_edges);
  * 5: random walks (ssg_walk);
- * 6: full layers (fanout SSG_FANOUT_ALL; ssg_layer_sizes, ssg_fetch_offsets) */
-#define SSG_ABI_VERSION 6
+ * 6: full layers (fanout SSG_FANOUT_ALL; ssg_layer_sizes, ssg_fetch_offsets);
+ * 7: layer keys given (ssg_sample_keyed) */
+#define SSG_ABI_VERSION 7
 
 /* The fanout of a layer that takes every neighbor of each frontier node,
  * in CSR order (DESIGN §3, "Full neighborhoods"; epoch.AllNeighbors). */
@@ -147,6 +148,14 @@ int ssg_sample(ssg_ctx *ctx, int32_t mode, const uint32_t *seeds, uint64_t n_see
                const int32_t *fanouts, int32_t n_layers, uint64_t seed,
                uint32_t epoch, int32_t replace, uint64_t *counts, uint64_t counts_cap,
                char *err, size_t err_len);
+
+/* ssg_sample with each layer's key given: layer l samples with keys[l]
+ * (n_layers of them) instead of key(seed, epoch, l), e.g. a relation's
+ * key of a heterogeneous epoch (DESIGN §3, "Relations"). Everything else
+ * is ssg_sample's, and its result is fetched the same way. */
+int ssg_sample_keyed(ssg_ctx *ctx, int32_t mode, const uint32_t *seeds, uint64_t n_seeds,
+                     const int32_t *fanouts, int32_t n_layers, const uint64_t *keys, int32_t replace,
+                     uint64_t *counts, uint64_t counts_cap, char *err, size_t err_len);
 
 /* Copies the last ssg_sample result to host memory: frontiers = all
  * layers' frontiers concatenated (sum counts[0..L-1] words), samples = all

@@ -14,10 +14,10 @@ import (
 	"github.com/streamsampler/streamsampler/rng"
 )
 
-// ErrNotYet is wrapped by the error for a backend that cannot sample
-// heterogeneous epochs yet: the CUDA engine computes its layer keys from
-// (seed, epoch, layer) inside the kernel and has no way to take a
-// relation's key (gpu/'s ABI has to grow one).
+// ErrNotYet is wrapped by the error for a backend Open cannot open for
+// heterogeneous epochs: the GPU backend, whose Backends (gpu.Backend, a
+// LayerSampler through the library's ssg_sample_keyed) a caller opens
+// per relation and hands to Sample; this package does not import gpu.
 var ErrNotYet = errors.New("heterosample: not yet supported")
 
 // ErrBadSample is wrapped by the error for a sample that is not a node of
@@ -233,7 +233,7 @@ func Open(schema *Schema, dirs []string, opts Options) (_ *Sampler, err error) {
 		opts.Backend = opts.Host.Backend
 	}
 	if opts.Backend == BackendGPU {
-		return nil, fmt.Errorf("heterosample: %w: the gpu backend (its kernels derive layer keys from (seed, epoch, layer) and cannot take a relation's key yet); use emu or xrt", ErrNotYet)
+		return nil, fmt.Errorf("heterosample: %w: Open does not open the gpu backend; open a gpu.Backend per relation and pass them to Sample, or use emu or xrt", ErrNotYet)
 	}
 	if len(dirs) != len(schema.Relations) {
 		return nil, fmt.Errorf("%w: %d graph directories for %d relations", ErrInvalid, len(dirs), len(schema.Relations))

@@ -219,7 +219,7 @@ uint64_t full_layer(Context *c, const uint32_t *front, uint64_t nl, uint64_t sof
     return total;
 }
 
-void sample_bsp(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t seed, uint32_t epoch, int replace) {
+void sample_bsp(Context *c, const uint32_t *seeds, uint64_t n_seeds, const uint64_t *keys, int replace) {
     const int L = c->L;
     const auto &fan = c->fanouts;
     const auto cap = caps_for(std::min<uint64_t>(n_seeds, c->n), fan, c->n);
@@ -315,7 +315,7 @@ void sample_bsp(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t se
         if (!full && nl > 0) {
             const int G = group_for(k, c->opt.group_size);
             launch_bsp(c, G, (k + G - 1) / G, DevGraph{c->d_indptr, c->d_indices, c->n},
-                       c->front.as<uint32_t>() + off, nl, k, layer_key(seed, epoch, l), replace,
+                       c->front.as<uint32_t>() + off, nl, k, keys[l], replace,
                        c->samples.as<int32_t>() + soff,
                        c->opt.edge_ids ? c->edges.as<int64_t>() + soff : nullptr, c->cand.as<uint32_t>(), none,
                        bm, block);

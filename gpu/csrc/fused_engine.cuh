@@ -223,7 +223,7 @@ void launch_fused(Context *c, const FusedParams &P, int G, int R, int block, siz
     }
 }
 
-void sample_fused(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t seed, uint32_t epoch, int replace) {
+void sample_fused(Context *c, const uint32_t *seeds, uint64_t n_seeds, const uint64_t *keys, int replace) {
     const int L = c->L;
     const auto &fan = c->fanouts;
     const int kmax = *std::max_element(fan.begin(), fan.end());
@@ -256,7 +256,7 @@ void sample_fused(Context *c, const uint32_t *seeds, uint64_t n_seeds, uint64_t 
     FusedParamBlock *hp = reinterpret_cast<FusedParamBlock *>(h);
     std::memset(hp, 0, sizeof(FusedParamBlock));
     for (int l = 0; l < L; ++l) {
-        hp->keys[l] = layer_key(seed, epoch, l);
+        hp->keys[l] = keys[l];
         hp->fanouts[l] = fan[l];
     }
     char *hseeds = h + sizeof(FusedParamBlock);

@@ -281,9 +281,12 @@ int ssg_info(ssg_ctx *c, char *name, size_t name_len, int32_t *uva, char *err, s
     return SSG_OK;
 }
 
-int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t n_seeds, const int32_t *fanouts,
-               int32_t n_layers, uint64_t seed, uint32_t epoch, int32_t replace, uint64_t *counts,
-               uint64_t counts_cap, char *err, size_t err_len) {
+// sample_with_keys is ssg_sample and ssg_sample_keyed: layer l's key is
+// keys[l] (nullptr: layer_key(seed, epoch, l)).
+static int sample_with_keys(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t n_seeds,
+                            const int32_t *fanouts, int32_t n_layers, const uint64_t *keys, uint64_t seed,
+                            uint32_t epoch, int32_t replace, uint64_t *counts, uint64_t counts_cap, char *err,
+                            size_t err_len) {
     if (!c) {
         set_err(err, err_len, "nil context");
         return SSG_ERR_INVALID;
@@ -315,6 +318,8 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t n_seeds
             return SSG_ERR_INVALID;
         }
     }
+    std::vector<uint64_t> lkeys(n_layers);
+    for (int l = 0; l < n_layers; ++l) lkeys[l] = keys ? keys[l] : layer_key(seed, epoch, l);
     const int rc = guard(c, err, err_len, [&] {
         c->L = n_layers;
         c->fanouts.assign(fanouts, fanouts + n_layers);
@@ -323,11 +328,11 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t n_seeds
         // The fused engine's task slots hold a fixed fanout: an epoch with
         // a full layer runs on the BSP engine (ssg_sample's comment).
         if (mode == SSG_MODE_FUSED && !full) {
-            sample_fused(c, seeds, n_seeds, seed, epoch, replace);
+            sample_fused(c, seeds, n_seeds, lkeys.data(), replace);
             c->sizes.assign(n_layers, 0);
             for (int l = 0; l < n_layers; ++l) c->sizes[l] = c->counts[l] * uint64_t(fanouts[l]);
         } else {
-            sample_bsp(c, seeds, n_seeds, seed, epoch, replace);
+            sample_bsp(c, seeds, n_seeds, lkeys.data(), replace);
         }
         if (counts)
             for (int l = 0; l <= n_layers; ++l) counts[l] = c->counts[l];
@@ -336,6 +341,25 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t n_seeds
     // a partial result for ssg_fetch.
     if (rc != SSG_OK) c->counts.clear();
     return rc;
+}
+
+int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t n_seeds, const int32_t *fanouts,
+               int32_t n_layers, uint64_t seed, uint32_t epoch, int32_t replace, uint64_t *counts,
+               uint64_t counts_cap, char *err, size_t err_len) {
+    return sample_with_keys(c, mode, seeds, n_seeds, fanouts, n_layers, nullptr, seed, epoch, replace, counts,
+                            counts_cap, err, err_len);
+}
+
+int ssg_sample_keyed(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t n_seeds, const int32_t *fanouts,
+                     int32_t n_layers, const uint64_t *keys, int32_t replace, uint64_t *counts, uint64_t counts_cap,
+                     char *err, size_t err_len) {
+    if (!keys) {
+        if (c) c->counts.clear();
+        set_err(err, err_len, "invalid request: no layer keys");
+        return SSG_ERR_INVALID;
+    }
+    return sample_with_keys(c, mode, seeds, n_seeds, fanouts, n_layers, keys, 0, 0, replace, counts, counts_cap, err,
+                            err_len);
 }
 
 // sample_words is the last result's sample words, all layers together.

@@ -168,9 +168,11 @@ static uint64_t uniq(uint32_t *a, uint64_t n) {
     return m;
 }
 
-int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, const int32_t *fan, int32_t L,
-               uint64_t seed, uint32_t epoch, int32_t replace, uint64_t *counts, uint64_t counts_cap, char *err,
-               size_t len) {
+/* sample_keys is ssg_sample and ssg_sample_keyed: layer l's key is
+ * keys[l], or (keys NULL) key(seed, epoch, l). */
+static int sample_keys(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, const int32_t *fan, int32_t L,
+                       const uint64_t *keys, uint64_t seed, uint32_t epoch, int32_t replace, uint64_t *counts,
+                       uint64_t counts_cap, char *err, size_t len) {
     (void)mode;
     c->L = -1; /* no result until this call succeeds (as the CUDA library) */
     if (!c->ready) {
@@ -181,7 +183,8 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, con
         set_err(err, len, "counts array too small");
         return SSG_ERR_INVALID;
     }
-    if (seed == 0xdead) {
+    /* Seed 0xdead fails, given as a seed or as its epoch-0 layer-0 key. */
+    if (seed == 0xdead || (keys && L > 0 && keys[0] == (mix64(0xdead) ^ mix64(0)))) {
         set_err(err, len, "CUDA error cudaErrorLaunchFailure (unspecified launch failure) in fused_kernel launch");
         return SSG_ERR_CUDA;
     }
@@ -243,7 +246,7 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, con
         c->eids = realloc(c->eids, (scap + n * k) * 8 + 8);
         int32_t *s = c->samp + scap;
         int64_t *e = c->eids + scap;
-        uint64_t key = mix64(seed) ^ mix64(((uint64_t)epoch << 8) | (uint8_t)l);
+        uint64_t key = keys ? keys[l] : mix64(seed) ^ mix64(((uint64_t)epoch << 8) | (uint8_t)l);
         uint32_t *nx = malloc((n + n * k) * 4 + 4);
         uint64_t m = 0;
         for (uint64_t i = 0; i < n; i++) {
@@ -285,6 +288,23 @@ int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, con
     c->fin = f;
     for (int l = 0; l <= L; l++) counts[l] = c->counts[l];
     return SSG_OK;
+}
+
+int ssg_sample(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, const int32_t *fan, int32_t L,
+               uint64_t seed, uint32_t epoch, int32_t replace, uint64_t *counts, uint64_t counts_cap, char *err,
+               size_t len) {
+    return sample_keys(c, mode, seeds, ns, fan, L, NULL, seed, epoch, replace, counts, counts_cap, err, len);
+}
+
+int ssg_sample_keyed(ssg_ctx *c, int32_t mode, const uint32_t *seeds, uint64_t ns, const int32_t *fan, int32_t L,
+                     const uint64_t *keys, int32_t replace, uint64_t *counts, uint64_t counts_cap, char *err,
+                     size_t len) {
+    if (!keys) {
+        c->L = -1;
+        set_err(err, len, "invalid request: no layer keys");
+        return SSG_ERR_INVALID;
+    }
+    return sample_keys(c, mode, seeds, ns, fan, L, keys, 0, 0, replace, counts, counts_cap, err, len);
 }
 
 int ssg_fetch(ssg_ctx *c, uint32_t *fr, uint64_t fr_cap, int32_t *sa, uint64_t sa_cap, uint32_t *fin,
