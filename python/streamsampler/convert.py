@@ -82,6 +82,12 @@ length, an existing ``out`` without ``force=True`` (:class:`OutputExistsError`,
 also a FileExistsError). chunkify's own refusals raise RuntimeError with
 its message.
 
+**A HeteroData** (:func:`is_hetero_data`) becomes a heterogeneous graph
+directory instead (docs/FORMAT.md, "Heterogeneous graph directories" and
+its paragraph on the Python import): one relation directory per edge
+type, per-type feature stores, ``splits/TYPE/NAME.npy``, a per-relation
+``edge_perm.npy``; see :func:`from_pyg`.
+
 **Nothing half-written.** Everything is written into a hidden sibling
 directory of ``out`` (``.NAME.frompyg-XXXX``, removed on any error),
 ``pyg.json`` last (temporary file, fsync, rename), and the finished
@@ -641,6 +647,8 @@ def is_hetero_data(data: Any) -> bool:
     """Whether ``data`` looks like a PyG ``HeteroData`` (duck-typed: its
     ``node_types`` and ``edge_types`` lists and ``data[type]`` storages),
     so that :func:`from_pyg` writes a heterogeneous graph directory."""
+    if type(data).__name__ == "HeteroData":
+        return True
     return (hasattr(data, "node_types") and hasattr(data, "edge_types") and hasattr(data, "__getitem__")
             and not callable(getattr(data, "node_types")))
 
@@ -653,7 +661,7 @@ def _type_name(t: Any, what: str) -> str:
     return t
 
 
-def _storage_masks(st: Any, masks: Optional[Sequence[str]], where: str) -> Dict[str, Any]:
+def _storage_masks(st: Any, masks: Optional[Sequence[str]]) -> Dict[str, Any]:
     """split name → mask of one node storage: each boolean ``NAME_mask``
     (or the attributes ``masks`` names, where the storage has them)."""
     found: Dict[str, Any] = {}
@@ -726,7 +734,7 @@ def _write_hetero(data: Any, out: PathArg, chunk_size: Union[str, int], force: b
             except ValueError as err:
                 raise ValueError("data[%r].%s" % (t, err)) from None
         sp = {}
-        for name, m in _storage_masks(st, masks, "data[%r]" % t).items():
+        for name, m in _storage_masks(st, masks).items():
             if not _NAME.match(name):
                 raise ValueError("data[%r]: mask name %r: want letters, digits, '_', '-', '.'" % (t, name))
             try:
