@@ -82,6 +82,12 @@ length, an existing ``out`` without ``force=True`` (:class:`OutputExistsError`,
 also a FileExistsError). chunkify's own refusals raise RuntimeError with
 its message.
 
+**A HeteroData** (:func:`is_hetero_data`) becomes a heterogeneous graph
+directory instead (docs/FORMAT.md, "Heterogeneous graph directories" and
+its paragraph on the Python import): one relation directory per edge
+type, per-type feature stores, ``splits/TYPE/NAME.npy``, a per-relation
+``edge_perm.npy``; see :func:`from_pyg`.
+
 **Nothing half-written.** Everything is written into a hidden sibling
 directory of ``out`` (``.NAME.frompyg-XXXX``, removed on any error),
 ``pyg.json`` last (temporary file, fsync, rename), and the finished
@@ -100,7 +106,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -126,6 +132,9 @@ _STORE_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16
                  np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8"}
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+#: A PyG edge type: (source node type, relation, destination node type).
+EdgeType = Tuple[str, str, str]
 
 
 class OutputExistsError(FileExistsError, ValueError):
@@ -155,6 +164,29 @@ class GraphInfo:
     source: str = ""
     edge_splits: Dict[str, str] = field(default_factory=dict)
     edge_labels: Dict[str, str] = field(default_factory=dict)
+    #: A heterogeneous graph (from a ``HeteroData``): node type → count, in
+    #: hetero.json's order (empty for a homogeneous graph; ``num_nodes``
+    #: and ``num_edges`` are then the totals over types and relations).
+    node_types: Dict[str, int] = field(default_factory=dict)
+    #: Relation (src, rel, dst) → its graph directory (a homogeneous one,
+    #: docs/FORMAT.md), in hetero.json's order.
+    relations: Dict[EdgeType, str] = field(default_factory=dict)
+    #: Relation → its edge count.
+    relation_edges: Dict[EdgeType, int] = field(default_factory=dict)
+    #: Relation → the path of its edge_perm.npy (relations that have one).
+    relation_edge_perm: Dict[EdgeType, str] = field(default_factory=dict)
+    #: Node type → (split name → path of splits/TYPE/NAME.npy).
+    type_splits: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    #: Node type → (store dtype, dim) of its feature store features/TYPE/.
+    type_features: Dict[str, Tuple[str, int]] = field(default_factory=dict)
+    #: Node type → where its labels are: its feature store's features.json,
+    #: or labels/TYPE.npy (int64, -1 none) for a type without features.
+    type_labels: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_hetero(self) -> bool:
+        """Whether this is a heterogeneous graph directory (hetero.json)."""
+        return bool(self.node_types)
 
 
 def _numpy(a: Any, what: str) -> npt.NDArray[Any]:
@@ -553,7 +585,7 @@ def _data_keys(data: Any) -> Sequence[str]:
 def from_pyg(data: Any, out: PathArg, *, chunk_size: Union[str, int] = "64MiB", force: bool = False,
              chunkify: Optional[PathArg] = None, edge_perm: Union[str, bool] = "auto",
              masks: Optional[Sequence[str]] = None, piece_bytes: int = PIECE_BYTES,
-             edge_splits: Optional[Mapping[str, Any]] = None) -> GraphInfo:
+             edge_splits: Optional[Mapping[str, Any]] = None, add_reverse: bool = False) -> GraphInfo:
     """Write graph directory ``out`` from a ``torch_geometric.data.Data``
     (or any object with its attributes): ``edge_index``, ``num_nodes``,
     optional ``x`` and ``y``, and each boolean [N] attribute named
@@ -571,7 +603,24 @@ def from_pyg(data: Any, out: PathArg, *, chunk_size: Union[str, int] = "64MiB", 
 
     (the graph is ``data``'s ``edge_index``: pass ``train_data`` so that
     the validation and test edges are not in it). Options as
-    :func:`from_arrays`; see the module's docstring."""
+    :func:`from_arrays`; see the module's docstring.
+
+    A ``HeteroData`` (:func:`is_hetero_data`) becomes a heterogeneous
+    graph directory (docs/FORMAT.md, "Heterogeneous graph directories"):
+    ``chunkify build --node-types … --relation S,R,D=…`` with one relation
+    per ``data.edge_types`` entry, in that order (``add_reverse=True`` adds
+    ``--add-reverse``; PyG users usually run ``ToUndirected`` themselves,
+    so it is off), each type's ``x``/``y`` packed by ``chunkify features
+    --node-type`` (``y`` without ``x`` as labels/TYPE.npy), each type's
+    boolean ``*_mask`` as splits/TYPE/NAME.npy, and each given relation's
+    edge_perm.npy in its directory. ``edge_splits`` is not supported there
+    yet."""
+    if is_hetero_data(data):
+        if edge_splits:
+            raise ValueError("edge_splits: not supported for a HeteroData yet")
+        return _write_hetero(data, out, chunk_size, force, chunkify, edge_perm, masks, piece_bytes, add_reverse)
+    if add_reverse:
+        raise ValueError("add_reverse: only for a HeteroData (for a Data, pass an undirected edge_index)")
     ei = getattr(data, "edge_index", None)
     if ei is None:
         raise ValueError("data has no edge_index")
@@ -594,6 +643,239 @@ def from_pyg(data: Any, out: PathArg, *, chunk_size: Union[str, int] = "64MiB", 
                   piece_bytes, "from_pyg", edge_splits)
 
 
+def is_hetero_data(data: Any) -> bool:
+    """Whether ``data`` looks like a PyG ``HeteroData`` (duck-typed: its
+    ``node_types`` and ``edge_types`` lists and ``data[type]`` storages),
+    so that :func:`from_pyg` writes a heterogeneous graph directory."""
+    if type(data).__name__ == "HeteroData":
+        return True
+    return (hasattr(data, "node_types") and hasattr(data, "edge_types") and hasattr(data, "__getitem__")
+            and not callable(getattr(data, "node_types")))
+
+
+def _type_name(t: Any, what: str) -> str:
+    # Names become directory names (relations/S___R___D, features/T, splits/T).
+    if not isinstance(t, str) or not _NAME.match(t) or "___" in t or "," in t or "=" in t:
+        raise ValueError("%s %r: want letters, digits, '_', '-', '.' (no '___', ',' or '='): it names a directory "
+                         "and a chunkify argument" % (what, t))
+    return t
+
+
+def _storage_masks(st: Any, masks: Optional[Sequence[str]]) -> Dict[str, Any]:
+    """split name → mask of one node storage: each boolean ``NAME_mask``
+    (or the attributes ``masks`` names, where the storage has them)."""
+    found: Dict[str, Any] = {}
+    if masks is not None:
+        for k in masks:
+            m = getattr(st, k, None)
+            if m is not None:
+                found[k[:-len("_mask")] if k.endswith("_mask") else k] = m
+        return found
+    for k in _data_keys(st):
+        if not k.endswith("_mask"):
+            continue
+        m = getattr(st, k, None)
+        if m is not None and str(getattr(m, "dtype", "")).replace("torch.", "") == "bool":
+            found[k[:-len("_mask")]] = m
+    return found
+
+
+def _write_hetero(data: Any, out: PathArg, chunk_size: Union[str, int], force: bool, chunkify: Optional[PathArg],
+                  edge_perm: Union[str, bool], masks: Optional[Sequence[str]], piece_bytes: int,
+                  add_reverse: bool) -> GraphInfo:
+    """from_pyg of a HeteroData: see :func:`from_pyg`."""
+    if isinstance(edge_perm, str) and edge_perm != "auto":
+        raise ValueError("edge_perm=%r: want 'auto', True or False" % edge_perm)
+    if add_reverse and edge_perm is True:
+        raise ValueError("edge_perm=True with add_reverse: the added reverse relations have no edge_index "
+                         "column to map to (use 'auto' or False)")
+    node_types = [_type_name(t, "node type") for t in list(data.node_types)]
+    if not node_types:
+        raise ValueError("HeteroData has no node types")
+    counts: Dict[str, int] = {}
+    xs: Dict[str, Tuple[npt.NDArray[Any], np.dtype[Any]]] = {}
+    ys: Dict[str, npt.NDArray[Any]] = {}
+    splits: Dict[str, Dict[str, Tuple[int, Iterator[npt.NDArray[np.int64]]]]] = {}
+    for t in node_types:
+        st = data[t]
+        x = getattr(st, "x", None)
+        n = getattr(st, "num_nodes", None)
+        if n is None:
+            if x is None:
+                raise ValueError("data[%r] has neither num_nodes nor x: set data[%r].num_nodes" % (t, t))
+            n = len(x)
+        try:
+            if isinstance(n, bool):
+                raise TypeError
+            n = operator.index(n)
+        except TypeError:
+            raise ValueError("data[%r].num_nodes=%r: want an integer" % (t, n)) from None
+        if not 1 <= n <= MAX_NODES:
+            raise ValueError("data[%r].num_nodes=%d: want 1..%d" % (t, n, MAX_NODES))
+        counts[t] = n
+        if x is not None:
+            xa = _numpy(x, "data[%r].x" % t)
+            if xa.ndim != 2 or xa.shape[0] != n or xa.shape[1] < 1:
+                raise ValueError("data[%r].x: shape %s, want [num_nodes, F] = [%d, F]" % (t, tuple(xa.shape), n))
+            if xa.dtype == np.bool_:
+                xdt: np.dtype[Any] = np.dtype(np.uint8)
+            elif xa.dtype == np.float64:
+                xdt = np.dtype(np.float32)
+            elif xa.dtype in _STORE_DTYPES:
+                xdt = xa.dtype
+            else:
+                raise ValueError("data[%r].x: dtype %s, want float32, float16, int8, uint8 (float64 is converted "
+                                 "to float32): convert it first" % (t, xa.dtype))
+            xs[t] = (xa, xdt)
+        y = getattr(st, "y", None)
+        if y is not None:
+            try:
+                ys[t] = _labels(_numpy(y, "data[%r].y" % t), n)
+            except ValueError as err:
+                raise ValueError("data[%r].%s" % (t, err)) from None
+        sp = {}
+        for name, m in _storage_masks(st, masks).items():
+            if not _NAME.match(name):
+                raise ValueError("data[%r]: mask name %r: want letters, digits, '_', '-', '.'" % (t, name))
+            try:
+                sp[name] = _split_ids(name, m, n, piece_bytes)
+            except ValueError as err:
+                raise ValueError("data[%r]: %s" % (t, err)) from None
+        if sp:
+            splits[t] = sp
+    rels: List[Tuple[EdgeType, npt.NDArray[Any]]] = []
+    for et in list(data.edge_types):
+        if not (isinstance(et, tuple) and len(et) == 3):
+            raise ValueError("edge type %r: want a (src, rel, dst) triple" % (et,))
+        s, r, d = (_type_name(v, "edge type %r:" % (et,)) for v in et)
+        if s not in counts or d not in counts:
+            raise ValueError("edge type %r: node type %r is not in data.node_types %s"
+                             % (et, s if s not in counts else d, node_types))
+        ei = getattr(data[et], "edge_index", None)
+        if ei is None:
+            raise ValueError("data[%r] has no edge_index" % (et,))
+        a = _numpy(ei, "data[%r].edge_index" % (et,))
+        if a.ndim != 2 or a.shape[0] != 2:
+            hint = " (an [E, 2] list: pass its transpose)" if a.ndim == 2 and a.shape[1] == 2 else ""
+            raise ValueError("data[%r].edge_index: shape %s, want [2, E]%s" % (et, tuple(a.shape), hint))
+        if a.size and a.dtype.kind not in "iu":
+            raise ValueError("data[%r].edge_index: dtype %s, want integers" % (et, a.dtype))
+        rels.append(((s, r, d), a))
+    if not rels:
+        raise ValueError("HeteroData has no edge types")
+
+    out_s = os.path.abspath(os.fspath(out))
+    if os.path.lexists(out_s) and not force:
+        raise OutputExistsError("%s exists: pass force=True to replace it" % out_s)
+    ck = find_chunkify(chunkify)
+    parent = os.path.dirname(out_s)
+    os.makedirs(parent, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="." + os.path.basename(out_s) + ".frompyg-", dir=parent)
+    try:
+        g = os.path.join(work, "graph")
+        # Each relation's edge_index to a temporary (E, 2) uint32 .npy,
+        # checked against its types' counts a slice at a time.
+        cmd = [ck, "build", "-o", g, "--node-types", ",".join("%s=%d" % (t, counts[t]) for t in node_types),
+               "--dedup=false", "--self-loops", "keep", "--chunk-size", str(chunk_size), "-q"]
+        if add_reverse:
+            cmd.append("--add-reverse")
+        for i, ((s, r, d), a) in enumerate(rels):
+            path = os.path.join(work, "rel%d.npy" % i)
+            e = int(a.shape[1])
+            with open(path, "wb") as f:
+                _write_npy_header(f, np.dtype("<u4"), (e, 2))
+                per = piece_bytes // max(1, 2 * a.dtype.itemsize)
+                for lo, hi in _slices(e, per):
+                    u, v = np.asarray(a[0, lo:hi]), np.asarray(a[1, lo:hi])
+                    _check_ids(u, counts[s], "data[%r].edge_index[0]" % ((s, r, d),), lo)
+                    _check_ids(v, counts[d], "data[%r].edge_index[1]" % ((s, r, d),), lo)
+                    pairs = np.empty((hi - lo, 2), "<u4")
+                    pairs[:, 0], pairs[:, 1] = u, v
+                    f.write(pairs.data)
+            cmd += ["--relation", "%s,%s,%s=%s" % (s, r, d, path)]
+        _run_chunkify(cmd)
+        with open(os.path.join(g, "hetero.json")) as f:
+            h = json.load(f)
+        built = {(x["src"], x["rel"], x["dst"]): x for x in h["relations"]}
+        for (et, a) in rels:
+            if et not in built or int(built[et]["graph"]["num_edges"]) != int(a.shape[1]):
+                raise RuntimeError("chunkify built relation %r with %s edges, want %d"
+                                   % (et, built.get(et, {}).get("graph", {}).get("num_edges"), a.shape[1]))
+        info: Dict[str, Any] = {"version": 1, "source": "from_pyg", "hetero": True,
+                                "node_types": [{"name": t, "count": counts[t]} for t in node_types],
+                                "relations": [], "features": {}, "labels": {}, "splits": {}}
+        for x in h["relations"]:
+            et = (x["src"], x["rel"], x["dst"])
+            info["relations"].append({"src": et[0], "rel": et[1], "dst": et[2], "dir": x["dir"],
+                                      "num_edges": int(x["graph"]["num_edges"]), "edge_perm": None,
+                                      "reverse_of": x.get("reverse_of")})
+        for t in node_types:
+            lab = None
+            if t in ys:
+                lab = os.path.join(work if t in xs else g, "labels-%s.npy" % t)
+                _write_npy(lab, np.dtype("<i8"), counts[t], _label_pieces(ys[t], piece_bytes))
+                if t not in xs:
+                    os.makedirs(os.path.join(g, "labels"), exist_ok=True)
+                    rel_lab = "labels/%s.npy" % t
+                    os.rename(lab, os.path.join(g, rel_lab))
+                    info["labels"][t] = {"where": rel_lab, "from_dtype": str(ys[t].dtype)}
+                else:
+                    info["labels"][t] = {"where": "features/%s/features.json" % t, "from_dtype": str(ys[t].dtype)}
+            if t in xs:
+                xa, xdt = xs[t]
+                fpath = os.path.join(work, "x-%s.npy" % t)
+                _write_npy2(fpath, xdt, xa.shape, _feature_pieces(xa, xdt, piece_bytes))
+                fcmd = [ck, "features", fpath, "-o", g, "--node-type", t, "-q"]
+                if lab is not None:
+                    fcmd += ["--labels", lab]
+                _run_chunkify(fcmd)
+                os.remove(fpath)
+                info["features"][t] = {"dtype": _STORE_DTYPES[xdt], "dim": int(xa.shape[1]),
+                                       "from_dtype": str(xa.dtype)}
+        for t, sp in splits.items():
+            os.makedirs(os.path.join(g, "splits", t))
+            info["splits"][t] = {}
+            for name, (count, pieces) in sp.items():
+                rel = "splits/%s/%s.npy" % (t, name)
+                _write_npy(os.path.join(g, rel), np.dtype("<i8"), count, pieces)
+                info["splits"][t][name] = {"file": rel, "count": count}
+        by_type = {(r["src"], r["rel"], r["dst"]): r for r in info["relations"]}
+        for et, a in rels:
+            entry = by_type[et]
+            e = int(a.shape[1])
+            if edge_perm is False or (edge_perm == "auto" and e > EDGE_PERM_AUTO_MAX):
+                continue
+            # The relation is a homogeneous in-edge graph over max(count(s),
+            # count(d)) ids; its stored order is (dst, src) as there.
+            rel_perm = entry["dir"] + "/edge_perm.npy"
+            np.save(os.path.join(g, rel_perm), _edge_perm(a, max(counts[et[0]], counts[et[2]]), piece_bytes))
+            entry["edge_perm"] = rel_perm
+        _write_json_atomic(os.path.join(g, INFO), info)
+        old = None
+        if os.path.lexists(out_s):
+            if not force:
+                raise OutputExistsError("%s appeared while it was written: pass force=True to replace it" % out_s)
+            old = os.path.join(work, "old")
+            os.rename(out_s, old)
+        try:
+            os.rename(g, out_s)
+        except BaseException:
+            if old is not None:
+                os.rename(old, out_s)
+            raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return read_info(out_s)
+
+
+def _write_npy2(path: str, dtype: np.dtype[Any], shape: Tuple[int, ...], pieces: Iterable[npt.NDArray[Any]]) -> None:
+    """A .npy of ``shape`` written a piece (of leading rows) at a time."""
+    with open(path, "wb") as f:
+        _write_npy_header(f, dtype, tuple(int(v) for v in shape))
+        for p in pieces:
+            f.write(np.ascontiguousarray(p, dtype=dtype).data)
+
+
 def read_info(graph: PathArg) -> GraphInfo:
     """The :class:`GraphInfo` of a directory written by :func:`from_pyg` or
     :func:`from_arrays` (its pyg.json)."""
@@ -603,6 +885,8 @@ def read_info(graph: PathArg) -> GraphInfo:
         m = json.load(f)
     if m.get("version") != 1:
         raise ValueError("%s: version %r, want 1" % (path, m.get("version")))
+    if m.get("hetero"):
+        return _read_hetero_info(g, m)
     feat = m.get("features") or {}
     return GraphInfo(path=g, num_nodes=int(m["num_nodes"]), num_edges=int(m["num_edges"]),
                      splits={k: os.path.join(g, v["file"]) for k, v in m.get("splits", {}).items()},
@@ -613,6 +897,27 @@ def read_info(graph: PathArg) -> GraphInfo:
                      edge_splits={k: os.path.join(g, v["file"]) for k, v in m.get("edge_splits", {}).items()},
                      edge_labels={k: os.path.join(g, v["labels"]) for k, v in m.get("edge_splits", {}).items()
                                   if v.get("labels")})
+
+
+def _read_hetero_info(g: str, m: Dict[str, Any]) -> GraphInfo:
+    """The GraphInfo of a heterogeneous pyg.json ``m`` in ``g``."""
+    types = {str(t["name"]): int(t["count"]) for t in m["node_types"]}
+    rels: Dict[EdgeType, str] = {}
+    redges: Dict[EdgeType, int] = {}
+    perms: Dict[EdgeType, str] = {}
+    for r in m["relations"]:
+        et = (str(r["src"]), str(r["rel"]), str(r["dst"]))
+        rels[et] = os.path.join(g, r["dir"])
+        redges[et] = int(r["num_edges"])
+        if r.get("edge_perm"):
+            perms[et] = os.path.join(g, r["edge_perm"])
+    return GraphInfo(path=g, num_nodes=sum(types.values()), num_edges=sum(redges.values()),
+                     has_features=bool(m.get("features")), has_labels=bool(m.get("labels")), source=m.get("source", ""),
+                     node_types=types, relations=rels, relation_edges=redges, relation_edge_perm=perms,
+                     type_splits={t: {k: os.path.join(g, v["file"]) for k, v in sp.items()}
+                                  for t, sp in m.get("splits", {}).items()},
+                     type_features={t: (str(v["dtype"]), int(v["dim"])) for t, v in m.get("features", {}).items()},
+                     type_labels={t: os.path.join(g, v["where"]) for t, v in m.get("labels", {}).items()})
 
 
 def load_edge_perm(graph: PathArg) -> Optional[npt.NDArray[np.int64]]:
