@@ -25,7 +25,9 @@ func FuzzDecodeHeteroBatch(f *testing.F) {
 	pyg := exampleBatch()
 	pyg.EdgeIDs = true
 	pyg.PyG.Edges[0].EID = []int64{17, 18}
-	for _, b := range []*HeteroBatch{exampleBatch(), pyg, exampleDGL()} {
+	withX := exampleDGL()
+	withX.X = []*HeteroRows{{DType: DtypeF16, Dim: 1, Rows: []byte{1, 2}}, nil}
+	for _, b := range []*HeteroBatch{exampleBatch(), pyg, exampleDGL(), withX} {
 		frame, err := MarshalHeteroBatch(OpNextBatch, 1, b)
 		if err != nil {
 			f.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
@@ -130,8 +131,14 @@ func serveHetero(t *testing.T, dir string, devices int, sem epoch.Semantics) [][
 	for v := uint32(0); v < trainType.Count; v += 2 {
 		train = append(train, v)
 	}
+	// Every type of hetero-mini has a feature store (features/<type>/).
+	stores, err := OpenHeteroFeatures(dir, schema)
+	if err != nil || len(stores) != len(schema.NodeTypes) || slices.Contains(stores, nil) {
+		t.Fatalf("feature stores %v: %v", stores, err)
+	}
+	defer CloseStores(stores)
 	cfg := HeteroConfig{Sampler: smp, Schema: schema, TrainType: trainType.Name, Train: train, Fanouts: fanouts,
-		BatchSize: 16, Seed: 11, Semantics: sem, World: 1, EdgeIDs: true}
+		BatchSize: 16, Seed: 11, Semantics: sem, World: 1, EdgeIDs: true, Features: stores}
 	h, err := NewHeteroEpochs(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +200,24 @@ func serveHetero(t *testing.T, dir string, devices int, sem epoch.Semantics) [][
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			// The rows of the reference's nodes, read from the stores.
+			w.X = make([]*HeteroRows, len(stores))
+			for ty, fs := range stores {
+				ids := []uint32(nil)
+				if w.PyG != nil {
+					ids = w.PyG.Nodes[ty].NID
+				} else {
+					ids = w.DGL[len(w.DGL)-1].SrcNID[ty]
+				}
+				rows := make([]byte, int64(len(ids))*fs.RowBytes())
+				if err := fs.ReadRows(ids, rows); err != nil {
+					t.Fatal(err)
+				}
+				w.X[ty] = &HeteroRows{DType: DtypeF32, Dim: fs.Dim(), Rows: rows}
+			}
+			if b.X == nil || len(b.X[0].Rows) == 0 {
+				t.Fatalf("epoch %d minibatch %d: no feature rows", e, i)
 			}
 			// Compared through the encoding, which is one-to-one but for
 			// nil and empty arrays (an assembly's type without nodes has a

@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/heterofmt"
 	"github.com/streamsampler/streamsampler/heterosample"
 )
 
@@ -30,6 +35,9 @@ type HeteroConfig struct {
 	Seed        uint64
 	Semantics   epoch.Semantics
 	Rank, World int
+	// Features are the node types' feature stores, in the schema's
+	// order (nil: no rows travel; a nil entry: the type has none).
+	Features []*featstore.Store
 	// EdgeIDs reports (in epoch_info) that the sampler's layers carry
 	// edge ids; the minibatches send e_id when their sample has them.
 	EdgeIDs bool
@@ -86,6 +94,22 @@ func NewHeteroEpochs(cfg HeteroConfig) (*HeteroEpochs, error) {
 	}
 	if cfg.World == 0 {
 		cfg.World = 1
+	}
+	if cfg.Features != nil {
+		if len(cfg.Features) != len(s.NodeTypes) {
+			return nil, fmt.Errorf("%w: feature stores for %d node types, the schema has %d", ErrConfig, len(cfg.Features), len(s.NodeTypes))
+		}
+		for t, fs := range cfg.Features {
+			if fs == nil {
+				continue
+			}
+			if fs.NumNodes() != s.NodeTypes[t].Count {
+				return nil, fmt.Errorf("%w: node type %q has %d nodes, its feature store %d rows", ErrConfig, s.NodeTypes[t].Name, s.NodeTypes[t].Count, fs.NumNodes())
+			}
+			if _, ok := featureDTypes[fs.DType()]; !ok {
+				return nil, fmt.Errorf("%w: node type %q: feature dtype %s", ErrConfig, s.NodeTypes[t].Name, fs.DType())
+			}
+		}
 	}
 	if !cfg.Semantics.Valid() {
 		return nil, fmt.Errorf("%w: semantics %d", ErrConfig, cfg.Semantics)
@@ -182,5 +206,68 @@ func (ep *HeteroEpoch) Batch(i int, sem epoch.Semantics) (*HeteroBatch, error) {
 			b.EdgeIDs = b.EdgeIDs || e.EID != nil
 		}
 	}
+	if fss := ep.h.cfg.Features; fss != nil {
+		b.X = make([]*HeteroRows, len(fss))
+		for t, fs := range fss {
+			if fs == nil {
+				continue
+			}
+			var ids []uint32
+			if b.PyG != nil {
+				ids = b.PyG.Nodes[t].NID
+			} else {
+				ids = b.DGL[len(b.DGL)-1].SrcNID[t]
+			}
+			rows := make([]byte, int64(len(ids))*fs.RowBytes())
+			if err := fs.ReadRows(ids, rows); err != nil {
+				return nil, fmt.Errorf("serve: heterogeneous epoch %d minibatch %d: rows of node type %q: %w", ep.Epoch, i, ep.h.cfg.Schema.NodeTypes[t].Name, err)
+			}
+			b.X[t] = &HeteroRows{DType: featureDTypes[fs.DType()], Dim: fs.Dim(), Rows: rows}
+		}
+	}
 	return b, nil
+}
+
+// OpenHeteroFeatures opens the feature store of every node type of the
+// heterogeneous graph directory dir that has one (features/<type>/),
+// each bound to its type (heterofmt.Manifest.NodeTypeFingerprint): a
+// store of another graph or a rebuilt one is refused. The result is in
+// the schema's order, nil for a type without a store; nil, nil when no
+// type has one. The caller closes the stores (CloseStores).
+func OpenHeteroFeatures(dir string, s *heterosample.Schema) ([]*featstore.Store, error) {
+	m, err := heterofmt.Read(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*featstore.Store, len(s.NodeTypes))
+	found := false
+	for t, nt := range s.NodeTypes {
+		fdir := filepath.Join(dir, heterofmt.FeatureDir(nt.Name))
+		if _, err := os.Stat(fdir); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		fp, ok := m.NodeTypeFingerprint(nt.Name)
+		if !ok {
+			CloseStores(out)
+			return nil, fmt.Errorf("serve: node type %q is not in %s's hetero.json", nt.Name, dir)
+		}
+		if out[t], err = featstore.OpenFor(fdir, fp); err != nil {
+			CloseStores(out)
+			return nil, fmt.Errorf("serve: feature store of node type %q: %w", nt.Name, err)
+		}
+		found = true
+	}
+	if !found {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// CloseStores closes the non-nil stores.
+func CloseStores(stores []*featstore.Store) {
+	for _, s := range stores {
+		if s != nil {
+			s.Close()
+		}
+	}
 }

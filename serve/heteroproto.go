@@ -15,6 +15,20 @@ import (
 // counts), then the PyG section (flag bit 0) or the DGL blocks.
 const batchHetero uint8 = 1 << 3
 
+// batchHeteroX is minibatch flag bit 4, only with bit 3: feature rows
+// follow the section, per node type u8 present then, when 1, a 2-D array
+// [rows, dim] of the type's store dtype, one row per node (PyG: n_id;
+// DGL: the last hop's src nodes), in that order.
+const batchHeteroX uint8 = 1 << 4
+
+// HeteroRows are one node type's feature rows in a heterogeneous
+// minibatch: Rows holds len/(Dim·size) rows of DType (a Dtype constant).
+type HeteroRows struct {
+	DType uint8
+	Dim   int
+	Rows  []byte
+}
+
 // HeteroBatch is a heterogeneous minibatch as it travels: exactly one of
 // PyG (PyG semantics) and DGL (DGL semantics, hop 1 first) is set. Type
 // and relation indices are positions in the epoch_info schema (the graph
@@ -29,6 +43,17 @@ type HeteroBatch struct {
 	EdgeIDs bool
 	PyG     *heterosample.PyGBatch
 	DGL     []heterosample.DGLBlock
+	// X are the feature rows per node type (nil: no rows travel; a nil
+	// entry: the type has no store).
+	X []*HeteroRows
+}
+
+// rowNodes returns the number of nodes of type t whose rows travel.
+func (b *HeteroBatch) rowNodes(t int) int {
+	if b.PyG != nil {
+		return len(b.PyG.Nodes[t].NID)
+	}
+	return len(b.DGL[len(b.DGL)-1].SrcNID[t])
 }
 
 // heteroCounts returns b's node type and relation counts.
@@ -96,6 +121,12 @@ func MarshalHeteroBatch(op uint8, id uint32, b *HeteroBatch) ([]byte, error) {
 	if b.EdgeIDs {
 		flags |= batchEdgeIDs
 	}
+	if b.X != nil {
+		flags |= batchHeteroX
+		if len(b.X) != T {
+			return nil, fmt.Errorf("serve: heterogeneous minibatch with rows of %d node types for %d", len(b.X), T)
+		}
+	}
 	out = append(out, uint8(b.Hops), flags)
 	out = binary.LittleEndian.AppendUint16(out, uint16(T))
 	out = binary.LittleEndian.AppendUint16(out, uint16(R))
@@ -142,6 +173,21 @@ func MarshalHeteroBatch(op uint8, id uint32, b *HeteroBatch) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("serve: heterogeneous minibatch of semantics %v without its section", b.Semantics)
 	}
+	for t, x := range b.X {
+		if x == nil {
+			out = append(out, 0)
+			continue
+		}
+		n := b.rowNodes(t)
+		if size := dtypeSize(x.DType); size == 0 || x.Dim < 1 || len(x.Rows) != n*x.Dim*size {
+			return nil, fmt.Errorf("serve: node type %d: %d bytes of rows of dtype %d, dim %d for %d nodes", t, len(x.Rows), x.DType, x.Dim, n)
+		}
+		out = append(out, 1)
+		out = append(out, x.DType, 2)
+		out = binary.LittleEndian.AppendUint64(out, uint64(n))
+		out = binary.LittleEndian.AppendUint64(out, uint64(x.Dim))
+		out = append(out, x.Rows...) // little-endian already: the store's bytes
+	}
 	binary.LittleEndian.PutUint32(out[0:], uint32(len(out)-4))
 	out[4], out[5] = op, StatusOK
 	binary.LittleEndian.PutUint32(out[6:], id)
@@ -177,7 +223,7 @@ func DecodeHeteroBatch(p []byte, s *heterosample.Schema) (*HeteroBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	if flags&batchHetero == 0 || flags&^(batchPyG|batchEdgeIDs|batchHetero) != 0 {
+	if flags&batchHetero == 0 || flags&^(batchPyG|batchEdgeIDs|batchHetero|batchHeteroX) != 0 {
 		return nil, d.fail(fmt.Sprintf("heterogeneous minibatch flags %#x", flags))
 	}
 	if len(p)-d.off < 4 {
@@ -199,15 +245,59 @@ func DecodeHeteroBatch(p []byte, s *heterosample.Schema) (*HeteroBatch, error) {
 		if b.PyG, err = d.heteroPyG(s, L, b.EdgeIDs, src, dst); err != nil {
 			return nil, err
 		}
-		return b, d.end()
+	} else {
+		if L == 0 {
+			return nil, d.fail("DGL heterogeneous minibatch without hops")
+		}
+		if b.DGL, err = d.heteroDGL(s, L, b.EdgeIDs, src, dst); err != nil {
+			return nil, err
+		}
 	}
-	if L == 0 {
-		return nil, d.fail("DGL heterogeneous minibatch without hops")
-	}
-	if b.DGL, err = d.heteroDGL(s, L, b.EdgeIDs, src, dst); err != nil {
-		return nil, err
+	if flags&batchHeteroX != 0 {
+		if b.X, err = d.heteroRows(s, b); err != nil {
+			return nil, err
+		}
 	}
 	return b, d.end()
+}
+
+// heteroRows reads the feature rows of each node type.
+func (d *decoder) heteroRows(s *heterosample.Schema, b *HeteroBatch) ([]*HeteroRows, error) {
+	xs := make([]*HeteroRows, len(s.NodeTypes))
+	for t := range xs {
+		name := s.NodeTypes[t].Name + " x"
+		has, err := d.u8(name + " presence")
+		if err != nil {
+			return nil, err
+		}
+		if has == 0 {
+			continue
+		}
+		if has != 1 {
+			return nil, d.fail(fmt.Sprintf("%s presence %d", name, has))
+		}
+		if len(d.p)-d.off < 2+16 {
+			return nil, d.fail("truncated header of " + name)
+		}
+		dt, nd := d.p[d.off], d.p[d.off+1]
+		size := dtypeSize(dt)
+		if nd != 2 || size == 0 || dt == DtypeU32 || dt == DtypeI32 || dt == DtypeI64 || dt == DtypeU64 {
+			return nil, d.fail(fmt.Sprintf("%s: dtype %d ndim %d, want a feature dtype and 2 dimensions", name, dt, nd))
+		}
+		rows := binary.LittleEndian.Uint64(d.p[d.off+2:])
+		dim := binary.LittleEndian.Uint64(d.p[d.off+10:])
+		if want := uint64(b.rowNodes(t)); rows != want {
+			return nil, d.fail(fmt.Sprintf("%s has %d rows for %d nodes", name, rows, want))
+		}
+		d.off += 18
+		if dim < 1 || dim > uint64(len(d.p)) || rows*dim*uint64(size) > uint64(len(d.p)-d.off) {
+			return nil, d.fail(fmt.Sprintf("%s: [%d, %d] past the payload's end", name, rows, dim))
+		}
+		n := int(rows * dim * uint64(size))
+		xs[t] = &HeteroRows{DType: dt, Dim: int(dim), Rows: append([]byte(nil), d.p[d.off:d.off+n]...)}
+		d.off += n
+	}
+	return xs, nil
 }
 
 func (d *decoder) intsU32(what string, want int) ([]int, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/heterofmt"
 	"github.com/streamsampler/streamsampler/heterosample"
 	"github.com/streamsampler/streamsampler/host"
@@ -68,8 +69,8 @@ func runServeHetero(cmd *cobra.Command, f *serveFlags, token []byte, sockMode os
 		return usagef("required flag \"train\" not set (local ids of --train-type %s)", h.trainType)
 	case f.link.on():
 		return usagef("link prediction over a heterogeneous graph is not served yet")
-	case f.stream.features.on:
-		return usagef("features over a heterogeneous graph are not served yet (leave out the feature flags)")
+	case f.stream.features.on && f.stream.features.reorder != "none":
+		return usagef("--reorder over a heterogeneous graph is not served yet")
 	case f.stream.replace:
 		return usagef("--replace over a heterogeneous graph is not served yet")
 	case f.tcp != "" && token == nil:
@@ -103,12 +104,22 @@ func runServeHetero(cmd *cobra.Command, f *serveFlags, token []byte, sockMode os
 		}
 		return usagef("--train-type %q: not a node type of %s (its types: %s)", h.trainType, f.stream.graph, strings.Join(names, ", "))
 	}
+	var stores []*featstore.Store
+	if f.stream.features.on {
+		if stores, err = serve.OpenHeteroFeatures(f.stream.graph, schema); err != nil {
+			return err
+		}
+		if stores == nil {
+			return usagef("--features: %s has no feature store of any node type (chunkify build --ogb-raw packs node-feat)", f.stream.graph)
+		}
+		defer serve.CloseStores(stores)
+	}
 	train, err := ingest.ReadNodeIDs(f.stream.train, schema.NodeTypes[t].Count)
 	if err != nil {
 		return usageError{fmt.Errorf("--train (local ids of type %s, which has %d nodes): %w", h.trainType, schema.NodeTypes[t].Count, err)}
 	}
 	epochs, err := serve.NewHeteroEpochs(serve.HeteroConfig{Sampler: smp, Schema: schema, TrainType: h.trainType, Train: train,
-		Fanouts: fanouts, BatchSize: f.stream.batchSize, Seed: s.Seed, Semantics: sem, Rank: s.Rank, World: s.World, EdgeIDs: f.backend.EdgeIDs})
+		Fanouts: fanouts, BatchSize: f.stream.batchSize, Seed: s.Seed, Semantics: sem, Rank: s.Rank, World: s.World, EdgeIDs: f.backend.EdgeIDs, Features: stores})
 	if err != nil {
 		return usageError{err}
 	}
