@@ -92,6 +92,9 @@ class HeteroBatch:
     nodes: Dict[str, HeteroNodes] = field(default_factory=dict)
     edges: Dict[EdgeType, HeteroEdges] = field(default_factory=dict)
     blocks: List[HeteroBlock] = field(default_factory=list)
+    #: Feature rows per node type (a server with --features): one row per
+    #: n_id (PyG; also ``nodes[t].x``) or per src node of the last hop (DGL).
+    x: Dict[str, npt.NDArray[Any]] = field(default_factory=dict)
 
     def __getitem__(self, key: Any) -> Any:
         """``batch["paper"]`` or ``batch["author", "writes", "paper"]``, as

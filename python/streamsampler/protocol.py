@@ -48,6 +48,7 @@ SEMANTICS = {"dgl": 0, "pyg": 1}
 BATCH_PYG = 1
 BATCH_EDGE_IDS = 2
 BATCH_LINK = 4  # link fields follow the last hop, before the features (docs/PROTOCOL.md, "Link minibatches")
+BATCH_HETERO_X = 16  # with BATCH_HETERO: per node type feature rows follow
 BATCH_HETERO = 8  # a heterogeneous minibatch (docs/PROTOCOL.md, "Heterogeneous minibatches"; streamsampler.hetero)
 #: sample_fresh request flags.
 FRESH_REPLACE = 1

@@ -26,7 +26,7 @@ import numpy.typing as npt
 from .batch import Batch, Hop
 from .hetero import HeteroBatch, HeteroBlock, HeteroEdges, HeteroNodes, HeteroSchema
 from .link import NEG_BINARY, NEG_NONE, NEG_TRIPLET, LinkFields
-from .protocol import (BATCH_EDGE_IDS, BATCH_HETERO, BATCH_LINK, BATCH_PYG, CODE_BAD_REQUEST, CURRENT_EPOCH, DTYPE_CODES, DTYPES,
+from .protocol import (BATCH_EDGE_IDS, BATCH_HETERO, BATCH_HETERO_X, BATCH_LINK, BATCH_PYG, CODE_BAD_REQUEST, CURRENT_EPOCH, DTYPE_CODES, DTYPES,
                        FEATURE_DTYPES, FEATURE_SHARED, FEATURE_X, FEATURE_Y, FRESH_EDGE_IDS, FRESH_REPLACE,
                        MAX_TOKEN, SCAN_EDGE_IDS, SCAN_ROWS, SEMANTICS, STATUS_OK, WALK_MODES, ProtocolError, ServerError,
                        error_class)
@@ -428,7 +428,7 @@ def decode_hetero(payload: Buffer, schema: HeteroSchema) -> HeteroBatch:
     if len(payload) < _HETERO_HEAD.size:
         raise ProtocolError("truncated heterogeneous minibatch (%d bytes)" % len(payload))
     epoch, index, nhops, flags, T, R = _HETERO_HEAD.unpack_from(payload, 0)
-    if not flags & BATCH_HETERO or flags & ~(BATCH_PYG | BATCH_EDGE_IDS | BATCH_HETERO):
+    if not flags & BATCH_HETERO or flags & ~(BATCH_PYG | BATCH_EDGE_IDS | BATCH_HETERO | BATCH_HETERO_X):
         raise ProtocolError("heterogeneous minibatch flags %#x" % flags)
     if T != len(schema.node_types) or R != len(schema.edge_types):
         raise ProtocolError("%d node types and %d edge types for a schema of %d and %d" % (
@@ -498,6 +498,23 @@ def decode_hetero(payload: Buffer, schema: HeteroSchema) -> HeteroBatch:
                 blk.edges[et] = (es, ed, e_id)
             b.blocks.append(blk)
             cur = blk.src_n_id
+    if flags & BATCH_HETERO_X:
+        for t in schema.node_types:
+            if off >= len(payload):
+                raise ProtocolError("%s x: truncated presence byte" % t)
+            has = payload[off]
+            off += 1
+            if has == 0:
+                continue
+            if has != 1:
+                raise ProtocolError("%s x: presence %d" % (t, has))
+            x, off = decode_array(payload, off)
+            rows = len(b.nodes[t].n_id) if b.nodes else len(b.blocks[-1].src_n_id[t])
+            if x.ndim != 2 or x.dtype not in FEATURE_DTYPES or x.shape[0] != rows:
+                raise ProtocolError("%s x: dtype %s shape %s for %d nodes" % (t, x.dtype, x.shape, rows))
+            b.x[t] = x
+            if b.nodes:
+                b.nodes[t].x = x
     if off != len(payload):
         raise ProtocolError("%d trailing bytes in heterogeneous minibatch" % (len(payload) - off))
     return b

@@ -61,11 +61,11 @@ class HeteroLive(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def serve(self, semantics):
-        sock = os.path.join(self.tmp, "s-%s.sock" % semantics)
+    def serve(self, semantics, features=False):
+        sock = os.path.join(self.tmp, "s-%s-%d.sock" % (semantics, features))
         p = subprocess.Popen([self.ss, "serve", "--graph", self.graph, "--train-type", "company", "--train", self.train_file,
                               "--fanouts", ",".join(map(str, FANOUTS)), "--relation-fanouts", "___".join(SPECIAL) + "=1,1",
-                              "--batch-size", "32", "--seed", "5", "--semantics", semantics, "--edge-ids", "--socket", sock],
+                              "--batch-size", "32", "--seed", "5", "--semantics", semantics, "--edge-ids", "--socket", sock] + (["--features"] if features else []),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = p.stdout.readline()
         if not line.startswith("ready"):
@@ -141,6 +141,27 @@ class HeteroLive(unittest.TestCase):
                         self.assertEqual(len(eid), len(es))
             self.assertEqual(len(set(seen)), len(seen))
             self.assertTrue(set(seen) <= set(self.train.tolist()))
+
+    def test_features(self):
+        """x of each type is the raw node-feat rows at n_id (PyG) or the
+        last hop's src nodes (DGL), as float32."""
+        feats = {}
+        for t in os.listdir(os.path.join(RAW, "node-feat")):
+            with gzip.open(os.path.join(RAW, "node-feat", t, "node-feat.csv.gz"), "rt") as f:
+                feats[t] = np.array([[float(v) for v in row] for row in csv.reader(f)], dtype=np.float32)
+        for sem in ("pyg", "dgl"):
+            with Client(self.serve(sem, features=True)) as c:
+                n = 0
+                for b in c.hetero_batches(max_batches=2, advance=False):
+                    n += 1
+                    self.assertEqual(set(b.x), set(feats))
+                    for t, x in b.x.items():
+                        ids = b.nodes[t].n_id if sem == "pyg" else b.blocks[-1].src_n_id[t]
+                        self.assertEqual(x.dtype, np.float32)
+                        np.testing.assert_array_equal(x, feats[t][ids])
+                        if sem == "pyg":
+                            self.assertIs(b.nodes[t].x, x)
+                self.assertEqual(n, 2)
 
     def test_homogeneous_reader_refused(self):
         with Client(self.serve("pyg")) as c:
