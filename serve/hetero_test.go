@@ -274,3 +274,67 @@ func TestHeteroConfigRefused(t *testing.T) {
 		}
 	}
 }
+
+// seedsOnly answers SampleEpoch with heterosample's in-memory layers
+// over a graph without edges: the seeds alone (all a rank test needs).
+type seedsOnly struct{ s *heterosample.Schema }
+
+func (m seedsOnly) SampleEpoch(ctx context.Context, seeds []heterosample.Seeds, fanouts [][]int, key epoch.Key) (*heterosample.Result, error) {
+	rels := make([]heterosample.LayerSampler, len(m.s.Relations))
+	for r := range rels {
+		rels[r] = heterosample.MemoryLayers{Graph: &host.CSR{Indptr: make([]uint64, m.s.NodeTypes[0].Count+1)}}
+	}
+	return heterosample.Sample(ctx, m.s, rels, seeds, fanouts, key)
+}
+
+// Data-parallel ranks: in every epoch the ranks' minibatches hold
+// disjoint seeds, each rank as many minibatches, and together all of the
+// training set but the nodes a larger shard leaves out (at most one per
+// rank) — the homogeneous epochs' rule (epoch.Shard, BatchesPerRank).
+func TestHeteroRanks(t *testing.T) {
+	s := exampleSchema()
+	s.NodeTypes[0].Count, s.NodeTypes[1].Count = 100, 100
+	train := make([]uint32, 0, 50)
+	for v := uint32(0); v < 100; v += 2 {
+		train = append(train, v)
+	}
+	for e := uint32(0); e < 3; e++ {
+		seen := map[uint32]int{}
+		batches := -1
+		for rank := 0; rank < 3; rank++ {
+			h, err := NewHeteroEpochs(HeteroConfig{Sampler: seedsOnly{s}, Schema: s, TrainType: "paper", Train: train,
+				Fanouts: [][]int{{2}}, BatchSize: 4, Seed: 9, Semantics: epoch.PyG, Rank: rank, World: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ep, err := h.Prepare(context.Background(), e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if batches >= 0 && len(ep.Batches) != batches {
+				t.Fatalf("epoch %d rank %d: %d minibatches, rank 0 %d", e, rank, len(ep.Batches), batches)
+			}
+			batches = len(ep.Batches)
+			for i := range ep.Batches {
+				b, err := ep.Batch(i, DefaultSemantics)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range b.PyG.Nodes[0].NID[:b.PyG.Nodes[0].BatchSize] {
+					if r, dup := seen[v]; dup {
+						t.Fatalf("epoch %d: seed %d in ranks %d and %d", e, v, r, rank)
+					}
+					seen[v] = rank
+				}
+			}
+		}
+		if len(seen) < len(train)-3 {
+			t.Fatalf("epoch %d: %d of %d training nodes served", e, len(seen), len(train))
+		}
+		for v := range seen {
+			if v%2 != 0 {
+				t.Fatalf("epoch %d: seed %d is not a training node", e, v)
+			}
+		}
+	}
+}
