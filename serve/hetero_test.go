@@ -338,3 +338,42 @@ func TestHeteroRanks(t *testing.T) {
 		}
 	}
 }
+
+// Close ends the connections a heterogeneous server holds, so that Serve
+// returns once its listener is closed even while a client stays connected.
+func TestHeteroServerCloseEndsConnections(t *testing.T) {
+	s := exampleSchema()
+	s.NodeTypes[0].Count, s.NodeTypes[1].Count = 100, 100
+	h, err := NewHeteroEpochs(HeteroConfig{Sampler: seedsOnly{s}, Schema: s, TrainType: "paper", Train: []uint32{1, 2, 3},
+		Fanouts: [][]int{{2}}, BatchSize: 2, Seed: 1, Semantics: epoch.DGL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewHeteroServer(context.Background(), h, 0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	c, err := Dial("unix", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	info, err := c.HeteroEpochInfo()
+	if err != nil || info.NumBatches != 2 || info.Hetero.TrainType != "paper" {
+		t.Fatalf("epoch_info %+v: %v", info, err)
+	}
+	srv.Close()
+	ln.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.HeteroEpochInfo(); err == nil {
+		t.Fatal("a request answered after Close")
+	}
+}

@@ -37,6 +37,10 @@ type HeteroServer struct {
 	next   *prepared
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	connMu sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
 }
 
 // prepared is an epoch being sampled in the background.
@@ -92,8 +96,38 @@ func (s *HeteroServer) prepareNext() {
 	}()
 }
 
-// Close stops the background preparation.
-func (s *HeteroServer) Close() { s.cancel() }
+// Close stops the background preparation and closes every connection
+// (a Serve then returns once its listener is closed too).
+func (s *HeteroServer) Close() {
+	s.cancel()
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	s.closed = true
+	for c := range s.conns {
+		c.Close()
+	}
+}
+
+// track registers c (false: the server is closed, c is closed).
+func (s *HeteroServer) track(c net.Conn) bool {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if s.closed {
+		c.Close()
+		return false
+	}
+	if s.conns == nil {
+		s.conns = make(map[net.Conn]struct{})
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *HeteroServer) untrack(c net.Conn) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	delete(s.conns, c)
+}
 
 // Info returns the current epoch's epoch_info object.
 func (s *HeteroServer) Info() HeteroEpochInfo {
@@ -212,9 +246,13 @@ func (s *HeteroServer) Serve(ln net.Listener) error {
 			}
 			return err
 		}
+		if !s.track(c) {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer s.untrack(c)
 			defer c.Close()
 			if err := s.serveConn(c); err != nil && s.logger != nil {
 				s.logger.Printf("serve: heterogeneous connection: %v", err)
