@@ -27,8 +27,10 @@ import (
 // next_batch and sample requests, and splits. Version 3 added link
 // minibatches (minibatch flag bit 2, the link section) and link_split;
 // a server sets the bit only in link mode or for a link split, so node
-// clients of version 2 read everything else as before.
-const Protocol = 3
+// clients of version 2 read everything else as before. Version 4 added
+// heterogeneous minibatches (flag bit 3, heteroproto.go) and epoch_info's
+// "hetero" schema, sent only by a heterogeneous server.
+const Protocol = 4
 
 // HeaderSize is the size of a frame's header, the length field included.
 const HeaderSize = 10

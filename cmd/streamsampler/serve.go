@@ -32,6 +32,7 @@ type serveFlags struct {
 	quiet      bool
 	backend    backendFlags
 	link       linkFlags
+	hetero     heteroServeFlags
 
 	// The bounds on what one client may make the server hold or do
 	// (docs/PROTOCOL.md): serve.Config's StallTimeout, WalkTimeout and
@@ -90,6 +91,7 @@ request asks for at most --max-walk-length steps, runs for at most
 	addQuietFlag(fl, &f.quiet, "log lines")
 	f.backend.add(cmd)
 	f.link.add(cmd)
+	f.hetero.add(cmd)
 	// --train or, for link prediction, --train-edges / --train-eids:
 	// runServe checks that one is given.
 	_ = fl.SetAnnotation("train", cobra.BashCompOneRequiredFlag, []string{"false"})
@@ -201,6 +203,9 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	if err := f.link.check(); err != nil {
 		return err
+	}
+	if isHetero(f.stream.graph) {
+		return runServeHetero(cmd, f, token, sockMode, sampling)
 	}
 	switch {
 	case f.link.on() && f.stream.train != "":

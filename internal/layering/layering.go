@@ -65,7 +65,10 @@ var Rules = map[string][]string{
 	// its state directory and its feature rows.
 	"runloop": {"epoch", "statedir", "pipeline", "featstore", "featplan", "featrows", "epochstats", "host"},
 	// The server takes its samplers and walkers as interfaces: not host, not gpu.
-	"serve": {"chunkfmt", "epoch", "pipeline", "featstore", "featplan", "featrows", "epochstats", "walk", "fullscan", "layerwise"},
+	// heterosample for its heterogeneous epochs' types (Schema, Result,
+	// the PyG/DGL assemblies), which brings host in indirectly: to be
+	// undone by moving those types to a package without host.
+	"serve": {"chunkfmt", "epoch", "pipeline", "featstore", "featplan", "featrows", "epochstats", "walk", "fullscan", "layerwise", "heterofmt", "heterosample"},
 	// Harnesses and programs.
 	"internal/hostbench":      {"chunkfmt", "epoch", "hls", "host", "pipeline"},
 	"cmd/chunkify":            {Any},

@@ -8,7 +8,7 @@ import json
 import os
 import socket
 import threading
-from typing import Any, Dict, Generator, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Generator, Iterator, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -16,10 +16,13 @@ import numpy.typing as npt
 from . import protocol as P
 from . import wire as W
 from .batch import Batch
+from .hetero import HeteroBatch, HeteroSchema
 from .shm import Registrar, SharedBuffers
 from .typing import Address, EpochInfo, EpochStats, NodeIds, PathArg
 
 __all__ = ["Client"]
+
+_B = TypeVar("_B")
 
 
 def _parse_address(address: Address) -> Tuple[socket.AddressFamily, Any]:
@@ -89,6 +92,7 @@ class Client:
         self._shared = False
         self._bufs: Optional[SharedBuffers] = None
         self._next_id = 0
+        self._schema: Optional[HeteroSchema] = None  # a heterogeneous server's, from epoch_info
         self._header = bytearray(W.HEADER_SIZE)
         try:
             if token is not None:
@@ -242,7 +246,55 @@ class Client:
         """The Batch of reply ``rid``, with its memory file if one came."""
         with self._lock:
             fd = self._fds.pop(rid, None)
+        if W.is_hetero(body):
+            if fd is not None:
+                os.close(fd)
+            raise P.ProtocolError("the server is heterogeneous: read its minibatches with hetero_batches() "
+                                  "or next_hetero_batch()")
         return W.decode_blocks(body, fd, self._bufs)
+
+    def hetero_schema(self) -> HeteroSchema:
+        """A heterogeneous server's node and edge types (epoch_info's
+        ``hetero``), asked once; ProtocolError from a homogeneous server."""
+        if self._schema is None:
+            hetero = self.epoch_info().get("hetero")
+            if hetero is None:
+                raise P.ProtocolError("the server is not heterogeneous (epoch_info has no hetero schema)")
+            self._schema = HeteroSchema.from_info(hetero)
+        return self._schema
+
+    def _decode_hetero(self, rid: int, body: memoryview) -> HeteroBatch:
+        with self._lock:
+            fd = self._fds.pop(rid, None)
+        if fd is not None:
+            os.close(fd)  # heterogeneous minibatches carry no rows yet
+        return W.decode_hetero(body, self.hetero_schema())
+
+    def next_hetero_batch(self, epoch: Optional[int] = None, semantics: Optional[str] = None) -> Optional[HeteroBatch]:
+        """next_batch of a heterogeneous server: a HeteroBatch
+        (docs/PROTOCOL.md, "Heterogeneous minibatches"), or None at the
+        epoch's end."""
+        schema = self.hetero_schema()
+        rid = self._send(P.OP_NEXT_BATCH, W.epoch_payload(epoch, semantics))
+        status, body = self._wait(P.OP_NEXT_BATCH, rid)
+        if status == P.STATUS_END:
+            return None
+        return W.decode_hetero(body, schema)
+
+    def hetero_batches(self, epoch: Optional[int] = None, depth: int = 4, advance: bool = True,
+                       max_batches: Optional[int] = None, semantics: Optional[str] = None) -> Iterator[HeteroBatch]:
+        """batches() of a heterogeneous server: its HeteroBatches of
+        ``epoch`` (None: the current one), ``depth`` requests in flight,
+        then (``advance``) leave the epoch."""
+        self.hetero_schema()
+        if epoch is None:
+            epoch = self.epoch_info()["epoch"]
+        payload = W.epoch_payload(epoch, semantics)
+        n = itertools.count() if max_batches is None else range(int(max_batches))
+        stream = self._stream(P.OP_NEXT_BATCH, (payload for _ in n), depth, self._decode_hetero)
+        ended = yield from stream
+        if advance and ended:
+            self.advance(epoch)
 
     def next_batch(self, epoch: Optional[int] = None, semantics: Optional[str] = None) -> Optional[Batch]:
         """The next minibatch of ``epoch`` (None: the current one), or None
@@ -293,7 +345,7 @@ class Client:
         step = int(batch_size)
         payloads = (W.fresh_payload(ids[i:i + step], fanouts, seed, epoch, replace, edge_ids, semantics)
                     for i in range(0, len(ids), step))
-        yield from self._stream(P.OP_SAMPLE_FRESH, payloads, depth)
+        yield from self._stream(P.OP_SAMPLE_FRESH, payloads, depth, self._decode)
 
     def walks(self, starts: NodeIds, length: int, walks_per_node: int = 1, mode: str = "deepwalk",
               seed: int = 0, restart: float = 0.0, stop_at_restart: bool = False, p: float = 1.0,
@@ -358,7 +410,7 @@ class Client:
         """Iterate over a split's minibatches from ``start``, in order,
         keeping ``depth`` requests in flight."""
         payloads = (W.split_batch_payload(split, i, semantics) for i in itertools.count(start))
-        yield from self._stream(P.OP_SPLIT_BATCH, payloads, depth)
+        yield from self._stream(P.OP_SPLIT_BATCH, payloads, depth, self._decode)
 
     def scan(self, batch_size: int, rows: bool = True, edge_ids: bool = True, semantics: Optional[str] = None,
              store: Optional[PathArg] = None) -> Dict[str, Any]:
@@ -392,7 +444,7 @@ class Client:
         """Iterate over a scan's minibatches from ``start``, in order,
         keeping ``depth`` requests in flight."""
         payloads = (W.scan_batch_payload(scan, i) for i in itertools.count(start))
-        yield from self._stream(P.OP_SCAN_BATCH, payloads, depth)
+        yield from self._stream(P.OP_SCAN_BATCH, payloads, depth, self._decode)
 
     def drop_scan(self, scan: int) -> None:
         """Close a scan: the server stops its pass and gives back what it
@@ -418,15 +470,17 @@ class Client:
             epoch = self.epoch_info()["epoch"]
         payload = W.epoch_payload(epoch, semantics)
         n = itertools.count() if max_batches is None else range(int(max_batches))
-        stream = self._stream(P.OP_NEXT_BATCH, (payload for _ in n), depth)
+        stream = self._stream(P.OP_NEXT_BATCH, (payload for _ in n), depth, self._decode)
         ended = yield from stream
         if advance and ended:
             self.advance(epoch)
 
-    def _stream(self, op: int, payloads: Iterator[bytes], depth: int) -> Generator[Batch, None, bool]:
+    def _stream(self, op: int, payloads: Iterator[bytes], depth: int,
+                decode: Callable[[int, memoryview], _B]) -> Generator[_B, None, bool]:
         """Send the requests of ``payloads`` keeping ``depth`` in flight and
-        yield their minibatches in order until one answers the end; return
-        whether one did."""
+        yield their minibatches in order (decoded by ``decode``: _decode,
+        or _decode_hetero) until one answers the end; return whether one
+        did."""
         depth = max(1, int(depth))
         inflight: list[int] = []
         ended = False
@@ -444,7 +498,7 @@ class Client:
                 if status == P.STATUS_END:
                     ended = True
                     continue
-                yield self._decode(rid, body)
+                yield decode(rid, body)
         finally:
             # An abandoned iteration still reads its replies, so that the
             # connection stays in step (those minibatches are lost).

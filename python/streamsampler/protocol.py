@@ -40,7 +40,7 @@ SCAN_EDGE_IDS = 2
 WALK_MODES = {"deepwalk": 0, "ppr": 1, "node2vec": 2}
 
 #: The protocol version this client speaks (epoch_info's "protocol").
-PROTOCOL = 3
+PROTOCOL = 4
 
 #: A request's semantics byte (docs/PROTOCOL.md): left out, the server's.
 SEMANTICS = {"dgl": 0, "pyg": 1}
@@ -48,6 +48,8 @@ SEMANTICS = {"dgl": 0, "pyg": 1}
 BATCH_PYG = 1
 BATCH_EDGE_IDS = 2
 BATCH_LINK = 4  # link fields follow the last hop, before the features (docs/PROTOCOL.md, "Link minibatches")
+BATCH_HETERO_X = 16  # with BATCH_HETERO: per node type feature rows follow
+BATCH_HETERO = 8  # a heterogeneous minibatch (docs/PROTOCOL.md, "Heterogeneous minibatches"; streamsampler.hetero)
 #: sample_fresh request flags.
 FRESH_REPLACE = 1
 FRESH_EDGE_IDS = 2

@@ -24,8 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .batch import Batch, Hop
+from .hetero import HeteroBatch, HeteroBlock, HeteroEdges, HeteroNodes, HeteroSchema
 from .link import NEG_BINARY, NEG_NONE, NEG_TRIPLET, LinkFields
-from .protocol import (BATCH_EDGE_IDS, BATCH_LINK, BATCH_PYG, CODE_BAD_REQUEST, CURRENT_EPOCH, DTYPE_CODES, DTYPES,
+from .protocol import (BATCH_EDGE_IDS, BATCH_HETERO, BATCH_HETERO_X, BATCH_LINK, BATCH_PYG, CODE_BAD_REQUEST, CURRENT_EPOCH, DTYPE_CODES, DTYPES,
                        FEATURE_DTYPES, FEATURE_SHARED, FEATURE_X, FEATURE_Y, FRESH_EDGE_IDS, FRESH_REPLACE,
                        MAX_TOKEN, SCAN_EDGE_IDS, SCAN_ROWS, SEMANTICS, STATUS_OK, WALK_MODES, ProtocolError, ServerError,
                        error_class)
@@ -33,7 +34,7 @@ from .shm import SharedBuffers
 from .typing import Buffer, NodeIds
 
 __all__ = [
-    "HEADER", "HEADER_SIZE", "decode_array", "decode_blocks", "decode_error", "encode_array", "encode_blocks",
+    "HEADER", "HEADER_SIZE", "decode_array", "decode_blocks", "decode_error", "decode_hetero", "is_hetero", "encode_array", "encode_blocks",
     "encode_frame", "epoch_payload", "link_split_payload", "sample_payload", "semantics_byte", "split_batch_payload", "split_payload",
     "token_payload", "walks_payload",
 ]
@@ -99,6 +100,8 @@ def decode_blocks(payload: Buffer, fd: Optional[int] = None, bufs: Optional[Shar
     if len(payload) < 10:
         raise ProtocolError("truncated minibatch reply (%d bytes)" % len(payload))
     epoch, index, nhops, flags = struct.unpack_from("<IiBB", payload, 0)
+    if flags & BATCH_HETERO:
+        raise ProtocolError("a heterogeneous minibatch (flag bit 3): decode it with decode_hetero and the server's schema")
     if flags & ~(BATCH_PYG | BATCH_EDGE_IDS | BATCH_LINK):
         raise ProtocolError("minibatch flags %#x" % flags)
     per = 5 if flags & BATCH_EDGE_IDS else 4
@@ -405,3 +408,118 @@ def token_payload(token: Union[str, bytes]) -> bytes:
     if len(raw) > MAX_TOKEN:
         raise ValueError("token of %d bytes, at most %d" % (len(raw), MAX_TOKEN))
     return raw
+
+
+_HETERO_HEAD = struct.Struct("<IiBBHH")
+
+
+def _hetero_array(payload: Buffer, off: int, name: str, dtype: str, ndim: int = 1) -> Tuple[npt.NDArray[Any], int]:
+    a, off = decode_array(payload, off)
+    if a.dtype != np.dtype(dtype) or a.ndim != ndim:
+        raise ProtocolError("%s: dtype %s with %d dimensions, want %s with %d" % (name, a.dtype, a.ndim, dtype, ndim))
+    return a, off
+
+
+def decode_hetero(payload: Buffer, schema: HeteroSchema) -> HeteroBatch:
+    """Decode a heterogeneous minibatch reply (flag bit 3) against the
+    server's schema (epoch_info's ``hetero``); the arrays are views of
+    ``payload``. Lengths are checked against each other as the Go decoder
+    does (serve.DecodeHeteroBatch)."""
+    if len(payload) < _HETERO_HEAD.size:
+        raise ProtocolError("truncated heterogeneous minibatch (%d bytes)" % len(payload))
+    epoch, index, nhops, flags, T, R = _HETERO_HEAD.unpack_from(payload, 0)
+    if not flags & BATCH_HETERO or flags & ~(BATCH_PYG | BATCH_EDGE_IDS | BATCH_HETERO | BATCH_HETERO_X):
+        raise ProtocolError("heterogeneous minibatch flags %#x" % flags)
+    if T != len(schema.node_types) or R != len(schema.edge_types):
+        raise ProtocolError("%d node types and %d edge types for a schema of %d and %d" % (
+            T, R, len(schema.node_types), len(schema.edge_types)))
+    eids = bool(flags & BATCH_EDGE_IDS)
+    off = _HETERO_HEAD.size
+    L = nhops
+    if flags & BATCH_PYG:
+        b = HeteroBatch(epoch, index, "pyg", L)
+        for t in schema.node_types:
+            n_id, off = _hetero_array(payload, off, t + " n_id", "<u4")
+            nsn, off = _hetero_array(payload, off, t + " num_sampled_nodes", "<u4")
+            if len(nsn) != L + 1 or int(nsn.sum()) != len(n_id):
+                raise ProtocolError("%s: num_sampled_nodes %s for %d hops and %d n_id" % (t, nsn.tolist(), L, len(n_id)))
+            if len(payload) - off < 4:
+                raise ProtocolError("%s: truncated batch_size" % t)
+            (bs,) = _U32.unpack_from(payload, off)
+            off += 4
+            if bs != int(nsn[0]):
+                raise ProtocolError("%s: batch_size %d for %d seeds" % (t, bs, int(nsn[0])))
+            b.nodes[t] = HeteroNodes(n_id, nsn, int(bs))
+        for et in schema.edge_types:
+            name = "__".join(et)
+            ei, off = _hetero_array(payload, off, name + " edge_index", "<i8", 2)
+            if ei.shape[0] != 2:
+                raise ProtocolError("%s: edge_index of shape %s" % (name, ei.shape))
+            ns, nd = len(b.nodes[et[0]].n_id), len(b.nodes[et[2]].n_id)
+            if ei.shape[1] and (ei.min() < 0 or ei[0].max() >= ns or ei[1].max() >= nd):
+                raise ProtocolError("%s: edge_index outside n_id of %d and %d nodes" % (name, ns, nd))
+            e_id = None
+            if eids:
+                e_id, off = _hetero_array(payload, off, name + " e_id", "<i8")
+                if len(e_id) != ei.shape[1]:
+                    raise ProtocolError("%s: %d e_id for %d edges" % (name, len(e_id), ei.shape[1]))
+            nse, off = _hetero_array(payload, off, name + " num_sampled_edges", "<u4")
+            if len(nse) != L or int(nse.sum()) != ei.shape[1]:
+                raise ProtocolError("%s: num_sampled_edges %s for %d hops and %d edges" % (name, nse.tolist(), L, ei.shape[1]))
+            b.edges[et] = HeteroEdges(ei, nse, e_id)
+    else:
+        if L == 0:
+            raise ProtocolError("DGL heterogeneous minibatch without hops")
+        b = HeteroBatch(epoch, index, "dgl", L)
+        cur: dict[str, npt.NDArray[Any]] = {}
+        for t in schema.node_types:
+            cur[t], off = _hetero_array(payload, off, t + " seeds", "<u4")
+        for h in range(L):
+            blk = HeteroBlock(cur, {}, {})
+            for t in schema.node_types:
+                src, off = _hetero_array(payload, off, "hop %d %s src" % (h + 1, t), "<u4")
+                if len(src) < len(cur[t]) or not np.array_equal(src[:len(cur[t])], cur[t]):
+                    raise ProtocolError("hop %d %s: src does not start with the dst nodes" % (h + 1, t))
+                blk.src_n_id[t] = src
+            for et in schema.edge_types:
+                name = "hop %d %s" % (h + 1, "__".join(et))
+                es, off = _hetero_array(payload, off, name + " src", "<i4")
+                ed, off = _hetero_array(payload, off, name + " dst", "<i4")
+                if len(es) != len(ed):
+                    raise ProtocolError("%s: %d src and %d dst" % (name, len(es), len(ed)))
+                ns, nd = len(blk.src_n_id[et[0]]), len(blk.dst_n_id[et[2]])
+                if len(es) and (min(es.min(), ed.min()) < 0 or es.max() >= ns or ed.max() >= nd):
+                    raise ProtocolError("%s: edges outside %d src and %d dst nodes" % (name, ns, nd))
+                e_id = None
+                if eids:
+                    e_id, off = _hetero_array(payload, off, name + " e_id", "<i8")
+                    if len(e_id) != len(es):
+                        raise ProtocolError("%s: %d e_id for %d edges" % (name, len(e_id), len(es)))
+                blk.edges[et] = (es, ed, e_id)
+            b.blocks.append(blk)
+            cur = blk.src_n_id
+    if flags & BATCH_HETERO_X:
+        for t in schema.node_types:
+            if off >= len(payload):
+                raise ProtocolError("%s x: truncated presence byte" % t)
+            has = payload[off]
+            off += 1
+            if has == 0:
+                continue
+            if has != 1:
+                raise ProtocolError("%s x: presence %d" % (t, has))
+            x, off = decode_array(payload, off)
+            rows = len(b.nodes[t].n_id) if b.nodes else len(b.blocks[-1].src_n_id[t])
+            if x.ndim != 2 or x.dtype not in FEATURE_DTYPES or x.shape[0] != rows:
+                raise ProtocolError("%s x: dtype %s shape %s for %d nodes" % (t, x.dtype, x.shape, rows))
+            b.x[t] = x
+            if b.nodes:
+                b.nodes[t].x = x
+    if off != len(payload):
+        raise ProtocolError("%d trailing bytes in heterogeneous minibatch" % (len(payload) - off))
+    return b
+
+
+def is_hetero(payload: Buffer) -> bool:
+    """Whether a minibatch reply payload is heterogeneous (flag bit 3)."""
+    return len(payload) > 9 and bool(payload[9] & BATCH_HETERO)

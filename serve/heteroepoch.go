@@ -1,0 +1,273 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/heterofmt"
+	"github.com/streamsampler/streamsampler/heterosample"
+)
+
+// HeteroSampler samples a heterogeneous epoch (heterosample.Sampler).
+type HeteroSampler interface {
+	SampleEpoch(ctx context.Context, seeds []heterosample.Seeds, fanouts [][]int, key epoch.Key) (*heterosample.Result, error)
+}
+
+// HeteroConfig configures heterogeneous epochs: the training seeds are
+// local ids of one node type, sharded, shuffled and cut into minibatches
+// exactly as a homogeneous epoch's training nodes are (epoch.Shard,
+// epoch.Batches, epoch.BatchesPerRank), so a rank's minibatches of one
+// epoch are the same whatever serves them.
+type HeteroConfig struct {
+	Sampler   HeteroSampler
+	Schema    *heterosample.Schema
+	TrainType string
+	Train     []uint32
+	// Fanouts are per relation, in the schema's order (Schema.FanoutsFromMap).
+	Fanouts     [][]int
+	BatchSize   int
+	Seed        uint64
+	Semantics   epoch.Semantics
+	Rank, World int
+	// Features are the node types' feature stores, in the schema's
+	// order (nil: no rows travel; a nil entry: the type has none).
+	Features []*featstore.Store
+	// EdgeIDs reports (in epoch_info) that the sampler's layers carry
+	// edge ids; the minibatches send e_id when their sample has them.
+	EdgeIDs bool
+}
+
+// HeteroInfo is epoch_info's "hetero" object: the schema, once, whose
+// positions the minibatches' type and relation indices are.
+type HeteroInfo struct {
+	NodeTypes []string `json:"node_types"`
+	// Relations are [src, rel, dst] triples, PyG's edge types.
+	Relations [][3]string `json:"relations"`
+	// Counts are the node types' node counts.
+	Counts    []uint32 `json:"num_nodes"`
+	TrainType string   `json:"train_type"`
+	// Fanouts are per relation, in Relations' order.
+	Fanouts [][]int `json:"fanouts"`
+}
+
+// HeteroEpochs makes a run's heterogeneous epochs.
+type HeteroEpochs struct {
+	cfg   HeteroConfig
+	train []uint32
+	info  HeteroInfo
+	L     int
+}
+
+// NewHeteroEpochs checks cfg: the training type is one of the schema's,
+// every training id is below its type's count, the fanouts fit the
+// schema; errors wrap heterosample.ErrInvalid and name what is wrong.
+func NewHeteroEpochs(cfg HeteroConfig) (*HeteroEpochs, error) {
+	s := cfg.Schema
+	if s == nil || cfg.Sampler == nil {
+		return nil, fmt.Errorf("%w: heterogeneous epochs without a schema or sampler", ErrConfig)
+	}
+	t := s.TypeIndex(cfg.TrainType)
+	if t < 0 {
+		names := make([]string, len(s.NodeTypes))
+		for i, nt := range s.NodeTypes {
+			names[i] = nt.Name
+		}
+		return nil, fmt.Errorf("%w: training node type %q is not one of the graph's %q", heterosample.ErrInvalid, cfg.TrainType, names)
+	}
+	for i, v := range cfg.Train {
+		if v >= s.NodeTypes[t].Count {
+			return nil, fmt.Errorf("%w: training node %d (entry %d) of type %q is not a node: the type has %d nodes", heterosample.ErrInvalid, v, i, cfg.TrainType, s.NodeTypes[t].Count)
+		}
+	}
+	L, err := s.NumLayers(cfg.Fanouts)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.BatchSize < 1 {
+		return nil, fmt.Errorf("%w: batch size %d, want >= 1", ErrConfig, cfg.BatchSize)
+	}
+	if cfg.World == 0 {
+		cfg.World = 1
+	}
+	if cfg.Features != nil {
+		if len(cfg.Features) != len(s.NodeTypes) {
+			return nil, fmt.Errorf("%w: feature stores for %d node types, the schema has %d", ErrConfig, len(cfg.Features), len(s.NodeTypes))
+		}
+		for t, fs := range cfg.Features {
+			if fs == nil {
+				continue
+			}
+			if fs.NumNodes() != s.NodeTypes[t].Count {
+				return nil, fmt.Errorf("%w: node type %q has %d nodes, its feature store %d rows", ErrConfig, s.NodeTypes[t].Name, s.NodeTypes[t].Count, fs.NumNodes())
+			}
+			if _, ok := featureDTypes[fs.DType()]; !ok {
+				return nil, fmt.Errorf("%w: node type %q: feature dtype %s", ErrConfig, s.NodeTypes[t].Name, fs.DType())
+			}
+		}
+	}
+	if !cfg.Semantics.Valid() {
+		return nil, fmt.Errorf("%w: semantics %d", ErrConfig, cfg.Semantics)
+	}
+	h := &HeteroEpochs{cfg: cfg, L: L, info: HeteroInfo{TrainType: cfg.TrainType, Fanouts: cfg.Fanouts}}
+	for _, nt := range s.NodeTypes {
+		h.info.NodeTypes = append(h.info.NodeTypes, nt.Name)
+		h.info.Counts = append(h.info.Counts, nt.Count)
+	}
+	for _, r := range s.Relations {
+		h.info.Relations = append(h.info.Relations, [3]string{r.Src, r.Name, r.Dst})
+	}
+	// Distinct and sorted, as epoch.Shard makes them.
+	if h.train, err = epoch.Shard(cfg.Train, 0, 1, cfg.Seed, 0); err != nil {
+		return nil, fmt.Errorf("serve: heterogeneous training set: %w", err)
+	}
+	if len(h.train) == 0 {
+		return nil, fmt.Errorf("%w: no training nodes of type %q", heterosample.ErrInvalid, cfg.TrainType)
+	}
+	if len(h.train) < cfg.World {
+		return nil, fmt.Errorf("%w: %d training nodes for %d ranks", ErrConfig, len(h.train), cfg.World)
+	}
+	return h, nil
+}
+
+// Info returns the epoch_info "hetero" object.
+func (h *HeteroEpochs) Info() HeteroInfo { return h.info }
+
+// NumBatches is the minibatches every rank serves per epoch.
+func (h *HeteroEpochs) NumBatches() int {
+	return epoch.BatchesPerRank(len(h.train), h.cfg.World, h.cfg.BatchSize)
+}
+
+// HeteroEpoch is one sampled epoch of a rank: its minibatches' seeds and
+// the sample they are assembled from.
+type HeteroEpoch struct {
+	Epoch   uint32
+	Batches [][]uint32
+	Shard   int
+	res     *heterosample.Result
+	h       *HeteroEpochs
+}
+
+// Prepare samples epoch e of the rank: its shard of the training set,
+// sampled whole (the shard is the epoch's frontier_0 of the training
+// type), cut into the seeded minibatches.
+func (h *HeteroEpochs) Prepare(ctx context.Context, e uint32) (*HeteroEpoch, error) {
+	c := &h.cfg
+	shard, err := epoch.Shard(h.train, c.Rank, c.World, c.Seed, e)
+	if err != nil {
+		return nil, fmt.Errorf("serve: heterogeneous epoch %d: %w", e, err)
+	}
+	res, err := c.Sampler.SampleEpoch(ctx, []heterosample.Seeds{{Type: c.TrainType, Nodes: shard}}, c.Fanouts, epoch.Key{Seed: c.Seed, Epoch: e})
+	if err != nil {
+		return nil, fmt.Errorf("serve: sampling heterogeneous epoch %d: %w", e, err)
+	}
+	batches := epoch.Batches(shard, c.BatchSize, c.Seed, e)
+	batches = batches[:min(len(batches), h.NumBatches())]
+	return &HeteroEpoch{Epoch: e, Batches: batches, Shard: len(shard), res: res, h: h}, nil
+}
+
+// errBatchRange is returned for a minibatch index outside the epoch.
+var errBatchRange = errors.New("serve: minibatch index outside the epoch")
+
+// Batch assembles minibatch i with the given semantics
+// (DefaultSemantics: the configured one).
+func (ep *HeteroEpoch) Batch(i int, sem epoch.Semantics) (*HeteroBatch, error) {
+	if i < 0 || i >= len(ep.Batches) {
+		return nil, fmt.Errorf("%w: %d of %d", errBatchRange, i, len(ep.Batches))
+	}
+	if sem == DefaultSemantics {
+		sem = ep.h.cfg.Semantics
+	}
+	seeds := []heterosample.Seeds{{Type: ep.h.cfg.TrainType, Nodes: ep.Batches[i]}}
+	b := &HeteroBatch{Epoch: ep.Epoch, Index: i, Semantics: sem, Hops: ep.h.L, EdgeIDs: ep.h.cfg.EdgeIDs}
+	var err error
+	if sem == epoch.PyG {
+		b.PyG, err = ep.res.AssemblePyG(seeds)
+	} else {
+		b.DGL, err = ep.res.AssembleDGL(seeds)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("serve: heterogeneous epoch %d minibatch %d: %w", ep.Epoch, i, err)
+	}
+	// e_id travels when the sample has it (the sampler's own option).
+	b.EdgeIDs = false
+	if b.PyG != nil {
+		for _, e := range b.PyG.Edges {
+			b.EdgeIDs = b.EdgeIDs || e.EID != nil
+		}
+	}
+	for _, bl := range b.DGL {
+		for _, e := range bl.Edges {
+			b.EdgeIDs = b.EdgeIDs || e.EID != nil
+		}
+	}
+	if fss := ep.h.cfg.Features; fss != nil {
+		b.X = make([]*HeteroRows, len(fss))
+		for t, fs := range fss {
+			if fs == nil {
+				continue
+			}
+			var ids []uint32
+			if b.PyG != nil {
+				ids = b.PyG.Nodes[t].NID
+			} else {
+				ids = b.DGL[len(b.DGL)-1].SrcNID[t]
+			}
+			rows := make([]byte, int64(len(ids))*fs.RowBytes())
+			if err := fs.ReadRows(ids, rows); err != nil {
+				return nil, fmt.Errorf("serve: heterogeneous epoch %d minibatch %d: rows of node type %q: %w", ep.Epoch, i, ep.h.cfg.Schema.NodeTypes[t].Name, err)
+			}
+			b.X[t] = &HeteroRows{DType: featureDTypes[fs.DType()], Dim: fs.Dim(), Rows: rows}
+		}
+	}
+	return b, nil
+}
+
+// OpenHeteroFeatures opens the feature store of every node type of the
+// heterogeneous graph directory dir that has one (features/<type>/),
+// each bound to its type (heterofmt.Manifest.NodeTypeFingerprint): a
+// store of another graph or a rebuilt one is refused. The result is in
+// the schema's order, nil for a type without a store; nil, nil when no
+// type has one. The caller closes the stores (CloseStores).
+func OpenHeteroFeatures(dir string, s *heterosample.Schema) ([]*featstore.Store, error) {
+	m, err := heterofmt.Read(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*featstore.Store, len(s.NodeTypes))
+	found := false
+	for t, nt := range s.NodeTypes {
+		fdir := filepath.Join(dir, heterofmt.FeatureDir(nt.Name))
+		if _, err := os.Stat(fdir); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		fp, ok := m.NodeTypeFingerprint(nt.Name)
+		if !ok {
+			CloseStores(out)
+			return nil, fmt.Errorf("serve: node type %q is not in %s's hetero.json", nt.Name, dir)
+		}
+		if out[t], err = featstore.OpenFor(fdir, fp); err != nil {
+			CloseStores(out)
+			return nil, fmt.Errorf("serve: feature store of node type %q: %w", nt.Name, err)
+		}
+		found = true
+	}
+	if !found {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// CloseStores closes the non-nil stores.
+func CloseStores(stores []*featstore.Store) {
+	for _, s := range stores {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
