@@ -554,21 +554,28 @@ def _write(edge_index: Any, num_nodes: int, out: PathArg, x: Any, y: Any, masks:
             del perm
             info["edge_perm"] = "edge_perm.npy"
         _write_json_atomic(os.path.join(g, INFO), info)
-        old = None
-        if os.path.lexists(out_s):
-            if not force:
-                raise OutputExistsError("%s appeared while it was written: pass force=True to replace it" % out_s)
-            old = os.path.join(work, "old")
-            os.rename(out_s, old)
-        try:
-            os.rename(g, out_s)
-        except BaseException:
-            if old is not None:
-                os.rename(old, out_s)
-            raise
+        _install(g, out_s, work, force)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return read_info(out_s)
+
+
+def _install(g: str, out: str, work: str, force: bool) -> None:
+    """Move the finished graph directory g to out; an out that appeared
+    meanwhile is replaced only with ``force`` (moved aside into work, and
+    put back if the move of g fails)."""
+    old = None
+    if os.path.lexists(out):
+        if not force:
+            raise OutputExistsError("%s appeared while it was written: pass force=True to replace it" % out)
+        old = os.path.join(work, "old")
+        os.rename(out, old)
+    try:
+        os.rename(g, out)
+    except BaseException:
+        if old is not None:
+            os.rename(old, out)
+        raise
 
 
 def _data_keys(data: Any) -> Sequence[str]:
@@ -851,18 +858,7 @@ def _write_hetero(data: Any, out: PathArg, chunk_size: Union[str, int], force: b
             np.save(os.path.join(g, rel_perm), _edge_perm(a, max(counts[et[0]], counts[et[2]]), piece_bytes))
             entry["edge_perm"] = rel_perm
         _write_json_atomic(os.path.join(g, INFO), info)
-        old = None
-        if os.path.lexists(out_s):
-            if not force:
-                raise OutputExistsError("%s appeared while it was written: pass force=True to replace it" % out_s)
-            old = os.path.join(work, "old")
-            os.rename(out_s, old)
-        try:
-            os.rename(g, out_s)
-        except BaseException:
-            if old is not None:
-                os.rename(old, out_s)
-            raise
+        _install(g, out_s, work, force)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return read_info(out_s)
