@@ -11,97 +11,36 @@ output line a JSON object); the summary is printed and, with ``--out``,
 written with every run's numbers. Exit status 0 on PASS, 1 on FAIL.
 """
 
-import argparse
-import json
 import os
-import statistics
-import subprocess
 import sys
+
+import accuracy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(os.path.dirname(HERE), "python", "examples", "pyg_link.py")
 
 #: The largest |mean(ours) - mean(reference)| test AUC, in points, that passes.
-TOLERANCE = 1.0
-
-
-def run_one(args, loader, seed):
-    cmd = [sys.executable, EXAMPLE, "--root", args.root, "--dataset", args.dataset, "--loader", loader,
-           "--seed", str(seed)]
-    for flag in ("epochs", "device", "binary", "chunkify"):
-        v = getattr(args, flag)
-        if v is not None:
-            cmd += ["--" + flag, str(v)]
-    if args.stand_in_pyg:
-        cmd.append("--stand-in-pyg")
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if p.returncode != 0:
-        raise RuntimeError("%s failed (exit %d):\n%s" % (" ".join(cmd), p.returncode, p.stderr[-3000:]))
-    lines = [line for line in p.stdout.splitlines() if line.strip()]
-    if not lines:
-        raise RuntimeError("%s printed nothing" % " ".join(cmd))
-    return json.loads(lines[-1])
+TOLERANCE = accuracy.TOLERANCE
 
 
 def summary(runs, loaders):
-    """Mean, sample s.d. (points) per loader; the difference and verdict."""
-    out = {}
-    for lo in loaders:
-        aucs = [100 * r["test_auc"] for r in runs if r["loader"] == lo]
-        out[lo] = dict(mean=statistics.mean(aucs), sd=statistics.stdev(aucs) if len(aucs) > 1 else 0.0,
-                       per_seed=aucs, seconds=statistics.mean(r["seconds"] for r in runs if r["loader"] == lo))
-    if "streamsampler" in out and "reference-per-epoch" in out:
-        out["diff_per_epoch"] = out["streamsampler"]["mean"] - out["reference-per-epoch"]["mean"]
-    if "streamsampler" in out and "reference" in out:
-        d = out["streamsampler"]["mean"] - out["reference"]["mean"]
-        out["diff"] = d
-        out["pass"] = abs(d) <= TOLERANCE
-    return out
+    """Mean, sample s.d. (points) of each loader's test AUC; the difference and verdict."""
+    return accuracy.summary(runs, loaders, "test_auc")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--root", required=True, help="raw datasets (a checkout's testdata/)")
+def _args(ap):
     ap.add_argument("--dataset", default="cora")
-    ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--loaders", default="reference,streamsampler",
-                    help="of streamsampler, reference, reference-per-epoch (the reference with one sample per node "
-                         "per epoch: how much of a difference that explains)")
-    ap.add_argument("--epochs", type=int, default=None)
-    ap.add_argument("--device", default=None)
-    ap.add_argument("--binary", default=None, help="streamsampler executable")
-    ap.add_argument("--chunkify", default=None, help="chunkify executable")
-    ap.add_argument("--out", default=None)
     ap.add_argument("--stand-in-pyg", action="store_true",
                     help="pyg_link.py --stand-in-pyg: for a machine without torch_geometric (indicative only)")
-    args = ap.parse_args()
-    for flag in ("binary", "chunkify", "root"):
-        if getattr(args, flag):
-            setattr(args, flag, os.path.abspath(getattr(args, flag)))
-    seeds = [int(s) for s in args.seeds.split(",")]
-    loaders = args.loaders.split(",")
-    runs = []
-    for lo in loaders:
-        for s in seeds:
-            r = run_one(args, lo, s)
-            runs.append(r)
-            print("%-19s seed %d: test AUC %.2f (val %.2f at epoch %d), %.1f s" % (
-                lo, s, 100 * r["test_auc"], 100 * r["val_auc"], r["best_epoch"], r["seconds"]), flush=True)
-    summ = summary(runs, loaders)
-    for lo in loaders:
-        print("%-19s test AUC %.2f ± %.2f  (%s)" % (lo, summ[lo]["mean"], summ[lo]["sd"],
-                                                   ", ".join("%.2f" % a for a in summ[lo]["per_seed"])))
-    ok = True
-    if "diff_per_epoch" in summ:
-        print("streamsampler - reference-per-epoch = %+.2f points" % summ["diff_per_epoch"])
-    if "diff" in summ:
-        ok = summ["pass"]
-        print("streamsampler - reference = %+.2f points: %s" % (summ["diff"], "PASS" if ok else "FAIL"))
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(dict(dataset=args.dataset, seeds=seeds, tolerance=TOLERANCE, summary=summ, runs=runs), f,
-                      indent=1)
-    return 0 if ok else 1
+
+
+def _extra(args):
+    return ["--dataset", args.dataset] + (["--stand-in-pyg"] if args.stand_in_pyg else [])
+
+
+def main(argv=None):
+    return accuracy.main(argv, __doc__.split("\n\n")[0], EXAMPLE, "test_auc", "test AUC", add_args=_args, extra=_extra,
+                         dataset=lambda args: args.dataset)
 
 
 if __name__ == "__main__":
