@@ -5,7 +5,7 @@ front ends) are made of."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Dict, Iterator, Optional, Union
+from typing import Any, Callable, Dict, Iterator, Optional, TypeVar, Union
 
 import numpy as np
 
@@ -17,6 +17,8 @@ from .device import (DeviceTransfer, PinnedOutput, Route, check_pin_memory, chec
 from .prefetch import prefetched
 
 __all__ = ["EpochLoader"]
+
+_L = TypeVar("_L", bound="EpochLoader")
 
 #: Minibatches made ready ahead of the training step on a device (each
 #: holds device memory), unless ``prefetch=`` says otherwise.
@@ -110,6 +112,17 @@ class EpochLoader(ABC):
         """The next epoch's raw minibatches (no prefetching, no transform):
         which epoch (or split) is settled when this is called, the
         minibatches are requested as they are iterated."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release what the loader holds (its connection; the last loader
+        of a shared server stops it)."""
+
+    def __enter__(self: _L) -> _L:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def connection(self) -> Optional[Client]:
         """The connection the minibatches come on (its shared-rows buffers

@@ -67,9 +67,3 @@ class Loader(EpochLoader):
         """Close the connection if the loader opened it."""
         if self._own:
             self.client.close()
-
-    def __enter__(self) -> Loader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -263,12 +263,6 @@ class NodeLoader(EpochLoader):
         """Close the connection; the last loader of a server stops it."""
         self._finalizer()
 
-    def __enter__(self) -> NodeLoader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 def _close(server: SharedServer, client: List[Optional[Client]]) -> None:
     if client[0] is not None:
