@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/bits"
 	"slices"
 	"time"
@@ -14,10 +15,10 @@ import (
 	"github.com/streamsampler/streamsampler/rng"
 )
 
-// ErrNotYet is wrapped by the error for a backend Open cannot open for
-// heterogeneous epochs: the GPU backend, whose Backends (gpu.Backend, a
-// LayerSampler through the library's ssg_sample_keyed) a caller opens
-// per relation and hands to Sample; this package does not import gpu.
+// ErrNotYet is wrapped by the error for a backend Open cannot open by
+// itself: the GPU backend, whose Backends (gpu.Backend, a LayerSampler
+// through the library's ssg_sample_keyed) a caller opens per relation
+// with Options.OpenRelation, since this package does not import gpu.
 var ErrNotYet = errors.New("heterosample: not yet supported")
 
 // ErrBadSample is wrapped by the error for a sample that is not a node of
@@ -197,9 +198,16 @@ func cloneFanouts(f [][]int) [][]int {
 
 // Options configures Open.
 type Options struct {
-	// Backend is host.BackendEmu, host.BackendXRT, or "gpu", which is
-	// refused with ErrNotYet; "" takes Host.Backend ("" there means emu).
+	// Backend is host.BackendEmu, host.BackendXRT, or "gpu", which needs
+	// OpenRelation (ErrNotYet without); "" takes Host.Backend ("" there
+	// means emu).
 	Backend string
+	// OpenRelation, when set, opens relation r's sampler over its graph
+	// directory instead of a host.Sampler: how a caller brings an engine
+	// this package does not import (cmd/streamsampler opens a gpu.Backend
+	// per relation for --backend gpu). The Sampler closes what it returns
+	// that is an io.Closer; such relations have no host statistics.
+	OpenRelation func(r int, dir string) (LayerSampler, error)
 	// Host configures every relation's host.Sampler (with Backend as its
 	// Backend). Host.ChunkCache is the budget of all relations together,
 	// shared out in proportion to each relation's graph size (each
@@ -214,11 +222,14 @@ type Options struct {
 type Sampler struct {
 	schema Schema
 	rels   []*host.Sampler
+	// layers are the relations' samplers from Options.OpenRelation (nil
+	// when they are rels).
+	layers []LayerSampler
 	edges  bool
 }
 
-// BackendGPU is the backend name of the CUDA engine, which Open refuses
-// for heterogeneous graphs (ErrNotYet).
+// BackendGPU is the backend name of the CUDA engine, which Open opens
+// only through Options.OpenRelation (ErrNotYet without).
 const BackendGPU = "gpu"
 
 // Open opens relation r's graph directory dirs[r] (relations in the
@@ -232,8 +243,8 @@ func Open(schema *Schema, dirs []string, opts Options) (_ *Sampler, err error) {
 	if opts.Backend == "" {
 		opts.Backend = opts.Host.Backend
 	}
-	if opts.Backend == BackendGPU {
-		return nil, fmt.Errorf("heterosample: %w: Open does not open the gpu backend; open a gpu.Backend per relation and pass them to Sample, or use emu or xrt", ErrNotYet)
+	if opts.Backend == BackendGPU && opts.OpenRelation == nil {
+		return nil, fmt.Errorf("heterosample: %w: Open does not open the gpu backend itself; pass Options.OpenRelation (a gpu.Backend per relation), or use emu or xrt", ErrNotYet)
 	}
 	if len(dirs) != len(schema.Relations) {
 		return nil, fmt.Errorf("%w: %d graph directories for %d relations", ErrInvalid, len(dirs), len(schema.Relations))
@@ -259,6 +270,17 @@ func Open(schema *Schema, dirs []string, opts Options) (_ *Sampler, err error) {
 			s.Close()
 		}
 	}()
+	if opts.OpenRelation != nil {
+		for r, dir := range dirs {
+			ls, err := opts.OpenRelation(r, dir)
+			if err != nil {
+				return nil, fmt.Errorf("heterosample: relation %s: %w", schema.Relations[r], err)
+			}
+			s.layers = append(s.layers, ls)
+			s.edges = s.edges || ls.EdgeIDs()
+		}
+		return s, nil
+	}
 	for r, dir := range dirs {
 		o := opts.Host
 		o.Backend = opts.Backend
@@ -312,9 +334,12 @@ func (s *Sampler) SampleEpochStats(ctx context.Context, seeds []Seeds, fanouts [
 			st.Layers[l] = make([]*host.LayerStats, len(s.rels))
 		}
 	}
-	rels := make([]LayerSampler, len(s.rels))
-	for i, hs := range s.rels {
-		rels[i] = &hostLayers{s: hs, edges: s.edges, rel: i, st: st}
+	rels := s.layers
+	if rels == nil {
+		rels = make([]LayerSampler, len(s.rels))
+		for i, hs := range s.rels {
+			rels[i] = &hostLayers{s: hs, edges: s.edges, rel: i, st: st}
+		}
 	}
 	res, err := Sample(ctx, &s.schema, rels, seeds, fanouts, key)
 	if err != nil {
@@ -325,8 +350,13 @@ func (s *Sampler) SampleEpochStats(ctx context.Context, seeds []Seeds, fanouts [
 }
 
 // Relation returns relation r's host.Sampler (its statistics, its
-// manifest).
-func (s *Sampler) Relation(r int) *host.Sampler { return s.rels[r] }
+// manifest), nil when Options.OpenRelation opened the relations.
+func (s *Sampler) Relation(r int) *host.Sampler {
+	if s.rels == nil {
+		return nil
+	}
+	return s.rels[r]
+}
 
 // Close closes every relation's sampler.
 func (s *Sampler) Close() error {
@@ -334,7 +364,12 @@ func (s *Sampler) Close() error {
 	for _, hs := range s.rels {
 		errs = append(errs, hs.Close())
 	}
-	s.rels = nil
+	for _, ls := range s.layers {
+		if c, ok := ls.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	s.rels, s.layers = nil, nil
 	return errors.Join(errs...)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
+	"github.com/streamsampler/streamsampler/heterosample"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/internal/memavail"
@@ -185,6 +186,17 @@ func openBackend(graphDir string, b backendFlags) (host.Backend, error) {
 	default:
 		return nil, usagef("--backend %q: want emu, xrt or gpu", b.Backend)
 	}
+}
+
+// heteroOptions are heterosample's options for the backend b names: the
+// emulated or XRT devices through a host.Sampler per relation, or a
+// gpu.Backend per relation (gpuRelations).
+func heteroOptions(b backendFlags) heterosample.Options {
+	o := heterosample.Options{Backend: b.Backend, Host: host.Options{Devices: b.Devices, Xclbin: b.Xclbin, VerifyReads: b.VerifyReads, EdgeIDs: b.EdgeIDs}}
+	if b.Backend == heterosample.BackendGPU {
+		o.OpenRelation = gpuRelations(b)
+	}
+	return o
 }
 
 // chunkProgress returns an OnChunk hook drawing a progress line on stderr

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/gpu"
+	"github.com/streamsampler/streamsampler/heterosample"
 	"github.com/streamsampler/streamsampler/host"
 )
 
@@ -46,4 +47,17 @@ func openGPU(graphDir string, b backendFlags) (host.Backend, error) {
 		return nil, fmt.Errorf("--backend gpu: %w", err)
 	}
 	return be, nil
+}
+
+// gpuRelations is heterosample.Options.OpenRelation for --backend gpu: a
+// gpu.Backend over each relation's graph directory, each with its own
+// copy of the relation's CSR on the device.
+func gpuRelations(b backendFlags) func(r int, dir string) (heterosample.LayerSampler, error) {
+	return func(_ int, dir string) (heterosample.LayerSampler, error) {
+		be, err := openGPU(dir, b)
+		if err != nil {
+			return nil, err
+		}
+		return be.(*gpu.Backend), nil
+	}
 }

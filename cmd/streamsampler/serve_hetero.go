@@ -15,7 +15,6 @@ import (
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/heterofmt"
 	"github.com/streamsampler/streamsampler/heterosample"
-	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/serve"
 )
@@ -86,8 +85,7 @@ func runServeHetero(cmd *cobra.Command, f *serveFlags, token []byte, sockMode os
 	if err != nil {
 		return usageError{err}
 	}
-	smp, schema, err := heterosample.OpenDir(f.stream.graph, heterosample.Options{Backend: f.backend.Backend,
-		Host: host.Options{Devices: f.backend.Devices, EdgeIDs: f.backend.EdgeIDs}})
+	smp, schema, err := heterosample.OpenDir(f.stream.graph, heteroOptions(f.backend))
 	if err != nil {
 		return err
 	}
