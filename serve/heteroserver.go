@@ -109,16 +109,21 @@ func (s *HeteroServer) prepareNext() {
 	}()
 }
 
-// Close stops the background preparation and closes every connection
-// (a Serve then returns once its listener is closed too).
+// Close stops the background preparation, waiting for it to end (so
+// that the sampler may be closed next), and closes every connection (a
+// Serve then returns once its listener is closed too).
 func (s *HeteroServer) Close() {
 	s.cancel()
 	s.connMu.Lock()
-	defer s.connMu.Unlock()
 	s.closed = true
 	for c := range s.conns {
 		c.Close()
 	}
+	s.connMu.Unlock()
+	s.mu.Lock()
+	p := s.next
+	s.mu.Unlock()
+	<-p.done
 }
 
 // track registers c (false: the server is closed, c is closed).
