@@ -370,7 +370,7 @@ func (s *HeteroServer) answer(f Frame, authed *bool) ([]byte, int64, bool) {
 		if err != nil {
 			return fail(newRequestError(CodeBadRequest, "split (batch_size u32, node type u16, nodes): %v", err)), 0, false
 		}
-		info, err := s.Split(ctx, int(t), nodes, int(min(bs, 1<<30)))
+		info, err := s.Split(ctx, int(t), nodes, int(bs))
 		return jsonReply(info, err), 0, false
 	case OpSplitBatch:
 		id, index, sem, err := DecodeSplitBatchRequest(f.Payload)
@@ -381,7 +381,7 @@ func (s *HeteroServer) answer(f Frame, authed *bool) ([]byte, int64, bool) {
 		if sp == nil {
 			return fail(newRequestError(CodeUnknownSplit, "unknown split %d", id)), 0, false
 		}
-		out, held, err := s.batchReply(f, sp.t, sp.batchSize, func() (*HeteroBatch, bool, error) {
+		out, held, err := s.batchReply(f, sp.t, min(sp.batchSize, len(sp.nodes)), func() (*HeteroBatch, bool, error) {
 			b, ok, err := s.SplitBatch(ctx, id, index, sem)
 			if err == nil && !ok {
 				// The end's payload is the split's id.
