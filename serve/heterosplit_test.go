@@ -317,7 +317,15 @@ func serveHeteroSplits(t *testing.T, dir string, devices int, sem epoch.Semantic
 				if !reflect.DeepEqual(frame, wframe) {
 					t.Fatalf("epoch %d split of %s minibatch %d differs from heterosample's assembly of its seeds", e, nt.Name, i)
 				}
+				// The reservation bounds the reply (rows and labels included).
+				if bound := srv.epochs.replyBound(ty, int64(len(piece))); int64(len(frame)) > bound {
+					t.Fatalf("epoch %d split of %s minibatch %d: %d bytes, over its bound %d", e, nt.Name, i, len(frame), bound)
+				}
 				frames = append(frames, frame)
+			}
+			// What the split holds is within what it counts.
+			if sp := srv.heteroSplitOf(sinfo.Split); sp.res.Bytes()+8*int64(len(nodes)) > sp.held {
+				t.Fatalf("split of %s holds %d bytes of sample and %d of nodes, over its bound %d", nt.Name, sp.res.Bytes(), 8*len(nodes), sp.held)
 			}
 			// The same nodes again: the same split.
 			again, err := c.HeteroSplit(ty, nodes, 16)
