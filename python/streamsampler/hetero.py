@@ -8,7 +8,11 @@ source's position in its type's ``n_id``), ``e_id`` and
 ``num_sampled_edges``, as torch_geometric's NeighborLoader sets them on a
 HeteroData minibatch. DGL semantics give ``blocks``, hop 1 first (DGL's
 list is the reverse), each with per type ``dst_n_id``/``src_n_id`` and per
-edge type ``(src, dst, e_id)`` positions, as dgl.to_block makes them.
+edge type ``(src, dst, e_id)`` positions, as dgl.to_block makes them. A server with
+``--features`` adds each node type's feature rows (``x``) and labels
+(``y``, int32, -1 for none) in the same rows: one per ``n_id`` entry
+(PyG) or per src node of the last hop (DGL). A split's minibatches
+(``Client.hetero_split``) are HeteroBatches too.
 """
 
 from __future__ import annotations
@@ -58,6 +62,9 @@ class HeteroNodes:
     num_sampled_nodes: npt.NDArray[np.uint32]
     batch_size: int
     x: Optional[npt.NDArray[Any]] = None
+    #: Labels (int32, -1: none), one per n_id like ``x``; None when the
+    #: type has none or the server sends none.
+    y: Optional[npt.NDArray[np.int32]] = None
 
 
 @dataclass
@@ -95,6 +102,11 @@ class HeteroBatch:
     #: Feature rows per node type (a server with --features): one row per
     #: n_id (PyG; also ``nodes[t].x``) or per src node of the last hop (DGL).
     x: Dict[str, npt.NDArray[Any]] = field(default_factory=dict)
+    #: Labels per node type that has any (a server with --features; int32,
+    #: -1: a node without a label), in the rows of ``x``: one per n_id
+    #: (PyG; also ``nodes[t].y``) or per src node of the last hop (DGL,
+    #: which start with the seeds).
+    y: Dict[str, npt.NDArray[np.int32]] = field(default_factory=dict)
 
     def __getitem__(self, key: Any) -> Any:
         """``batch["paper"]`` or ``batch["author", "writes", "paper"]``, as
