@@ -8,6 +8,7 @@ import (
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/gpu"
+	"github.com/streamsampler/streamsampler/heteroepoch"
 	"github.com/streamsampler/streamsampler/heterosample"
 	"github.com/streamsampler/streamsampler/host"
 )
@@ -41,9 +42,9 @@ func typedCSR(src, dst uint32, edges int, seed uint64) *host.CSR {
 // its relation key, full layers and edge ids included.
 func checkHetero(t *testing.T, lib string, o gpu.Options) {
 	t.Helper()
-	schema := &heterosample.Schema{
-		NodeTypes: []heterosample.NodeType{{Name: "author", Count: 3000}, {Name: "paper", Count: 2000}},
-		Relations: []heterosample.Relation{{Src: "author", Name: "writes", Dst: "paper"},
+	schema := &heteroepoch.Schema{
+		NodeTypes: []heteroepoch.NodeType{{Name: "author", Count: 3000}, {Name: "paper", Count: 2000}},
+		Relations: []heteroepoch.Relation{{Src: "author", Name: "writes", Dst: "paper"},
 			{Src: "paper", Name: "cites", Dst: "paper"}, {Src: "paper", Name: "rev_writes", Dst: "author"}},
 	}
 	csrs := []*host.CSR{typedCSR(3000, 2000, 20000, 1), typedCSR(2000, 2000, 16000, 2), typedCSR(2000, 3000, 20000, 3)}
@@ -57,7 +58,7 @@ func checkHetero(t *testing.T, lib string, o gpu.Options) {
 		t.Cleanup(func() { b.Close() })
 		rels, graphs = append(rels, b), append(graphs, c)
 	}
-	seeds := []heterosample.Seeds{{Type: "paper", Nodes: pickSeeds(2000, 0.05, 7)}}
+	seeds := []heteroepoch.Seeds{{Type: "paper", Nodes: pickSeeds(2000, 0.05, 7)}}
 	for _, fan := range []map[string][]int{
 		{"author___writes___paper": {5, 3}, "paper___cites___paper": {10, 2}, "paper___rev_writes___author": {4, 4}},
 		{"author___writes___paper": {-1, 3}, "paper___cites___paper": {10, -1}, "paper___rev_writes___author": {0, 2}},
@@ -84,7 +85,7 @@ func checkHetero(t *testing.T, lib string, o gpu.Options) {
 
 // diffHetero compares two heterogeneous results layer by layer and
 // relation by relation (diffResults on each relation's layer).
-func diffHetero(got, want *heterosample.Result) error {
+func diffHetero(got, want *heteroepoch.Result) error {
 	if got.Key != want.Key || len(got.Layers) != len(want.Layers) {
 		return fmt.Errorf("key %+v, %d layers; want %+v, %d", got.Key, len(got.Layers), want.Key, len(want.Layers))
 	}

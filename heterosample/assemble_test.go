@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/streamsampler/streamsampler/heteroepoch"
+
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/rng"
@@ -33,9 +35,9 @@ import (
 //	        num_sampled_edges[k][ell] += 1
 //	  for every type t: slice[t] = [slice[t].end, |sampled_nodes[t]|)
 //	  num_sampled_nodes[t].append(|slice[t]|)
-func brutePyG(schema *Schema, csrs []*host.CSR, seeds []Seeds, fanouts [][]int, key epoch.Key) *PyGBatch {
+func brutePyG(schema *heteroepoch.Schema, csrs []*host.CSR, seeds []heteroepoch.Seeds, fanouts [][]int, key epoch.Key) *heteroepoch.PyGBatch {
 	T, R, L := len(schema.NodeTypes), len(schema.Relations), len(fanouts[0])
-	b := &PyGBatch{Nodes: make([]PyGNodes, T), Edges: make([]PyGEdges, R)}
+	b := &heteroepoch.PyGBatch{Nodes: make([]heteroepoch.PyGNodes, T), Edges: make([]heteroepoch.PyGEdges, R)}
 	mapper := make([]map[uint32]int32, T)
 	begin, end := make([]int, T), make([]int, T)
 	for t := range b.Nodes {
@@ -103,7 +105,7 @@ func brutePyG(schema *Schema, csrs []*host.CSR, seeds []Seeds, fanouts [][]int, 
 
 // requirePyG fails unless got equals want field by field (nil and empty
 // arrays alike).
-func requirePyG(t *testing.T, schema *Schema, got, want *PyGBatch) {
+func requirePyG(t *testing.T, schema *heteroepoch.Schema, got, want *heteroepoch.PyGBatch) {
 	t.Helper()
 	for ty, w := range want.Nodes {
 		g := got.Nodes[ty]
@@ -140,14 +142,14 @@ func TestPyGEqualsIndependentRendering(t *testing.T) {
 	} {
 		papers, authors := pick(500, 120, 5), pick(300, 60, 6)
 		key := epoch.Key{Seed: 31, Epoch: 2, Replace: tc.replace}
-		res, err := s.SampleEpoch(context.Background(), []Seeds{{"paper", papers}, {"author", authors}}, tc.fanouts, key)
+		res, err := s.SampleEpoch(context.Background(), []heteroepoch.Seeds{{Type: "paper", Nodes: papers}, {Type: "author", Nodes: authors}}, tc.fanouts, key)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for b := 0; b < 4; b++ {
-			batch := []Seeds{{"paper", papers[b*30 : (b+1)*30]}}
+			batch := []heteroepoch.Seeds{{Type: "paper", Nodes: papers[b*30 : (b+1)*30]}}
 			if b%2 == 1 {
-				batch = append(batch, Seeds{"author", authors[b*15 : (b+1)*15]})
+				batch = append(batch, heteroepoch.Seeds{Type: "author", Nodes: authors[b*15 : (b+1)*15]})
 			}
 			got, err := res.AssemblePyG(batch)
 			if err != nil {
@@ -173,9 +175,9 @@ func tiny() *fixture {
 	writes := []edge{{0, 0}, {1, 0}, {1, 1}, {2, 2}, {0, 3}}
 	cites := []edge{{1, 0}, {2, 0}, {3, 1}, {0, 2}}
 	return &fixture{
-		schema: &Schema{
-			NodeTypes: []NodeType{{"author", 3}, {"paper", 4}},
-			Relations: []Relation{{"author", "writes", "paper"}, {"paper", "cites", "paper"}, {"paper", "rev_writes", "author"}},
+		schema: &heteroepoch.Schema{
+			NodeTypes: []heteroepoch.NodeType{{Name: "author", Count: 3}, {Name: "paper", Count: 4}},
+			Relations: []heteroepoch.Relation{{Src: "author", Name: "writes", Dst: "paper"}, {Src: "paper", Name: "cites", Dst: "paper"}, {Src: "paper", Name: "rev_writes", Dst: "author"}},
 		},
 		csrs: []*host.CSR{inCSR(writes, 3, 4), inCSR(cites, 4, 4), inCSR(reversed(writes), 4, 3)},
 	}
@@ -193,7 +195,7 @@ func TestTinyByHand(t *testing.T) {
 		t.Fatalf("rev_writes indptr %v, want %v", f.csrs[2].Indptr, want)
 	}
 	fanouts := [][]int{{5, epoch.AllNeighbors}, {5, 5}, {5, 5}}
-	seeds := []Seeds{{"paper", []uint32{2, 0}}}
+	seeds := []heteroepoch.Seeds{{Type: "paper", Nodes: []uint32{2, 0}}}
 	dirs := f.write(t, 4096)
 	s, err := Open(f.schema, dirs, Options{Host: host.Options{EdgeIDs: true}})
 	if err != nil {
@@ -211,12 +213,12 @@ func TestTinyByHand(t *testing.T) {
 	// expands no author (none was reached before hop 1). Hop 2 expands
 	// what hop 1 added: p1 through writes (a1) and cites (p3, new: local
 	// 3), and a2, a0, a1 through rev_writes.
-	want := &PyGBatch{
-		Nodes: []PyGNodes{
+	want := &heteroepoch.PyGBatch{
+		Nodes: []heteroepoch.PyGNodes{
 			{NID: []uint32{2, 0, 1}, NumSampledNodes: []int{0, 3, 0}, BatchSize: 0},
 			{NID: []uint32{2, 0, 1, 3}, NumSampledNodes: []int{2, 1, 1}, BatchSize: 2},
 		},
-		Edges: []PyGEdges{
+		Edges: []heteroepoch.PyGEdges{
 			{Row: []int32{0, 1, 2, 2}, Col: []int32{0, 1, 1, 2}, EID: []int64{3, 0, 1, 2}, NumSampledEdges: []int{3, 1}},
 			{Row: []int32{1, 2, 0, 3}, Col: []int32{0, 1, 1, 2}, EID: []int64{3, 0, 1, 2}, NumSampledEdges: []int{3, 1}},
 			{Row: []int32{0, 1, 3, 1, 2}, Col: []int32{0, 1, 1, 2, 2}, EID: []int64{4, 0, 1, 2, 3}, NumSampledEdges: []int{0, 5}},
@@ -231,11 +233,11 @@ func TestTinyByHand(t *testing.T) {
 
 	// DGL. Hop 1: dst papers [p2 p0], no authors; src nodes start with
 	// the dst nodes. Hop 2: dst = hop 1's src, every one expanded again.
-	wantDGL := []DGLBlock{
+	wantDGL := []heteroepoch.DGLBlock{
 		{
 			DstNID: [][]uint32{{}, {2, 0}},
 			SrcNID: [][]uint32{{2, 0, 1}, {2, 0, 1}},
-			Edges: []DGLEdges{
+			Edges: []heteroepoch.DGLEdges{
 				{Src: []int32{0, 1, 2}, Dst: []int32{0, 1, 1}, EID: []int64{3, 0, 1}},
 				{Src: []int32{1, 2, 0}, Dst: []int32{0, 1, 1}, EID: []int64{3, 0, 1}},
 				{Src: []int32{}, Dst: []int32{}, EID: []int64{}},
@@ -244,7 +246,7 @@ func TestTinyByHand(t *testing.T) {
 		{
 			DstNID: [][]uint32{{2, 0, 1}, {2, 0, 1}},
 			SrcNID: [][]uint32{{2, 0, 1}, {2, 0, 1, 3}},
-			Edges: []DGLEdges{
+			Edges: []heteroepoch.DGLEdges{
 				{Src: []int32{0, 1, 2, 2}, Dst: []int32{0, 1, 1, 2}, EID: []int64{3, 0, 1, 2}},
 				{Src: []int32{1, 2, 0, 3}, Dst: []int32{0, 1, 1, 2}, EID: []int64{3, 0, 1, 2}},
 				{Src: []int32{0, 1, 3, 1, 2}, Dst: []int32{0, 1, 1, 2, 2}, EID: []int64{4, 0, 1, 2, 3}},
@@ -289,7 +291,7 @@ func positions(csr *host.CSR, v uint32, count int, lkey uint64, replace bool) []
 // dst node is expanded by every relation into it (relations in order,
 // nodes in order, slots in order), new neighbors appended in order of
 // first appearance, and hop h+1's dst nodes are hop h's src nodes.
-func bruteDGL(schema *Schema, csrs []*host.CSR, seeds []Seeds, fanouts [][]int, key epoch.Key) []DGLBlock {
+func bruteDGL(schema *heteroepoch.Schema, csrs []*host.CSR, seeds []heteroepoch.Seeds, fanouts [][]int, key epoch.Key) []heteroepoch.DGLBlock {
 	T, L := len(schema.NodeTypes), len(fanouts[0])
 	dst := make([][]uint32, T)
 	for t := range dst {
@@ -300,9 +302,9 @@ func bruteDGL(schema *Schema, csrs []*host.CSR, seeds []Seeds, fanouts [][]int, 
 			}
 		}
 	}
-	var out []DGLBlock
+	var out []heteroepoch.DGLBlock
 	for ell := 0; ell < L; ell++ {
-		b := DGLBlock{DstNID: dst, SrcNID: make([][]uint32, T)}
+		b := heteroepoch.DGLBlock{DstNID: dst, SrcNID: make([][]uint32, T)}
 		where := make([]map[uint32]int32, T)
 		for t := range dst {
 			b.SrcNID[t] = slices.Clone(dst[t])
@@ -312,7 +314,7 @@ func bruteDGL(schema *Schema, csrs []*host.CSR, seeds []Seeds, fanouts [][]int, 
 			}
 		}
 		for r, rel := range schema.Relations {
-			e := DGLEdges{Src: []int32{}, Dst: []int32{}, EID: []int64{}}
+			e := heteroepoch.DGLEdges{Src: []int32{}, Dst: []int32{}, EID: []int64{}}
 			s, d := schema.TypeIndex(rel.Src), schema.TypeIndex(rel.Dst)
 			if count := fanouts[r][ell]; count != 0 {
 				for i, v := range dst[d] {
@@ -354,14 +356,14 @@ func TestDGLEqualsIndependentRendering(t *testing.T) {
 	fanouts := [][]int{{3, 0, 2}, {epoch.AllNeighbors, 2, 1}, {2, 3, epoch.AllNeighbors}}
 	papers, authors := pick(500, 100, 7), pick(300, 50, 8)
 	key := epoch.Key{Seed: 12, Epoch: 5, Replace: true}
-	res, err := s.SampleEpoch(context.Background(), []Seeds{{"paper", papers}, {"author", authors}}, fanouts, key)
+	res, err := s.SampleEpoch(context.Background(), []heteroepoch.Seeds{{Type: "paper", Nodes: papers}, {Type: "author", Nodes: authors}}, fanouts, key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for b := 0; b < 4; b++ {
-		batch := []Seeds{{"paper", papers[b*25 : (b+1)*25]}}
+		batch := []heteroepoch.Seeds{{Type: "paper", Nodes: papers[b*25 : (b+1)*25]}}
 		if b%2 == 1 {
-			batch = append(batch, Seeds{"author", authors[b*12 : (b+1)*12]})
+			batch = append(batch, heteroepoch.Seeds{Type: "author", Nodes: authors[b*12 : (b+1)*12]})
 		}
 		got, err := res.AssembleDGL(batch)
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/streamsampler/streamsampler/heteroepoch"
+
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/internal/testgraph"
@@ -18,15 +20,15 @@ import (
 // of g is in exactly one relation.
 func byResidue(g *host.CSR, k uint32) *fixture {
 	n := g.NumNodes()
-	f := &fixture{schema: &Schema{}}
+	f := &fixture{schema: &heteroepoch.Schema{}}
 	counts := make([]uint32, k)
 	for t := uint32(0); t < k; t++ {
 		counts[t] = (n + k - 1 - t) / k
-		f.schema.NodeTypes = append(f.schema.NodeTypes, NodeType{fmt.Sprintf("t%d", t), counts[t]})
+		f.schema.NodeTypes = append(f.schema.NodeTypes, heteroepoch.NodeType{Name: fmt.Sprintf("t%d", t), Count: counts[t]})
 	}
 	for s := uint32(0); s < k; s++ {
 		for d := uint32(0); d < k; d++ {
-			f.schema.Relations = append(f.schema.Relations, Relation{f.schema.NodeTypes[s].Name, "to", f.schema.NodeTypes[d].Name})
+			f.schema.Relations = append(f.schema.Relations, heteroepoch.Relation{Src: f.schema.NodeTypes[s].Name, Name: "to", Dst: f.schema.NodeTypes[d].Name})
 			rows := max(counts[s], counts[d])
 			c := &host.CSR{Indptr: make([]uint64, 1, rows+1)}
 			for v := d; v < n; v += k {
@@ -95,9 +97,9 @@ func BenchmarkEpochHeteroVsHomo(b *testing.B) {
 		for _, s := range seeds {
 			typed[s%v.types] = append(typed[s%v.types], s/v.types)
 		}
-		var hseeds []Seeds
+		var hseeds []heteroepoch.Seeds
 		for t := range typed {
-			hseeds = append(hseeds, Seeds{f.schema.NodeTypes[t].Name, typed[t]})
+			hseeds = append(hseeds, heteroepoch.Seeds{Type: f.schema.NodeTypes[t].Name, Nodes: typed[t]})
 		}
 		fan := make([][]int, len(f.schema.Relations))
 		for r := range fan {

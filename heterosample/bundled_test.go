@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/streamsampler/streamsampler/heteroepoch"
+
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
@@ -61,13 +63,13 @@ func musaeTyped(t *testing.T) *fixture {
 		typeOf[id], local[id] = ty, counts[ty]
 		counts[ty]++
 	}
-	f := &fixture{schema: &Schema{}}
+	f := &fixture{schema: &heteroepoch.Schema{}}
 	for i, name := range names {
-		f.schema.NodeTypes = append(f.schema.NodeTypes, NodeType{name, counts[i]})
+		f.schema.NodeTypes = append(f.schema.NodeTypes, heteroepoch.NodeType{Name: name, Count: counts[i]})
 	}
 	for s := range names {
 		for d := range names {
-			f.schema.Relations = append(f.schema.Relations, Relation{names[s], "likes", names[d]})
+			f.schema.Relations = append(f.schema.Relations, heteroepoch.Relation{Src: names[s], Name: "likes", Dst: names[d]})
 			c := &host.CSR{Indptr: make([]uint64, 1, max(counts[s], counts[d])+1)}
 			for v := uint32(0); v < n; v++ {
 				if typeOf[v] != d {
@@ -110,7 +112,7 @@ func TestPyGBundledMusae(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := epoch.Key{Seed: 8, Epoch: 1}
-	seeds := []Seeds{{"politician", pol}, {"tvshow", tv}}
+	seeds := []heteroepoch.Seeds{{Type: "politician", Nodes: pol}, {Type: "tvshow", Nodes: tv}}
 	res, err := s.SampleEpoch(context.Background(), seeds, fanouts, key)
 	if err != nil {
 		t.Fatal(err)
@@ -121,9 +123,9 @@ func TestPyGBundledMusae(t *testing.T) {
 	}
 	requireEqual(t, res, ref)
 	for b := 0; b < 4; b++ {
-		batch := []Seeds{{"politician", pol[b*64 : (b+1)*64]}}
+		batch := []heteroepoch.Seeds{{Type: "politician", Nodes: pol[b*64 : (b+1)*64]}}
 		if b >= 2 {
-			batch = append(batch, Seeds{"tvshow", tv[b*16 : (b+1)*16]})
+			batch = append(batch, heteroepoch.Seeds{Type: "tvshow", Nodes: tv[b*16 : (b+1)*16]})
 		}
 		got, err := res.AssemblePyG(batch)
 		if err != nil {

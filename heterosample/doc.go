@@ -1,5 +1,5 @@
-// Package heterosample samples heterogeneous epochs and assembles their
-// minibatches (issue 27, items 2 and 3; DESIGN §3 "Relations", §4
+// Package heterosample samples heterogeneous epochs into
+// heteroepoch.Results (issue 27, item 2; DESIGN §3 "Relations", §4
 // "Heterogeneous epochs", §5 "Heterogeneous minibatches").
 //
 // A heterogeneous graph has node types, each with per-type local ids
@@ -14,8 +14,6 @@
 // frontier of type s is its frontier and the valid samples of every
 // relation whose src type is s.
 //
-// Minibatches are assembled from an epoch's Result by binary search, as
-// package epoch does for homogeneous graphs: PyG's HeteroData fields with
-// pyg-lib's hetero_neighbor_sample semantics (AssemblePyG), or DGL's
-// heterograph blocks (AssembleDGL).
+// The schema, the Result and its assembly into minibatches are package
+// heteroepoch's, which imports no sampler.
 package heterosample

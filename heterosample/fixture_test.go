@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/streamsampler/streamsampler/heteroepoch"
+
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/host"
 )
@@ -68,7 +70,7 @@ func reversed(es []edge) []edge {
 // fixture is a heterogeneous test graph: its schema, each relation's
 // in-edge CSR, and (once written) each relation's graph directory.
 type fixture struct {
-	schema *Schema
+	schema *heteroepoch.Schema
 	csrs   []*host.CSR
 }
 
@@ -88,9 +90,9 @@ func academic(na, np uint32, seed uint64) *fixture {
 	writes := randomEdges(&r, int(3*np), na, np)
 	cites := randomEdges(&r, int(4*np), np, np)
 	return &fixture{
-		schema: &Schema{
-			NodeTypes: []NodeType{{"author", na}, {"paper", np}},
-			Relations: []Relation{{"author", "writes", "paper"}, {"paper", "cites", "paper"}, {"paper", "rev_writes", "author"}},
+		schema: &heteroepoch.Schema{
+			NodeTypes: []heteroepoch.NodeType{{Name: "author", Count: na}, {Name: "paper", Count: np}},
+			Relations: []heteroepoch.Relation{{Src: "author", Name: "writes", Dst: "paper"}, {Src: "paper", Name: "cites", Dst: "paper"}, {Src: "paper", Name: "rev_writes", Dst: "author"}},
 		},
 		csrs: []*host.CSR{inCSR(writes, na, np), inCSR(cites, np, np), inCSR(reversed(writes), np, na)},
 	}

@@ -4,20 +4,22 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/streamsampler/streamsampler/heteroepoch"
+
 	"github.com/streamsampler/streamsampler/heterofmt"
 )
 
 // SchemaOf is the schema of a heterogeneous graph directory's manifest:
 // its node types and relations in hetero.json's order (the relation ids of
 // DESIGN §3 "Relations"), and each relation's graph directory under dir.
-func SchemaOf(dir string, m *heterofmt.Manifest) (*Schema, []string) {
-	s := &Schema{NodeTypes: make([]NodeType, len(m.NodeTypes)), Relations: make([]Relation, len(m.Relations))}
+func SchemaOf(dir string, m *heterofmt.Manifest) (*heteroepoch.Schema, []string) {
+	s := &heteroepoch.Schema{NodeTypes: make([]heteroepoch.NodeType, len(m.NodeTypes)), Relations: make([]heteroepoch.Relation, len(m.Relations))}
 	for i, t := range m.NodeTypes {
-		s.NodeTypes[i] = NodeType{Name: t.Name, Count: t.Count}
+		s.NodeTypes[i] = heteroepoch.NodeType{Name: t.Name, Count: t.Count}
 	}
 	dirs := make([]string, len(m.Relations))
 	for r, rel := range m.Relations {
-		s.Relations[r] = Relation{Src: rel.Src, Name: rel.Rel, Dst: rel.Dst}
+		s.Relations[r] = heteroepoch.Relation{Src: rel.Src, Name: rel.Rel, Dst: rel.Dst}
 		dirs[r] = filepath.Join(dir, filepath.FromSlash(rel.Dir))
 	}
 	return s, dirs
@@ -27,7 +29,7 @@ func SchemaOf(dir string, m *heterofmt.Manifest) (*Schema, []string) {
 // --relation, docs/FORMAT.md): hetero.json and every relation checked
 // against it (heterofmt.Open: fingerprints, sizes), then a host.Sampler per
 // relation (Open). It returns the schema the sampler was opened with.
-func OpenDir(dir string, opts Options) (*Sampler, *Schema, error) {
+func OpenDir(dir string, opts Options) (*Sampler, *heteroepoch.Schema, error) {
 	g, err := heterofmt.Open(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("heterosample: %w", err)

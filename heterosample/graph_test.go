@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/streamsampler/streamsampler/heteroepoch"
+
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/heterofmt"
 	"github.com/streamsampler/streamsampler/host"
@@ -63,7 +65,7 @@ func TestOpenDirBuilt(t *testing.T) {
 		csrs, graphs = append(csrs, c), append(graphs, c)
 	}
 	seedType := schema.NodeTypes[0]
-	seeds := []Seeds{{seedType.Name, pick(seedType.Count, int(min(200, seedType.Count)), 5)}}
+	seeds := []heteroepoch.Seeds{{Type: seedType.Name, Nodes: pick(seedType.Count, int(min(200, seedType.Count)), 5)}}
 	fanouts, err := schema.FanoutsFromMap(nil, []int{5, 3})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +80,7 @@ func TestOpenDirBuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireEqual(t, res, ref)
-	batch := []Seeds{{seedType.Name, seeds[0].Nodes[:min(64, len(seeds[0].Nodes))]}}
+	batch := []heteroepoch.Seeds{{Type: seedType.Name, Nodes: seeds[0].Nodes[:min(64, len(seeds[0].Nodes))]}}
 	got, err := res.AssemblePyG(batch)
 	if err != nil {
 		t.Fatal(err)

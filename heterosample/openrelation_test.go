@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/streamsampler/streamsampler/heteroepoch"
+
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
 )
@@ -28,11 +30,11 @@ func (c closingLayers) Close() error { *c.closed++; return nil }
 func TestOpenRelation(t *testing.T) {
 	f := academic(50, 80, 4)
 	dirs := f.write(t, 4096)
-	seeds := []Seeds{{"paper", pick(80, 30, 2)}}
+	seeds := []heteroepoch.Seeds{{Type: "paper", Nodes: pick(80, 30, 2)}}
 	fanouts := [][]int{{4, 2}, {3, 1}, {2, 2}}
 	key := epoch.Key{Seed: 9, Epoch: 1}
 
-	want, err := func() (*Result, error) {
+	want, err := func() (*heteroepoch.Result, error) {
 		s, err := Open(f.schema, dirs, Options{Host: host.Options{EdgeIDs: true}})
 		if err != nil {
 			return nil, err

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/streamsampler/streamsampler/heteroepoch"
+
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/rng"
@@ -16,8 +18,8 @@ import (
 // of Sample's loop (epoch.NextFrontier); each relation's layer is
 // host.ReferenceLayerKeyed under rng.RelationKey. With edgeIDs every
 // graph must be a host.EdgeAdjacency.
-func Reference(schema *Schema, graphs []host.Adjacency, seeds []Seeds, fanouts [][]int, key epoch.Key, edgeIDs bool) (*Result, error) {
-	L, byType, err := schema.request(len(graphs), "graphs", seeds, fanouts)
+func Reference(schema *heteroepoch.Schema, graphs []host.Adjacency, seeds []heteroepoch.Seeds, fanouts [][]int, key epoch.Key, edgeIDs bool) (*heteroepoch.Result, error) {
+	L, byType, err := schema.Request(len(graphs), "graphs", seeds, fanouts)
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +31,7 @@ func Reference(schema *Schema, graphs []host.Adjacency, seeds []Seeds, fanouts [
 			sets[t][v] = true
 		}
 	}
-	res := &Result{Key: key, Schema: cloneSchema(schema), Fanouts: cloneFanouts(fanouts), Frontiers: [][][]uint32{sortedSets(sets)}}
+	res := &heteroepoch.Result{Key: key, Schema: cloneSchema(schema), Fanouts: cloneFanouts(fanouts), Frontiers: [][][]uint32{sortedSets(sets)}}
 	for l := 0; l < L; l++ {
 		front := res.Frontiers[l]
 		layer := make([]epoch.Layer, len(schema.Relations))

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/streamsampler/streamsampler/heteroepoch"
+
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
@@ -44,17 +46,17 @@ type LayerSampler interface {
 // epoch, l, r); frontier_{l+1}[s] is frontier_l[s] with the valid samples
 // of every relation whose src type is s. Relations are sampled one after
 // another in the schema's order, so they take the devices in turn.
-func Sample(ctx context.Context, schema *Schema, rels []LayerSampler, seeds []Seeds, fanouts [][]int, key epoch.Key) (*Result, error) {
-	L, byType, err := schema.request(len(rels), "relation samplers", seeds, fanouts)
+func Sample(ctx context.Context, schema *heteroepoch.Schema, rels []LayerSampler, seeds []heteroepoch.Seeds, fanouts [][]int, key epoch.Key) (*heteroepoch.Result, error) {
+	L, byType, err := schema.Request(len(rels), "relation samplers", seeds, fanouts)
 	if err != nil {
 		return nil, err
 	}
-	src, dst := schema.relTypes()
+	src, dst := schema.RelTypes()
 	front := make([][]uint32, len(schema.NodeTypes))
 	for t, s := range byType {
 		front[t] = slices.Compact(slices.Sorted(slices.Values(s)))
 	}
-	res := &Result{Key: key, Schema: cloneSchema(schema), Fanouts: cloneFanouts(fanouts), Frontiers: [][][]uint32{front}}
+	res := &heteroepoch.Result{Key: key, Schema: cloneSchema(schema), Fanouts: cloneFanouts(fanouts), Frontiers: [][][]uint32{front}}
 	// parts[t] collects the layer's sample arrays of the relations whose
 	// src type is t: frontier_{l+1}[t] is their union with frontier_l[t].
 	parts := make([][][]int32, len(front))
@@ -184,8 +186,8 @@ func unionFrontier(frontier []uint32, parts [][]int32, count uint32) []uint32 {
 	return out
 }
 
-func cloneSchema(s *Schema) Schema {
-	return Schema{NodeTypes: slices.Clone(s.NodeTypes), Relations: slices.Clone(s.Relations)}
+func cloneSchema(s *heteroepoch.Schema) heteroepoch.Schema {
+	return heteroepoch.Schema{NodeTypes: slices.Clone(s.NodeTypes), Relations: slices.Clone(s.Relations)}
 }
 
 func cloneFanouts(f [][]int) [][]int {
@@ -220,7 +222,7 @@ type Options struct {
 // one host.Sampler per relation, each over its own graph directory, with
 // its own chunk cache (a share of the budget).
 type Sampler struct {
-	schema Schema
+	schema heteroepoch.Schema
 	rels   []*host.Sampler
 	// layers are the relations' samplers from Options.OpenRelation (nil
 	// when they are rels).
@@ -236,7 +238,7 @@ const BackendGPU = "gpu"
 // schema's order) with a host.Sampler each. Each relation's graph must have
 // max(count(src), count(dst)) nodes, as the heterogeneous directory
 // writes them (rows beyond count(dst) empty).
-func Open(schema *Schema, dirs []string, opts Options) (_ *Sampler, err error) {
+func Open(schema *heteroepoch.Schema, dirs []string, opts Options) (_ *Sampler, err error) {
 	if err := schema.Validate(); err != nil {
 		return nil, err
 	}
@@ -247,7 +249,7 @@ func Open(schema *Schema, dirs []string, opts Options) (_ *Sampler, err error) {
 		return nil, fmt.Errorf("heterosample: %w: Open does not open the gpu backend itself; pass Options.OpenRelation (a gpu.Backend per relation), or use emu or xrt", ErrNotYet)
 	}
 	if len(dirs) != len(schema.Relations) {
-		return nil, fmt.Errorf("%w: %d graph directories for %d relations", ErrInvalid, len(dirs), len(schema.Relations))
+		return nil, fmt.Errorf("%w: %d graph directories for %d relations", heteroepoch.ErrInvalid, len(dirs), len(schema.Relations))
 	}
 	mans := make([]*chunkfmt.Manifest, len(dirs))
 	var total int64
@@ -259,7 +261,7 @@ func Open(schema *Schema, dirs []string, opts Options) (_ *Sampler, err error) {
 		rel := schema.Relations[r]
 		want := max(schema.NodeTypes[schema.TypeIndex(rel.Src)].Count, schema.NodeTypes[schema.TypeIndex(rel.Dst)].Count)
 		if m.NumNodes != want {
-			return nil, fmt.Errorf("%w: relation %s (%s): graph has %d nodes, want max(count(%s), count(%s)) = %d", ErrInvalid, rel, dir, m.NumNodes, rel.Src, rel.Dst, want)
+			return nil, fmt.Errorf("%w: relation %s (%s): graph has %d nodes, want max(count(%s), count(%s)) = %d", heteroepoch.ErrInvalid, rel, dir, m.NumNodes, rel.Src, rel.Dst, want)
 		}
 		mans[r] = m
 		total += host.GraphReadBytes(m)
@@ -298,7 +300,7 @@ func Open(schema *Schema, dirs []string, opts Options) (_ *Sampler, err error) {
 
 // SampleEpoch samples the epoch of key from seeds with per-relation
 // fanouts (Sample).
-func (s *Sampler) SampleEpoch(ctx context.Context, seeds []Seeds, fanouts [][]int, key epoch.Key) (*Result, error) {
+func (s *Sampler) SampleEpoch(ctx context.Context, seeds []heteroepoch.Seeds, fanouts [][]int, key epoch.Key) (*heteroepoch.Result, error) {
 	res, _, err := s.SampleEpochStats(ctx, seeds, fanouts, key)
 	return res, err
 }
@@ -325,7 +327,7 @@ func (st *Stats) BytesRead() int64 {
 }
 
 // SampleEpochStats is SampleEpoch returning the epoch's statistics too.
-func (s *Sampler) SampleEpochStats(ctx context.Context, seeds []Seeds, fanouts [][]int, key epoch.Key) (*Result, *Stats, error) {
+func (s *Sampler) SampleEpochStats(ctx context.Context, seeds []heteroepoch.Seeds, fanouts [][]int, key epoch.Key) (*heteroepoch.Result, *Stats, error) {
 	start := time.Now()
 	st := &Stats{}
 	if L, err := s.schema.NumLayers(fanouts); err == nil {

@@ -9,13 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/streamsampler/streamsampler/heteroepoch"
+
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/host"
 )
 
 // requireEqual fails unless got and want are the same epoch: frontiers of
 // every type and layer, and every relation's layer, bytes for bytes.
-func requireEqual(t *testing.T, got, want *Result) {
+func requireEqual(t *testing.T, got, want *heteroepoch.Result) {
 	t.Helper()
 	if got.Key != want.Key || len(got.Layers) != len(want.Layers) || len(got.Frontiers) != len(want.Frontiers) {
 		t.Fatalf("key/layers differ: %v/%d vs %v/%d", got.Key, len(got.Layers), want.Key, len(want.Layers))
@@ -55,13 +57,13 @@ func TestSamplerEqualsReference(t *testing.T) {
 	small := f.write(t, 1024)
 	one := f.write(t, 8<<20)
 	fanouts := [][]int{{3, 2, epoch.AllNeighbors}, {2, 0, 3}, {epoch.AllNeighbors, 4, 1}}
-	seedsPaper := []Seeds{{"paper", pick(700, 60, 1)}}
-	seedsBoth := []Seeds{{"author", pick(400, 20, 2)}, {"paper", pick(700, 30, 4)}}
+	seedsPaper := []heteroepoch.Seeds{{Type: "paper", Nodes: pick(700, 60, 1)}}
+	seedsBoth := []heteroepoch.Seeds{{Type: "author", Nodes: pick(400, 20, 2)}, {Type: "paper", Nodes: pick(700, 30, 4)}}
 	for _, tc := range []struct {
 		name  string
 		dirs  []string
 		opts  host.Options
-		seeds []Seeds
+		seeds []heteroepoch.Seeds
 		key   epoch.Key
 	}{
 		{"emu 1 device", small, host.Options{Devices: 1, EdgeIDs: true}, seedsPaper, epoch.Key{Seed: 5, Epoch: 0}},
@@ -104,11 +106,11 @@ func TestSamplerEqualsReference(t *testing.T) {
 func TestFrontierInvariants(t *testing.T) {
 	f := academic(200, 300, 8)
 	fanouts := [][]int{{2, 0}, {1, 3}, {0, 2}}
-	res, err := Reference(f.schema, f.graphs(), []Seeds{{"paper", pick(300, 10, 3)}}, fanouts, epoch.Key{Seed: 3}, false)
+	res, err := Reference(f.schema, f.graphs(), []heteroepoch.Seeds{{Type: "paper", Nodes: pick(300, 10, 3)}}, fanouts, epoch.Key{Seed: 3}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, _ := f.schema.relTypes()
+	src, _ := f.schema.RelTypes()
 	for l := range res.Layers {
 		for ty := range f.schema.NodeTypes {
 			want := map[uint32]bool{}
@@ -150,9 +152,9 @@ func TestFrontierInvariants(t *testing.T) {
 func TestRelationInKey(t *testing.T) {
 	r := splitmix(4)
 	g := inCSR(randomEdges(&r, 4000, 500, 500), 500, 500)
-	schema := &Schema{NodeTypes: []NodeType{{"n", 500}}, Relations: []Relation{{"n", "a", "n"}, {"n", "b", "n"}}}
+	schema := &heteroepoch.Schema{NodeTypes: []heteroepoch.NodeType{{Name: "n", Count: 500}}, Relations: []heteroepoch.Relation{{Src: "n", Name: "a", Dst: "n"}, {Src: "n", Name: "b", Dst: "n"}}}
 	seeds := pick(500, 50, 6)
-	res, err := Reference(schema, []host.Adjacency{g, g}, []Seeds{{"n", seeds}}, [][]int{{4}, {4}}, epoch.Key{Seed: 2, Epoch: 1}, false)
+	res, err := Reference(schema, []host.Adjacency{g, g}, []heteroepoch.Seeds{{Type: "n", Nodes: seeds}}, [][]int{{4}, {4}}, epoch.Key{Seed: 2, Epoch: 1}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +179,7 @@ func TestHomogeneousAsOneRelation(t *testing.T) {
 	g := inCSR(randomEdges(&r, 6000, 800, 800), 800, 800)
 	dir := filepath.Join(t.TempDir(), "g")
 	writeCSR(t, dir, g, 2048)
-	schema := &Schema{NodeTypes: []NodeType{{"node", 800}}, Relations: []Relation{{"node", "to", "node"}}}
+	schema := &heteroepoch.Schema{NodeTypes: []heteroepoch.NodeType{{Name: "node", Count: 800}}, Relations: []heteroepoch.Relation{{Src: "node", Name: "to", Dst: "node"}}}
 	seeds := pick(800, 64, 2)
 	fanouts := []int{5, epoch.AllNeighbors, 3}
 	key := epoch.Key{Seed: 77, Epoch: 4}
@@ -186,7 +188,7 @@ func TestHomogeneousAsOneRelation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	het, err := s.SampleEpoch(context.Background(), []Seeds{{"node", seeds}}, [][]int{fanouts}, key)
+	het, err := s.SampleEpoch(context.Background(), []heteroepoch.Seeds{{Type: "node", Nodes: seeds}}, [][]int{fanouts}, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +212,7 @@ func TestHomogeneousAsOneRelation(t *testing.T) {
 			t.Fatal(err)
 		}
 		if sem == epoch.PyG {
-			pb, err := het.AssemblePyG([]Seeds{{"node", batch}})
+			pb, err := het.AssemblePyG([]heteroepoch.Seeds{{Type: "node", Nodes: batch}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +241,7 @@ func TestHomogeneousAsOneRelation(t *testing.T) {
 			}
 			continue
 		}
-		blocks, err := het.AssembleDGL([]Seeds{{"node", batch}})
+		blocks, err := het.AssembleDGL([]heteroepoch.Seeds{{Type: "node", Nodes: batch}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,60 +262,60 @@ func TestBadInput(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
-		seeds   []Seeds
+		seeds   []heteroepoch.Seeds
 		fanouts [][]int
 		want    string
 	}{
-		{"unknown seed type", []Seeds{{"venue", []uint32{1}}}, good, `unknown node type "venue"`},
-		{"seed beyond its type", []Seeds{{"author", []uint32{50}}}, good, `seed 50 (position 0) of node type "author" is not a node: the type has 50 nodes`},
-		{"seed type twice", []Seeds{{"author", []uint32{1}}, {"author", []uint32{2}}}, good, `node type "author" given twice`},
-		{"fanout lists of different lengths", []Seeds{{"paper", []uint32{1}}}, [][]int{{2, 2}, {2}, {2, 2}}, "relation paper___cites___paper has 1 fanouts but relation author___writes___paper has 2"},
-		{"missing relation", []Seeds{{"paper", []uint32{1}}}, [][]int{{2}, {2}}, "2 fanout lists for 3 relations"},
-		{"fanout 65", []Seeds{{"paper", []uint32{1}}}, [][]int{{2}, {65}, {2}}, "relation paper___cites___paper: fanout 65 of layer 0"},
-		{"no layers", []Seeds{{"paper", []uint32{1}}}, [][]int{{}, {}, {}}, "0 fanouts"},
+		{"unknown seed type", []heteroepoch.Seeds{{Type: "venue", Nodes: []uint32{1}}}, good, `unknown node type "venue"`},
+		{"seed beyond its type", []heteroepoch.Seeds{{Type: "author", Nodes: []uint32{50}}}, good, `seed 50 (position 0) of node type "author" is not a node: the type has 50 nodes`},
+		{"seed type twice", []heteroepoch.Seeds{{Type: "author", Nodes: []uint32{1}}, {Type: "author", Nodes: []uint32{2}}}, good, `node type "author" given twice`},
+		{"fanout lists of different lengths", []heteroepoch.Seeds{{Type: "paper", Nodes: []uint32{1}}}, [][]int{{2, 2}, {2}, {2, 2}}, "relation paper___cites___paper has 1 fanouts but relation author___writes___paper has 2"},
+		{"missing relation", []heteroepoch.Seeds{{Type: "paper", Nodes: []uint32{1}}}, [][]int{{2}, {2}}, "2 fanout lists for 3 relations"},
+		{"fanout 65", []heteroepoch.Seeds{{Type: "paper", Nodes: []uint32{1}}}, [][]int{{2}, {65}, {2}}, "relation paper___cites___paper: fanout 65 of layer 0"},
+		{"no layers", []heteroepoch.Seeds{{Type: "paper", Nodes: []uint32{1}}}, [][]int{{}, {}, {}}, "0 fanouts"},
 	} {
 		_, err := Reference(f.schema, f.graphs(), tc.seeds, tc.fanouts, epoch.Key{}, false)
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+		if !errors.Is(err, heteroepoch.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want ErrInvalid with %q", tc.name, err, tc.want)
 		}
 		rels := []LayerSampler{MemoryLayers{Graph: f.csrs[0]}, MemoryLayers{Graph: f.csrs[1]}, MemoryLayers{Graph: f.csrs[2]}}
 		_, err = Sample(ctx, f.schema, rels, tc.seeds, tc.fanouts, epoch.Key{})
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+		if !errors.Is(err, heteroepoch.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Sample %s: %v, want ErrInvalid with %q", tc.name, err, tc.want)
 		}
 	}
 	for _, tc := range []struct {
 		name   string
-		schema Schema
+		schema heteroepoch.Schema
 		want   string
 	}{
-		{"unknown relation type", Schema{NodeTypes: []NodeType{{"a", 1}}, Relations: []Relation{{"a", "r", "b"}}}, `relation 0 (a___r___b): unknown node type "b"`},
-		{"type twice", Schema{NodeTypes: []NodeType{{"a", 1}, {"a", 2}}, Relations: []Relation{{"a", "r", "a"}}}, `node type "a" listed twice`},
-		{"relation twice", Schema{NodeTypes: []NodeType{{"a", 1}}, Relations: []Relation{{"a", "r", "a"}, {"a", "r", "a"}}}, "relation a___r___a listed twice"},
+		{"unknown relation type", heteroepoch.Schema{NodeTypes: []heteroepoch.NodeType{{Name: "a", Count: 1}}, Relations: []heteroepoch.Relation{{Src: "a", Name: "r", Dst: "b"}}}, `relation 0 (a___r___b): unknown node type "b"`},
+		{"type twice", heteroepoch.Schema{NodeTypes: []heteroepoch.NodeType{{Name: "a", Count: 1}, {Name: "a", Count: 2}}, Relations: []heteroepoch.Relation{{Src: "a", Name: "r", Dst: "a"}}}, `node type "a" listed twice`},
+		{"relation twice", heteroepoch.Schema{NodeTypes: []heteroepoch.NodeType{{Name: "a", Count: 1}}, Relations: []heteroepoch.Relation{{Src: "a", Name: "r", Dst: "a"}, {Src: "a", Name: "r", Dst: "a"}}}, "relation a___r___a listed twice"},
 	} {
-		if err := tc.schema.Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+		if err := tc.schema.Validate(); !errors.Is(err, heteroepoch.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want ErrInvalid with %q", tc.name, err, tc.want)
 		}
 	}
 	// PyG's num_neighbors dict rules.
-	if _, err := f.schema.FanoutsFromMap(map[string][]int{"author___writes___paper": {2}, "paper___cites___paper": {2}}, nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "no fanouts for relation paper___rev_writes___author") {
+	if _, err := f.schema.FanoutsFromMap(map[string][]int{"author___writes___paper": {2}, "paper___cites___paper": {2}}, nil); !errors.Is(err, heteroepoch.ErrInvalid) || !strings.Contains(err.Error(), "no fanouts for relation paper___rev_writes___author") {
 		t.Errorf("missing relation without default: %v", err)
 	}
-	if _, err := f.schema.FanoutsFromMap(map[string][]int{"paper___writes___paper": {2}}, []int{1}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `"paper___writes___paper", which is not a relation`) {
+	if _, err := f.schema.FanoutsFromMap(map[string][]int{"paper___writes___paper": {2}}, []int{1}); !errors.Is(err, heteroepoch.ErrInvalid) || !strings.Contains(err.Error(), `"paper___writes___paper", which is not a relation`) {
 		t.Errorf("unknown relation: %v", err)
 	}
 	if got, err := f.schema.FanoutsFromMap(map[string][]int{"paper___cites___paper": {5, 0}}, []int{1, 2}); err != nil || !slices.Equal(got[0], []int{1, 2}) || !slices.Equal(got[1], []int{5, 0}) || !slices.Equal(got[2], []int{1, 2}) {
 		t.Errorf("default: %v %v", got, err)
 	}
 	// Minibatch seeds: repeated, or outside frontier_0.
-	res, err := Reference(f.schema, f.graphs(), []Seeds{{"paper", []uint32{1, 2, 3}}}, good, epoch.Key{}, false)
+	res, err := Reference(f.schema, f.graphs(), []heteroepoch.Seeds{{Type: "paper", Nodes: []uint32{1, 2, 3}}}, good, epoch.Key{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := res.AssemblePyG([]Seeds{{"paper", []uint32{1, 1}}}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "seed 1 of node type \"paper\" at positions 0 and 1") {
+	if _, err := res.AssemblePyG([]heteroepoch.Seeds{{Type: "paper", Nodes: []uint32{1, 1}}}); !errors.Is(err, heteroepoch.ErrInvalid) || !strings.Contains(err.Error(), "seed 1 of node type \"paper\" at positions 0 and 1") {
 		t.Errorf("repeated seed: %v", err)
 	}
-	if _, err := res.AssembleDGL([]Seeds{{"paper", []uint32{4}}}); !errors.Is(err, epoch.ErrNotInFrontier) || !strings.Contains(err.Error(), `seed 4 of node type "paper"`) {
+	if _, err := res.AssembleDGL([]heteroepoch.Seeds{{Type: "paper", Nodes: []uint32{4}}}); !errors.Is(err, epoch.ErrNotInFrontier) || !strings.Contains(err.Error(), `seed 4 of node type "paper"`) {
 		t.Errorf("seed outside frontier_0: %v", err)
 	}
 }
@@ -332,14 +334,14 @@ func TestOpenErrors(t *testing.T) {
 	small := filepath.Join(t.TempDir(), "small")
 	writeCSR(t, small, &host.CSR{Indptr: make([]uint64, 61)}, 4096)
 	_, err := Open(f.schema, []string{dirs[0], dirs[1], small}, Options{})
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "relation paper___rev_writes___author") || !strings.Contains(err.Error(), "graph has 60 nodes, want max(count(paper), count(author)) = 80") {
+	if !errors.Is(err, heteroepoch.ErrInvalid) || !strings.Contains(err.Error(), "relation paper___rev_writes___author") || !strings.Contains(err.Error(), "graph has 60 nodes, want max(count(paper), count(author)) = 80") {
 		t.Errorf("wrong directory: %v", err)
 	}
 	// A store whose neighbors are paper ids where author ids are due:
 	// the graph is valid (ids below num_nodes = 80), the typed bound is
 	// not (authors are 0..49).
 	bad := *f
-	bad.schema = &Schema{NodeTypes: f.schema.NodeTypes, Relations: f.schema.Relations}
+	bad.schema = &heteroepoch.Schema{NodeTypes: f.schema.NodeTypes, Relations: f.schema.Relations}
 	r := splitmix(3)
 	bad.csrs = []*host.CSR{inCSR(randomEdges(&r, 200, 80, 80), 80, 80), f.csrs[1], f.csrs[2]}
 	bdirs := bad.write(t, 4096)
@@ -348,7 +350,7 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, err = s.SampleEpoch(context.Background(), []Seeds{{"paper", pick(80, 40, 1)}}, [][]int{{8}, {1}, {1}}, epoch.Key{})
+	_, err = s.SampleEpoch(context.Background(), []heteroepoch.Seeds{{Type: "paper", Nodes: pick(80, 40, 1)}}, [][]int{{8}, {1}, {1}}, epoch.Key{})
 	if !errors.Is(err, ErrBadSample) || !strings.Contains(err.Error(), "relation author___writes___paper") || !strings.Contains(err.Error(), "the source type has 50 nodes") {
 		t.Errorf("typed bound: %v", err)
 	}
@@ -365,7 +367,7 @@ func TestStatsAndCancel(t *testing.T) {
 	}
 	defer s.Close()
 	fanouts := [][]int{{2, 0}, {3, epoch.AllNeighbors}, {1, 2}}
-	seeds := []Seeds{{"paper", pick(300, 20, 1)}}
+	seeds := []heteroepoch.Seeds{{Type: "paper", Nodes: pick(300, 20, 1)}}
 	res, st, err := s.SampleEpochStats(context.Background(), seeds, fanouts, epoch.Key{Seed: 4})
 	if err != nil {
 		t.Fatal(err)

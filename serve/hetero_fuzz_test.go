@@ -5,16 +5,16 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/heterosample"
+	"github.com/streamsampler/streamsampler/heteroepoch"
 )
 
 // exampleDGL is the example's minibatch with DGL semantics and e_id: hop
 // 1 has paper 3 as its dst, authors 4 and 9 its new src nodes.
 func exampleDGL() *HeteroBatch {
-	return &HeteroBatch{Epoch: 5, Index: 2, Semantics: epoch.DGL, Hops: 1, EdgeIDs: true, DGL: []heterosample.DGLBlock{{
+	return &HeteroBatch{Epoch: 5, Index: 2, Semantics: epoch.DGL, Hops: 1, EdgeIDs: true, DGL: []heteroepoch.DGLBlock{{
 		DstNID: [][]uint32{{3}, {}},
 		SrcNID: [][]uint32{{3}, {4, 9}},
-		Edges:  []heterosample.DGLEdges{{Src: []int32{0, 1}, Dst: []int32{0, 0}, EID: []int64{17, 18}}},
+		Edges:  []heteroepoch.DGLEdges{{Src: []int32{0, 1}, Dst: []int32{0, 0}, EID: []int64{17, 18}}},
 	}}}
 }
 

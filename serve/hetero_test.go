@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/heteroepoch"
 	"github.com/streamsampler/streamsampler/heterosample"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
@@ -18,10 +19,10 @@ import (
 
 // exampleSchema is docs/PROTOCOL.md's heterogeneous example: papers and
 // authors, one relation author→writes→paper.
-func exampleSchema() *heterosample.Schema {
-	return &heterosample.Schema{
-		NodeTypes: []heterosample.NodeType{{Name: "paper", Count: 10}, {Name: "author", Count: 10}},
-		Relations: []heterosample.Relation{{Src: "author", Name: "writes", Dst: "paper"}},
+func exampleSchema() *heteroepoch.Schema {
+	return &heteroepoch.Schema{
+		NodeTypes: []heteroepoch.NodeType{{Name: "paper", Count: 10}, {Name: "author", Count: 10}},
+		Relations: []heteroepoch.Relation{{Src: "author", Name: "writes", Dst: "paper"}},
 	}
 }
 
@@ -41,12 +42,12 @@ const heteroExampleHex = "" +
 	"0101" + "0100000000000000" + "02000000" // num_sampled_edges [2]
 
 func exampleBatch() *HeteroBatch {
-	return &HeteroBatch{Epoch: 5, Index: 0, Semantics: epoch.PyG, Hops: 1, PyG: &heterosample.PyGBatch{
-		Nodes: []heterosample.PyGNodes{
+	return &HeteroBatch{Epoch: 5, Index: 0, Semantics: epoch.PyG, Hops: 1, PyG: &heteroepoch.PyGBatch{
+		Nodes: []heteroepoch.PyGNodes{
 			{NID: []uint32{3}, NumSampledNodes: []int{1, 0}, BatchSize: 1},
 			{NID: []uint32{4, 9}, NumSampledNodes: []int{0, 2}, BatchSize: 0},
 		},
-		Edges: []heterosample.PyGEdges{{Row: []int32{0, 1}, Col: []int32{0, 0}, NumSampledEdges: []int{2}}},
+		Edges: []heteroepoch.PyGEdges{{Row: []int32{0, 1}, Col: []int32{0, 0}, NumSampledEdges: []int{2}}},
 	}}
 }
 
@@ -78,7 +79,7 @@ func TestHeteroByteExample(t *testing.T) {
 		}
 	}
 	s := exampleSchema()
-	s.NodeTypes = append(s.NodeTypes, heterosample.NodeType{Name: "x", Count: 1})
+	s.NodeTypes = append(s.NodeTypes, heteroepoch.NodeType{Name: "x", Count: 1})
 	if _, err := DecodeHeteroBatch(got[HeaderSize:], s); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("wrong schema: %v", err)
 	}
@@ -175,7 +176,7 @@ func serveHetero(t *testing.T, dir string, devices int, sem epoch.Semantics) [][
 	var frames [][]byte
 	for e := uint32(0); e < 2; e++ {
 		shard, _ := epoch.Shard(train, 0, 1, cfg.Seed, e)
-		want, err := ref.SampleEpoch(ctx, []heterosample.Seeds{{Type: trainType.Name, Nodes: shard}}, fanouts, epoch.Key{Seed: cfg.Seed, Epoch: e})
+		want, err := ref.SampleEpoch(ctx, []heteroepoch.Seeds{{Type: trainType.Name, Nodes: shard}}, fanouts, epoch.Key{Seed: cfg.Seed, Epoch: e})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +192,7 @@ func serveHetero(t *testing.T, dir string, devices int, sem epoch.Semantics) [][
 				}
 				break
 			}
-			seeds := []heterosample.Seeds{{Type: trainType.Name, Nodes: batches[i]}}
+			seeds := []heteroepoch.Seeds{{Type: trainType.Name, Nodes: batches[i]}}
 			w := &HeteroBatch{Epoch: e, Index: i, Semantics: sem, Hops: 2, EdgeIDs: true}
 			if sem == epoch.PyG {
 				w.PyG, err = want.AssemblePyG(seeds)
@@ -263,9 +264,9 @@ func TestHeteroConfigRefused(t *testing.T) {
 		cfg  HeteroConfig
 		want error
 	}{
-		{"unknown type", HeteroConfig{TrainType: "venue", Train: []uint32{1}, Fanouts: f, BatchSize: 1}, heterosample.ErrInvalid},
-		{"seed beyond type", HeteroConfig{TrainType: "paper", Train: []uint32{10}, Fanouts: f, BatchSize: 1}, heterosample.ErrInvalid},
-		{"fanouts", HeteroConfig{TrainType: "paper", Train: []uint32{1}, Fanouts: [][]int{{2}, {2}}, BatchSize: 1}, heterosample.ErrInvalid},
+		{"unknown type", HeteroConfig{TrainType: "venue", Train: []uint32{1}, Fanouts: f, BatchSize: 1}, heteroepoch.ErrInvalid},
+		{"seed beyond type", HeteroConfig{TrainType: "paper", Train: []uint32{10}, Fanouts: f, BatchSize: 1}, heteroepoch.ErrInvalid},
+		{"fanouts", HeteroConfig{TrainType: "paper", Train: []uint32{1}, Fanouts: [][]int{{2}, {2}}, BatchSize: 1}, heteroepoch.ErrInvalid},
 		{"batch size", HeteroConfig{TrainType: "paper", Train: []uint32{1}, Fanouts: f}, ErrConfig},
 	} {
 		tc.cfg.Schema, tc.cfg.Sampler = s, (*heterosample.Sampler)(nil)
@@ -277,9 +278,9 @@ func TestHeteroConfigRefused(t *testing.T) {
 
 // seedsOnly answers SampleEpoch with heterosample's in-memory layers
 // over a graph without edges: the seeds alone (all a rank test needs).
-type seedsOnly struct{ s *heterosample.Schema }
+type seedsOnly struct{ s *heteroepoch.Schema }
 
-func (m seedsOnly) SampleEpoch(ctx context.Context, seeds []heterosample.Seeds, fanouts [][]int, key epoch.Key) (*heterosample.Result, error) {
+func (m seedsOnly) SampleEpoch(ctx context.Context, seeds []heteroepoch.Seeds, fanouts [][]int, key epoch.Key) (*heteroepoch.Result, error) {
 	rels := make([]heterosample.LayerSampler, len(m.s.Relations))
 	for r := range rels {
 		rels[r] = heterosample.MemoryLayers{Graph: &host.CSR{Indptr: make([]uint64, m.s.NodeTypes[0].Count+1)}}

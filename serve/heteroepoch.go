@@ -10,13 +10,13 @@ import (
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featstore"
+	"github.com/streamsampler/streamsampler/heteroepoch"
 	"github.com/streamsampler/streamsampler/heterofmt"
-	"github.com/streamsampler/streamsampler/heterosample"
 )
 
 // HeteroSampler samples a heterogeneous epoch (heterosample.Sampler).
 type HeteroSampler interface {
-	SampleEpoch(ctx context.Context, seeds []heterosample.Seeds, fanouts [][]int, key epoch.Key) (*heterosample.Result, error)
+	SampleEpoch(ctx context.Context, seeds []heteroepoch.Seeds, fanouts [][]int, key epoch.Key) (*heteroepoch.Result, error)
 }
 
 // HeteroConfig configures heterogeneous epochs: the training seeds are
@@ -26,7 +26,7 @@ type HeteroSampler interface {
 // epoch are the same whatever serves them.
 type HeteroConfig struct {
 	Sampler   HeteroSampler
-	Schema    *heterosample.Schema
+	Schema    *heteroepoch.Schema
 	TrainType string
 	Train     []uint32
 	// Fanouts are per relation, in the schema's order (Schema.FanoutsFromMap).
@@ -82,7 +82,7 @@ type HeteroEpochs struct {
 
 // NewHeteroEpochs checks cfg: the training type is one of the schema's,
 // every training id is below its type's count, the fanouts fit the
-// schema; errors wrap heterosample.ErrInvalid and name what is wrong.
+// schema; errors wrap heteroepoch.ErrInvalid and name what is wrong.
 func NewHeteroEpochs(cfg HeteroConfig) (*HeteroEpochs, error) {
 	s := cfg.Schema
 	if s == nil || cfg.Sampler == nil {
@@ -94,11 +94,11 @@ func NewHeteroEpochs(cfg HeteroConfig) (*HeteroEpochs, error) {
 		for i, nt := range s.NodeTypes {
 			names[i] = nt.Name
 		}
-		return nil, fmt.Errorf("%w: training node type %q is not one of the graph's %q", heterosample.ErrInvalid, cfg.TrainType, names)
+		return nil, fmt.Errorf("%w: training node type %q is not one of the graph's %q", heteroepoch.ErrInvalid, cfg.TrainType, names)
 	}
 	for i, v := range cfg.Train {
 		if v >= s.NodeTypes[t].Count {
-			return nil, fmt.Errorf("%w: training node %d (entry %d) of type %q is not a node: the type has %d nodes", heterosample.ErrInvalid, v, i, cfg.TrainType, s.NodeTypes[t].Count)
+			return nil, fmt.Errorf("%w: training node %d (entry %d) of type %q is not a node: the type has %d nodes", heteroepoch.ErrInvalid, v, i, cfg.TrainType, s.NodeTypes[t].Count)
 		}
 	}
 	L, err := s.NumLayers(cfg.Fanouts)
@@ -161,7 +161,7 @@ func NewHeteroEpochs(cfg HeteroConfig) (*HeteroEpochs, error) {
 		return nil, fmt.Errorf("serve: heterogeneous training set: %w", err)
 	}
 	if len(h.train) == 0 {
-		return nil, fmt.Errorf("%w: no training nodes of type %q", heterosample.ErrInvalid, cfg.TrainType)
+		return nil, fmt.Errorf("%w: no training nodes of type %q", heteroepoch.ErrInvalid, cfg.TrainType)
 	}
 	if len(h.train) < cfg.World {
 		return nil, fmt.Errorf("%w: %d training nodes for %d ranks", ErrConfig, len(h.train), cfg.World)
@@ -183,7 +183,7 @@ type HeteroEpoch struct {
 	Epoch   uint32
 	Batches [][]uint32
 	Shard   int
-	res     *heterosample.Result
+	res     *heteroepoch.Result
 	h       *HeteroEpochs
 }
 
@@ -196,7 +196,7 @@ func (h *HeteroEpochs) Prepare(ctx context.Context, e uint32) (*HeteroEpoch, err
 	if err != nil {
 		return nil, fmt.Errorf("serve: heterogeneous epoch %d: %w", e, err)
 	}
-	res, err := c.Sampler.SampleEpoch(ctx, []heterosample.Seeds{{Type: c.TrainType, Nodes: shard}}, c.Fanouts, epoch.Key{Seed: c.Seed, Epoch: e})
+	res, err := c.Sampler.SampleEpoch(ctx, []heteroepoch.Seeds{{Type: c.TrainType, Nodes: shard}}, c.Fanouts, epoch.Key{Seed: c.Seed, Epoch: e})
 	if err != nil {
 		return nil, fmt.Errorf("serve: sampling heterogeneous epoch %d: %w", e, err)
 	}
@@ -214,7 +214,7 @@ func (ep *HeteroEpoch) Batch(i int, sem epoch.Semantics) (*HeteroBatch, error) {
 	if i < 0 || i >= len(ep.Batches) {
 		return nil, fmt.Errorf("%w: %d of %d", errBatchRange, i, len(ep.Batches))
 	}
-	seeds := []heterosample.Seeds{{Type: ep.h.cfg.TrainType, Nodes: ep.Batches[i]}}
+	seeds := []heteroepoch.Seeds{{Type: ep.h.cfg.TrainType, Nodes: ep.Batches[i]}}
 	b, err := ep.h.assemble(ep.res, seeds, sem)
 	if err != nil {
 		return nil, fmt.Errorf("serve: heterogeneous epoch %d minibatch %d: %w", ep.Epoch, i, err)
@@ -226,7 +226,7 @@ func (ep *HeteroEpoch) Batch(i int, sem epoch.Semantics) (*HeteroBatch, error) {
 // assemble builds the minibatch of seeds from res with the given
 // semantics (DefaultSemantics: the configured one), with the feature rows
 // and labels of its nodes when the epochs have them.
-func (h *HeteroEpochs) assemble(res *heterosample.Result, seeds []heterosample.Seeds, sem epoch.Semantics) (*HeteroBatch, error) {
+func (h *HeteroEpochs) assemble(res *heteroepoch.Result, seeds []heteroepoch.Seeds, sem epoch.Semantics) (*HeteroBatch, error) {
 	if sem == DefaultSemantics {
 		sem = h.cfg.Semantics
 	}
@@ -296,7 +296,7 @@ func (h *HeteroEpochs) assemble(res *heterosample.Result, seeds []heterosample.S
 // store of another graph or a rebuilt one is refused. The result is in
 // the schema's order, nil for a type without a store; nil, nil when no
 // type has one. The caller closes the stores (CloseStores).
-func OpenHeteroFeatures(dir string, s *heterosample.Schema) ([]*featstore.Store, error) {
+func OpenHeteroFeatures(dir string, s *heteroepoch.Schema) ([]*featstore.Store, error) {
 	m, err := heterofmt.Read(dir)
 	if err != nil {
 		return nil, err
@@ -336,7 +336,7 @@ func CloseStores(stores []*featstore.Store) {
 
 // HeteroNumEdges returns the stored edge count of each relation of s
 // (HeteroConfig.NumEdges) from dir's hetero.json.
-func HeteroNumEdges(dir string, s *heterosample.Schema) ([]int64, error) {
+func HeteroNumEdges(dir string, s *heteroepoch.Schema) ([]int64, error) {
 	m, err := heterofmt.Read(dir)
 	if err != nil {
 		return nil, err

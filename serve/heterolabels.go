@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"github.com/streamsampler/streamsampler/featstore"
-	"github.com/streamsampler/streamsampler/heterosample"
+	"github.com/streamsampler/streamsampler/heteroepoch"
 )
 
 // HeteroLabels are one node type's labels, read by local id
@@ -60,7 +60,7 @@ var ErrLabelsFile = errors.New("serve: bad labels file")
 // labels, else labels/<type>.npy when dir holds one (ReadNodeLabelsNPY).
 // The store's labels go first because from_pyg writes the .npy only for a
 // type without a store. nil, nil when no type has labels.
-func OpenHeteroLabels(dir string, s *heterosample.Schema, stores []*featstore.Store) ([]HeteroLabels, error) {
+func OpenHeteroLabels(dir string, s *heteroepoch.Schema, stores []*featstore.Store) ([]HeteroLabels, error) {
 	out := make([]HeteroLabels, len(s.NodeTypes))
 	found := false
 	for t, nt := range s.NodeTypes {

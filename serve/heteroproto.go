@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/heterosample"
+	"github.com/streamsampler/streamsampler/heteroepoch"
 )
 
 // batchHetero is minibatch flag bit 3: a heterogeneous minibatch
@@ -46,8 +46,8 @@ type HeteroBatch struct {
 	Hops int
 	// EdgeIDs reports whether the edges carry e_id.
 	EdgeIDs bool
-	PyG     *heterosample.PyGBatch
-	DGL     []heterosample.DGLBlock
+	PyG     *heteroepoch.PyGBatch
+	DGL     []heteroepoch.DGLBlock
 	// X are the feature rows per node type (nil: no rows travel; a nil
 	// entry: the type has no store).
 	X []*HeteroRows
@@ -231,7 +231,7 @@ func IsHeteroBatch(p []byte) bool {
 // relation counts must match, the arrays' lengths agree with each other
 // (num_sampled_nodes sums to len(n_id), edge_index's entries index their
 // types' n_id, a DGL hop's src starts with its dst).
-func DecodeHeteroBatch(p []byte, s *heterosample.Schema) (*HeteroBatch, error) {
+func DecodeHeteroBatch(p []byte, s *heteroepoch.Schema) (*HeteroBatch, error) {
 	d := &decoder{p: p}
 	e, err := d.u32("epoch")
 	if err != nil {
@@ -294,7 +294,7 @@ func DecodeHeteroBatch(p []byte, s *heterosample.Schema) (*HeteroBatch, error) {
 
 // heteroLabels reads the labels of each node type: as many as its rows,
 // each a class (>= 0) or -1.
-func (d *decoder) heteroLabels(s *heterosample.Schema, b *HeteroBatch) ([][]int32, error) {
+func (d *decoder) heteroLabels(s *heteroepoch.Schema, b *HeteroBatch) ([][]int32, error) {
 	ys := make([][]int32, len(s.NodeTypes))
 	for t := range ys {
 		name := s.NodeTypes[t].Name + " y"
@@ -326,7 +326,7 @@ func (d *decoder) heteroLabels(s *heterosample.Schema, b *HeteroBatch) ([][]int3
 }
 
 // heteroRows reads the feature rows of each node type.
-func (d *decoder) heteroRows(s *heterosample.Schema, b *HeteroBatch) ([]*HeteroRows, error) {
+func (d *decoder) heteroRows(s *heteroepoch.Schema, b *HeteroBatch) ([]*HeteroRows, error) {
 	xs := make([]*HeteroRows, len(s.NodeTypes))
 	for t := range xs {
 		name := s.NodeTypes[t].Name + " x"
@@ -379,8 +379,8 @@ func (d *decoder) intsU32(what string, want int) ([]int, error) {
 	return out, nil
 }
 
-func (d *decoder) heteroPyG(s *heterosample.Schema, L int, eids bool, src, dst []int) (*heterosample.PyGBatch, error) {
-	b := &heterosample.PyGBatch{Nodes: make([]heterosample.PyGNodes, len(s.NodeTypes)), Edges: make([]heterosample.PyGEdges, len(s.Relations))}
+func (d *decoder) heteroPyG(s *heteroepoch.Schema, L int, eids bool, src, dst []int) (*heteroepoch.PyGBatch, error) {
+	b := &heteroepoch.PyGBatch{Nodes: make([]heteroepoch.PyGNodes, len(s.NodeTypes)), Edges: make([]heteroepoch.PyGEdges, len(s.Relations))}
 	var err error
 	for t := range b.Nodes {
 		n, name := &b.Nodes[t], s.NodeTypes[t].Name
@@ -446,7 +446,7 @@ func (d *decoder) heteroPyG(s *heterosample.Schema, L int, eids bool, src, dst [
 	return b, nil
 }
 
-func (d *decoder) heteroDGL(s *heterosample.Schema, L int, eids bool, src, dst []int) ([]heterosample.DGLBlock, error) {
+func (d *decoder) heteroDGL(s *heteroepoch.Schema, L int, eids bool, src, dst []int) ([]heteroepoch.DGLBlock, error) {
 	T, R := len(s.NodeTypes), len(s.Relations)
 	cur := make([][]uint32, T)
 	var err error
@@ -455,10 +455,10 @@ func (d *decoder) heteroDGL(s *heterosample.Schema, L int, eids bool, src, dst [
 			return nil, err
 		}
 	}
-	blocks := make([]heterosample.DGLBlock, L)
+	blocks := make([]heteroepoch.DGLBlock, L)
 	for h := range blocks {
 		bl := &blocks[h]
-		bl.DstNID, bl.SrcNID, bl.Edges = cur, make([][]uint32, T), make([]heterosample.DGLEdges, R)
+		bl.DstNID, bl.SrcNID, bl.Edges = cur, make([][]uint32, T), make([]heteroepoch.DGLEdges, R)
 		for t := range bl.SrcNID {
 			name := fmt.Sprintf("hop %d %s src", h+1, s.NodeTypes[t].Name)
 			if bl.SrcNID[t], err = d.u32s(name); err != nil {

@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/heterosample"
+	"github.com/streamsampler/streamsampler/heteroepoch"
 )
 
 // HeteroServer serves heterogeneous epochs: epoch_info, next_batch,
@@ -468,16 +468,16 @@ func (s *HeteroServer) Inflight() (held, size int64) {
 }
 
 // Schema returns the schema the minibatches' indices refer to.
-func (i *HeteroInfo) Schema() (*heterosample.Schema, error) {
-	s := &heterosample.Schema{}
+func (i *HeteroInfo) Schema() (*heteroepoch.Schema, error) {
+	s := &heteroepoch.Schema{}
 	if len(i.Counts) != len(i.NodeTypes) {
 		return nil, fmt.Errorf("%w: hetero info of %d node types and %d counts", ErrMalformed, len(i.NodeTypes), len(i.Counts))
 	}
 	for t, n := range i.NodeTypes {
-		s.NodeTypes = append(s.NodeTypes, heterosample.NodeType{Name: n, Count: i.Counts[t]})
+		s.NodeTypes = append(s.NodeTypes, heteroepoch.NodeType{Name: n, Count: i.Counts[t]})
 	}
 	for _, r := range i.Relations {
-		s.Relations = append(s.Relations, heterosample.Relation{Src: r[0], Name: r[1], Dst: r[2]})
+		s.Relations = append(s.Relations, heteroepoch.Relation{Src: r[0], Name: r[1], Dst: r[2]})
 	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: hetero info: %v", ErrMalformed, err)

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/heterosample"
+	"github.com/streamsampler/streamsampler/heteroepoch"
 	"github.com/streamsampler/streamsampler/internal/crc32c"
 	"github.com/streamsampler/streamsampler/internal/hostorder"
 )
@@ -67,7 +67,7 @@ type heteroSplit struct {
 
 	mu    sync.Mutex // held while sampling: one sample per epoch
 	epoch uint32
-	res   *heterosample.Result
+	res   *heteroepoch.Result
 }
 
 func (sp *heteroSplit) numBatches() int { return (len(sp.nodes) + sp.batchSize - 1) / sp.batchSize }
@@ -111,7 +111,7 @@ func (h *HeteroEpochs) growth(t int, n int64) (d [][]int64, e [][]int64) {
 
 // splitBound bounds what a split of n nodes of type t keeps while
 // registered (as splitBytes does for a homogeneous one): its nodes twice
-// (as given, sorted) and one epoch's sample of them (heterosample.Result:
+// (as given, sorted) and one epoch's sample of them (heteroepoch.Result:
 // every layer's frontiers, each sampled relation's slots with their edge
 // ids, a full hop's row offsets).
 func (h *HeteroEpochs) splitBound(t int, n int64) int64 {
@@ -321,7 +321,7 @@ func (s *HeteroServer) SplitBatch(ctx context.Context, id, index uint32, sem epo
 	sp.mu.Lock()
 	if sp.res == nil || sp.epoch != e {
 		sp.res = nil // the old epoch's sample goes before the new one is drawn
-		res, err := c.Sampler.SampleEpoch(ctx, []heterosample.Seeds{{Type: name, Nodes: sp.sorted}}, c.Fanouts, epoch.Key{Seed: c.Seed, Epoch: e})
+		res, err := c.Sampler.SampleEpoch(ctx, []heteroepoch.Seeds{{Type: name, Nodes: sp.sorted}}, c.Fanouts, epoch.Key{Seed: c.Seed, Epoch: e})
 		if err != nil {
 			sp.mu.Unlock()
 			return nil, false, newRequestError(CodeInternal, "split %d: sampling its %d nodes of type %q for epoch %d: %v", id, len(sp.sorted), name, e, err)
@@ -332,7 +332,7 @@ func (s *HeteroServer) SplitBatch(ctx context.Context, id, index uint32, sem epo
 	sp.mu.Unlock()
 	lo := int(index) * sp.batchSize
 	piece := sp.nodes[lo:min(lo+sp.batchSize, len(sp.nodes))]
-	b, err := s.epochs.assemble(res, []heterosample.Seeds{{Type: name, Nodes: piece}}, sem)
+	b, err := s.epochs.assemble(res, []heteroepoch.Seeds{{Type: name, Nodes: piece}}, sem)
 	if err != nil {
 		return nil, false, newRequestError(CodeInternal, "split %d minibatch %d (epoch %d): %v", id, index, e, err)
 	}

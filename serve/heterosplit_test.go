@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/heteroepoch"
 	"github.com/streamsampler/streamsampler/heterosample"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
@@ -267,11 +268,11 @@ func serveHeteroSplits(t *testing.T, dir string, devices int, sem epoch.Semantic
 				piece := nodes[i*16 : min(i*16+16, len(nodes))]
 				sorted := slices.Clone(piece)
 				slices.Sort(sorted)
-				res, err := ref.SampleEpoch(ctx, []heterosample.Seeds{{Type: nt.Name, Nodes: sorted}}, cfg.Fanouts, epoch.Key{Seed: cfg.Seed, Epoch: e})
+				res, err := ref.SampleEpoch(ctx, []heteroepoch.Seeds{{Type: nt.Name, Nodes: sorted}}, cfg.Fanouts, epoch.Key{Seed: cfg.Seed, Epoch: e})
 				if err != nil {
 					t.Fatal(err)
 				}
-				seeds := []heterosample.Seeds{{Type: nt.Name, Nodes: piece}}
+				seeds := []heteroepoch.Seeds{{Type: nt.Name, Nodes: piece}}
 				w := &HeteroBatch{Epoch: e, Index: i, Semantics: sem, Hops: 2, EdgeIDs: true}
 				if sem == epoch.PyG {
 					w.PyG, err = res.AssemblePyG(seeds)

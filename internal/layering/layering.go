@@ -44,7 +44,10 @@ var Rules = map[string][]string{
 	// hold the chosen neighbors read.
 	"randread": {"rng", "chunkfmt", "hls", "xrt", "xrt/xclbin", "epoch"},
 	// Heterogeneous epochs: each relation's layers through a host.Sampler.
-	"heterosample": {"rng", "chunkfmt", "heterofmt", "hls", "epoch", "host"},
+	// What a heterogeneous epoch is (schema, Result, minibatch assembly),
+	// apart from its samplers, as epoch is for homogeneous ones.
+	"heteroepoch":  {"chunkfmt", "epoch"},
+	"heterosample": {"rng", "chunkfmt", "heterofmt", "hls", "epoch", "heteroepoch", "host"},
 	// Link prediction's training edges: their stored edge ids, by one
 	// pass over the chunks.
 	"edgeids": {"chunkfmt", "epoch"},
@@ -64,11 +67,10 @@ var Rules = map[string][]string{
 	// A training run without a trainer: the pipeline over a sampler, with
 	// its state directory and its feature rows.
 	"runloop": {"epoch", "statedir", "pipeline", "featstore", "featplan", "featrows", "epochstats", "host"},
-	// The server takes its samplers and walkers as interfaces: not host, not gpu.
-	// heterosample for its heterogeneous epochs' types (Schema, Result,
-	// the PyG/DGL assemblies), which brings host in indirectly: to be
-	// undone by moving those types to a package without host.
-	"serve": {"chunkfmt", "epoch", "pipeline", "featstore", "featplan", "featrows", "epochstats", "walk", "fullscan", "layerwise", "heterofmt", "heterosample"},
+	// The server takes its samplers and walkers as interfaces: not host,
+	// not gpu, not heterosample (its heterogeneous epochs' types are
+	// heteroepoch's).
+	"serve": {"chunkfmt", "epoch", "pipeline", "featstore", "featplan", "featrows", "epochstats", "walk", "fullscan", "layerwise", "heterofmt", "heteroepoch"},
 	// Harnesses and programs.
 	"internal/hostbench":      {"chunkfmt", "epoch", "hls", "host", "pipeline"},
 	"cmd/chunkify":            {Any},

@@ -1,4 +1,4 @@
-package heterosample
+package heteroepoch
 
 import (
 	"errors"
@@ -7,14 +7,18 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/hls"
 )
 
 // ErrInvalid is wrapped by every error about the caller's arguments: a
 // schema that contradicts itself, seeds of an unknown type or beyond their
 // type's count, fanouts of the wrong shape. A CLI or server tells bad
 // input from a device or I/O failure by it.
-var ErrInvalid = errors.New("heterosample: invalid request")
+var ErrInvalid = errors.New("heteroepoch: invalid request")
+
+// MaxFanout is the largest sampled fanout of a relation's layer: the
+// sampling kernels' (hls.MaxFanout, which heterosample's tests pin it to;
+// this package does not import the devices).
+const MaxFanout = 64
 
 // NodeType is a node type and its node count: its nodes are the local ids
 // 0..Count-1.
@@ -98,9 +102,9 @@ func (s *Schema) TypeIndex(name string) int {
 	return -1
 }
 
-// relTypes returns each relation's src and dst type indices (the schema
+// RelTypes returns each relation's src and dst type indices (the schema
 // must be valid).
-func (s *Schema) relTypes() (src, dst []int) {
+func (s *Schema) RelTypes() (src, dst []int) {
 	src, dst = make([]int, len(s.Relations)), make([]int, len(s.Relations))
 	for i, r := range s.Relations {
 		src[i], dst[i] = s.TypeIndex(r.Src), s.TypeIndex(r.Dst)
@@ -153,7 +157,7 @@ func (s *Schema) seedsByType(seeds []Seeds, distinct bool) ([][]uint32, error) {
 // NumLayers returns the layer count of per-relation fanouts after
 // checking them: one list per relation in the schema's order, all of the
 // same length (1..epoch.MaxLayers), each entry 0 (the relation is not
-// sampled at that hop, as PyG's 0), 1..hls.MaxFanout, or
+// sampled at that hop, as PyG's 0), 1..MaxFanout, or
 // epoch.AllNeighbors.
 func (s *Schema) NumLayers(fanouts [][]int) (int, error) {
 	if len(fanouts) != len(s.Relations) {
@@ -168,8 +172,8 @@ func (s *Schema) NumLayers(fanouts [][]int) (int, error) {
 			return 0, fmt.Errorf("%w: relation %s has %d fanouts but relation %s has %d: every relation needs one per hop", ErrInvalid, s.Relations[r], len(fs), s.Relations[0], L)
 		}
 		for l, k := range fs {
-			if (k < 0 || k > hls.MaxFanout) && k != epoch.AllNeighbors {
-				return 0, fmt.Errorf("%w: relation %s: fanout %d of layer %d (hop %d), want 0 (not sampled), 1..%d or %d (every neighbor)", ErrInvalid, s.Relations[r], k, l, l+1, hls.MaxFanout, epoch.AllNeighbors)
+			if (k < 0 || k > MaxFanout) && k != epoch.AllNeighbors {
+				return 0, fmt.Errorf("%w: relation %s: fanout %d of layer %d (hop %d), want 0 (not sampled), 1..%d or %d (every neighbor)", ErrInvalid, s.Relations[r], k, l, l+1, MaxFanout, epoch.AllNeighbors)
 			}
 		}
 	}
@@ -210,11 +214,12 @@ func (s *Schema) FanoutsFromMap(m map[string][]int, def []int) ([][]int, error) 
 	return out, nil
 }
 
-// request checks an epoch's request against the schema: the schema
+// Request checks an epoch's request against the schema (what a sampler
+// does before its first layer): the schema
 // itself, one per-relation part (n of them, named what) for each
 // relation, the fanouts' shape; it returns the number of layers and the
 // seeds by node type.
-func (s *Schema) request(n int, what string, seeds []Seeds, fanouts [][]int) (int, [][]uint32, error) {
+func (s *Schema) Request(n int, what string, seeds []Seeds, fanouts [][]int) (int, [][]uint32, error) {
 	if err := s.Validate(); err != nil {
 		return 0, nil, err
 	}

@@ -1,4 +1,4 @@
-package heterosample
+package heteroepoch
 
 import (
 	"fmt"
@@ -71,7 +71,7 @@ func (res *Result) AssemblePyG(seeds []Seeds) (*PyGBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, dst := res.Schema.relTypes()
+	src, dst := res.Schema.RelTypes()
 	T, R, L := len(res.Schema.NodeTypes), len(res.Schema.Relations), len(res.Layers)
 	b := &PyGBatch{Nodes: make([]PyGNodes, T), Edges: make([]PyGEdges, R)}
 	local := make([]map[uint32]int32, T)
@@ -171,7 +171,7 @@ func (res *Result) AssembleDGL(seeds []Seeds) ([]DGLBlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, dst := res.Schema.relTypes()
+	src, dst := res.Schema.RelTypes()
 	T, R, L := len(res.Schema.NodeTypes), len(res.Schema.Relations), len(res.Layers)
 	blocks := make([]DGLBlock, L)
 	cur := make([][]uint32, T)

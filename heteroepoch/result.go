@@ -1,4 +1,4 @@
-package heterosample
+package heteroepoch
 
 import (
 	"github.com/streamsampler/streamsampler/epoch"
