@@ -21,6 +21,11 @@ const batchHetero uint8 = 1 << 3
 // DGL: the last hop's src nodes), in that order.
 const batchHeteroX uint8 = 1 << 4
 
+// batchHeteroY is minibatch flag bit 5, only with bit 3: labels follow
+// (after the rows, when bit 4 is set too), per node type u8 present then,
+// when 1, an i32 array [rows] in the rows of x (-1: no label).
+const batchHeteroY uint8 = 1 << 5
+
 // HeteroRows are one node type's feature rows in a heterogeneous
 // minibatch: Rows holds len/(Dim·size) rows of DType (a Dtype constant).
 type HeteroRows struct {
@@ -46,6 +51,10 @@ type HeteroBatch struct {
 	// X are the feature rows per node type (nil: no rows travel; a nil
 	// entry: the type has no store).
 	X []*HeteroRows
+	// Y are the labels per node type, in the rows of X (nil: no labels
+	// travel; a nil entry: the type has none). -1 marks a node without
+	// a label.
+	Y [][]int32
 }
 
 // rowNodes returns the number of nodes of type t whose rows travel.
@@ -127,6 +136,12 @@ func MarshalHeteroBatch(op uint8, id uint32, b *HeteroBatch) ([]byte, error) {
 			return nil, fmt.Errorf("serve: heterogeneous minibatch with rows of %d node types for %d", len(b.X), T)
 		}
 	}
+	if b.Y != nil {
+		flags |= batchHeteroY
+		if len(b.Y) != T {
+			return nil, fmt.Errorf("serve: heterogeneous minibatch with labels of %d node types for %d", len(b.Y), T)
+		}
+	}
 	out = append(out, uint8(b.Hops), flags)
 	out = binary.LittleEndian.AppendUint16(out, uint16(T))
 	out = binary.LittleEndian.AppendUint16(out, uint16(R))
@@ -188,6 +203,17 @@ func MarshalHeteroBatch(op uint8, id uint32, b *HeteroBatch) ([]byte, error) {
 		out = binary.LittleEndian.AppendUint64(out, uint64(x.Dim))
 		out = append(out, x.Rows...) // little-endian already: the store's bytes
 	}
+	for t, y := range b.Y {
+		if y == nil {
+			out = append(out, 0)
+			continue
+		}
+		if n := b.rowNodes(t); len(y) != n {
+			return nil, fmt.Errorf("serve: node type %d: %d labels for %d nodes", t, len(y), n)
+		}
+		out = append(out, 1)
+		out = appendI32Array(out, y)
+	}
 	binary.LittleEndian.PutUint32(out[0:], uint32(len(out)-4))
 	out[4], out[5] = op, StatusOK
 	binary.LittleEndian.PutUint32(out[6:], id)
@@ -223,7 +249,7 @@ func DecodeHeteroBatch(p []byte, s *heterosample.Schema) (*HeteroBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	if flags&batchHetero == 0 || flags&^(batchPyG|batchEdgeIDs|batchHetero|batchHeteroX) != 0 {
+	if flags&batchHetero == 0 || flags&^(batchPyG|batchEdgeIDs|batchHetero|batchHeteroX|batchHeteroY) != 0 {
 		return nil, d.fail(fmt.Sprintf("heterogeneous minibatch flags %#x", flags))
 	}
 	if len(p)-d.off < 4 {
@@ -258,7 +284,45 @@ func DecodeHeteroBatch(p []byte, s *heterosample.Schema) (*HeteroBatch, error) {
 			return nil, err
 		}
 	}
+	if flags&batchHeteroY != 0 {
+		if b.Y, err = d.heteroLabels(s, b); err != nil {
+			return nil, err
+		}
+	}
 	return b, d.end()
+}
+
+// heteroLabels reads the labels of each node type: as many as its rows,
+// each a class (>= 0) or -1.
+func (d *decoder) heteroLabels(s *heterosample.Schema, b *HeteroBatch) ([][]int32, error) {
+	ys := make([][]int32, len(s.NodeTypes))
+	for t := range ys {
+		name := s.NodeTypes[t].Name + " y"
+		has, err := d.u8(name + " presence")
+		if err != nil {
+			return nil, err
+		}
+		if has == 0 {
+			continue
+		}
+		if has != 1 {
+			return nil, d.fail(fmt.Sprintf("%s presence %d", name, has))
+		}
+		y, err := d.i32s(name)
+		if err != nil {
+			return nil, err
+		}
+		if want := b.rowNodes(t); len(y) != want {
+			return nil, d.fail(fmt.Sprintf("%s has %d labels for %d nodes", name, len(y), want))
+		}
+		for i, v := range y {
+			if v < -1 {
+				return nil, d.fail(fmt.Sprintf("%s: label %d of row %d, want >= 0 or -1", name, v, i))
+			}
+		}
+		ys[t] = y
+	}
+	return ys, nil
 }
 
 // heteroRows reads the feature rows of each node type.

@@ -296,6 +296,42 @@ class Client:
         if advance and ended:
             self.advance(epoch)
 
+    def hetero_split(self, node_type: str, nodes: NodeIds, batch_size: int) -> Dict[str, Any]:
+        """Register a split on a heterogeneous server (docs/PROTOCOL.md,
+        "Heterogeneous minibatches"): ``nodes``, distinct local ids of
+        ``node_type``, served in this order cut into ``batch_size`` pieces
+        (the last one short), each the seeds of one minibatch sampled from
+        the current epoch's random stream, as :meth:`split` on a
+        homogeneous server. Returns ``{"split", "num_nodes", "batch_size",
+        "num_batches", "node_type"}``; the same type, nodes and batch size
+        give the same split. Read it with :meth:`hetero_split_batches`,
+        forget it with :meth:`drop_split`."""
+        schema = self.hetero_schema()
+        try:
+            t = schema.node_types.index(str(node_type))
+        except ValueError:
+            raise ValueError("node type %r is not one of the server's %s" % (node_type, list(schema.node_types))) from None
+        _, body = self._call(P.OP_SPLIT, W.hetero_split_payload(t, nodes, batch_size))
+        info: Dict[str, Any] = json.loads(bytes(body))
+        return info
+
+    def hetero_split_batch(self, split: int, index: int, semantics: Optional[str] = None) -> Optional[HeteroBatch]:
+        """Minibatch ``index`` of a heterogeneous split, or None past its
+        last."""
+        schema = self.hetero_schema()
+        rid = self._send(P.OP_SPLIT_BATCH, W.split_batch_payload(split, index, semantics))
+        status, body = self._wait(P.OP_SPLIT_BATCH, rid)
+        if status == P.STATUS_END:
+            return None
+        return W.decode_hetero(body, schema)
+
+    def hetero_split_batches(self, split: int, depth: int = 4, semantics: Optional[str] = None) -> Iterator[HeteroBatch]:
+        """A heterogeneous split's minibatches in index order, ``depth``
+        requests in flight, until the server answers the end."""
+        self.hetero_schema()
+        payloads = (W.split_batch_payload(split, i, semantics) for i in itertools.count())
+        yield from self._stream(P.OP_SPLIT_BATCH, payloads, depth, self._decode_hetero)
+
     def next_batch(self, epoch: Optional[int] = None, semantics: Optional[str] = None) -> Optional[Batch]:
         """The next minibatch of ``epoch`` (None: the current one), or None
         once that epoch's minibatches are all handed out. Asking for the

@@ -58,6 +58,9 @@ class HeteroNodes:
     num_sampled_nodes: npt.NDArray[np.uint32]
     batch_size: int
     x: Optional[npt.NDArray[Any]] = None
+    #: Labels (int32, -1: none), one per n_id like ``x``; None when the
+    #: type has none or the server sends none.
+    y: Optional[npt.NDArray[np.int32]] = None
 
 
 @dataclass
@@ -95,6 +98,11 @@ class HeteroBatch:
     #: Feature rows per node type (a server with --features): one row per
     #: n_id (PyG; also ``nodes[t].x``) or per src node of the last hop (DGL).
     x: Dict[str, npt.NDArray[Any]] = field(default_factory=dict)
+    #: Labels per node type that has any (a server with --features; int32,
+    #: -1: a node without a label), in the rows of ``x``: one per n_id
+    #: (PyG; also ``nodes[t].y``) or per src node of the last hop (DGL,
+    #: which start with the seeds).
+    y: Dict[str, npt.NDArray[np.int32]] = field(default_factory=dict)
 
     def __getitem__(self, key: Any) -> Any:
         """``batch["paper"]`` or ``batch["author", "writes", "paper"]``, as

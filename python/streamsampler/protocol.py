@@ -50,6 +50,7 @@ BATCH_EDGE_IDS = 2
 BATCH_LINK = 4  # link fields follow the last hop, before the features (docs/PROTOCOL.md, "Link minibatches")
 BATCH_HETERO_X = 16  # with BATCH_HETERO: per node type feature rows follow
 BATCH_HETERO = 8  # a heterogeneous minibatch (docs/PROTOCOL.md, "Heterogeneous minibatches"; streamsampler.hetero)
+BATCH_HETERO_Y = 32  # with BATCH_HETERO: per node type labels follow (after the rows, if any)
 #: sample_fresh request flags.
 FRESH_REPLACE = 1
 FRESH_EDGE_IDS = 2

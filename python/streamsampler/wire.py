@@ -26,7 +26,7 @@ import numpy.typing as npt
 from .batch import Batch, Hop
 from .hetero import HeteroBatch, HeteroBlock, HeteroEdges, HeteroNodes, HeteroSchema
 from .link import NEG_BINARY, NEG_NONE, NEG_TRIPLET, LinkFields
-from .protocol import (BATCH_EDGE_IDS, BATCH_HETERO, BATCH_HETERO_X, BATCH_LINK, BATCH_PYG, CODE_BAD_REQUEST, CURRENT_EPOCH, DTYPE_CODES, DTYPES,
+from .protocol import (BATCH_EDGE_IDS, BATCH_HETERO, BATCH_HETERO_X, BATCH_HETERO_Y, BATCH_LINK, BATCH_PYG, CODE_BAD_REQUEST, CURRENT_EPOCH, DTYPE_CODES, DTYPES,
                        FEATURE_DTYPES, FEATURE_SHARED, FEATURE_X, FEATURE_Y, FRESH_EDGE_IDS, FRESH_REPLACE,
                        MAX_TOKEN, SCAN_EDGE_IDS, SCAN_ROWS, SEMANTICS, STATUS_OK, WALK_MODES, ProtocolError, ServerError,
                        error_class)
@@ -34,7 +34,7 @@ from .shm import SharedBuffers
 from .typing import Buffer, NodeIds
 
 __all__ = [
-    "HEADER", "HEADER_SIZE", "decode_array", "decode_blocks", "decode_error", "decode_hetero", "is_hetero", "encode_array", "encode_blocks",
+    "HEADER", "HEADER_SIZE", "decode_array", "decode_blocks", "decode_error", "decode_hetero", "hetero_split_payload", "is_hetero", "encode_array", "encode_blocks",
     "encode_frame", "epoch_payload", "link_split_payload", "sample_payload", "semantics_byte", "split_batch_payload", "split_payload",
     "token_payload", "walks_payload",
 ]
@@ -343,6 +343,15 @@ def split_payload(nodes: NodeIds, batch_size: int) -> bytes:
     return _U32.pack(int(batch_size)) + encode_array(nodes, "<u4")
 
 
+def hetero_split_payload(type_index: int, nodes: NodeIds, batch_size: int) -> bytes:
+    """The payload of a split request to a heterogeneous server: the batch
+    size, the node type's index in epoch_info's ``hetero.node_types`` and
+    the nodes (local ids of that type)."""
+    if not 0 <= int(type_index) < 1 << 16:
+        raise ValueError("node type index %d outside u16" % int(type_index))
+    return struct.pack("<IH", int(batch_size), int(type_index)) + encode_array(nodes, "<u4")
+
+
 def link_split_payload(edges: Any, batch_size: int, labels: Optional[Any] = None, neg_sampling: str = NEG_NONE,
                        amount: float = 1.0, seed: int = 0) -> bytes:
     """A link_split request: ``edges`` int (2, E) (row 0 the sources),
@@ -428,7 +437,7 @@ def decode_hetero(payload: Buffer, schema: HeteroSchema) -> HeteroBatch:
     if len(payload) < _HETERO_HEAD.size:
         raise ProtocolError("truncated heterogeneous minibatch (%d bytes)" % len(payload))
     epoch, index, nhops, flags, T, R = _HETERO_HEAD.unpack_from(payload, 0)
-    if not flags & BATCH_HETERO or flags & ~(BATCH_PYG | BATCH_EDGE_IDS | BATCH_HETERO | BATCH_HETERO_X):
+    if not flags & BATCH_HETERO or flags & ~(BATCH_PYG | BATCH_EDGE_IDS | BATCH_HETERO | BATCH_HETERO_X | BATCH_HETERO_Y):
         raise ProtocolError("heterogeneous minibatch flags %#x" % flags)
     if T != len(schema.node_types) or R != len(schema.edge_types):
         raise ProtocolError("%d node types and %d edge types for a schema of %d and %d" % (
@@ -515,6 +524,25 @@ def decode_hetero(payload: Buffer, schema: HeteroSchema) -> HeteroBatch:
             b.x[t] = x
             if b.nodes:
                 b.nodes[t].x = x
+    if flags & BATCH_HETERO_Y:
+        for t in schema.node_types:
+            if off >= len(payload):
+                raise ProtocolError("%s y: truncated presence byte" % t)
+            has = payload[off]
+            off += 1
+            if has == 0:
+                continue
+            if has != 1:
+                raise ProtocolError("%s y: presence %d" % (t, has))
+            y, off = _hetero_array(payload, off, t + " y", "<i4")
+            rows = len(b.nodes[t].n_id) if b.nodes else len(b.blocks[-1].src_n_id[t])
+            if len(y) != rows:
+                raise ProtocolError("%s y: %d labels for %d nodes" % (t, len(y), rows))
+            if len(y) and int(y.min()) < -1:
+                raise ProtocolError("%s y: label %d (want >= 0, or -1 for none)" % (t, int(y.min())))
+            b.y[t] = y
+            if b.nodes:
+                b.nodes[t].y = y
     if off != len(payload):
         raise ProtocolError("%d trailing bytes in heterogeneous minibatch" % (len(payload) - off))
     return b

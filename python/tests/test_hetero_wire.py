@@ -86,5 +86,62 @@ class HeteroWire(unittest.TestCase):
             HeteroSchema.from_info({"node_types": ["a"], "relations": [["a", "r", "b"]]})
 
 
+# The frame of serve/heterosplit_test.go's heteroSplitExampleHex: the
+# example as minibatch 0 of a split (op 8), with labels (flag bit 5):
+# paper 3 labelled 7, the authors without labels.
+SPLIT_EXAMPLE_HEX = (
+    "b0000000" "08" "00" "07000000"
+    "05000000" "00000000" "01" "29" "0200" "0100"
+    + EXAMPLE_HEX[len("a0000000" "02" "00" "07000000" "05000000" "00000000" "01" "09" "0200" "0100"):]
+    + "01" "0201" "0100000000000000" "07000000"
+    "00"
+)
+
+
+class HeteroSplitWire(unittest.TestCase):
+    def frame(self):
+        return bytes.fromhex(SPLIT_EXAMPLE_HEX)
+
+    def test_split_example_decodes(self):
+        f = self.frame()
+        length, op, status, rid = W.HEADER.unpack_from(f, 0)
+        self.assertEqual((length + 4, op, status, rid), (len(f), P.OP_SPLIT_BATCH, P.STATUS_OK, 7))
+        self.assertEqual(len(f), 180)
+        b = W.decode_hetero(f[W.HEADER_SIZE:], SCHEMA)
+        self.assertEqual((b.epoch, b.index, b.semantics, b.num_hops), (5, 0, "pyg", 1))
+        np.testing.assert_array_equal(b["paper"].n_id, [3])
+        self.assertEqual(b["paper"].batch_size, 1)
+        self.assertEqual(b.y["paper"].dtype, np.int32)
+        np.testing.assert_array_equal(b.y["paper"], [7])
+        np.testing.assert_array_equal(b["paper"].y, [7])
+        self.assertNotIn("author", b.y)
+        self.assertIsNone(b["author"].y)
+        self.assertEqual(b.x, {})
+
+    def test_split_example_refusals(self):
+        body = self.frame()[W.HEADER_SIZE:]
+        for n in range(len(body)):
+            with self.assertRaises(P.ProtocolError, msg="truncated at %d" % n):
+                W.decode_hetero(body[:n], SCHEMA)
+        bad = bytearray(body)
+        struct.pack_into("<i", bad, len(bad) - 5, -2)
+        with self.assertRaisesRegex(P.ProtocolError, "label -2"):
+            W.decode_hetero(bytes(bad), SCHEMA)
+        bad = bytearray(body)
+        bad[len(bad) - 1] = 2
+        with self.assertRaisesRegex(P.ProtocolError, "author y: presence 2"):
+            W.decode_hetero(bytes(bad), SCHEMA)
+
+    def test_split_request_payloads(self):
+        # split: batch_size u32, type u16, array nodes u32.
+        self.assertEqual(W.hetero_split_payload(1, [4, 9], 2).hex(),
+                         "02000000" "0100" "0101" "0200000000000000" "04000000" "09000000")
+        with self.assertRaises(ValueError):
+            W.hetero_split_payload(1 << 16, [1], 1)
+        with self.assertRaises(ValueError):
+            W.hetero_split_payload(0, [-1], 1)
+        self.assertEqual(W.split_batch_payload(3, 2, "dgl").hex(), "03000000" "02000000" "00")
+
+
 if __name__ == "__main__":
     unittest.main()
