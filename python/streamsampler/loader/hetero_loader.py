@@ -539,7 +539,7 @@ def to_hetero_data(batch: HeteroBatch, loader: HeteroNodeLoader) -> Any:
         if y is not None:
             st.y = torch.from_numpy(y)
         for name, m in info.masks(t).items():
-            st[name] = torch.from_numpy(m[n_id])
+            setattr(st, name, torch.from_numpy(m[n_id]))
         st.n_id = torch.from_numpy(n_id)
         st.num_sampled_nodes = [int(v) for v in nodes.num_sampled_nodes]
     for et in info.edge_types:
