@@ -41,6 +41,18 @@ type HeteroConfig struct {
 	// EdgeIDs reports (in epoch_info) that the sampler's layers carry
 	// edge ids; the minibatches send e_id when their sample has them.
 	EdgeIDs bool
+	// Labels are the node types' labels, in the schema's order (nil: no
+	// labels travel; a nil entry: the type has none; OpenHeteroLabels).
+	Labels []HeteroLabels
+	// NumEdges are the relations' stored edge counts, in the schema's
+	// order: the bound on a full hop (fanout -1) of a relation in what a
+	// split holds and a reply reserves. Without them a full hop is
+	// bounded by nothing, and a split with one is refused.
+	NumEdges []int64
+	// MaxInflight is the in-flight budget in bytes (0:
+	// DefaultMaxInflight): replies being built and sent reserve from
+	// it, and splits hold at most a quarter of it.
+	MaxInflight int64
 }
 
 // HeteroInfo is epoch_info's "hetero" object: the schema, once, whose
@@ -54,6 +66,10 @@ type HeteroInfo struct {
 	TrainType string   `json:"train_type"`
 	// Fanouts are per relation, in Relations' order.
 	Fanouts [][]int `json:"fanouts"`
+	// Features and Labels say, per node type, whether its minibatches
+	// carry its feature rows and its labels (absent: none travel).
+	Features []bool `json:"features,omitempty"`
+	Labels   []bool `json:"labels,omitempty"`
 }
 
 // HeteroEpochs makes a run's heterogeneous epochs.
@@ -111,6 +127,18 @@ func NewHeteroEpochs(cfg HeteroConfig) (*HeteroEpochs, error) {
 			}
 		}
 	}
+	if cfg.Labels != nil && len(cfg.Labels) != len(s.NodeTypes) {
+		return nil, fmt.Errorf("%w: labels for %d node types, the schema has %d", ErrConfig, len(cfg.Labels), len(s.NodeTypes))
+	}
+	if cfg.NumEdges != nil && len(cfg.NumEdges) != len(s.Relations) {
+		return nil, fmt.Errorf("%w: edge counts of %d relations, the schema has %d", ErrConfig, len(cfg.NumEdges), len(s.Relations))
+	}
+	if cfg.MaxInflight < 0 {
+		return nil, fmt.Errorf("%w: in-flight budget %d bytes", ErrConfig, cfg.MaxInflight)
+	}
+	if cfg.MaxInflight == 0 {
+		cfg.MaxInflight = DefaultMaxInflight
+	}
 	if !cfg.Semantics.Valid() {
 		return nil, fmt.Errorf("%w: semantics %d", ErrConfig, cfg.Semantics)
 	}
@@ -121,6 +149,12 @@ func NewHeteroEpochs(cfg HeteroConfig) (*HeteroEpochs, error) {
 	}
 	for _, r := range s.Relations {
 		h.info.Relations = append(h.info.Relations, [3]string{r.Src, r.Name, r.Dst})
+	}
+	for _, fs := range cfg.Features {
+		h.info.Features = append(h.info.Features, fs != nil)
+	}
+	for _, l := range cfg.Labels {
+		h.info.Labels = append(h.info.Labels, l != nil)
 	}
 	// Distinct and sorted, as epoch.Shard makes them.
 	if h.train, err = epoch.Shard(cfg.Train, 0, 1, cfg.Seed, 0); err != nil {
@@ -180,22 +214,33 @@ func (ep *HeteroEpoch) Batch(i int, sem epoch.Semantics) (*HeteroBatch, error) {
 	if i < 0 || i >= len(ep.Batches) {
 		return nil, fmt.Errorf("%w: %d of %d", errBatchRange, i, len(ep.Batches))
 	}
-	if sem == DefaultSemantics {
-		sem = ep.h.cfg.Semantics
-	}
 	seeds := []heterosample.Seeds{{Type: ep.h.cfg.TrainType, Nodes: ep.Batches[i]}}
-	b := &HeteroBatch{Epoch: ep.Epoch, Index: i, Semantics: sem, Hops: ep.h.L, EdgeIDs: ep.h.cfg.EdgeIDs}
-	var err error
-	if sem == epoch.PyG {
-		b.PyG, err = ep.res.AssemblePyG(seeds)
-	} else {
-		b.DGL, err = ep.res.AssembleDGL(seeds)
-	}
+	b, err := ep.h.assemble(ep.res, seeds, sem)
 	if err != nil {
 		return nil, fmt.Errorf("serve: heterogeneous epoch %d minibatch %d: %w", ep.Epoch, i, err)
 	}
+	b.Epoch, b.Index = ep.Epoch, i
+	return b, nil
+}
+
+// assemble builds the minibatch of seeds from res with the given
+// semantics (DefaultSemantics: the configured one), with the feature rows
+// and labels of its nodes when the epochs have them.
+func (h *HeteroEpochs) assemble(res *heterosample.Result, seeds []heterosample.Seeds, sem epoch.Semantics) (*HeteroBatch, error) {
+	if sem == DefaultSemantics {
+		sem = h.cfg.Semantics
+	}
+	b := &HeteroBatch{Semantics: sem, Hops: h.L}
+	var err error
+	if sem == epoch.PyG {
+		b.PyG, err = res.AssemblePyG(seeds)
+	} else {
+		b.DGL, err = res.AssembleDGL(seeds)
+	}
+	if err != nil {
+		return nil, err
+	}
 	// e_id travels when the sample has it (the sampler's own option).
-	b.EdgeIDs = false
 	if b.PyG != nil {
 		for _, e := range b.PyG.Edges {
 			b.EdgeIDs = b.EdgeIDs || e.EID != nil
@@ -206,23 +251,40 @@ func (ep *HeteroEpoch) Batch(i int, sem epoch.Semantics) (*HeteroBatch, error) {
 			b.EdgeIDs = b.EdgeIDs || e.EID != nil
 		}
 	}
-	if fss := ep.h.cfg.Features; fss != nil {
+	// The nodes whose rows and labels travel: n_id (PyG), the last hop's
+	// src nodes (DGL), which start with the seeds.
+	ids := func(t int) []uint32 {
+		if b.PyG != nil {
+			return b.PyG.Nodes[t].NID
+		}
+		return b.DGL[len(b.DGL)-1].SrcNID[t]
+	}
+	if fss := h.cfg.Features; fss != nil {
 		b.X = make([]*HeteroRows, len(fss))
 		for t, fs := range fss {
 			if fs == nil {
 				continue
 			}
-			var ids []uint32
-			if b.PyG != nil {
-				ids = b.PyG.Nodes[t].NID
-			} else {
-				ids = b.DGL[len(b.DGL)-1].SrcNID[t]
-			}
-			rows := make([]byte, int64(len(ids))*fs.RowBytes())
-			if err := fs.ReadRows(ids, rows); err != nil {
-				return nil, fmt.Errorf("serve: heterogeneous epoch %d minibatch %d: rows of node type %q: %w", ep.Epoch, i, ep.h.cfg.Schema.NodeTypes[t].Name, err)
+			nodes := ids(t)
+			rows := make([]byte, int64(len(nodes))*fs.RowBytes())
+			if err := fs.ReadRows(nodes, rows); err != nil {
+				return nil, fmt.Errorf("rows of node type %q: %w", h.cfg.Schema.NodeTypes[t].Name, err)
 			}
 			b.X[t] = &HeteroRows{DType: featureDTypes[fs.DType()], Dim: fs.Dim(), Rows: rows}
+		}
+	}
+	if ls := h.cfg.Labels; ls != nil {
+		b.Y = make([][]int32, len(ls))
+		for t, l := range ls {
+			if l == nil {
+				continue
+			}
+			nodes := ids(t)
+			y := make([]int32, len(nodes))
+			if err := l.ReadLabels(nodes, y); err != nil {
+				return nil, fmt.Errorf("labels of node type %q: %w", h.cfg.Schema.NodeTypes[t].Name, err)
+			}
+			b.Y[t] = y
 		}
 	}
 	return b, nil
@@ -270,4 +332,26 @@ func CloseStores(stores []*featstore.Store) {
 			s.Close()
 		}
 	}
+}
+
+// HeteroNumEdges returns the stored edge count of each relation of s
+// (HeteroConfig.NumEdges) from dir's hetero.json.
+func HeteroNumEdges(dir string, s *heterosample.Schema) ([]int64, error) {
+	m, err := heterofmt.Read(dir)
+	if err != nil {
+		return nil, err
+	}
+	byKey := make(map[string]uint64, len(m.Relations))
+	for _, r := range m.Relations {
+		byKey[r.Key()] = r.Graph.NumEdges
+	}
+	out := make([]int64, len(s.Relations))
+	for i, r := range s.Relations {
+		n, ok := byKey[r.String()]
+		if !ok {
+			return nil, fmt.Errorf("serve: relation %s is not in %s's hetero.json", r, dir)
+		}
+		out[i] = int64(min(n, 1<<62))
+	}
+	return out, nil
 }

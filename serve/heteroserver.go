@@ -17,19 +17,32 @@ import (
 )
 
 // HeteroServer serves heterogeneous epochs: epoch_info, next_batch,
-// advance and hello, with the frames and epoch cursor of the homogeneous
-// Server. It is a separate, small server rather than a mode of Server
-// because Server's pipeline, budget and feature paths are typed to
-// epoch.Blocks throughout (pipeline.SampleFunc returns *epoch.Result,
-// claims assemble *epoch.Blocks, the reply bound counts homogeneous hops);
-// plugging a second result type in would touch every one of them. What
-// it lacks against Server is listed in docs/PROTOCOL.md
-// "Heterogeneous minibatches": no in-flight budget (one request per
-// connection at a time), no features, no splits or samples.
+// advance, hello and the splits (split, split_batch, drop_split), with
+// the frames and epoch cursor of the homogeneous Server. It is a
+// separate, small server rather than a mode of Server because Server's
+// pipeline, budget and feature paths are typed to epoch.Blocks throughout
+// (pipeline.SampleFunc returns *epoch.Result, claims assemble
+// *epoch.Blocks, the reply bound counts homogeneous hops); plugging a
+// second result type in would touch every one of them. It answers one
+// request of a connection at a time; what it has of Server's in-flight
+// budget and what it lacks is listed in docs/PROTOCOL.md "Heterogeneous
+// minibatches".
 type HeteroServer struct {
 	epochs *HeteroEpochs
 	token  []byte
 	logger *log.Logger
+	// budget is the in-flight budget (HeteroConfig.MaxInflight): replies
+	// being built and written reserve from it, splits hold from it.
+	budget *budget
+	// maxReply is the largest reply sent (MaxReply; lowered by tests).
+	maxReply int
+
+	splitMu       sync.Mutex
+	splits        map[uint32]*heteroSplit
+	splitIDs      map[heteroSplitKey]uint32
+	nextSplit     uint32
+	splitHeld     int64
+	splitsPending int
 
 	mu     sync.Mutex
 	cur    *HeteroEpoch
@@ -79,7 +92,7 @@ func NewHeteroServer(ctx context.Context, h *HeteroEpochs, first uint32, token [
 	if err != nil {
 		return nil, err
 	}
-	s := &HeteroServer{epochs: h, token: token, logger: logger, cur: ep}
+	s := &HeteroServer{epochs: h, token: token, logger: logger, cur: ep, budget: newBudget(h.cfg.MaxInflight), maxReply: MaxReply}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.prepareNext()
 	return s, nil
@@ -276,11 +289,13 @@ func (s *HeteroServer) serveConn(c net.Conn) error {
 			}
 			return nil
 		}
-		reply, closeAfter := s.answer(f, &authed)
-		if _, err := w.Write(reply); err != nil {
-			return err
+		reply, held, closeAfter := s.answer(f, &authed)
+		_, err = w.Write(reply)
+		if err == nil {
+			err = w.Flush()
 		}
-		if err := w.Flush(); err != nil {
+		s.budget.release(held)
+		if err != nil {
 			return err
 		}
 		if closeAfter {
@@ -289,8 +304,9 @@ func (s *HeteroServer) serveConn(c net.Conn) error {
 	}
 }
 
-// answer builds the reply frame to f.
-func (s *HeteroServer) answer(f Frame, authed *bool) ([]byte, bool) {
+// answer builds the reply frame to f and returns the bytes of the
+// in-flight budget it holds (released once it is written).
+func (s *HeteroServer) answer(f Frame, authed *bool) ([]byte, int64, bool) {
 	fail := func(err error) []byte {
 		var re *requestError
 		if !errors.As(err, &re) {
@@ -299,59 +315,151 @@ func (s *HeteroServer) answer(f Frame, authed *bool) ([]byte, bool) {
 		return AppendFrame(nil, f.Op, StatusError, f.ID, AppendError(nil, re.code, re.msg))
 	}
 	if f.Status != StatusOK {
-		return fail(newRequestError(CodeBadRequest, "request status %d, want 0", f.Status)), false
+		return fail(newRequestError(CodeBadRequest, "request status %d, want 0", f.Status)), 0, false
 	}
 	if !*authed {
 		if f.Op != OpHello || subtle.ConstantTimeCompare(f.Payload, s.token) != 1 {
-			return fail(newRequestError(CodeUnauthorized, "this server requires a token: the first request must be hello (op %d) with it", OpHello)), true
+			return fail(newRequestError(CodeUnauthorized, "this server requires a token: the first request must be hello (op %d) with it", OpHello)), 0, true
 		}
 		*authed = true
-		return AppendFrame(nil, f.Op, StatusOK, f.ID, nil), false
+		return AppendFrame(nil, f.Op, StatusOK, f.ID, nil), 0, false
 	}
 	ctx := s.ctx
+	jsonReply := func(v any, err error) []byte {
+		if err != nil {
+			return fail(err)
+		}
+		js, err := json.Marshal(v)
+		if err != nil {
+			return fail(err)
+		}
+		return AppendFrame(nil, f.Op, StatusOK, f.ID, js)
+	}
 	switch f.Op {
 	case OpHello:
-		return AppendFrame(nil, f.Op, StatusOK, f.ID, nil), false
+		return AppendFrame(nil, f.Op, StatusOK, f.ID, nil), 0, false
 	case OpEpochInfo:
-		js, err := json.Marshal(s.Info())
-		if err != nil {
-			return fail(err), false
-		}
-		return AppendFrame(nil, f.Op, StatusOK, f.ID, js), false
+		return jsonReply(s.Info(), nil), 0, false
 	case OpAdvance:
 		e, err := DecodeEpochRequest(f.Payload)
 		if err != nil {
-			return fail(newRequestError(CodeBadRequest, "%v", err)), false
+			return fail(newRequestError(CodeBadRequest, "%v", err)), 0, false
 		}
 		info, err := s.Advance(ctx, e)
-		if err != nil {
-			return fail(err), false
-		}
-		js, err := json.Marshal(info)
-		if err != nil {
-			return fail(err), false
-		}
-		return AppendFrame(nil, f.Op, StatusOK, f.ID, js), false
+		return jsonReply(info, err), 0, false
 	case OpNextBatch:
 		e, sem, err := DecodeBatchRequest(f.Payload)
 		if err != nil {
-			return fail(newRequestError(CodeBadRequest, "%v", err)), false
+			return fail(newRequestError(CodeBadRequest, "%v", err)), 0, false
 		}
-		b, ok, err := s.NextBatch(ctx, e, sem)
+		c := &s.epochs.cfg
+		out, held, err := s.batchReply(f, c.Schema.TypeIndex(c.TrainType), c.BatchSize, func() (*HeteroBatch, bool, error) {
+			return s.NextBatch(ctx, e, sem)
+		})
 		if err != nil {
-			return fail(err), false
+			return fail(err), 0, false
 		}
-		if !ok {
-			return AppendFrame(nil, f.Op, StatusEnd, f.ID, binary.LittleEndian.AppendUint32(nil, b.Epoch)), false
-		}
-		out, err := MarshalHeteroBatch(f.Op, f.ID, b)
+		return out, held, false
+	case OpSplit:
+		bs, t, nodes, err := DecodeHeteroSplitRequest(f.Payload)
 		if err != nil {
-			return fail(err), false
+			return fail(newRequestError(CodeBadRequest, "split (batch_size u32, node type u16, nodes): %v", err)), 0, false
 		}
-		return out, false
+		info, err := s.Split(ctx, int(t), nodes, int(min(bs, 1<<30)))
+		return jsonReply(info, err), 0, false
+	case OpSplitBatch:
+		id, index, sem, err := DecodeSplitBatchRequest(f.Payload)
+		if err != nil {
+			return fail(newRequestError(CodeBadRequest, "%v", err)), 0, false
+		}
+		sp := s.heteroSplitOf(id)
+		if sp == nil {
+			return fail(newRequestError(CodeUnknownSplit, "unknown split %d", id)), 0, false
+		}
+		out, held, err := s.batchReply(f, sp.t, sp.batchSize, func() (*HeteroBatch, bool, error) {
+			b, ok, err := s.SplitBatch(ctx, id, index, sem)
+			if err == nil && !ok {
+				// The end's payload is the split's id.
+				b = &HeteroBatch{Epoch: id}
+			}
+			return b, ok, err
+		})
+		if err != nil {
+			return fail(err), 0, false
+		}
+		return out, held, false
+	case OpDropSplit:
+		id, err := DecodeDropSplitRequest(f.Payload)
+		if err != nil {
+			return fail(newRequestError(CodeBadRequest, "%v", err)), 0, false
+		}
+		if err := s.DropSplit(id); err != nil {
+			return fail(err), 0, false
+		}
+		return AppendFrame(nil, f.Op, StatusOK, f.ID, nil), 0, false
 	default:
-		return fail(newRequestError(CodeUnknownOp, "op %d is not served by a heterogeneous server (epoch_info, next_batch, advance, hello)", f.Op)), false
+		return fail(newRequestError(CodeUnknownOp, "op %d is not served by a heterogeneous server (epoch_info, next_batch, advance, hello, split, split_batch, drop_split)", f.Op)), 0, false
 	}
+}
+
+// batchReply builds the reply of a minibatch request of n seeds of node
+// type t (get answers it; ok false: the end, whose payload is the
+// returned batch's Epoch) under the in-flight budget: it reserves the
+// reply's bound (replyBound), at most half the budget, before the
+// minibatch is assembled, waiting for the bytes first come first served,
+// then holds the reply's exact size (waiting again, the reservation given
+// back first, when it is larger). A reply larger than MaxReply, or than
+// the whole budget, is not sent: error 11 naming the minibatch.
+func (s *HeteroServer) batchReply(f Frame, t, n int, get func() (*HeteroBatch, bool, error)) ([]byte, int64, error) {
+	reserve := min(s.epochs.replyBound(t, int64(n)), s.budget.size/2)
+	if err := s.budget.acquire(s.ctx, s.ctx.Done(), reserve); err != nil {
+		return nil, 0, newRequestError(CodeShuttingDown, "stopped waiting for the in-flight budget: %v", err)
+	}
+	b, ok, err := get()
+	if err != nil || !ok {
+		s.budget.release(reserve)
+		if err != nil {
+			return nil, 0, err
+		}
+		return AppendFrame(nil, f.Op, StatusEnd, f.ID, binary.LittleEndian.AppendUint32(nil, b.Epoch)), 0, nil
+	}
+	out, err := MarshalHeteroBatch(f.Op, f.ID, b)
+	if err != nil {
+		s.budget.release(reserve)
+		return nil, 0, newRequestError(CodeInternal, "%v", err)
+	}
+	what := fmt.Sprintf("minibatch %d of epoch %d", b.Index, b.Epoch)
+	if f.Op == OpSplitBatch {
+		split, _, _, _ := DecodeSplitBatchRequest(f.Payload)
+		what = fmt.Sprintf("minibatch %d of split %d (epoch %d)", b.Index, split, b.Epoch)
+	}
+	exact := int64(len(out))
+	switch {
+	case len(out) > s.maxReply:
+		s.budget.release(reserve)
+		return nil, 0, newRequestError(CodeOverBudget, "%s is %d bytes, more than a client reads (%d); ask for fewer seeds per minibatch", what, exact, s.maxReply)
+	case exact <= reserve:
+		s.budget.release(reserve - exact)
+		return out, exact, nil
+	case exact > s.budget.size:
+		s.budget.release(reserve)
+		return nil, 0, newRequestError(CodeOverBudget, "%s is %d bytes, more than the whole in-flight budget (--max-inflight %d); ask for fewer seeds per minibatch or raise --max-inflight", what, exact, s.budget.size)
+	}
+	// Given back before waiting for more, so that two replies never wait
+	// for each other's bytes.
+	s.budget.release(reserve)
+	if err := s.budget.acquire(s.ctx, s.ctx.Done(), exact); err != nil {
+		return nil, 0, newRequestError(CodeShuttingDown, "stopped waiting for the in-flight budget: %v", err)
+	}
+	return out, exact, nil
+}
+
+// Inflight returns the bytes of the in-flight budget held now (replies
+// being built or written, splits) and its size.
+func (s *HeteroServer) Inflight() (held, size int64) {
+	s.budget.mu.Lock()
+	defer s.budget.mu.Unlock()
+	return s.budget.used, s.budget.size
 }
 
 // Schema returns the schema the minibatches' indices refer to.

@@ -1,10 +1,21 @@
 package serve
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
+	"net"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/heterosample"
+	"github.com/streamsampler/streamsampler/host"
+	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/internal/npy"
 )
 
 // heteroSplitExampleHex is the frame of docs/PROTOCOL.md's byte-level
@@ -66,5 +77,299 @@ func TestHeteroSplitByteExample(t *testing.T) {
 	two.Y[0] = []int32{7, 7}
 	if _, err := MarshalHeteroBatch(OpSplitBatch, 7, two); err == nil {
 		t.Fatal("two labels for one row encoded")
+	}
+}
+
+// buildLabelledMini builds testdata/hetero-mini with labels: company has
+// rows and labels (in its feature store), politician rows only, tvshow
+// labels only (labels/tvshow.npy, as from_pyg writes a type with y and no
+// x), government neither. It returns the directory and each type's
+// labels (nil: none), in hetero.json's type order.
+func buildLabelledMini(t *testing.T) (string, map[string][]int32) {
+	t.Helper()
+	types, rels, feats, err := ingest.OGBHetero(filepath.Join("..", "testdata", "hetero-mini", "raw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]uint32{}
+	for _, nt := range types {
+		count[nt.Name] = nt.Count
+	}
+	tmp := t.TempDir()
+	want := map[string][]int32{}
+	label := func(name string, mod, none uint32) (string, []int64) {
+		y := make([]int32, count[name])
+		y64 := make([]int64, count[name])
+		for v := range y {
+			y[v] = int32(uint32(v) * 7 % mod)
+			if uint32(v)%none == 0 {
+				y[v] = -1
+			}
+			y64[v] = int64(y[v])
+		}
+		want[name] = y
+		return filepath.Join(tmp, name+"-y.npy"), y64
+	}
+	writeNPY := func(path string, a []int64) {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := npy.WriteArray(f, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var kept []ingest.NodeFeatures
+	for _, nf := range feats {
+		switch nf.Type {
+		case "company":
+			path, y := label("company", 5, 7)
+			writeNPY(path, y)
+			nf.Labels = path
+		case "tvshow", "government":
+			continue
+		}
+		kept = append(kept, nf)
+	}
+	out := filepath.Join(tmp, "g")
+	if _, err := ingest.BuildHetero(context.Background(), out, ingest.HeteroOptions{NodeTypes: types, Relations: rels,
+		Features: kept, AddReverse: true, Build: ingest.BuildOptions{ChunkSize: 64 << 10}}); err != nil {
+		t.Fatal(err)
+	}
+	_, y := label("tvshow", 3, 5)
+	if err := os.MkdirAll(filepath.Join(out, HeteroLabelsDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeNPY(filepath.Join(out, HeteroLabelsDir, "tvshow.npy"), y)
+	return out, want
+}
+
+// heteroSplitServer serves dir's epochs with its labels on devices
+// devices; the client is connected.
+func heteroSplitServer(t *testing.T, dir string, devices int, sem epoch.Semantics, maxInflight int64) (*HeteroServer, *Client, HeteroConfig) {
+	t.Helper()
+	smp, schema, err := heterosample.OpenDir(dir, heterosample.Options{Host: host.Options{Devices: devices, EdgeIDs: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { smp.Close() })
+	fanouts, err := schema.FanoutsFromMap(map[string][]int{schema.Relations[0].String(): {2, 0}}, []int{4, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stores, err := OpenHeteroFeatures(dir, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { CloseStores(stores) })
+	labels, err := OpenHeteroLabels(dir, schema, stores)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges, err := HeteroNumEdges(dir, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var train []uint32
+	for v := uint32(0); v < schema.NodeTypes[0].Count; v += 2 {
+		train = append(train, v)
+	}
+	cfg := HeteroConfig{Sampler: smp, Schema: schema, TrainType: schema.NodeTypes[0].Name, Train: train, Fanouts: fanouts,
+		BatchSize: 16, Seed: 11, Semantics: sem, World: 1, EdgeIDs: true, Features: stores, Labels: labels, NumEdges: edges, MaxInflight: maxInflight}
+	h, err := NewHeteroEpochs(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewHeteroServer(context.Background(), h, 0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		ln.Close()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	c, err := Dial("unix", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return srv, c, h.cfg
+}
+
+// splitNodes are a split's nodes of a type of count nodes: every third
+// node from the top down (not sorted, so that the given order shows).
+func splitNodes(count uint32) []uint32 {
+	var nodes []uint32
+	for v := int64(count) - 1; v >= 0 && len(nodes) < 70; v -= 3 {
+		nodes = append(nodes, uint32(v))
+	}
+	return nodes
+}
+
+// serveHeteroSplits reads two splits (one of the training type, one of
+// tvshow) in epochs 0 and 1 through the wire, checks each minibatch
+// against heterosample's assembly of the same seeds under the key (seed,
+// current epoch) by an independent sampler, with the stores' rows and
+// the expected labels, and returns the frames.
+func serveHeteroSplits(t *testing.T, dir string, devices int, sem epoch.Semantics, labels map[string][]int32) [][]byte {
+	t.Helper()
+	ctx := context.Background()
+	srv, c, cfg := heteroSplitServer(t, dir, devices, sem, 0)
+	ref, schema, err := heterosample.OpenDir(dir, heterosample.Options{Host: host.Options{Devices: 1, EdgeIDs: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	info, err := c.HeteroEpochInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{true, false, false, true}; !reflect.DeepEqual(info.Hetero.Labels, want) || info.Hetero.NodeTypes[3] != "tvshow" {
+		t.Fatalf("epoch_info labels %v of %v, want %v", info.Hetero.Labels, info.Hetero.NodeTypes, want)
+	}
+	var frames [][]byte
+	for e := uint32(0); e < 2; e++ {
+		for _, ty := range []int{0, 3} {
+			nt := schema.NodeTypes[ty]
+			nodes := splitNodes(nt.Count)
+			sinfo, err := c.HeteroSplit(ty, nodes, 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sinfo.NumNodes != len(nodes) || sinfo.BatchSize != 16 || sinfo.NumBatches != (len(nodes)+15)/16 || sinfo.NodeType != nt.Name {
+				t.Fatalf("split %+v", sinfo)
+			}
+			for i := 0; ; i++ {
+				b, end, err := c.HeteroSplitBatch(sinfo.Split, uint32(i), DefaultSemantics, &info.Hetero)
+				if err != nil {
+					t.Fatalf("epoch %d split of %s minibatch %d: %v", e, nt.Name, i, err)
+				}
+				if end {
+					if i != sinfo.NumBatches {
+						t.Fatalf("split ended after %d of %d minibatches", i, sinfo.NumBatches)
+					}
+					break
+				}
+				piece := nodes[i*16 : min(i*16+16, len(nodes))]
+				sorted := slices.Clone(piece)
+				slices.Sort(sorted)
+				res, err := ref.SampleEpoch(ctx, []heterosample.Seeds{{Type: nt.Name, Nodes: sorted}}, cfg.Fanouts, epoch.Key{Seed: cfg.Seed, Epoch: e})
+				if err != nil {
+					t.Fatal(err)
+				}
+				seeds := []heterosample.Seeds{{Type: nt.Name, Nodes: piece}}
+				w := &HeteroBatch{Epoch: e, Index: i, Semantics: sem, Hops: 2, EdgeIDs: true}
+				if sem == epoch.PyG {
+					w.PyG, err = res.AssemblePyG(seeds)
+				} else {
+					w.DGL, err = res.AssembleDGL(seeds)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.X, w.Y = make([]*HeteroRows, len(schema.NodeTypes)), make([][]int32, len(schema.NodeTypes))
+				for ty2, fs := range cfg.Features {
+					var ids []uint32
+					if w.PyG != nil {
+						ids = w.PyG.Nodes[ty2].NID
+					} else {
+						ids = w.DGL[len(w.DGL)-1].SrcNID[ty2]
+					}
+					if fs != nil {
+						rows := make([]byte, int64(len(ids))*fs.RowBytes())
+						if err := fs.ReadRows(ids, rows); err != nil {
+							t.Fatal(err)
+						}
+						w.X[ty2] = &HeteroRows{DType: DtypeF32, Dim: fs.Dim(), Rows: rows}
+					}
+					if y := labels[schema.NodeTypes[ty2].Name]; y != nil {
+						w.Y[ty2] = make([]int32, len(ids))
+						for k, v := range ids {
+							w.Y[ty2][k] = y[v]
+						}
+					}
+				}
+				if b.Y[ty] == nil || len(b.Y[ty]) < len(piece) {
+					t.Fatalf("split of %s minibatch %d: no labels of the seeds", nt.Name, i)
+				}
+				frame, err := MarshalHeteroBatch(OpSplitBatch, 0, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wframe, err := MarshalHeteroBatch(OpSplitBatch, 0, w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(frame, wframe) {
+					t.Fatalf("epoch %d split of %s minibatch %d differs from heterosample's assembly of its seeds", e, nt.Name, i)
+				}
+				frames = append(frames, frame)
+			}
+			// The same nodes again: the same split.
+			again, err := c.HeteroSplit(ty, nodes, 16)
+			if err != nil || again != sinfo {
+				t.Fatalf("split again %+v, first %+v: %v", again, sinfo, err)
+			}
+			if err := c.DropSplit(sinfo.Split); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The training stream carries the labels too, in its rows.
+		b, end, err := c.NextHeteroBatch(e, DefaultSemantics, &info.Hetero)
+		if err != nil || end {
+			t.Fatalf("epoch %d next_batch: end %v, %v", e, end, err)
+		}
+		for ty, nt := range schema.NodeTypes {
+			y := labels[nt.Name]
+			if (y == nil) != (b.Y[ty] == nil) {
+				t.Fatalf("epoch %d minibatch 0: labels of %s %v, want some: %v", e, nt.Name, b.Y[ty], y != nil)
+			}
+			var nodes []uint32
+			if b.PyG != nil {
+				nodes = b.PyG.Nodes[ty].NID
+			} else {
+				nodes = b.DGL[len(b.DGL)-1].SrcNID[ty]
+			}
+			for k, v := range nodes {
+				if y != nil && b.Y[ty][k] != y[v] {
+					t.Fatalf("epoch %d minibatch 0: %s node %d labelled %d, want %d", e, nt.Name, v, b.Y[ty][k], y[v])
+				}
+			}
+		}
+		if held, _ := srv.Inflight(); held != 0 {
+			t.Fatalf("epoch %d: %d bytes held with every split dropped and every reply written", e, held)
+		}
+		if _, err := srv.Advance(ctx, CurrentEpoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return frames
+}
+
+// A heterogeneous split's minibatches, through the wire and the Go
+// client, equal heterosample's assembly of the same seeds under the key
+// (the server's seed, its current epoch), with every row's features and
+// labels (a store's, an npy's), for PyG and DGL, and 1 and 3 devices give
+// the same bytes.
+func TestHeteroSplitEqualsAssembly(t *testing.T) {
+	dir, labels := buildLabelledMini(t)
+	for _, sem := range []epoch.Semantics{epoch.PyG, epoch.DGL} {
+		one := serveHeteroSplits(t, dir, 1, sem, labels)
+		three := serveHeteroSplits(t, dir, 3, sem, labels)
+		if len(one) == 0 || !reflect.DeepEqual(one, three) {
+			t.Fatalf("%v: 1 device %d frames, 3 devices %d, or different bytes", sem, len(one), len(three))
+		}
 	}
 }
