@@ -162,6 +162,28 @@ class HeteroLoaderTest(unittest.TestCase):
                 self.assertEqual(len(pairs), k, (et, h))
         for t, r in reached.items():
             self.assertTrue(r.all(), "%s: every node of n_id is a seed or a sampled neighbor" % t)
+        self.check_order(b, bs)
+
+    def check_order(self, b, bs):
+        """PyG's n_id order exactly (pyg-lib's hetero sample, as
+        reference_hetero_loader.py renders it): hop by hop, edge type by
+        edge type in the graph's order, edge by edge, a source not yet in
+        its type's n_id is appended; so each type's new nodes per hop are
+        num_sampled_nodes, and the hop's edges are each edge type's
+        num_sampled_edges slice."""
+        nxt = {t: (bs if t == "company" else 0) for t in b.node_types}
+        offs = {et: 0 for et in b.edge_types}
+        for h in range(len(b["company"].num_sampled_nodes) - 1):
+            before = dict(nxt)
+            for et in self.data.edge_types:  # the graph's (from_pyg's) order
+                k = b[et].num_sampled_edges[h]
+                for u in b[et].edge_index[0, offs[et]:offs[et] + k].tolist():
+                    self.assertLessEqual(u, nxt[et[0]], (et, h))
+                    if u == nxt[et[0]]:
+                        nxt[et[0]] += 1
+                offs[et] += k
+            for t in b.node_types:
+                self.assertEqual(nxt[t] - before[t], b[t].num_sampled_nodes[h + 1], (t, h))
 
     def test_training_epochs(self):
         lo = self.loader()
@@ -235,6 +257,22 @@ class HeteroLoaderTest(unittest.TestCase):
                 self.check_data(b, val_ids)
                 seen.extend(b["company"].n_id[:b["company"].batch_size].tolist())
             self.assertEqual(seen, val_ids.tolist())
+
+    def test_dgl_split(self):
+        dgl = sys.modules["dgl"]
+        ids = np.flatnonzero(self.data["company"].test_mask.numpy())[::-1].copy()
+        lo = streamsampler.dgl.DataLoader(self.graph, {"company": torch.from_numpy(ids)},
+                                          streamsampler.dgl.NeighborSampler([2, 3]), batch_size=100, seed=8,
+                                          binary=self.ss)
+        self.addCleanup(lo.close)
+        self.assertEqual(len(lo), -(-len(ids) // 100))
+        for _ in range(2):
+            seen = []
+            for _, out, blocks in lo:
+                seen.extend(out["company"].tolist())
+                np.testing.assert_array_equal(blocks[-1].dstnodes["company"].data[dgl.NID].numpy(),
+                                              out["company"].numpy())
+            self.assertEqual(seen, ids.tolist())
 
     def test_from_heterodata(self):
         # The HeteroData itself: written to a temporary directory once.
