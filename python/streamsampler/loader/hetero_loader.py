@@ -46,7 +46,7 @@ from ..convert import is_hetero_data, load_edge_perm
 from ..hetero import EdgeType, HeteroBatch
 from ..local import env_int
 from ..optional import require
-from ..protocol import ServerError
+from ..protocol import ProtocolError
 from ..typing import PathArg
 from .base import EpochLoader
 from .servers import SharedServer, TrainingStream, acquire, release
@@ -344,8 +344,8 @@ class HeteroNodeLoader(EpochLoader):
         pos = np.searchsorted(self._sorted, seeds.astype(np.int64))
         if np.any(pos >= len(self._sorted)) or not np.array_equal(self._sorted[np.minimum(pos, len(self._sorted) - 1)],
                                                                  seeds.astype(np.int64)):
-            raise ServerError(6, "the server sent seeds of type %s that are not the loader's input nodes: another "
-                                 "loader's stream?" % self.node_type)
+            raise ProtocolError("the server sent seeds of type %s that are not the loader's input nodes (a server "
+                                "of another training stream?)" % self.node_type)
         return self._order[pos]
 
     def seeds(self, b: HeteroBatch) -> npt.NDArray[np.uint32]:
