@@ -27,7 +27,10 @@ func FuzzDecodeHeteroBatch(f *testing.F) {
 	pyg.PyG.Edges[0].EID = []int64{17, 18}
 	withX := exampleDGL()
 	withX.X = []*HeteroRows{{DType: DtypeF16, Dim: 1, Rows: []byte{1, 2}}, nil}
-	for _, b := range []*HeteroBatch{exampleBatch(), pyg, exampleDGL(), withX} {
+	withY := exampleDGL()
+	withY.X = withX.X
+	withY.Y = [][]int32{nil, {-1, 3}}
+	for _, b := range []*HeteroBatch{exampleBatch(), pyg, exampleDGL(), withX, exampleSplitBatch(), withY} {
 		frame, err := MarshalHeteroBatch(OpNextBatch, 1, b)
 		if err != nil {
 			f.Fatal(err)

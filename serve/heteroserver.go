@@ -109,16 +109,21 @@ func (s *HeteroServer) prepareNext() {
 	}()
 }
 
-// Close stops the background preparation and closes every connection
-// (a Serve then returns once its listener is closed too).
+// Close stops the background preparation, waiting for it to end (so
+// that the sampler may be closed next), and closes every connection (a
+// Serve then returns once its listener is closed too).
 func (s *HeteroServer) Close() {
 	s.cancel()
 	s.connMu.Lock()
-	defer s.connMu.Unlock()
 	s.closed = true
 	for c := range s.conns {
 		c.Close()
 	}
+	s.connMu.Unlock()
+	s.mu.Lock()
+	p := s.next
+	s.mu.Unlock()
+	<-p.done
 }
 
 // track registers c (false: the server is closed, c is closed).
@@ -365,7 +370,7 @@ func (s *HeteroServer) answer(f Frame, authed *bool) ([]byte, int64, bool) {
 		if err != nil {
 			return fail(newRequestError(CodeBadRequest, "split (batch_size u32, node type u16, nodes): %v", err)), 0, false
 		}
-		info, err := s.Split(ctx, int(t), nodes, int(min(bs, 1<<30)))
+		info, err := s.Split(ctx, int(t), nodes, int(bs))
 		return jsonReply(info, err), 0, false
 	case OpSplitBatch:
 		id, index, sem, err := DecodeSplitBatchRequest(f.Payload)
@@ -376,7 +381,7 @@ func (s *HeteroServer) answer(f Frame, authed *bool) ([]byte, int64, bool) {
 		if sp == nil {
 			return fail(newRequestError(CodeUnknownSplit, "unknown split %d", id)), 0, false
 		}
-		out, held, err := s.batchReply(f, sp.t, sp.batchSize, func() (*HeteroBatch, bool, error) {
+		out, held, err := s.batchReply(f, sp.t, min(sp.batchSize, len(sp.nodes)), func() (*HeteroBatch, bool, error) {
 			b, ok, err := s.SplitBatch(ctx, id, index, sem)
 			if err == nil && !ok {
 				// The end's payload is the split's id.

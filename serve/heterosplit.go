@@ -73,7 +73,7 @@ type heteroSplit struct {
 func (sp *heteroSplit) numBatches() int { return (len(sp.nodes) + sp.batchSize - 1) / sp.batchSize }
 
 // growth bounds how a sample of n seeds of node type t grows: d[l][t'] is
-// a bound on type t''s frontier at layer l (frontiers are nested, each
+// a bound on the frontier of type t' at layer l (frontiers are nested, each
 // every node known so far; at most the type's count), e[l][r] on
 // relation r's sample slots at layer l (frontier × fanout, or the
 // relation's stored edges for a full hop, each destination being expanded

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/heterosample"
@@ -315,7 +317,15 @@ func serveHeteroSplits(t *testing.T, dir string, devices int, sem epoch.Semantic
 				if !reflect.DeepEqual(frame, wframe) {
 					t.Fatalf("epoch %d split of %s minibatch %d differs from heterosample's assembly of its seeds", e, nt.Name, i)
 				}
+				// The reservation bounds the reply (rows and labels included).
+				if bound := srv.epochs.replyBound(ty, int64(len(piece))); int64(len(frame)) > bound {
+					t.Fatalf("epoch %d split of %s minibatch %d: %d bytes, over its bound %d", e, nt.Name, i, len(frame), bound)
+				}
 				frames = append(frames, frame)
+			}
+			// What the split holds is within what it counts.
+			if sp := srv.heteroSplitOf(sinfo.Split); sp.res.Bytes()+8*int64(len(nodes)) > sp.held {
+				t.Fatalf("split of %s holds %d bytes of sample and %d of nodes, over its bound %d", nt.Name, sp.res.Bytes(), 8*len(nodes), sp.held)
 			}
 			// The same nodes again: the same split.
 			again, err := c.HeteroSplit(ty, nodes, 16)
@@ -348,7 +358,7 @@ func serveHeteroSplits(t *testing.T, dir string, devices int, sem epoch.Semantic
 				}
 			}
 		}
-		if held, _ := srv.Inflight(); held != 0 {
+		if held := settledInflight(srv); held != 0 {
 			t.Fatalf("epoch %d: %d bytes held with every split dropped and every reply written", e, held)
 		}
 		if _, err := srv.Advance(ctx, CurrentEpoch); err != nil {
@@ -371,5 +381,200 @@ func TestHeteroSplitEqualsAssembly(t *testing.T) {
 		if len(one) == 0 || !reflect.DeepEqual(one, three) {
 			t.Fatalf("%v: 1 device %d frames, 3 devices %d, or different bytes", sem, len(one), len(three))
 		}
+	}
+}
+
+// smallHeteroServer serves exampleSchema's types of 100 nodes each over a
+// graph without edges (seedsOnly), with the given budget.
+func smallHeteroServer(t *testing.T, maxInflight int64) (*HeteroServer, *Client, *HeteroInfo) {
+	t.Helper()
+	s := exampleSchema()
+	s.NodeTypes[0].Count, s.NodeTypes[1].Count = 100, 100
+	h, err := NewHeteroEpochs(HeteroConfig{Sampler: seedsOnly{s}, Schema: s, TrainType: "paper", Train: []uint32{1, 2, 3},
+		Fanouts: [][]int{{2}}, BatchSize: 2, Seed: 1, Semantics: epoch.PyG, MaxInflight: maxInflight})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewHeteroServer(context.Background(), h, 0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		ln.Close()
+		<-done
+	})
+	c, err := Dial("unix", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	info, err := c.HeteroEpochInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, c, &info.Hetero
+}
+
+// settledInflight returns the bytes srv holds once its last reply's
+// bytes are given back (the server releases them after the write the
+// client has already read), waiting up to 5 s for 0.
+func settledInflight(srv *HeteroServer) int64 {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		held, _ := srv.Inflight()
+		if held == 0 || time.Now().After(deadline) {
+			return held
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// wantRemote checks that err is the server's error code naming want.
+func wantRemote(t *testing.T, what string, err error, code uint16, want string) {
+	t.Helper()
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Code != code || !strings.Contains(re.Message, want) {
+		t.Errorf("%s: %v, want error %d naming %q", what, err, code, want)
+	}
+}
+
+// Bad split requests are refused naming the node and its type (or the
+// type index, the split), and the connection stays usable.
+func TestHeteroSplitRefused(t *testing.T) {
+	_, c, info := smallHeteroServer(t, 0)
+	for _, tc := range []struct {
+		name  string
+		t     int
+		nodes []uint32
+		bs    int
+		want  string
+	}{
+		{"unknown type", 2, []uint32{1}, 1, "node type 2: the graph has 2 node types"},
+		{"out of range", 1, []uint32{5, 100}, 1, `node 100 (position 1) of type "author" is not a node: the type has 100 nodes`},
+		{"duplicate", 0, []uint32{5, 7, 5}, 1, `node 5 of type "paper" at positions 0 and 2`},
+		{"batch size", 0, []uint32{5}, 0, "batch size 0"},
+		{"empty", 0, nil, 4, `no nodes of type "paper"`},
+	} {
+		_, err := c.HeteroSplit(tc.t, tc.nodes, tc.bs)
+		wantRemote(t, tc.name, err, CodeBadRequest, tc.want)
+	}
+	_, _, err := c.HeteroSplitBatch(3, 0, DefaultSemantics, info)
+	wantRemote(t, "split_batch of an unknown split", err, CodeUnknownSplit, "unknown split 3")
+	wantRemote(t, "drop of an unknown split", c.DropSplit(3), CodeUnknownSplit, "unknown split 3")
+	// A truncated split request (no type) is malformed.
+	f, err := c.roundTrip(OpSplit, []byte{1, 0, 0, 0, 0})
+	if err == nil {
+		t.Fatalf("truncated split answered %+v", f)
+	}
+	wantRemote(t, "truncated split", err, CodeBadRequest, "node type")
+	// Still served: a split of authors, read to its end, then dropped.
+	sp, err := c.HeteroSplit(1, []uint32{9, 3, 5}, 2)
+	if err != nil || sp.NumBatches != 2 || sp.NodeType != "author" {
+		t.Fatalf("split %+v: %v", sp, err)
+	}
+	b, end, err := c.HeteroSplitBatch(sp.Split, 1, DefaultSemantics, info)
+	if err != nil || end || !slices.Equal(b.PyG.Nodes[1].NID, []uint32{5}) || b.PyG.Nodes[1].BatchSize != 1 || b.PyG.Nodes[0].BatchSize != 0 || b.Index != 1 {
+		t.Fatalf("last minibatch %+v, end %v: %v", b, end, err)
+	}
+	if _, end, err := c.HeteroSplitBatch(sp.Split, 2, DefaultSemantics, info); err != nil || !end {
+		t.Fatalf("past the end: end %v, %v", end, err)
+	}
+	if err := c.DropSplit(sp.Split); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.HeteroSplitBatch(sp.Split, 0, DefaultSemantics, info)
+	wantRemote(t, "split_batch of a dropped split", err, CodeUnknownSplit, "unknown split")
+}
+
+// The budget: splits hold at most a quarter of it and number at most
+// MaxSplits (error 11 past either, until one is dropped); a reply larger
+// than MaxReply, or than the whole budget, is error 11 naming the
+// minibatch; every byte is given back once replies are written and
+// splits dropped.
+func TestHeteroSplitBudget(t *testing.T) {
+	srv, c, info := smallHeteroServer(t, 4<<10)
+	big := make([]uint32, 100)
+	for i := range big {
+		big[i] = uint32(i)
+	}
+	if b := srv.epochs.splitBound(1, 100); b <= 1<<10 {
+		t.Fatalf("a split of 100 nodes bounded by %d bytes fits a quarter of 4 KiB; the test needs it not to", b)
+	}
+	_, err := c.HeteroSplit(1, big, 10)
+	wantRemote(t, "split past a quarter of the budget", err, CodeOverBudget, "a quarter of --max-inflight")
+	if _, err := c.HeteroSplit(1, big[:2], 10); err != nil {
+		t.Fatalf("a split of 2 nodes (%d bytes) refused: %v", srv.epochs.splitBound(1, 2), err)
+	}
+	// MaxSplits splits of one node each (the bound of each is small
+	// enough on a larger budget).
+	srv2, c2, _ := smallHeteroServer(t, 64<<20)
+	var ids []uint32
+	for v := uint32(0); v < MaxSplits; v++ {
+		sp, err := c2.HeteroSplit(0, []uint32{v}, 1)
+		if err != nil {
+			t.Fatalf("split %d: %v", v, err)
+		}
+		ids = append(ids, sp.Split)
+	}
+	_, err = c2.HeteroSplit(0, []uint32{99}, 1)
+	wantRemote(t, "split past MaxSplits", err, CodeOverBudget, "drop one")
+	if err := c2.DropSplit(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := c2.HeteroSplit(0, []uint32{99}, 1)
+	if err != nil {
+		t.Fatalf("split after a drop: %v", err)
+	}
+	ids = append(ids[1:], sp.Split)
+	held, _ := srv2.Inflight()
+	if want := int64(MaxSplits) * srv2.epochs.splitBound(0, 1); held != want {
+		t.Fatalf("%d splits hold %d bytes, want %d", MaxSplits, held, want)
+	}
+	for _, id := range ids {
+		if err := c2.DropSplit(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if held, _ := srv2.Inflight(); held != 0 {
+		t.Fatalf("%d bytes held with every split dropped", held)
+	}
+	// A reply over MaxReply: error 11 naming the minibatch, the
+	// connection stays open.
+	srv.maxReply = 100
+	_, _, err = c.NextHeteroBatch(CurrentEpoch, DefaultSemantics, info)
+	wantRemote(t, "minibatch over MaxReply", err, CodeOverBudget, "minibatch 0 of epoch 0 is")
+	sp, err = c.HeteroSplit(1, []uint32{4}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := c.HeteroSplit(1, big[:2], 10) // registered above
+	if err != nil || c.DropSplit(two.Split) != nil {
+		t.Fatalf("split of 2 nodes again %+v: %v", two, err)
+	}
+	_, _, err = c.HeteroSplitBatch(sp.Split, 0, DefaultSemantics, info)
+	wantRemote(t, "split minibatch over MaxReply", err, CodeOverBudget, "minibatch 0 of split")
+	srv.maxReply = MaxReply
+	if b, end, err := c.HeteroSplitBatch(sp.Split, 0, DefaultSemantics, info); err != nil || end || b.PyG.Nodes[1].NID[0] != 4 {
+		t.Fatalf("split minibatch: %+v %v %v", b, end, err)
+	}
+	if err := c.DropSplit(sp.Split); err != nil {
+		t.Fatal(err)
+	}
+	if held := settledInflight(srv); held != 0 {
+		t.Fatalf("%d bytes held with every reply written", held)
+	}
+	// A reply larger than the whole budget: a server of 64 bytes.
+	srv3, c3, info3 := smallHeteroServer(t, 64)
+	_, _, err = c3.NextHeteroBatch(CurrentEpoch, DefaultSemantics, info3)
+	wantRemote(t, "minibatch over the budget", err, CodeOverBudget, "more than the whole in-flight budget")
+	if held := settledInflight(srv3); held != 0 {
+		t.Fatalf("%d bytes held after a refusal", held)
 	}
 }

@@ -105,21 +105,39 @@ func runServeHetero(cmd *cobra.Command, f *serveFlags, token []byte, sockMode os
 		return usagef("--train-type %q: not a node type of %s (its types: %s)", h.trainType, f.stream.graph, strings.Join(names, ", "))
 	}
 	var stores []*featstore.Store
+	var labels []serve.HeteroLabels
 	if f.stream.features.on {
 		if stores, err = serve.OpenHeteroFeatures(f.stream.graph, schema); err != nil {
 			return err
 		}
-		if stores == nil {
-			return usagef("--features: %s has no feature store of any node type (chunkify build --ogb-raw packs node-feat)", f.stream.graph)
-		}
 		defer serve.CloseStores(stores)
+		// Labels travel with the rows: a store's, or labels/<type>.npy
+		// for a type without a store (from_pyg).
+		if labels, err = serve.OpenHeteroLabels(f.stream.graph, schema, stores); err != nil {
+			return err
+		}
+		if stores == nil && labels == nil {
+			return usagef("--features: %s has no feature store or labels of any node type (chunkify build --ogb-raw packs node-feat)", f.stream.graph)
+		}
+	}
+	numEdges, err := serve.HeteroNumEdges(f.stream.graph, schema)
+	if err != nil {
+		return err
+	}
+	var maxInflight int64
+	if f.maxInfl != "" {
+		// Checked by runServe already.
+		if maxInflight, err = ingest.ParseSize(f.maxInfl); err != nil {
+			return usagef("--max-inflight %q: %v", f.maxInfl, err)
+		}
 	}
 	train, err := ingest.ReadNodeIDs(f.stream.train, schema.NodeTypes[t].Count)
 	if err != nil {
 		return usageError{fmt.Errorf("--train (local ids of type %s, which has %d nodes): %w", h.trainType, schema.NodeTypes[t].Count, err)}
 	}
 	epochs, err := serve.NewHeteroEpochs(serve.HeteroConfig{Sampler: smp, Schema: schema, TrainType: h.trainType, Train: train,
-		Fanouts: fanouts, BatchSize: f.stream.batchSize, Seed: s.Seed, Semantics: sem, Rank: s.Rank, World: s.World, EdgeIDs: f.backend.EdgeIDs, Features: stores})
+		Fanouts: fanouts, BatchSize: f.stream.batchSize, Seed: s.Seed, Semantics: sem, Rank: s.Rank, World: s.World, EdgeIDs: f.backend.EdgeIDs, Features: stores,
+		Labels: labels, NumEdges: numEdges, MaxInflight: maxInflight})
 	if err != nil {
 		return usageError{err}
 	}

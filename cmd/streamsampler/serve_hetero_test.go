@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/internal/npy"
 )
 
 // buildHeteroMini builds the bundled hetero-mini as chunkify build
@@ -54,5 +56,34 @@ func TestServeHeteroUsage(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d mentioning %q", tc.args[6:], code, stderr.String(), tc.code, tc.want)
 		}
+	}
+}
+
+// serve --features over a heterogeneous directory refuses a
+// labels/<type>.npy that is not one label per node of its type, naming
+// the file and the type.
+func TestServeHeteroBadLabels(t *testing.T) {
+	dir := buildHeteroMini(t)
+	train := writeTrain(t, []uint32{1, 2, 3})
+	if err := os.MkdirAll(filepath.Join(dir, "labels"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, "labels", "tvshow.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := npy.WriteArray(f, []int64{0, 1, -1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(tokenEnv, "")
+	args := []string{"serve", "--graph", dir, "--fanouts", "2,2", "--socket", filepath.Join(t.TempDir(), "s.sock"),
+		"--train", train, "--train-type", "company", "--features"}
+	var stderr strings.Builder
+	code := execute(args, strings.NewReader(""), io.Discard, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "tvshow.npy") || !strings.Contains(stderr.String(), "want (3327,)") {
+		t.Fatalf("exit %d, stderr %q; want a failure naming tvshow.npy and its 3327 nodes", code, stderr.String())
 	}
 }

@@ -8,7 +8,11 @@ source's position in its type's ``n_id``), ``e_id`` and
 ``num_sampled_edges``, as torch_geometric's NeighborLoader sets them on a
 HeteroData minibatch. DGL semantics give ``blocks``, hop 1 first (DGL's
 list is the reverse), each with per type ``dst_n_id``/``src_n_id`` and per
-edge type ``(src, dst, e_id)`` positions, as dgl.to_block makes them.
+edge type ``(src, dst, e_id)`` positions, as dgl.to_block makes them. A server with
+``--features`` adds each node type's feature rows (``x``) and labels
+(``y``, int32, -1 for none) in the same rows: one per ``n_id`` entry
+(PyG) or per src node of the last hop (DGL). A split's minibatches
+(``Client.hetero_split``) are HeteroBatches too.
 """
 
 from __future__ import annotations
