@@ -434,7 +434,9 @@ class HeteroNeighborLoader(HeteroNodeLoader):
     (PyG's rules, :func:`relation_fanouts`); each value 0 (the edge type
     is not sampled at that hop), 1 to 64, or -1 (every neighbor). Each
     minibatch is a ``torch_geometric.data.HeteroData`` as PyG's loader
-    builds it for a ``HeteroData`` (:func:`to_hetero_data`). ``seed``
+    builds it for a ``HeteroData`` (:func:`to_hetero_data`);
+    ``semantics="dgl"`` (not PyG's) yields the raw DGL-semantics
+    :class:`~streamsampler.hetero.HeteroBatch` es instead. ``seed``
     fixes the samples and the shuffles (default: drawn from torch's
     generator). ``server_args`` are extra ``streamsampler serve`` flags.
 
