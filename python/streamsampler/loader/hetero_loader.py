@@ -559,11 +559,6 @@ def to_hetero_data(batch: HeteroBatch, loader: HeteroNodeLoader) -> Any:
     return data
 
 
-def graph_input(data: Any) -> Optional[str]:
-    """``data``'s graph directory where it is heterogeneous, else None."""
-    return graph_dir(data) if is_hetero_graph(data) else None
-
-
 def check_homogeneous_args(input_nodes: Any, num_neighbors: Any) -> None:
     """A homogeneous graph with PyG's heterogeneous arguments (a ``(type,
     nodes)`` input, a dict of fanouts) is a ValueError that says so."""
