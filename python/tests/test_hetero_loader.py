@@ -245,6 +245,13 @@ class HeteroLoaderTest(unittest.TestCase):
         self.assertIs(train.server, val.server)
         self.assertIs(train.server, test.server)
         self.assertIsNot(train.server, other.server)
+        # One process serves the training stream and both splits.
+        next(iter(train))
+        val_ids = np.flatnonzero(c.val_mask.numpy())
+        got = [v for b in val for v in b["company"].n_id[:b["company"].batch_size].tolist()]
+        self.assertEqual(got, val_ids.tolist())
+        self.assertIs(train.server.local, val.server.local)
+        self.assertEqual(train.client().epoch_info()["hetero"]["train_type"], "company")
 
     def test_split_order(self):
         c = self.data["company"]
