@@ -10,7 +10,7 @@ PYTHON       ?= /usr/bin/python3
 GOFLAGS_RACE ?= -race
 STATICCHECK  ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
 
-.PHONY: all deps build test vet lint test-go test-xrt test-python typecheck-python hls-csim gpu test-gpu bench bench-chunkify bench-streamsampler bench-scale bench-features bench-serve bench-train demo clean
+.PHONY: all deps build test vet lint test-go test-xrt test-python typecheck-python hls-csim gpu test-gpu bench bench-chunkify bench-streamsampler bench-scale bench-features bench-serve bench-train demo demo-hetero clean
 
 all: build
 
@@ -129,6 +129,11 @@ demo: build
 	$(BIN)/streamsampler sample --state $(DEMO_DIR)/state --seeds 0,2,4 --format summary
 	$(BIN)/streamsampler info --state $(DEMO_DIR)/state
 	$(BIN)/streamsampler walk --graph $(DEMO_DIR)/email --all --walks-per-node 2 --length 20 --mode node2vec --p 0.5 --q 2 --devices 2 -o $(DEMO_DIR)/walks.npy
+
+# Heterogeneous graphs (issue 27): build from typed edge lists, serve,
+# iterate HeteroData minibatches (raw HeteroBatches without torch_geometric).
+demo-hetero: build
+	PYTHONPATH=python STREAMSAMPLER_BIN=$(abspath $(BIN))/streamsampler $(PYTHON) python/examples/hetero_quickstart.py --chunkify $(abspath $(BIN))/chunkify --out $(DEMO_DIR)/hetero-mini
 
 clean:
 	rm -rf $(BIN) out hls/build

@@ -10,8 +10,9 @@ script and seeds; PASS when the mean test accuracies are within 1 point.
 Each run is a subprocess (``pyg_hetero.py --loader L --seed S``, its last
 output line a JSON object); the summary is printed and, with ``--out``,
 written with every run's numbers. Exit status 0 on PASS, 1 on FAIL (or
-when a loader's run fails: until streamsampler's HeteroData drop-in
-exists, ``--loaders reference,reference-per-epoch`` is what runs).
+when a loader's run fails). ``--loaders`` defaults to
+``reference,streamsampler`` (``streamsampler.pyg.NeighborLoader`` over the
+HeteroData's graph directory); ``reference-per-epoch`` is a diagnostic.
 """
 
 import os

@@ -22,16 +22,17 @@ the epoch of best validation accuracy. It needs neither pyg-lib nor
 torch-sparse (torch_geometric 2.8's HeteroConv and SAGEConv are plain
 torch).
 
-The two loaders differ in ``make_loaders`` only::
+The two loaders differ in ``make_loaders`` only (the import; the
+streamsampler loader takes the graph directory from_pyg wrote, or the
+HeteroData itself)::
 
-    from streamsampler.pyg import NeighborLoader            # --loader streamsampler (not yet: raises)
+    from streamsampler.pyg import NeighborLoader            # --loader streamsampler
     graph = streamsampler.from_pyg(data, DIR).path
     from reference_hetero_loader import NeighborLoader      # --loader reference
     graph = data
 
-streamsampler's ``HeteroData`` drop-in does not exist yet (it comes after
-the heterogeneous server, issue 27): ``--loader streamsampler`` raises
-NotImplementedError after from_pyg has written the graph directory.
+``--loader streamsampler`` needs the executables (``--binary``/``--chunkify``,
+``$STREAMSAMPLER_BIN``, or a checkout's ``make build``) and torch_geometric.
 
     python3 python/examples/pyg_hetero.py --root testdata --loader reference --seed 0
 
@@ -123,12 +124,12 @@ class RGCN(torch.nn.Module):
 def make_loaders(which, data, graph, cfg):
     """The script's loaders: the only lines that differ between the two."""
     if which == "streamsampler":
-        raise NotImplementedError(
-            "--loader streamsampler: streamsampler's HeteroData NeighborLoader (streamsampler.pyg) does not exist "
-            "yet (issue 27: it follows the heterogeneous server); from_pyg wrote the graph directory %s" % graph)
-    from reference_hetero_loader import NeighborLoader
-    kw = dict(num_neighbors=cfg["fanouts"], batch_size=cfg["batch_size"],
-              per_epoch_samples=which == "reference-per-epoch")
+        from streamsampler.pyg import NeighborLoader
+        kw = dict(num_neighbors=cfg["fanouts"], batch_size=cfg["batch_size"])
+    else:
+        from reference_hetero_loader import NeighborLoader
+        kw = dict(num_neighbors=cfg["fanouts"], batch_size=cfg["batch_size"],
+                  per_epoch_samples=which == "reference-per-epoch")
     train = NeighborLoader(graph, input_nodes=("paper", data["paper"].train_mask), shuffle=True, **kw)
     val = NeighborLoader(graph, input_nodes=("paper", data["paper"].val_mask), **kw)
     test = NeighborLoader(graph, input_nodes=("paper", data["paper"].test_mask), **kw)

@@ -10,6 +10,10 @@
         x = blocks[0].srcdata["feat"]
         y = blocks[-1].dstdata["label"]
 
+Over a heterogeneous graph directory, ``DataLoader(graph, {ntype: nids},
+NeighborSampler([{etype: fanout, ...}, ...]))`` yields heterograph blocks
+(:mod:`streamsampler.loader.hetero_dgl_loader`).
+
 ``MultiLayerFullNeighborSampler(n)`` (every neighbor at each of n layers)
 is here too, and DGL's own samplers of both kinds are accepted.
 

@@ -2,6 +2,9 @@
 
 * ``NeighborLoader``: PyG's ``torch_geometric.loader.NeighborLoader``
   over a graph directory (:mod:`streamsampler.loader.neighbor_loader`);
+  over a heterogeneous one (or a ``HeteroData``) with
+  ``input_nodes=(type, nodes)``, ``HeteroData`` minibatches
+  (:mod:`streamsampler.loader.hetero_loader`);
 * ``LinkNeighborLoader``: PyG's ``LinkNeighborLoader`` (link prediction:
   seed edges, negatives; :mod:`streamsampler.loader.link_loader`);
 * ``Node2Vec``: PyG's ``torch_geometric.nn.Node2Vec`` with its walks from

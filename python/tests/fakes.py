@@ -316,3 +316,135 @@ def fake_pyg_nn():
     mods["torch_geometric"].nn = nn_mod
     mods["torch_geometric.nn"] = nn_mod
     return mods
+
+
+class Storage(Data):
+    """One node or edge storage of a fake HeteroData: an attribute bag
+    (``keys()``, item access) as PyG's NodeStorage / EdgeStorage."""
+
+
+class HeteroData:
+    """The part of torch_geometric.data.HeteroData the heterogeneous
+    loader and from_pyg use: ``data[node_type]`` / ``data[edge_type]``
+    storages made on first access, ``node_types`` / ``edge_types`` in order
+    of creation, ``to`` and ``x_dict`` / ``edge_index_dict``."""
+
+    def __init__(self):
+        self._nodes = {}
+        self._edges = {}
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            return self._edges.setdefault(tuple(key), Storage())
+        return self._nodes.setdefault(key, Storage())
+
+    @property
+    def node_types(self):
+        return list(self._nodes)
+
+    @property
+    def edge_types(self):
+        return list(self._edges)
+
+    @property
+    def x_dict(self):
+        return {t: s.x for t, s in self._nodes.items() if "x" in s.keys()}
+
+    @property
+    def edge_index_dict(self):
+        return {et: s.edge_index for et, s in self._edges.items()}
+
+    def to(self, device, non_blocking=False):
+        for s in list(self._nodes.values()) + list(self._edges.values()):
+            s.to(device, non_blocking=non_blocking)
+        return self
+
+
+def fake_pyg_hetero():
+    """sys.modules entries for torch_geometric and torch_geometric.data
+    with both Data and HeteroData."""
+    mods = fake_pyg()
+    mods["torch_geometric.data"].HeteroData = HeteroData
+    return mods
+
+
+class _Frame:
+    """A fake DGL node or edge space: its ``data`` dict."""
+
+    def __init__(self):
+        self.data = {}
+
+
+class _Frames:
+    """``block.srcnodes`` / ``dstnodes`` / ``edges`` of a fake heterograph
+    block: a frame per type, KeyError for a type the block lacks."""
+
+    def __init__(self, types):
+        self._f = {t: _Frame() for t in types}
+
+    def __getitem__(self, t):
+        return self._f[t]
+
+
+class HeteroBlock:
+    """The part of a DGL heterograph block (dgl.create_block with a dict)
+    the heterogeneous loader uses: ``srctypes``, ``dsttypes``,
+    ``canonical_etypes``, ``srcnodes[t].data``, ``dstnodes[t].data``,
+    ``edges[etype].data``, ``num_src_nodes(t)``, ``num_dst_nodes(t)``, the
+    edges per etype (``edges_of``), and ``srcdata[k]`` / ``dstdata[k]``
+    as DGL answers them for several types (a dict by type)."""
+
+    def __init__(self, data_dict, num_src_nodes, num_dst_nodes):
+        for et, (s, d) in data_dict.items():
+            assert torch.is_tensor(s) and torch.is_tensor(d) and s.dtype == d.dtype == torch.int64, et
+            assert len(s) == len(d), et
+            assert len(s) == 0 or (int(s.max()) < num_src_nodes[et[0]] and int(d.max()) < num_dst_nodes[et[2]]), et
+        self.canonical_etypes = list(data_dict)
+        # DGL's create_block: the types of the dicts and of the edge types.
+        self.srctypes = sorted(set(num_src_nodes) | {et[0] for et in data_dict})
+        self.dsttypes = sorted(set(num_dst_nodes) | {et[2] for et in data_dict})
+        self._edges = {et: (s, d) for et, (s, d) in data_dict.items()}
+        self._nsrc, self._ndst = dict(num_src_nodes), dict(num_dst_nodes)
+        self.srcnodes, self.dstnodes = _Frames(self.srctypes), _Frames(self.dsttypes)
+        self.edges = _Frames(self.canonical_etypes)
+
+    def edges_of(self, et):
+        return self._edges[et]
+
+    def num_src_nodes(self, t):
+        return self._nsrc.get(t, 0)
+
+    def num_dst_nodes(self, t):
+        return self._ndst.get(t, 0)
+
+    @property
+    def srcdata(self):
+        return _ByType(self.srcnodes, self.srctypes)
+
+    @property
+    def dstdata(self):
+        return _ByType(self.dstnodes, self.dsttypes)
+
+
+class _ByType:
+    def __init__(self, frames, types):
+        self.frames, self.types = frames, types
+
+    def __getitem__(self, k):
+        return {t: self.frames[t].data[k] for t in self.types if k in self.frames[t].data}
+
+
+def fake_dgl_hetero():
+    """A sys.modules entry for dgl whose create_block also takes a dict of
+    edge types (heterograph blocks, :class:`HeteroBlock`)."""
+    mods = fake_dgl()
+    dgl = mods["dgl"]
+    homogeneous = dgl.create_block
+
+    def create_block(edges, num_src_nodes=None, num_dst_nodes=None):
+        if isinstance(edges, dict):
+            return HeteroBlock(edges, num_src_nodes, num_dst_nodes)
+        return homogeneous(edges, num_src_nodes, num_dst_nodes)
+
+    dgl.create_block = create_block
+    return mods

@@ -442,7 +442,7 @@ class Loaders(unittest.TestCase):
             NeighborSampler([])
         with self.assertRaises(ValueError):
             MultiLayerFullNeighborSampler(0)
-        with self.assertRaises(NotImplementedError):
+        with self.assertRaisesRegex(ValueError, "graph is homogeneous"):  # a (type, nodes) input: issue 27
             NeighborLoader(self.graph, [2], input_nodes=("paper", self.val), binary=self.ss)
         with self.assertRaises(NotImplementedError):
             NeighborLoader(self.graph, [2], disjoint=True, binary=self.ss)

@@ -17,6 +17,12 @@
 ``neighbor_loader.py``     PyG's ``NeighborLoader`` (``streamsampler.pyg``)
 ``dgl_loader.py``          DGL's ``DataLoader``, ``NeighborSampler``
                            (``streamsampler.dgl``)
+``hetero_loader.py``       :class:`HeteroNodeLoader`, :class:`HeteroNeighborLoader`:
+                           PyG's ``NeighborLoader`` over a ``HeteroData``
+                           (what ``streamsampler.pyg.NeighborLoader``
+                           returns for heterogeneous input)
+``hetero_dgl_loader.py``   :class:`HeteroDataLoader`: DGL's ``DataLoader``
+                           over a heterograph (``streamsampler.dgl``)
 ``link_loader.py``         :class:`LinkLoader`: seed edges from a shared
                            server; PyG's ``LinkNeighborLoader``, DGL's
                            ``as_edge_prediction_sampler`` and its
@@ -27,9 +33,10 @@
                            directory for a PyG ``Data``
 =========================  ====================================================
 
-The link loaders (``link_loader.py``) are :class:`EpochLoader` s over
-the same shared servers; heterogeneous input, when graphs have types, is
-the node and link loaders' (as in PyG), not a loader of its own.
+The link loaders (``link_loader.py``) and the heterogeneous loaders are
+:class:`EpochLoader` s over the same shared servers; heterogeneous input
+goes to ``NeighborLoader`` / ``DataLoader`` (as in PyG and DGL), which
+return the heterogeneous loader for it.
 """
 
 from __future__ import annotations
@@ -38,10 +45,13 @@ from .base import EpochLoader
 from .client_loader import Loader
 from .device import DeviceTransfer, PinnedOutput
 from .dgl_loader import DataLoader, NeighborSampler
+from .hetero_dgl_loader import HeteroDataLoader
+from .hetero_loader import HeteroNeighborLoader, HeteroNodeLoader
 from .link_loader import LinkDataLoader, LinkLoader, LinkNeighborLoader
 from .neighbor_loader import NeighborLoader
 from .node_loader import NodeLoader
 from .prefetch import prefetched
 
-__all__ = ["DataLoader", "DeviceTransfer", "EpochLoader", "LinkDataLoader", "LinkLoader", "LinkNeighborLoader",
+__all__ = ["DataLoader", "DeviceTransfer", "EpochLoader", "HeteroDataLoader", "HeteroNeighborLoader",
+           "HeteroNodeLoader", "LinkDataLoader", "LinkLoader", "LinkNeighborLoader",
            "Loader", "NeighborLoader", "NeighborSampler", "NodeLoader", "PinnedOutput", "prefetched"]

@@ -33,7 +33,7 @@ is called only when iterating.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -51,12 +51,13 @@ __all__ = ["DataLoader", "MultiLayerFullNeighborSampler", "NeighborSampler", "as
 class NeighborSampler:
     """DGL's ``NeighborSampler(fanouts, replace=False, ...)``: ``fanouts``
     per GNN layer, input layer first (each 1 to 64, or DGL's -1: every
-    neighbor, in CSR order). ``prefetch_node_feats`` and
+    neighbor, in CSR order; for a heterogeneous graph a layer may be a
+    dict edge type → fanout, DGL's rules, :mod:`.hetero_dgl_loader`). ``prefetch_node_feats`` and
     ``prefetch_labels`` are accepted for compatibility: the features and
     labels of a graph with a feature store always come (as "feat" and
     "label")."""
 
-    def __init__(self, fanouts: Sequence[int], replace: bool = False, edge_dir: str = "in",
+    def __init__(self, fanouts: Sequence[Any], replace: bool = False, edge_dir: str = "in",
                  prefetch_node_feats: Any = None, prefetch_labels: Any = None, prefetch_edge_feats: Any = None,
                  output_device: Any = None, prob: Optional[str] = None, mask: Optional[str] = None) -> None:
         if edge_dir != "in":
@@ -64,14 +65,29 @@ class NeighborSampler:
                                       "(store out-edges by building the graph without --reverse)" % edge_dir)
         if prob is not None or mask is not None:
             raise NotImplementedError("NeighborSampler(prob=/mask=): weighted sampling is not supported")
-        self.fanouts = check_fanouts(fanouts, "NeighborSampler: fanout")
+        #: Per layer, input layer first: an int, or (heterogeneous graphs)
+        #: a dict edge type → int, as DGL's ``sample_neighbors`` takes them;
+        #: checked against the graph's edge types by the loader.
+        self.fanouts: List[Any]
+        if any(isinstance(f, Mapping) for f in fanouts):
+            self.fanouts = [dict(f) if isinstance(f, Mapping) else int(f) for f in fanouts]
+        else:
+            self.fanouts = check_fanouts(fanouts, "NeighborSampler: fanout")
         self.replace = bool(replace)
         self.output_device = output_device
+
+    @property
+    def per_etype(self) -> bool:
+        """Whether a layer's fanouts are per edge type (a dict): a
+        heterogeneous graph's sampler."""
+        return any(isinstance(f, dict) for f in self.fanouts)
 
     @property
     def hop_fanouts(self) -> List[int]:
         """The fanouts in hop order (the seeds' hop first), as the server
         takes them: DGL's order reversed."""
+        if self.per_etype:
+            raise ValueError("NeighborSampler: per-edge-type fanouts (dicts) need a heterogeneous graph")
         return self.fanouts[::-1]
 
 
@@ -118,9 +134,7 @@ def as_sampler(graph_sampler: Any) -> NeighborSampler:
         fanouts = getattr(graph_sampler, "fanouts", None)
         if fanouts is None:
             raise TypeError("DataLoader: DGL's %s has no fanouts attribute to read" % cls.__name__)
-        if any(isinstance(f, dict) for f in fanouts):
-            raise NotImplementedError("DataLoader: per-edge-type fanouts (heterogeneous graphs) are not supported")
-        return NeighborSampler([int(f) for f in fanouts], replace=bool(getattr(graph_sampler, "replace", False)),
+        return NeighborSampler([dict(f) if isinstance(f, Mapping) else int(f) for f in fanouts], replace=bool(getattr(graph_sampler, "replace", False)),
                                edge_dir=str(getattr(graph_sampler, "edge_dir", "in")),
                                prob=getattr(graph_sampler, "prob", None), mask=getattr(graph_sampler, "mask", None))
     raise TypeError("DataLoader: graph_sampler must be a streamsampler.dgl.NeighborSampler or "
@@ -157,10 +171,17 @@ class DataLoader(NodeLoader):
     ``DataLoader`` serves both)."""
 
     def __new__(cls, graph: GraphSource, indices: Any, graph_sampler: Any, *args: Any, **kwargs: Any) -> Any:
+        from .hetero_dgl_loader import HeteroDataLoader
+        from .hetero_loader import is_hetero_graph
         from .link_loader import LinkDataLoader, as_link_sampler
         link = as_link_sampler(graph_sampler)  # ours or DGL's as_edge_prediction_sampler
         if link is not None:
             return LinkDataLoader(graph, indices, link, *args, **kwargs)
+        if is_hetero_graph(graph):
+            return HeteroDataLoader(graph, indices, graph_sampler, *args, **kwargs)
+        if isinstance(indices, Mapping):
+            raise ValueError("DataLoader: indices is a dict of node types, but the graph is homogeneous (no "
+                             "hetero.json): pass the node ids alone")
         return super().__new__(cls)
 
     def __init__(self, graph: GraphSource, indices: Optional[Nodes], graph_sampler: Any,
@@ -206,3 +227,13 @@ class DataLoader(NodeLoader):
             if table.y is not None:
                 tensors[-1]["label"] = table.y.index_select(0, tensors[-1]["dst_ids"])
         return dgl_blocks(tensors, seeds)
+
+
+def _register_hetero() -> None:
+    # isinstance(loader, DataLoader) holds for the heterograph loader that
+    # DataLoader(...) returns (an ABC virtual subclass).
+    from .hetero_dgl_loader import HeteroDataLoader
+    DataLoader.register(HeteroDataLoader)
+
+
+_register_hetero()

@@ -126,7 +126,7 @@ class LoaderData:
         return {k: v for k, v in self._extra.items() if getattr(v, "shape", None) and int(v.shape[0]) == n}
 
 
-class NeighborLoader(NodeLoader):
+class NeighborLoader(NodeLoader):  # and HeteroNeighborLoader, registered below
     """PyG's ``NeighborLoader(data, num_neighbors, input_nodes, batch_size,
     shuffle, drop_last, replace, transform, ...)`` over a streamsampler
     graph directory (``data``: its path, or a PyG ``Data``).
@@ -170,6 +170,22 @@ class NeighborLoader(NodeLoader):
     ``PrefetchLoader`` pins nothing
     itself.
     """
+
+    def __new__(cls, data: Any, *args: Any, **kwargs: Any) -> Any:
+        """A heterogeneous graph (a directory with hetero.json, or a PyG
+        ``HeteroData``) gets a
+        :class:`~streamsampler.loader.hetero_loader.HeteroNeighborLoader`
+        (an instance of this class for ``isinstance``), as PyG's one
+        NeighborLoader serves both; a homogeneous one with heterogeneous
+        arguments (``input_nodes=(type, nodes)``, a dict of fanouts) is a
+        ValueError."""
+        from .hetero_loader import HeteroNeighborLoader, check_homogeneous_args, is_hetero_graph
+        if is_hetero_graph(data):
+            return HeteroNeighborLoader(data, *args, **kwargs)
+        num_neighbors = args[0] if args else kwargs.get("num_neighbors")
+        input_nodes = args[1] if len(args) > 1 else kwargs.get("input_nodes")
+        check_homogeneous_args(input_nodes, num_neighbors)
+        return super().__new__(cls)
 
     def __init__(self, data: GraphSource, num_neighbors: Sequence[int],
                  input_nodes: Union[Nodes, Tuple[str, Any], None] = None,
@@ -416,3 +432,14 @@ def to_data(batch: Batch, loader: NeighborLoader) -> Any:
     if loader.user_transform is not None:
         data = loader.user_transform(data)
     return data
+
+
+def _register_hetero() -> None:
+    # isinstance(loader, NeighborLoader) holds for the heterogeneous loader
+    # that NeighborLoader(...) returns (an ABC virtual subclass: no
+    # inheritance of the homogeneous machinery).
+    from .hetero_loader import HeteroNeighborLoader
+    NeighborLoader.register(HeteroNeighborLoader)
+
+
+_register_hetero()

@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 import numpy as np
 import numpy.typing as npt
 
-from ..convert import from_pyg
+from ..convert import from_pyg, is_hetero_data
 from ..graph import read_manifest
 from ..typing import GraphSource, Nodes
 
@@ -81,13 +81,14 @@ _converted: Dict[int, Tuple[Callable[[], Any], str]] = {}
 
 def graph_dir(graph: GraphSource) -> str:
     """A graph directory for ``graph``: a path as is; a PyG ``Data``
-    (anything with ``edge_index``) written once by ``from_pyg`` into a
-    temporary directory, removed when the object is collected."""
+    (anything with ``edge_index``) or ``HeteroData`` written once by
+    ``from_pyg`` into a temporary directory, removed when the object is
+    collected."""
     if isinstance(graph, (str, os.PathLike)):
         return os.fspath(graph)
-    if not hasattr(graph, "edge_index"):
-        raise TypeError("graph: want a graph directory (streamsampler.from_pyg / chunkify) or a PyG Data, got %s"
-                        % type(graph).__name__)
+    if not hasattr(graph, "edge_index") and not is_hetero_data(graph):
+        raise TypeError("graph: want a graph directory (streamsampler.from_pyg / chunkify) or a PyG Data or "
+                        "HeteroData, got %s" % type(graph).__name__)
     with _converted_lock:
         hit = _converted.get(id(graph))
         if hit is not None and hit[0]() is graph:
