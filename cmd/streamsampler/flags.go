@@ -43,23 +43,33 @@ func addQuietFlag(fs *pflag.FlagSet, p *bool, what string) {
 // and there are at most epoch.MaxLayers. An
 // error names the item as layer l (0-based, as Result.Layers and the
 // statistics count) and hop l+1 (as --fanouts and the blocks count).
-func parseFanouts(s string) ([]int, error) {
+func parseFanouts(s string) ([]int, error) { return parseFanoutList(s, "--fanouts", false) }
+
+// parseFanoutList parses a fanout list given by flag; zero admits 0, a
+// relation not sampled at that hop (PyG's 0 in a heterogeneous
+// num_neighbors list).
+func parseFanoutList(s, flag string, zero bool) ([]int, error) {
 	if strings.TrimSpace(s) == "" {
-		return nil, usagef("--fanouts: empty (want e.g. 15,10,5)")
+		return nil, usagef("%s: empty (want e.g. 15,10,5)", flag)
 	}
 	items := strings.Split(s, ",")
 	if len(items) > epoch.MaxLayers {
-		return nil, usagef("--fanouts %q: %d hops, at most %d", s, len(items), epoch.MaxLayers)
+		return nil, usagef("%s %q: %d hops, at most %d", flag, s, len(items), epoch.MaxLayers)
+	}
+	want := "a positive integer"
+	if zero {
+		want = "0 (not sampled), a positive integer"
 	}
 	var out []int
 	for l, p := range items {
 		k, err := strconv.Atoi(strings.TrimSpace(p))
 		switch {
 		case err == nil && k == epoch.AllNeighbors:
+		case err == nil && k == 0 && zero:
 		case err != nil || k < 1:
-			return nil, usagef("--fanouts %q: item %d (%q; layer %d, hop %d) is not a positive integer or %d (every neighbor)", s, l+1, p, l, l+1, epoch.AllNeighbors)
+			return nil, usagef("%s %q: item %d (%q; layer %d, hop %d) is not %s or %d (every neighbor)", flag, s, l+1, p, l, l+1, want, epoch.AllNeighbors)
 		case k > hls.MaxFanout:
-			return nil, usagef("--fanouts %q: item %d (%d; layer %d, hop %d) is above the maximum fanout %d", s, l+1, k, l, l+1, hls.MaxFanout)
+			return nil, usagef("%s %q: item %d (%d; layer %d, hop %d) is above the maximum fanout %d", flag, s, l+1, k, l, l+1, hls.MaxFanout)
 		}
 		out = append(out, k)
 	}

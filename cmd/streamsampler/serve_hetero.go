@@ -29,7 +29,7 @@ type heteroServeFlags struct {
 func (h *heteroServeFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&h.trainType, "train-type", "", "heterogeneous graph: the node type of the training nodes (--train holds local ids of that type)")
-	fl.StringArrayVar(&h.relFan, "relation-fanouts", nil, "heterogeneous graph: fanouts of one relation, src___rel___dst=5,5 (repeatable; the others take --fanouts)")
+	fl.StringArrayVar(&h.relFan, "relation-fanouts", nil, "heterogeneous graph: fanouts of one relation, src___rel___dst=5,5 (0: the relation is not sampled at that hop; repeatable; the others take --fanouts)")
 }
 
 // isHetero reports whether dir is a heterogeneous graph directory.
@@ -49,9 +49,9 @@ func relationFanouts(specs []string) (map[string][]int, error) {
 		if _, dup := m[k]; dup {
 			return nil, usagef("--relation-fanouts: relation %s given twice", k)
 		}
-		f, err := parseFanouts(v)
+		f, err := parseFanoutList(v, "--relation-fanouts "+k, true)
 		if err != nil {
-			return nil, usagef("--relation-fanouts %s: %v", k, err)
+			return nil, err
 		}
 		m[k] = f
 	}

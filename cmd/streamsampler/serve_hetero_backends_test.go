@@ -14,12 +14,28 @@ import (
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/heterofmt"
 	"github.com/streamsampler/streamsampler/serve"
 )
 
 // serveHeteroBatches runs serve with args over a heterogeneous graph and
-// returns every minibatch of the first epochs epochs, printed, in order.
+// returns every minibatch of the first epochs epochs, as JSON, in order.
 func serveHeteroBatches(t *testing.T, args []string, epochs int) []string {
+	t.Helper()
+	var got []string
+	for _, b := range serveHetero(t, args, epochs) {
+		js, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(js))
+	}
+	return got
+}
+
+// serveHetero runs serve with args over a heterogeneous graph and returns
+// every minibatch of the first epochs epochs, in order.
+func serveHetero(t *testing.T, args []string, epochs int) []*serve.HeteroBatch {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "s.sock")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -57,7 +73,7 @@ func serveHeteroBatches(t *testing.T, args []string, epochs int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	var got []*serve.HeteroBatch
 	for e := uint32(0); e < uint32(epochs); e++ {
 		for {
 			b, end, err := c.NextHeteroBatch(e, serve.DefaultSemantics, &info.Hetero)
@@ -67,11 +83,7 @@ func serveHeteroBatches(t *testing.T, args []string, epochs int) []string {
 			if end {
 				break
 			}
-			js, err := json.Marshal(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, string(js))
+			got = append(got, b)
 		}
 	}
 	return got
@@ -116,4 +128,47 @@ func TestServeHeteroBackendsAgree(t *testing.T) {
 			t.Logf("%s: a relation without edges in some minibatch (fine)", sem)
 		}
 	}
+}
+
+// --relation-fanouts takes 0, PyG's "not sampled at that hop": the
+// relation has no edges at that hop and its fanout elsewhere (DGL
+// semantics, where hop 2 expands the seeds again; with PyG's, hop 2
+// expands only the companies hop 1 reached, and only likes reaches one).
+func TestServeHeteroZeroFanout(t *testing.T) {
+	dir := buildHeteroMini(t)
+	train := writeTrain(t, []uint32{0, 3, 5, 8, 13, 21, 34, 55})
+	bs := serveHetero(t, []string{"--graph", dir, "--train", train, "--train-type", "company", "--fanouts", "3,2",
+		"--relation-fanouts", "company___likes___company=0,2", "--batch-size", "4", "--semantics", "dgl", "-q"}, 1)
+	if len(bs) != 2 {
+		t.Fatalf("%d minibatches, want 2", len(bs))
+	}
+	info := serveHeteroInfo(t, dir)
+	r := slices.IndexFunc(info.Relations, func(r [3]string) bool { return r == [3]string{"company", "likes", "company"} })
+	if r < 0 {
+		t.Fatalf("no relation company___likes___company in %v", info.Relations)
+	}
+	later := 0
+	for _, b := range bs {
+		if n := len(b.DGL[0].Edges[r].Src); n != 0 {
+			t.Errorf("minibatch %d: %d edges of company___likes___company at hop 1, fanout 0", b.Index, n)
+		}
+		later += len(b.DGL[1].Edges[r].Src)
+	}
+	if later == 0 {
+		t.Errorf("no edges of company___likes___company at hop 2 (fanout 2) in any minibatch")
+	}
+}
+
+// serveHeteroInfo is the hetero object of a server over dir's epoch_info.
+func serveHeteroInfo(t *testing.T, dir string) serve.HeteroInfo {
+	t.Helper()
+	m, err := heterofmt.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info serve.HeteroInfo
+	for _, r := range m.Relations {
+		info.Relations = append(info.Relations, [3]string{r.Src, r.Rel, r.Dst})
+	}
+	return info
 }

@@ -236,6 +236,23 @@ class HeteroLoaderTest(unittest.TestCase):
         served = {tuple(r): f for r, f in zip(info["relations"], info["fanouts"])}
         self.assertEqual(served, want)
 
+    def test_zero_fanout(self):
+        # PyG's 0: the edge type is not sampled at that hop; it reaches the
+        # server as --relation-fanouts (which takes 0) and no edge of it
+        # comes at hop 1.
+        fan = {et: [3, 2] for et in self.data.edge_types}
+        fan[SPECIAL] = [0, 2]
+        lo = self.loader(num_neighbors=fan, seed=5)
+        n = 0
+        for b in lo:
+            self.check_data(b, self.train, fan=fan)
+            self.assertEqual(int(b[SPECIAL].num_sampled_edges[0]), 0)
+            n += 1
+        self.assertEqual(n, len(lo))
+        info = lo.client().epoch_info()["hetero"]
+        served = {tuple(r): f for r, f in zip(info["relations"], info["fanouts"])}
+        self.assertEqual(served[SPECIAL], [0, 2])
+
     def test_shared_server(self):
         c = self.data["company"]
         train = self.loader(seed=5)
