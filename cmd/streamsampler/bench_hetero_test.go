@@ -145,8 +145,8 @@ func TestBenchEpochOnly(t *testing.T) {
 	if len(train) != 300 || !slices.IsSorted(train) || len(slices.Compact(slices.Clone(train))) != 300 || train[len(train)-1] >= 5000 {
 		t.Fatalf("training set: %d nodes, sorted %v", len(train), slices.IsSorted(train))
 	}
-	// --train-frac draws the same nodes hostbench's full bench does: a
-	// prefix of one seeded shuffle, so a count is a prefix's sorted set.
+	// A fraction and the count it comes to draw the same nodes (one
+	// seeded shuffle's prefix), so the two flags seed the same epochs.
 	if a, b := benchTrainingSet(5000, 0.06, 0, 3), benchTrainingSet(5000, 0, 300, 3); !slices.Equal(a, b) {
 		t.Fatalf("--train-frac 0.06 and --train-count 300 differ")
 	}
