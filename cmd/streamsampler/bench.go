@@ -28,6 +28,12 @@ type benchOptions struct {
 	seed       uint64
 	json       bool
 	backend    backendFlags
+	// epochOnly, trainCount, trainType and relFan are the epochs-only
+	// measurement's (bench_hetero.go), which a heterogeneous graph always gets.
+	epochOnly  bool
+	trainCount int
+	trainType  string
+	relFan     []string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -42,9 +48,19 @@ same file, and sampled slots/s against a random-gather floor (offsets plus k
 random adjacency words per target, chunks in memory). It then assembles
 minibatches and compares them with an in-memory per-minibatch (DGL-style)
 sampler run in the same process, and checks peak RSS. Each target prints PASS
-or FAIL; figures are medians of --runs runs.`,
+or FAIL; figures are medians of --runs runs.
+
+With --epoch-only, and always for a heterogeneous graph directory (hetero.json;
+--train-type names the seeds' node type, --relation-fanouts one relation's
+fanouts), bench samples epochs only — no floors, no assembly, no targets — and
+reports per epoch the wall and CPU time, the sampled edges (per relation), ns
+per sampled edge, the bytes the sampler read and the process read from storage
+(/proc/self/io), and the peak RSS: the same measurement for both kinds of
+graph, which bench/hetero_scale.sh divides.`,
 		Example: `  streamsampler bench --graph out/rmat-20
-  streamsampler bench --graph g --fanouts 15,10,5 --fanouts 25,10 --runs 5 --json`,
+  streamsampler bench --graph g --fanouts 15,10,5 --fanouts 25,10 --runs 5 --json
+  streamsampler bench --graph out/mag --train-type paper --train-frac 0.01 --fanouts 15,10
+  streamsampler bench --graph out/rmat-26 --epoch-only --train-count 750000 --fanouts 15,10 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd.Context(), cmd.OutOrStdout(), o)
@@ -55,6 +71,10 @@ or FAIL; figures are medians of --runs runs.`,
 	f.StringArrayVar(&o.fanoutSets, "fanouts", []string{"15,10,5", "10,10,10"}, fanoutsHelp+"; repeat for several sets (sampled hops only: bench's floors do not model -1)")
 	f.IntVar(&o.runs, "runs", 3, "epochs (and assembly passes) per measurement; medians are reported")
 	f.Float64Var(&o.trainFrac, "train-frac", 0.1, "fraction of nodes in the training set")
+	f.IntVar(&o.trainCount, "train-count", 0, "--epoch-only or a heterogeneous graph: this many training nodes instead of --train-frac of them (0: --train-frac)")
+	f.BoolVar(&o.epochOnly, "epoch-only", false, "measure epochs only (wall, CPU, sampled edges, bytes read, peak RSS), no floors or assembly, as bench of a heterogeneous graph does")
+	f.StringVar(&o.trainType, "train-type", "", "heterogeneous graph: the node type of the training nodes (drawn from that type's local ids)")
+	f.StringArrayVar(&o.relFan, "relation-fanouts", nil, "heterogeneous graph: fanouts of one relation, src___rel___dst=15,10 (repeatable; the others take --fanouts)")
 	f.IntVar(&o.batchSize, "batch-size", 1024, "minibatch size for the assembly benchmark")
 	f.IntVar(&o.maxBatches, "max-batches", 0, "assemble at most this many minibatches per pass (0: the whole epoch)")
 	addSeedFlag(f, &o.seed)
@@ -78,6 +98,15 @@ func runBench(ctx context.Context, w io.Writer, o benchOptions) error {
 	}
 	if o.maxBatches < 0 {
 		return usagef("--max-batches %d: want 0 (all) or more", o.maxBatches)
+	}
+	if o.trainCount < 0 {
+		return usagef("--train-count %d: want 0 (--train-frac) or more", o.trainCount)
+	}
+	if o.epochOnly || isHetero(o.graph) {
+		return runBenchEpochs(ctx, w, o)
+	}
+	if o.trainCount > 0 || o.trainType != "" || len(o.relFan) > 0 {
+		return usagef("--train-count, --train-type and --relation-fanouts are for --epoch-only or a heterogeneous graph")
 	}
 	cfg := hostbench.Config{
 		Graph: o.graph, Runs: o.runs, TrainFrac: o.trainFrac, BatchSize: o.batchSize,
