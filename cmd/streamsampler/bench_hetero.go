@@ -13,6 +13,8 @@ import (
 
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/heteroepoch"
+	"github.com/streamsampler/streamsampler/heterofmt"
 	"github.com/streamsampler/streamsampler/heterosample"
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
@@ -97,7 +99,7 @@ func runBenchEpochs(ctx context.Context, w io.Writer, o benchOptions) error {
 		Backend: o.backend.Backend, Devices: o.backend.Devices, Runs: o.runs}
 	var sample epochSampler
 	var relFan map[string][]int
-	var schema *heterosample.Schema
+	var schema *heteroepoch.Schema
 	if isHetero(o.graph) {
 		rep.Hetero, rep.TrainType = true, o.trainType
 		if o.trainType == "" {
@@ -116,9 +118,9 @@ func runBenchEpochs(ctx context.Context, w io.Writer, o benchOptions) error {
 		if err != nil {
 			return err
 		}
-		smp, sch, err := heterosample.OpenDir(o.graph, heterosample.Options{Backend: o.backend.Backend,
-			Host: host.Options{Devices: o.backend.Devices, Xclbin: o.backend.Xclbin, VerifyReads: o.backend.VerifyReads,
-				EdgeIDs: o.backend.EdgeIDs, ChunkCache: cache, RandomReads: rr}})
+		hopts := heteroOptions(o.backend)
+		hopts.Host.ChunkCache, hopts.Host.RandomReads = cache, rr
+		smp, sch, err := heterosample.OpenDir(o.graph, hopts)
 		if err != nil {
 			return err
 		}
@@ -132,16 +134,24 @@ func runBenchEpochs(ctx context.Context, w io.Writer, o benchOptions) error {
 			}
 			return usagef("--train-type %q: not a node type of %s (its types: %s)", o.trainType, o.graph, strings.Join(names, ", "))
 		}
+		hm, err := heterofmt.Read(o.graph)
+		if err != nil {
+			return err
+		}
+		_, dirs := heterosample.SchemaOf(o.graph, hm)
 		stored := make([]int64, len(schema.Relations))
 		for r := range schema.Relations {
-			m := smp.Relation(r).Manifest()
+			m, err := chunkfmt.ReadManifest(dirs[r])
+			if err != nil {
+				return err
+			}
 			stored[r] = int64(m.NumEdges)
 			rep.NumEdges += int64(m.NumEdges)
 			rep.GraphBytes += m.FileSize()
 		}
 		train := benchTrainingSet(schema.NodeTypes[t].Count, o.trainFrac, o.trainCount, o.seed)
 		rep.Train = len(train)
-		seeds := []heterosample.Seeds{{Type: o.trainType, Nodes: train}}
+		seeds := []heteroepoch.Seeds{{Type: o.trainType, Nodes: train}}
 		sample = func(ctx context.Context, fan []int, key epoch.Key) (int64, int64, []RelationEpoch, error) {
 			fanouts, err := schema.FanoutsFromMap(relFan, fan)
 			if err != nil {
@@ -162,7 +172,7 @@ func runBenchEpochs(ctx context.Context, w io.Writer, o benchOptions) error {
 							rels[r].SampledEdges++
 						}
 					}
-					if ls := st.Layers[l][r]; ls != nil {
+					if ls := st.Layers[l][r]; ls != nil { // nil on the gpu backend: no host statistics
 						rels[r].BytesRead += ls.BytesRead
 					}
 				}

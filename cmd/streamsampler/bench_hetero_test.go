@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/heteroepoch"
 	"github.com/streamsampler/streamsampler/heterofmt"
 	"github.com/streamsampler/streamsampler/heterosample"
 	"github.com/streamsampler/streamsampler/host"
@@ -93,7 +94,7 @@ func TestBenchHeteroEpochs(t *testing.T) {
 		}
 	}
 	for e := range runs {
-		ref, err := heterosample.Reference(schema, graphs, []heterosample.Seeds{{Type: "politician", Nodes: train}}, fanouts, epoch.Key{Seed: 7, Epoch: uint32(e)}, false)
+		ref, err := heterosample.Reference(schema, graphs, []heteroepoch.Seeds{{Type: "politician", Nodes: train}}, fanouts, epoch.Key{Seed: 7, Epoch: uint32(e)}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
