@@ -49,8 +49,8 @@ from ..optional import require
 from ..protocol import ProtocolError
 from ..typing import PathArg
 from .base import EpochLoader
-from .servers import SharedServer, TrainingStream, acquire, release
-from .utils import ALL_NEIGHBORS, default_seed, graph_dir, node_ids
+from .servers import SharedServer, TrainingStream, acquire, close_loader
+from .utils import ALL_NEIGHBORS, IGNORED_ARGS, default_seed, graph_dir, node_ids
 
 __all__ = ["HeteroGraph", "HeteroNeighborLoader", "HeteroNodeLoader", "is_hetero_graph", "relation_fanouts",
            "relation_key", "server_fanouts", "to_hetero_data"]
@@ -310,7 +310,7 @@ class HeteroNodeLoader(EpochLoader):
             self.server.fallback_type = node_type  # a split that starts the server: its type's nodes train
         self._client: Optional[Client] = None
         self._split: Optional[int] = None
-        self._finalizer = weakref.finalize(self, _close, self.server, [None])
+        self._finalizer = weakref.finalize(self, close_loader, self.server, [None])
 
     def __len__(self) -> int:
         """Minibatches per epoch (``iter()``)."""
@@ -332,7 +332,7 @@ class HeteroNodeLoader(EpochLoader):
             # The heterogeneous server sends no shared rows.
             self._client = local.client(shared_rows=False)
             self._finalizer.detach()
-            self._finalizer = weakref.finalize(self, _close, self.server, [self._client])
+            self._finalizer = weakref.finalize(self, close_loader, self.server, [self._client])
         return self._client
 
     def connection(self) -> Optional[Client]:
@@ -395,17 +395,10 @@ class HeteroNodeLoader(EpochLoader):
         self._finalizer()
 
 
-def _close(server: SharedServer, client: List[Optional[Client]]) -> None:
-    if client[0] is not None:
-        client[0].close()
-    release(server)
 
-
-#: Arguments of PyG's NeighborLoader (and torch's DataLoader) that have no
-#: meaning here: the server samples, a thread prefetches.
-_IGNORED = {"num_workers", "persistent_workers", "prefetch_factor", "worker_init_fn", "timeout", "generator",
-            "multiprocessing_context", "collate_fn", "sampler", "batch_sampler", "filter_per_worker", "is_sorted",
-            "directed", "pin_memory_device", "pin_memory"}
+#: The DataLoader arguments that mean nothing here, and ``pin_memory``
+#: (accepted, nothing is pinned yet).
+_IGNORED = IGNORED_ARGS | {"pin_memory"}
 
 
 def input_type_and_nodes(input_nodes: Any, who: str) -> Tuple[str, Any]:

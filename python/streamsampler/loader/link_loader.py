@@ -71,17 +71,15 @@ from ..optional import require
 from ..typing import GraphSource, PathArg
 from .base import EpochLoader
 from .servers import EDGE_IDS, SharedServer, TrainingStream, acquire, release
-from .utils import check_fanouts, default_seed, graph_dir, graph_num_nodes
+from .utils import IGNORED_ARGS, check_fanouts, default_seed, graph_dir, graph_num_nodes
 
 __all__ = ["EdgePredictionSampler", "LinkDataLoader", "LinkLoader", "LinkNeighborLoader", "Uniform",
            "as_edge_prediction_sampler", "as_link_sampler", "dgl_link_arrays", "graph_edge_index", "neg_sampling_args",
            "pyg_link_arrays"]
 
-#: PyG's DataLoader arguments that mean nothing here (the server samples,
-#: a thread prefetches), accepted and ignored as NeighborLoader does.
-_IGNORED = {"num_workers", "persistent_workers", "prefetch_factor", "worker_init_fn", "timeout", "generator",
-            "multiprocessing_context", "collate_fn", "sampler", "batch_sampler", "filter_per_worker", "is_sorted",
-            "directed", "pin_memory_device", "transform_sampler_output"}
+#: PyG's DataLoader arguments that mean nothing here, accepted and ignored
+#: as NeighborLoader does, and LinkNeighborLoader's transform_sampler_output.
+_IGNORED = IGNORED_ARGS | {"transform_sampler_output"}
 
 
 def neg_sampling_args(neg_sampling: Any, neg_sampling_ratio: Optional[float] = None,

@@ -45,15 +45,9 @@ from ..featstore import FeatureStore
 from ..optional import require
 from ..typing import GraphSource, Nodes, PathArg
 from .node_loader import NodeLoader
+from .utils import IGNORED_ARGS
 
 __all__ = ["NeighborLoader", "to_data"]
-
-#: Arguments of torch's DataLoader that PyG's NeighborLoader passes on and
-#: that have no meaning here (the server samples; a thread prefetches).
-#: ``pin_memory`` is not among them: it is honoured (see the class doc).
-_IGNORED = {"num_workers", "persistent_workers", "prefetch_factor", "worker_init_fn", "timeout",
-           "generator", "multiprocessing_context", "collate_fn", "sampler", "batch_sampler",
-           "filter_per_worker", "is_sorted", "directed", "pin_memory_device"}
 
 
 class LoaderData:
@@ -206,7 +200,7 @@ class NeighborLoader(NodeLoader):  # and HeteroNeighborLoader, registered below
         if isinstance(input_nodes, tuple):
             raise NotImplementedError("NeighborLoader: heterogeneous input_nodes (node type, nodes) are not "
                                       "supported: streamsampler graphs are homogeneous")
-        unknown = set(kwargs) - _IGNORED
+        unknown = set(kwargs) - IGNORED_ARGS  # pin_memory is not ignored: it is honoured
         if unknown:
             raise TypeError("NeighborLoader got unexpected keyword arguments: %s" % ", ".join(sorted(unknown)))
         #: The user's transform, applied to each ``Data``.

@@ -18,7 +18,7 @@ from ..local import env_int
 from ..typing import GraphSource, Nodes, PathArg
 from . import device_table
 from .base import EpochLoader
-from .servers import EDGE_IDS, SharedServer, TrainingStream, acquire, acquire_scan, release
+from .servers import EDGE_IDS, SharedServer, TrainingStream, acquire, acquire_scan, close_loader
 from .utils import check_fanouts, default_seed, graph_dir, graph_num_nodes, node_ids
 
 __all__ = ["FRESH_REACH", "NodeLoader"]
@@ -138,7 +138,7 @@ class NodeLoader(EpochLoader):
         self._split: Optional[int] = None
         self._edge_perm: Optional[npt.NDArray[np.int64]] = None
         self._edge_perm_loaded = False
-        self._finalizer = weakref.finalize(self, _close, self.server, [None])
+        self._finalizer = weakref.finalize(self, close_loader, self.server, [None])
 
     def _fresh(self, fresh: Optional[bool]) -> bool:
         """Whether to sample by random reads: as asked, or (None) where
@@ -173,7 +173,7 @@ class NodeLoader(EpochLoader):
             local = self.server.start(self.nodes[:1] if self.full_scan else self.nodes)
             self._client = local.client(shared_rows=self.server.rows)
             self._finalizer.detach()
-            self._finalizer = weakref.finalize(self, _close, self.server, [self._client])
+            self._finalizer = weakref.finalize(self, close_loader, self.server, [self._client])
         return self._client
 
     def table(self) -> Optional[device_table.DeviceTable]:
@@ -263,8 +263,3 @@ class NodeLoader(EpochLoader):
         """Close the connection; the last loader of a server stops it."""
         self._finalizer()
 
-
-def _close(server: SharedServer, client: List[Optional[Client]]) -> None:
-    if client[0] is not None:
-        client[0].close()
-    release(server)

@@ -21,10 +21,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import numpy.typing as npt
 
+from ..client import Client
 from ..local import LocalServer
 from ..typing import PathArg
 
-__all__ = ["EDGE_IDS", "RelationFanouts", "SharedServer", "TrainingStream", "acquire", "acquire_scan", "release"]
+__all__ = ["EDGE_IDS", "RelationFanouts", "SharedServer", "TrainingStream", "acquire", "acquire_scan", "close_loader",
+           "release"]
 
 #: A heterogeneous server's per-relation fanouts: (src___rel___dst,
 #: fanouts per hop) pairs, those of the relations that do not take the
@@ -199,6 +201,14 @@ def release(s: SharedServer) -> None:
                 if not servers:
                     del _registry[key]
     s.stop()
+
+
+def close_loader(server: SharedServer, client: List[Optional[Client]]) -> None:
+    """What a loader's finalizer runs: close its connection (``client[0]``,
+    once made) and release its server (the last loader stops it)."""
+    if client[0] is not None:
+        client[0].close()
+    release(server)
 
 
 @atexit.register

@@ -18,7 +18,7 @@ from ..convert import from_pyg, is_hetero_data
 from ..graph import read_manifest
 from ..typing import GraphSource, Nodes
 
-__all__ = ["ALL_NEIGHBORS", "check_fanouts", "default_seed", "graph_dir", "graph_num_nodes", "node_ids"]
+__all__ = ["ALL_NEIGHBORS", "IGNORED_ARGS", "check_fanouts", "default_seed", "graph_dir", "graph_num_nodes", "node_ids"]
 
 
 def node_ids(nodes: Nodes, num_nodes: int, what: str = "input_nodes") -> npt.NDArray[np.int64]:
@@ -42,6 +42,13 @@ def node_ids(nodes: Nodes, num_nodes: int, what: str = "input_nodes") -> npt.NDA
 #: The fanout that takes every neighbor of a node (PyG's and DGL's -1):
 #: the server's full layers, whose rows are the nodes' whole adjacencies.
 ALL_NEIGHBORS = -1
+
+#: Arguments of torch's DataLoader that PyG's loaders pass on and that have
+#: no meaning here (the server samples; a thread prefetches): accepted and
+#: ignored by every loader of this package (each adds its own).
+IGNORED_ARGS = frozenset({"num_workers", "persistent_workers", "prefetch_factor", "worker_init_fn", "timeout",
+                          "generator", "multiprocessing_context", "collate_fn", "sampler", "batch_sampler",
+                          "filter_per_worker", "is_sorted", "directed", "pin_memory_device"})
 
 
 def check_fanouts(fanouts: Sequence[int], what: str) -> List[int]:
