@@ -4,7 +4,7 @@ loaders (:mod:`.neighbor_loader`, :mod:`.dgl_loader`) are made of."""
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
