@@ -100,41 +100,8 @@ func batchKey(e uint32, i int, b *epoch.Blocks, x []byte, y []int32) string {
 // it returns them in the epochs' order (by epoch, then index).
 func serveBatches(t *testing.T, args []string, epochs, clients int) []string {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "s.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := newServeCmd()
-	cmd.SetArgs(append(args, "--socket", sock))
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(io.Discard)
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		if !strings.HasPrefix(out.String(), "ready") {
-			t.Errorf("serve printed %q, want a ready line", out.String())
-		}
-	}()
-	dial := func() *serve.Client {
-		for deadline := time.Now().Add(30 * time.Second); ; {
-			c, err := serve.Dial("unix", sock)
-			if err == nil {
-				return c
-			}
-			select {
-			case err := <-done:
-				t.Fatalf("serve stopped: %v (%s)", err, out.String())
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("serve did not listen: %v", err)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	dial, stop := startServe(t, args)
+	defer stop()
 	type served struct {
 		epoch uint32
 		index int
@@ -178,4 +145,48 @@ func serveBatches(t *testing.T, args []string, epochs, clients int) []string {
 		keys[i] = g.key
 	}
 	return keys
+}
+
+// startServe runs serve with args on a socket of its own and returns a
+// dialer of it, which waits for it to listen, and stop, which stops it
+// and checks that it stopped cleanly after printing its ready line.
+func startServe(t *testing.T, args []string) (dial func() *serve.Client, stop func()) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := newServeCmd()
+	cmd.SetArgs(append(slices.Clone(args), "--socket", sock))
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(io.Discard)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve %v: %v", args, err)
+		}
+		if !strings.HasPrefix(out.String(), "ready") {
+			t.Errorf("serve printed %q, want a ready line", out.String())
+		}
+	}
+	dial = func() *serve.Client {
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			c, err := serve.Dial("unix", sock)
+			if err == nil {
+				return c
+			}
+			select {
+			case err := <-done:
+				done <- err // for stop
+				t.Fatalf("serve %v stopped: %v (%s)", args, err, out.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("serve did not listen: %v", err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return dial, stop
 }

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/heterofmt"
@@ -37,37 +33,9 @@ func serveHeteroBatches(t *testing.T, args []string, epochs int) []string {
 // every minibatch of the first epochs epochs, in order.
 func serveHetero(t *testing.T, args []string, epochs int) []*serve.HeteroBatch {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "s.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := newServeCmd()
-	cmd.SetArgs(append(args, "--socket", sock))
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(io.Discard)
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve %v: %v", args, err)
-		}
-	}()
-	var c *serve.Client
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		var err error
-		if c, err = serve.Dial("unix", sock); err == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve %v stopped: %v (%s)", args, err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not listen: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	dial, stop := startServe(t, args)
+	defer stop()
+	c := dial()
 	defer c.Close()
 	info, err := c.HeteroEpochInfo()
 	if err != nil {
