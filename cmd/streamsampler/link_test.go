@@ -219,17 +219,7 @@ func TestLinkEIDsAsPairs(t *testing.T) {
 // STREAMSAMPLER_GPU_LIB naming the built library, through the real
 // kernels.
 func TestLinkServeGPUStandIn(t *testing.T) {
-	lib := os.Getenv("STREAMSAMPLER_GPU_LIB")
-	if os.Getenv("STREAMSAMPLER_GPU_TEST") == "" || lib == "" {
-		cc, err := exec.LookPath("cc")
-		if err != nil {
-			t.Skip("no C compiler to build the GPU library's CPU stand-in")
-		}
-		lib = filepath.Join(t.TempDir(), "libfake.so")
-		if b, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-I../../gpu", "-o", lib, "../../gpu/testdata/fakelib.c").CombinedOutput(); err != nil {
-			t.Fatalf("building the stand-in: %v\n%s", err, b)
-		}
-	}
+	lib := gpuLib(t)
 	graph, csr := testGraph(t, 400, 4, 4096)
 	edges, _ := writeLinkEdges(t, csr, 120, 20)
 	for _, fanouts := range []string{"4,3", "-1,3"} {
@@ -241,4 +231,24 @@ func TestLinkServeGPUStandIn(t *testing.T) {
 			t.Fatalf("fanouts %s: emu %d minibatches, gpu (%s) %d, or they differ", fanouts, len(emu), lib, len(gpu))
 		}
 	}
+}
+
+// gpuLib is the GPU library the gpu backend's tests run: the real one
+// where STREAMSAMPLER_GPU_TEST and STREAMSAMPLER_GPU_LIB name it, else its
+// CPU stand-in (gpu/testdata/fakelib.c), built here (skipped without a C
+// compiler).
+func gpuLib(t *testing.T) string {
+	t.Helper()
+	if lib := os.Getenv("STREAMSAMPLER_GPU_LIB"); os.Getenv("STREAMSAMPLER_GPU_TEST") != "" && lib != "" {
+		return lib
+	}
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler to build the GPU library's CPU stand-in")
+	}
+	lib := filepath.Join(t.TempDir(), "libfake.so")
+	if b, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-I../../gpu", "-o", lib, "../../gpu/testdata/fakelib.c").CombinedOutput(); err != nil {
+		t.Fatalf("building the stand-in: %v\n%s", err, b)
+	}
+	return lib
 }

@@ -2,9 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -63,17 +60,7 @@ func serveHetero(t *testing.T, args []string, epochs int) []*serve.HeteroBatch {
 // STREAMSAMPLER_GPU_TEST and STREAMSAMPLER_GPU_LIB name it), with both
 // semantics, edge ids and feature rows.
 func TestServeHeteroBackendsAgree(t *testing.T) {
-	lib := os.Getenv("STREAMSAMPLER_GPU_LIB")
-	if os.Getenv("STREAMSAMPLER_GPU_TEST") == "" || lib == "" {
-		cc, err := exec.LookPath("cc")
-		if err != nil {
-			t.Skip("no C compiler to build the GPU library's CPU stand-in")
-		}
-		lib = filepath.Join(t.TempDir(), "libfake.so")
-		if b, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-I../../gpu", "-o", lib, "../../gpu/testdata/fakelib.c").CombinedOutput(); err != nil {
-			t.Fatalf("building the stand-in: %v\n%s", err, b)
-		}
-	}
+	lib := gpuLib(t)
 	dir := buildHeteroMini(t)
 	train := writeTrain(t, []uint32{0, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597})
 	for _, sem := range []epoch.Semantics{epoch.PyG, epoch.DGL} {
