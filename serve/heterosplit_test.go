@@ -186,6 +186,15 @@ func heteroSplitServer(t *testing.T, dir string, devices int, sem epoch.Semantic
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv, c := startHeteroServer(t, h)
+	return srv, c, h.cfg
+}
+
+// startHeteroServer serves h's epochs on a socket of its own until the
+// test ends (then checking that Serve returned cleanly) and returns the
+// server and a client of it.
+func startHeteroServer(t *testing.T, h *HeteroEpochs) (*HeteroServer, *Client) {
+	t.Helper()
 	srv, err := NewHeteroServer(context.Background(), h, 0, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +217,7 @@ func heteroSplitServer(t *testing.T, dir string, devices int, sem epoch.Semantic
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return srv, c, h.cfg
+	return srv, c
 }
 
 // splitNodes are a split's nodes of a type of count nodes: every third
@@ -396,26 +405,7 @@ func smallHeteroServer(t *testing.T, maxInflight int64) (*HeteroServer, *Client,
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewHeteroServer(context.Background(), h, 0, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		srv.Close()
-		ln.Close()
-		<-done
-	})
-	c, err := Dial("unix", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	srv, c := startHeteroServer(t, h)
 	info, err := c.HeteroEpochInfo()
 	if err != nil {
 		t.Fatal(err)
