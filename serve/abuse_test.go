@@ -449,7 +449,5 @@ func TestSplitsBudgeted(t *testing.T) {
 }
 
 func splitHeld(s *Server) int64 {
-	s.splitMu.Lock()
-	defer s.splitMu.Unlock()
-	return s.splitHeld
+	return s.splits.heldBytes()
 }

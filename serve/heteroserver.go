@@ -37,12 +37,8 @@ type HeteroServer struct {
 	// maxReply is the largest reply sent (MaxReply; lowered by tests).
 	maxReply int
 
-	splitMu       sync.Mutex
-	splits        map[uint32]*heteroSplit
-	splitIDs      map[heteroSplitKey]uint32
-	nextSplit     uint32
-	splitHeld     int64
-	splitsPending int
+	// splits are the typed node lists served beside the training stream.
+	splits splitTable[heteroSplitKey, *heteroSplit]
 
 	mu     sync.Mutex
 	cur    *HeteroEpoch

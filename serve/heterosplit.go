@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -62,8 +63,7 @@ type heteroSplit struct {
 	nodes     []uint32
 	sorted    []uint32
 	batchSize int
-	key       heteroSplitKey
-	held      int64
+	held      int64 // the bound it holds of the in-flight budget (splitBound)
 
 	mu    sync.Mutex // held while sampling: one sample per epoch
 	epoch uint32
@@ -220,52 +220,13 @@ func (s *HeteroServer) Split(ctx context.Context, t int, nodes []uint32, batchSi
 	}
 	key := heteroSplitKey{t: t, n: len(nodes), batchSize: batchSize, crc: crc32c.Checksum(hostorder.Bytes(nodes))}
 	need := s.epochs.splitBound(t, int64(len(nodes)))
-	limit := s.budget.size / maxSplitShare
-	s.splitMu.Lock()
-	if id, ok := s.splitIDs[key]; ok {
-		info := s.splitInfo(id, s.splits[id])
-		s.splitMu.Unlock()
-		return info, nil
+	what := fmt.Sprintf("%d nodes of type %q", len(nodes), name)
+	id, sp, err := s.splits.add(ctx, s.budget, s.ctx.Done(), key, need, what, func() (*heteroSplit, error) {
+		return &heteroSplit{t: t, nodes: slices.Clone(nodes), sorted: sorted, batchSize: batchSize, held: need}, nil
+	}, nil)
+	if err != nil {
+		return HeteroSplitInfo{}, err
 	}
-	if len(s.splits)+s.splitsPending >= MaxSplits {
-		s.splitMu.Unlock()
-		return HeteroSplitInfo{}, newRequestError(CodeOverBudget, "split: the server holds %d splits, its most; drop one (drop_split) first", MaxSplits)
-	}
-	if s.splitHeld+need > limit {
-		held := s.splitHeld
-		s.splitMu.Unlock()
-		return HeteroSplitInfo{}, newRequestError(CodeOverBudget, "split: %d nodes of type %q may keep %d bytes (with one epoch's sample), and the splits hold %d of their %d (a quarter of --max-inflight %d); drop one (drop_split) or raise --max-inflight",
-			len(nodes), name, need, held, limit, s.budget.size)
-	}
-	// Claimed under the lock, so that splits registered at once cannot
-	// pass the limit together.
-	s.splitHeld += need
-	s.splitsPending++
-	s.splitMu.Unlock()
-	if err := s.budget.acquire(ctx, s.ctx.Done(), need); err != nil {
-		s.splitMu.Lock()
-		s.splitHeld -= need
-		s.splitsPending--
-		s.splitMu.Unlock()
-		return HeteroSplitInfo{}, newRequestError(CodeShuttingDown, "split: stopped waiting for the in-flight budget: %v", err)
-	}
-	sp := &heteroSplit{t: t, nodes: slices.Clone(nodes), sorted: sorted, batchSize: batchSize, key: key, held: need}
-	s.splitMu.Lock()
-	defer s.splitMu.Unlock()
-	s.splitsPending--
-	if id, ok := s.splitIDs[key]; ok {
-		// Registered meanwhile by another request.
-		s.splitHeld -= need
-		s.budget.release(need)
-		return s.splitInfo(id, s.splits[id]), nil
-	}
-	id := s.nextSplit
-	s.nextSplit++
-	if s.splits == nil {
-		s.splits, s.splitIDs = make(map[uint32]*heteroSplit), make(map[heteroSplitKey]uint32)
-	}
-	s.splits[id] = sp
-	s.splitIDs[key] = id
 	return s.splitInfo(id, sp), nil
 }
 
@@ -277,27 +238,12 @@ func (s *HeteroServer) splitInfo(id uint32, sp *heteroSplit) HeteroSplitInfo {
 // DropSplit forgets split id and gives back what it held of the in-flight
 // budget; its id is unknown from then on (CodeUnknownSplit). A minibatch
 // of it being assembled finishes.
-func (s *HeteroServer) DropSplit(id uint32) error {
-	s.splitMu.Lock()
-	sp, ok := s.splits[id]
-	if ok {
-		delete(s.splits, id)
-		delete(s.splitIDs, sp.key)
-		s.splitHeld -= sp.held
-	}
-	s.splitMu.Unlock()
-	if !ok {
-		return newRequestError(CodeUnknownSplit, "unknown split %d", id)
-	}
-	s.budget.release(sp.held)
-	return nil
-}
+func (s *HeteroServer) DropSplit(id uint32) error { return s.splits.drop(id, s.budget) }
 
 // heteroSplitOf returns split id, or nil.
 func (s *HeteroServer) heteroSplitOf(id uint32) *heteroSplit {
-	s.splitMu.Lock()
-	defer s.splitMu.Unlock()
-	return s.splits[id]
+	sp, _ := s.splits.get(id)
+	return sp
 }
 
 // SplitBatch assembles minibatch index of split id from the current

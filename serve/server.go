@@ -189,16 +189,10 @@ type Server struct {
 	// budget stop waiting and take no new request.
 	stopReading chan struct{}
 
-	// splits are the node lists served beside the training stream
-	// (OpSplit), by id; splitIDs finds one by its content. splitHeld is
-	// the bytes they hold of budget (at most half of it), nextSplit the
-	// next id (ids are not reused: a dropped split's id stays unknown).
-	splitMu       sync.Mutex
-	splits        map[uint32]*heldSplit
-	splitIDs      map[splitKey]uint32
-	splitHeld     int64
-	splitsPending int // registrations waiting for their bytes
-	nextSplit     uint32
+	// splits are the node (and link) lists served beside the training
+	// stream (OpSplit, OpLinkSplit), by id or content, holding their
+	// bounds of budget.
+	splits splitTable[splitKey, *pipeline.Split]
 	// scanCount is the scans open over all connections (MaxScans).
 	scanCount atomic.Int32
 	// rowsHeld is the bytes of all connections' shared-rows buffers (at
@@ -321,10 +315,8 @@ func New(cfg Config) (*Server, error) {
 		connSize: cfg.MaxConnInflight, gate: gate, directReads: make(chan struct{}, MaxDirectReads),
 		fullHops: slices.Contains(cfg.Fanouts, epoch.AllNeighbors),
 		baseCtx:  ctx, cancel: cancel, stopReading: make(chan struct{}),
-		lns:      map[net.Listener]struct{}{},
-		conns:    map[*conn]struct{}{},
-		splits:   map[uint32]*heldSplit{},
-		splitIDs: map[splitKey]uint32{},
+		lns:   map[net.Listener]struct{}{},
+		conns: map[*conn]struct{}{},
 	}
 	if len(cfg.Token) > 0 {
 		s.token = tokenDigest(cfg.Token)

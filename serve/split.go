@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
@@ -21,14 +22,6 @@ const MaxSplits = 64
 // in-flight budget (--max-inflight), so that requests always have the
 // rest.
 const maxSplitShare = 4
-
-// heldSplit is a registered split and the bytes it holds of the in-flight
-// budget (splitBytes).
-type heldSplit struct {
-	sp   *pipeline.Split
-	key  splitKey
-	held int64
-}
 
 // SplitInfo is the JSON object a split request is answered with.
 type SplitInfo struct {
@@ -100,61 +93,15 @@ func (s *Server) Split(ctx context.Context, nodes []uint32, batchSize int) (Spli
 // addSplit registers the split newSplit makes (once, for its key) with
 // a bound on its nodes and on a minibatch's seeds.
 func (s *Server) addSplit(ctx context.Context, key splitKey, nodes, batchSeeds int64, newSplit func() (*pipeline.Split, error)) (SplitInfo, error) {
-	need := s.splitBytes(nodes)
-	limit := s.budget.size / maxSplitShare
-	s.splitMu.Lock()
-	if id, ok := s.splitIDs[key]; ok {
-		info := splitInfo(id, s.splits[id].sp)
-		s.splitMu.Unlock()
-		return info, nil
-	}
-	if len(s.splits)+s.splitsPending >= MaxSplits {
-		s.splitMu.Unlock()
-		return SplitInfo{}, newRequestError(CodeOverBudget, "split: the server holds %d splits, its most; drop one (drop_split) first", MaxSplits)
-	}
-	if s.splitHeld+need > limit {
-		held := s.splitHeld
-		s.splitMu.Unlock()
-		return SplitInfo{}, newRequestError(CodeOverBudget, "split: %d nodes may keep %d bytes (with one epoch's sample), and the splits hold %d of their %d (a quarter of --max-inflight %d); drop one (drop_split) or raise --max-inflight",
-			nodes, need, held, limit, s.budget.size)
-	}
-	// Claimed under the lock, so that splits registered at once cannot
-	// pass the limit together.
-	s.splitHeld += need
-	s.splitsPending++
-	s.splitMu.Unlock()
-	unclaim := func() {
-		s.splitMu.Lock()
-		s.splitHeld -= need
-		s.splitsPending--
-		s.splitMu.Unlock()
-	}
-	if err := s.budget.acquire(ctx, s.stopReading, need); err != nil {
-		unclaim()
-		return SplitInfo{}, newRequestError(CodeShuttingDown, "split: stopped waiting for the in-flight budget: %v", err)
-	}
-	sp, err := newSplit()
+	id, sp, err := s.splits.add(ctx, s.budget, s.stopReading, key, s.splitBytes(nodes), fmt.Sprintf("%d nodes", nodes), newSplit,
+		func(*pipeline.Split) {
+			if batchSeeds > s.maxSplitBatch.Load() {
+				s.maxSplitBatch.Store(batchSeeds)
+			}
+		})
 	if err != nil {
-		s.budget.release(need)
-		unclaim()
-		return SplitInfo{}, newRequestError(CodeBadRequest, "%v", err)
+		return SplitInfo{}, err
 	}
-	s.splitMu.Lock()
-	defer s.splitMu.Unlock()
-	s.splitsPending--
-	if id, ok := s.splitIDs[key]; ok {
-		// Registered meanwhile by another request.
-		s.splitHeld -= need
-		s.budget.release(need)
-		return splitInfo(id, s.splits[id].sp), nil
-	}
-	id := s.nextSplit
-	s.nextSplit++
-	s.splits[id] = &heldSplit{sp: sp, key: key, held: need}
-	if batchSeeds > s.maxSplitBatch.Load() {
-		s.maxSplitBatch.Store(batchSeeds)
-	}
-	s.splitIDs[key] = id
 	return splitInfo(id, sp), nil
 }
 
@@ -162,21 +109,7 @@ func (s *Server) addSplit(ctx context.Context, key splitKey, nodes, batchSeeds i
 // budget; its id is unknown from then on (CodeUnknownSplit), also to
 // split_batch requests already sent. Minibatches of it being assembled
 // finish.
-func (s *Server) DropSplit(id uint32) error {
-	s.splitMu.Lock()
-	h, ok := s.splits[id]
-	if ok {
-		delete(s.splits, id)
-		delete(s.splitIDs, h.key)
-		s.splitHeld -= h.held
-	}
-	s.splitMu.Unlock()
-	if !ok {
-		return newRequestError(CodeUnknownSplit, "unknown split %d", id)
-	}
-	s.budget.release(h.held)
-	return nil
-}
+func (s *Server) DropSplit(id uint32) error { return s.splits.drop(id, s.budget) }
 
 func splitInfo(id uint32, sp *pipeline.Split) SplitInfo {
 	return SplitInfo{Split: id, NumEdges: sp.NumEdges(), NumNodes: sp.NumNodes(), BatchSize: sp.BatchSize(), NumBatches: sp.NumBatches()}
@@ -194,13 +127,8 @@ func (s *Server) splitBatch(ctx context.Context, id uint32, index uint32, sem ep
 	if err := s.checkOpen(); err != nil {
 		return Minibatch{}, err
 	}
-	s.splitMu.Lock()
-	var sp *pipeline.Split
-	if h := s.splits[id]; h != nil {
-		sp = h.sp
-	}
-	s.splitMu.Unlock()
-	if sp == nil {
+	sp, ok := s.splits.get(id)
+	if !ok {
 		return Minibatch{}, newRequestError(CodeUnknownSplit, "unknown split %d", id)
 	}
 	if int64(index) >= int64(sp.NumBatches()) {
