@@ -44,6 +44,25 @@ def raw_edges():
     return out
 
 
+def serve_socket(tc, argv, sock):
+    """Start ``argv`` (a ``streamsampler serve`` command) on the Unix
+    socket ``sock``, wait for its ready line (failing ``tc`` with its
+    stderr otherwise), stop it when ``tc`` ends; returns ``sock``."""
+    p = subprocess.Popen(argv + ["--socket", sock], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if not line.startswith("ready"):
+        p.kill()
+        tc.fail("serve did not start: %r %s" % (line, p.stderr.read()))
+
+    def stop():
+        p.terminate()
+        p.wait(10)
+        p.stdout.close()
+        p.stderr.close()
+    tc.addCleanup(stop)
+    return sock
+
+
 class HeteroLive(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -63,22 +82,11 @@ class HeteroLive(unittest.TestCase):
 
     def serve(self, semantics, features=False):
         sock = os.path.join(self.tmp, "s-%s-%d.sock" % (semantics, features))
-        p = subprocess.Popen([self.ss, "serve", "--graph", self.graph, "--train-type", "company", "--train", self.train_file,
-                              "--fanouts", ",".join(map(str, FANOUTS)), "--relation-fanouts", "___".join(SPECIAL) + "=1,1",
-                              "--batch-size", "32", "--seed", "5", "--semantics", semantics, "--edge-ids", "--socket", sock] + (["--features"] if features else []),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = p.stdout.readline()
-        if not line.startswith("ready"):
-            p.kill()
-            self.fail("serve did not start: %r %s" % (line, p.stderr.read()))
-
-        def stop():
-            p.terminate()
-            p.wait(10)
-            p.stdout.close()
-            p.stderr.close()
-        self.addCleanup(stop)
-        return sock
+        return serve_socket(self, [self.ss, "serve", "--graph", self.graph, "--train-type", "company",
+                                   "--train", self.train_file, "--fanouts", ",".join(map(str, FANOUTS)),
+                                   "--relation-fanouts", "___".join(SPECIAL) + "=1,1", "--batch-size", "32",
+                                   "--seed", "5", "--semantics", semantics, "--edge-ids"]
+                            + (["--features"] if features else []), sock)
 
     def fanout(self, et, hop):
         return 1 if et == SPECIAL else FANOUTS[hop]

@@ -24,6 +24,7 @@ import numpy as np
 from streamsampler import Client
 from streamsampler import protocol as P
 
+from .test_hetero_live import serve_socket
 from .test_live import REPO, build_tools
 
 FANOUTS = [3, 2]
@@ -74,22 +75,9 @@ class HeteroSplitsLive(unittest.TestCase):
 
     def serve(self, semantics):
         sock = os.path.join(self.tmp, "s-%s.sock" % semantics)
-        p = subprocess.Popen([self.ss, "serve", "--graph", self.graph, "--train-type", "company", "--train", self.train_file,
-                              "--fanouts", ",".join(map(str, FANOUTS)), "--batch-size", "32", "--seed", "5",
-                              "--semantics", semantics, "--features", "--socket", sock],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = p.stdout.readline()
-        if not line.startswith("ready"):
-            p.kill()
-            self.fail("serve did not start: %r %s" % (line, p.stderr.read()))
-
-        def stop():
-            p.terminate()
-            p.wait(10)
-            p.stdout.close()
-            p.stderr.close()
-        self.addCleanup(stop)
-        return sock
+        return serve_socket(self, [self.ss, "serve", "--graph", self.graph, "--train-type", "company",
+                                   "--train", self.train_file, "--fanouts", ",".join(map(str, FANOUTS)),
+                                   "--batch-size", "32", "--seed", "5", "--semantics", semantics, "--features"], sock)
 
     def rows(self, b, t):
         return b.nodes[t].n_id if b.semantics == "pyg" else b.blocks[-1].src_n_id[t]
