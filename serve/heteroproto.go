@@ -292,21 +292,31 @@ func DecodeHeteroBatch(p []byte, s *heteroepoch.Schema) (*HeteroBatch, error) {
 	return b, d.end()
 }
 
+// present reads the presence byte of a node type's section (0 absent, 1
+// present).
+func (d *decoder) present(name string) (bool, error) {
+	has, err := d.u8(name + " presence")
+	if err != nil {
+		return false, err
+	}
+	if has > 1 {
+		return false, d.fail(fmt.Sprintf("%s presence %d", name, has))
+	}
+	return has == 1, nil
+}
+
 // heteroLabels reads the labels of each node type: as many as its rows,
 // each a class (>= 0) or -1.
 func (d *decoder) heteroLabels(s *heteroepoch.Schema, b *HeteroBatch) ([][]int32, error) {
 	ys := make([][]int32, len(s.NodeTypes))
 	for t := range ys {
 		name := s.NodeTypes[t].Name + " y"
-		has, err := d.u8(name + " presence")
+		has, err := d.present(name)
 		if err != nil {
 			return nil, err
 		}
-		if has == 0 {
+		if !has {
 			continue
-		}
-		if has != 1 {
-			return nil, d.fail(fmt.Sprintf("%s presence %d", name, has))
 		}
 		y, err := d.i32s(name)
 		if err != nil {
@@ -330,15 +340,12 @@ func (d *decoder) heteroRows(s *heteroepoch.Schema, b *HeteroBatch) ([]*HeteroRo
 	xs := make([]*HeteroRows, len(s.NodeTypes))
 	for t := range xs {
 		name := s.NodeTypes[t].Name + " x"
-		has, err := d.u8(name + " presence")
+		has, err := d.present(name)
 		if err != nil {
 			return nil, err
 		}
-		if has == 0 {
+		if !has {
 			continue
-		}
-		if has != 1 {
-			return nil, d.fail(fmt.Sprintf("%s presence %d", name, has))
 		}
 		if len(d.p)-d.off < 2+16 {
 			return nil, d.fail("truncated header of " + name)
