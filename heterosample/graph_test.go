@@ -8,29 +8,16 @@ import (
 	"testing"
 
 	"github.com/streamsampler/streamsampler/heteroepoch"
+	"github.com/streamsampler/streamsampler/ingest/ingesttest"
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/heterofmt"
 	"github.com/streamsampler/streamsampler/host"
-	"github.com/streamsampler/streamsampler/ingest"
 )
 
-// buildMini builds the bundled testdata/hetero-mini (OGB's heterogeneous
-// raw layout) into a heterogeneous graph directory, as chunkify build
-// --ogb-raw --add-reverse does.
-func buildMini(t *testing.T) string {
-	t.Helper()
-	types, rels, feats, err := ingest.OGBHetero(filepath.Join("..", "testdata", "hetero-mini", "raw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "g")
-	if _, err := ingest.BuildHetero(context.Background(), out, ingest.HeteroOptions{NodeTypes: types, Relations: rels,
-		Features: feats, AddReverse: true, Build: ingest.BuildOptions{ChunkSize: 64 << 10}}); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+// buildMini builds the bundled testdata/hetero-mini into a heterogeneous
+// graph directory, as chunkify build --ogb-raw --add-reverse does.
+func buildMini(t *testing.T) string { return ingesttest.HeteroMini(t, filepath.Join("..", "testdata")) }
 
 // A heterogeneous directory built by chunkify's pipeline opens by its
 // hetero.json alone (OpenDir): the schema is the manifest's, in its order,

@@ -14,7 +14,7 @@ import (
 	"github.com/streamsampler/streamsampler/heteroepoch"
 	"github.com/streamsampler/streamsampler/heterosample"
 	"github.com/streamsampler/streamsampler/host"
-	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/ingest/ingesttest"
 )
 
 // exampleSchema is docs/PROTOCOL.md's heterogeneous example: papers and
@@ -93,17 +93,7 @@ func TestHeteroByteExample(t *testing.T) {
 // buildHeteroMini builds the bundled testdata/hetero-mini as chunkify
 // build --ogb-raw --add-reverse does.
 func buildHeteroMini(t *testing.T) string {
-	t.Helper()
-	types, rels, feats, err := ingest.OGBHetero(filepath.Join("..", "testdata", "hetero-mini", "raw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "g")
-	if _, err := ingest.BuildHetero(context.Background(), out, ingest.HeteroOptions{NodeTypes: types, Relations: rels,
-		Features: feats, AddReverse: true, Build: ingest.BuildOptions{ChunkSize: 64 << 10}}); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return ingesttest.HeteroMini(t, filepath.Join("..", "testdata"))
 }
 
 // serveHetero serves dir's heterogeneous epochs (on devices devices) and

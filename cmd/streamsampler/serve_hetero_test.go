@@ -1,31 +1,20 @@
 package main
 
 import (
-	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/ingest/ingesttest"
 	"github.com/streamsampler/streamsampler/internal/npy"
 )
 
 // buildHeteroMini builds the bundled hetero-mini as chunkify build
 // --ogb-raw --add-reverse does.
 func buildHeteroMini(t *testing.T) string {
-	t.Helper()
-	types, rels, feats, err := ingest.OGBHetero(filepath.Join("..", "..", "testdata", "hetero-mini", "raw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "g")
-	if _, err := ingest.BuildHetero(context.Background(), out, ingest.HeteroOptions{NodeTypes: types, Relations: rels,
-		Features: feats, AddReverse: true, Build: ingest.BuildOptions{ChunkSize: 64 << 10}}); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return ingesttest.HeteroMini(t, filepath.Join("..", "..", "testdata"))
 }
 
 // serve over a heterogeneous directory refuses bad flags before it

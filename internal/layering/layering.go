@@ -94,6 +94,7 @@ var Rules = map[string][]string{
 	"internal/layering":       {},
 	"internal/memavail":       {},
 	"featstore/featstoretest": {"featstore"},
+	"ingest/ingesttest":       {"ingest"},
 	"internal/testgraph":      {},
 }
 
