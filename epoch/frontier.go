@@ -62,16 +62,49 @@ func countValid(samples []int32) (n int, maxID uint32) {
 }
 
 func nextBitmap(frontier []uint32, samples []int32, maxID uint32) []uint32 {
+	return unionBitmap(frontier, [][]int32{samples}, maxID)
+}
+
+// UnionFrontier returns sorted unique(frontier ∪ the valid samples of
+// every part), all ids below span: a heterogeneous layer's next frontier
+// of a node type, from its frontier and the samples of every relation
+// whose source is that type. It is NextFrontier's union over several
+// sample arrays: one bitmap over [0, span) where the ids are dense enough
+// (useBitmap's rule, with every part's entries counted), else NextFrontier
+// part by part. The result is a new slice.
+func UnionFrontier(frontier []uint32, parts [][]int32, span uint32) []uint32 {
+	n := len(frontier)
+	for _, p := range parts {
+		n += len(p)
+	}
+	if len(parts) > 1 && span > 0 && useBitmap(n, span-1) {
+		return unionBitmap(frontier, parts, span-1)
+	}
+	if len(parts) == 0 {
+		return slices.Clone(frontier)
+	}
+	out := frontier
+	for _, p := range parts {
+		out = NextFrontier(out, p) // a new slice each time
+	}
+	return out
+}
+
+// unionBitmap is the union of frontier and every part's valid samples by
+// one bitmap over [0, maxID] (every id at most maxID).
+func unionBitmap(frontier []uint32, parts [][]int32, maxID uint32) []uint32 {
 	words := make([]uint64, uint64(maxID)/64+1)
 	for _, v := range frontier {
 		words[v>>6] |= 1 << (v & 63)
 	}
-	for _, s := range samples {
-		// Branch-free: a -1 sets nothing (bit 0 of word 0 ORed with 0).
-		v := uint32(s)
-		valid := ^v >> 31
-		v &= -valid
-		words[v>>6] |= uint64(valid) << (v & 63)
+	for _, samples := range parts {
+		for _, s := range samples {
+			// Branch-free: a -1 sets nothing (bit 0 of word 0 ORed with 0).
+			v := uint32(s)
+			valid := ^v >> 31
+			v &= -valid
+			words[v>>6] |= uint64(valid) << (v & 63)
+		}
 	}
 	total := 0
 	for _, w := range words {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/bits"
 	"slices"
 	"time"
 
@@ -87,7 +86,7 @@ func Sample(ctx context.Context, schema *heteroepoch.Schema, rels []LayerSampler
 		}
 		next := make([][]uint32, len(front))
 		for t := range front {
-			next[t] = unionFrontier(front[t], parts[t], schema.NodeTypes[t].Count)
+			next[t] = epoch.UnionFrontier(front[t], parts[t], schema.NodeTypes[t].Count)
 			parts[t] = parts[t][:0]
 		}
 		res.Layers = append(res.Layers, layer)
@@ -136,54 +135,6 @@ func checkTyped(ly *epoch.Layer, count uint32) error {
 		}
 	}
 	return nil
-}
-
-// unionFrontier returns sorted unique(frontier ∪ the valid samples of
-// every part), ids below count: one bitmap over [0, count) when the ids
-// are dense enough for its scan to cost less than sorting (the rule of
-// epoch.NextFrontier), else epoch.NextFrontier part by part.
-func unionFrontier(frontier []uint32, parts [][]int32, count uint32) []uint32 {
-	n := len(frontier)
-	for _, p := range parts {
-		n += len(p)
-	}
-	if len(parts) <= 1 || uint64(count) > 16*uint64(n) {
-		out := frontier
-		for _, p := range parts {
-			out = epoch.NextFrontier(out, p)
-		}
-		if len(parts) == 0 {
-			out = slices.Clone(frontier)
-		}
-		return out
-	}
-	words := make([]uint64, uint64(count)/64+1)
-	for _, v := range frontier {
-		words[v>>6] |= 1 << (v & 63)
-	}
-	for _, p := range parts {
-		for _, s := range p {
-			// Branch-free, as epoch.NextFrontier's bitmap: a -1 sets
-			// nothing (bit 0 of word 0 ORed with 0). Ids are below count
-			// (checkTyped).
-			v := uint32(s)
-			valid := ^v >> 31
-			v &= -valid
-			words[v>>6] |= uint64(valid) << (v & 63)
-		}
-	}
-	total := 0
-	for _, w := range words {
-		total += bits.OnesCount64(w)
-	}
-	out := make([]uint32, 0, total)
-	for i, w := range words {
-		for w != 0 {
-			out = append(out, uint32(i)<<6+uint32(bits.TrailingZeros64(w)))
-			w &= w - 1
-		}
-	}
-	return out
 }
 
 func cloneSchema(s *heteroepoch.Schema) heteroepoch.Schema {
