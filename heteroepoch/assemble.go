@@ -101,12 +101,10 @@ func (res *Result) AssemblePyG(seeds []Seeds) (*PyGBatch, error) {
 			}
 			s, d, e := src[r], dst[r], &b.Edges[r]
 			for i := lo[d]; i < hi[d]; i++ {
-				v := b.Nodes[d].NID[i]
-				row, ok := slices.BinarySearch(ly.Frontier, v)
-				if !ok {
-					return nil, fmt.Errorf("heterosample: hop %d, relation %s: node %d of type %q is not in its frontier %d (the epoch does not reach it)", h+1, res.Schema.Relations[r], v, res.Schema.NodeTypes[d].Name, h)
+				a, z, err := res.rowSpan(h, r, d, b.Nodes[d].NID[i])
+				if err != nil {
+					return nil, err
 				}
-				a, z := ly.Span(row)
 				for j := a; j < z; j++ {
 					x := ly.Samples[j]
 					if x < 0 {
@@ -203,11 +201,10 @@ func (res *Result) AssembleDGL(seeds []Seeds) ([]DGLBlock, error) {
 			}
 			s, d := src[r], dst[r]
 			for i, v := range bl.DstNID[d] {
-				row, ok := slices.BinarySearch(ly.Frontier, v)
-				if !ok {
-					return nil, fmt.Errorf("heterosample: hop %d, relation %s: node %d of type %q is not in its frontier %d (the epoch does not reach it)", h+1, res.Schema.Relations[r], v, res.Schema.NodeTypes[d].Name, h)
+				a, z, err := res.rowSpan(h, r, d, v)
+				if err != nil {
+					return nil, err
 				}
-				a, z := ly.Span(row)
 				for j := a; j < z; j++ {
 					x := ly.Samples[j]
 					if x < 0 {
@@ -233,6 +230,18 @@ func (res *Result) AssembleDGL(seeds []Seeds) ([]DGLBlock, error) {
 	return blocks, nil
 }
 
+// rowSpan finds node v (of relation r's dst type d) in the relation's
+// layer h: where its samples lie in the layer's Samples (and EdgeIDs).
+func (res *Result) rowSpan(h, r, d int, v uint32) (int, int, error) {
+	ly := &res.Layers[h][r]
+	row, ok := slices.BinarySearch(ly.Frontier, v)
+	if !ok {
+		return 0, 0, fmt.Errorf("heteroepoch: hop %d, relation %s: node %d of type %q is not in its frontier %d (the epoch does not reach it)", h+1, res.Schema.Relations[r], v, res.Schema.NodeTypes[d].Name, h)
+	}
+	a, z := ly.Span(row)
+	return a, z, nil
+}
+
 // checkSeeds checks a minibatch's seeds (known types, in range, distinct,
 // in frontier_0 of their type) and returns them by type index.
 func (res *Result) checkSeeds(seeds []Seeds) ([][]uint32, error) {
@@ -243,7 +252,7 @@ func (res *Result) checkSeeds(seeds []Seeds) ([][]uint32, error) {
 	for t, ss := range byType {
 		for _, v := range ss {
 			if _, ok := slices.BinarySearch(res.Frontiers[0][t], v); !ok {
-				return nil, fmt.Errorf("heterosample: seed %d of node type %q: %w", v, res.Schema.NodeTypes[t].Name, epoch.ErrNotInFrontier)
+				return nil, fmt.Errorf("heteroepoch: seed %d of node type %q: %w", v, res.Schema.NodeTypes[t].Name, epoch.ErrNotInFrontier)
 			}
 		}
 	}
