@@ -77,7 +77,7 @@ class HeteroGraph:
     """What the loaders read of a heterogeneous graph directory besides
     what the server serves: its node types and counts and its edge types
     (``hetero.json``, in its order), and, read on first use, each type's
-    labels (its feature store's, or ``labels/TYPE.npy`` of the import), its
+    ``labels/TYPE.npy`` (where no server sends labels), its
     splits as masks (``splits/TYPE/NAME.npy`` → ``NAME_mask``) and each
     relation's ``edge_perm.npy`` (stored edge i is column ``perm[i]`` of
     the ``edge_index`` it was imported from)."""
@@ -105,31 +105,18 @@ class HeteroGraph:
         self._masks: Dict[str, Dict[str, npt.NDArray[np.bool_]]] = {}
         self._perms: Dict[EdgeType, Optional[npt.NDArray[np.int64]]] = {}
 
-    def has_store(self, t: str) -> bool:
-        """Whether node type ``t`` has a feature store (features/t/)."""
-        return os.path.exists(os.path.join(self.path, "features", t, "features.json"))
-
     def labels(self, t: str) -> Optional[npt.NDArray[Any]]:
-        """Node type ``t``'s labels, one per node (−1: none), or None."""
+        """Node type ``t``'s labels from ``labels/TYPE.npy`` (the import's
+        labels of a type without features), one per node (−1: none), or
+        None. Where the graph has a feature store the loaders' server runs
+        with ``--features`` and sends every type's labels itself, a
+        store's checked against its CRC-32Cs: they are not read here."""
         if t not in self._labels:
             self._labels[t] = self._read_labels(t)
         return self._labels[t]
 
     def _read_labels(self, t: str) -> Optional[npt.NDArray[Any]]:
         n = self.counts[t]
-        store = os.path.join(self.path, "features", t, "features.json")
-        if os.path.exists(store):
-            with open(store) as f:
-                lab = json.load(f).get("labels")
-            if lab is not None:
-                name = str(lab.get("file", ""))
-                if os.path.basename(name) != name or not name:
-                    raise ValueError("%s: labels.file %r, want a plain file name" % (store, name))
-                path = os.path.join(os.path.dirname(store), name)
-                if os.path.getsize(path) != 4 * n:
-                    raise ValueError("%s: %d bytes, want %d int32 labels of node type %s"
-                                     % (path, os.path.getsize(path), n, t))
-                return np.fromfile(path, dtype="<i4")
         npy = os.path.join(self.path, "labels", t + ".npy")
         if os.path.exists(npy):
             y: npt.NDArray[Any] = np.load(npy, mmap_mode="r")
