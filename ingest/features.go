@@ -440,6 +440,38 @@ type labelSource struct {
 
 func (l *labelSource) close() { l.s.Close() }
 
+// labelSink takes labels in node order: the store being packed
+// (featstore.Writer), or ReadLabels' slice.
+type labelSink interface {
+	AppendLabels(labels []int32) error
+}
+
+// labelSlice collects labels in memory (ReadLabels).
+type labelSlice []int32
+
+func (s *labelSlice) AppendLabels(labels []int32) error {
+	*s = append(*s, labels...)
+	return nil
+}
+
+// ReadLabels reads the labels of numNodes nodes into memory, from the
+// inputs `chunkify features --labels` takes (a 1-D .npy of int32, int64,
+// float32 or float64 with NaN for none, or text, one per line), checked
+// as it checks them: exactly one per node, each -1 (none) or a class in
+// 0..2³¹−1. Errors are *InputError naming the file.
+func ReadLabels(ctx context.Context, path string, numNodes uint32) ([]int32, error) {
+	l, err := openLabels(path, numNodes, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer l.close()
+	out := make(labelSlice, 0, numNodes)
+	if err := l.pump(ctx, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func openLabels(path string, numNodes uint32, bar *progress.Bar) (*labelSource, error) {
 	s, err := openStream(path, path, bar, true) // read once: its page cache is handed back
 	if err != nil {
@@ -485,7 +517,7 @@ func (l *labelSource) checkNPY(h *npyHeader) error {
 	return nil
 }
 
-func (l *labelSource) pump(ctx context.Context, w *featstore.Writer) error {
+func (l *labelSource) pump(ctx context.Context, w labelSink) error {
 	if l.npy != nil {
 		return l.pumpNPY(ctx, w)
 	}
@@ -544,7 +576,7 @@ func parseLabel(b []byte) (int32, error) {
 	return int32(v), nil
 }
 
-func (l *labelSource) pumpNPY(ctx context.Context, w *featstore.Writer) error {
+func (l *labelSource) pumpNPY(ctx context.Context, w labelSink) error {
 	width := l.npy.width
 	float := l.npy.descr[1] == 'f'
 	buf := make([]byte, 64<<10)

@@ -221,6 +221,13 @@ func TestPackLabels(t *testing.T) {
 			if got := storeLabels(t, dir); !slices.Equal(got, want) {
 				t.Fatal("labels differ from the source's")
 			}
+			// ReadLabels reads the same input into memory, alike.
+			if got, err := ReadLabels(context.Background(), y, n); err != nil || !slices.Equal(got, want) {
+				t.Fatalf("ReadLabels: %v, or its labels differ from the source's", err)
+			}
+			if _, err := ReadLabels(context.Background(), y, n+1); !errors.Is(err, featstore.ErrShape) {
+				t.Fatalf("ReadLabels for %d nodes of %d labels: %v, want ErrShape", n+1, n, err)
+			}
 			var labeled uint32
 			var classes int64
 			for _, v := range want {

@@ -168,7 +168,9 @@ func heteroSplitServer(t *testing.T, dir string, devices int, sem epoch.Semantic
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { CloseStores(stores) })
-	labels, err := OpenHeteroLabels(dir, schema, stores)
+	labels, err := OpenHeteroLabels(dir, schema, stores, func(path string, n uint32) ([]int32, error) {
+		return ingest.ReadLabels(context.Background(), path, n)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

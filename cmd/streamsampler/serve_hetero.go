@@ -111,7 +111,9 @@ func runServeHetero(cmd *cobra.Command, f *serveFlags, token []byte, sockMode os
 		defer serve.CloseStores(stores)
 		// Labels travel with the rows: a store's, or labels/<type>.npy
 		// for a type without a store (from_pyg).
-		if labels, err = serve.OpenHeteroLabels(f.stream.graph, schema, stores); err != nil {
+		if labels, err = serve.OpenHeteroLabels(f.stream.graph, schema, stores, func(path string, n uint32) ([]int32, error) {
+			return ingest.ReadLabels(cmd.Context(), path, n)
+		}); err != nil {
 			return err
 		}
 		if stores == nil && labels == nil {
