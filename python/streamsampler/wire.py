@@ -422,6 +422,23 @@ def token_payload(token: Union[str, bytes]) -> bytes:
 _HETERO_HEAD = struct.Struct("<IiBBHH")
 
 
+def _presence(payload: Buffer, off: int, name: str) -> Tuple[bool, int]:
+    """A node type's presence byte before its rows or labels (0 absent, 1
+    present), and the offset after it."""
+    if off >= len(payload):
+        raise ProtocolError("%s: truncated presence byte" % name)
+    has = payload[off]
+    if has > 1:
+        raise ProtocolError("%s: presence %d" % (name, has))
+    return has == 1, off + 1
+
+
+def _rows(b: HeteroBatch, t: str) -> int:
+    """The rows node type ``t`` has in ``b``'s rows and labels: its
+    ``n_id`` (PyG) or its last hop's src nodes (DGL)."""
+    return len(b.nodes[t].n_id) if b.nodes else len(b.blocks[-1].src_n_id[t])
+
+
 def _hetero_array(payload: Buffer, off: int, name: str, dtype: str, ndim: int = 1) -> Tuple[npt.NDArray[Any], int]:
     a, off = decode_array(payload, off)
     if a.dtype != np.dtype(dtype) or a.ndim != ndim:
@@ -509,16 +526,11 @@ def decode_hetero(payload: Buffer, schema: HeteroSchema) -> HeteroBatch:
             cur = blk.src_n_id
     if flags & BATCH_HETERO_X:
         for t in schema.node_types:
-            if off >= len(payload):
-                raise ProtocolError("%s x: truncated presence byte" % t)
-            has = payload[off]
-            off += 1
-            if has == 0:
+            has, off = _presence(payload, off, t + " x")
+            if not has:
                 continue
-            if has != 1:
-                raise ProtocolError("%s x: presence %d" % (t, has))
             x, off = decode_array(payload, off)
-            rows = len(b.nodes[t].n_id) if b.nodes else len(b.blocks[-1].src_n_id[t])
+            rows = _rows(b, t)
             if x.ndim != 2 or x.dtype not in FEATURE_DTYPES or x.shape[0] != rows:
                 raise ProtocolError("%s x: dtype %s shape %s for %d nodes" % (t, x.dtype, x.shape, rows))
             b.x[t] = x
@@ -526,16 +538,11 @@ def decode_hetero(payload: Buffer, schema: HeteroSchema) -> HeteroBatch:
                 b.nodes[t].x = x
     if flags & BATCH_HETERO_Y:
         for t in schema.node_types:
-            if off >= len(payload):
-                raise ProtocolError("%s y: truncated presence byte" % t)
-            has = payload[off]
-            off += 1
-            if has == 0:
+            has, off = _presence(payload, off, t + " y")
+            if not has:
                 continue
-            if has != 1:
-                raise ProtocolError("%s y: presence %d" % (t, has))
             y, off = _hetero_array(payload, off, t + " y", "<i4")
-            rows = len(b.nodes[t].n_id) if b.nodes else len(b.blocks[-1].src_n_id[t])
+            rows = _rows(b, t)
             if len(y) != rows:
                 raise ProtocolError("%s y: %d labels for %d nodes" % (t, len(y), rows))
             if len(y) and int(y.min()) < -1:
