@@ -439,7 +439,8 @@ class Dispatch(unittest.TestCase):
             f.write('{"version": 1, "node_types": [{"name": "a", "count": 4}, {"name": "b", "count": 3}], '
                     '"relations": [{"src": "a", "rel": "to", "dst": "b", "dir": "relations/a___to___b"}]}')
         cls.homo = os.path.join(cls.tmp, "homo")
-        streamsampler.from_arrays(np.array([[0, 1], [1, 2]]), 3, cls.homo)
+        _, ck = build_tools(cls.tmp)
+        streamsampler.from_arrays(np.array([[0, 1], [1, 2]]), 3, cls.homo, chunkify=ck)
 
     @classmethod
     def tearDownClass(cls):
