@@ -20,6 +20,7 @@ import (
 	"github.com/streamsampler/streamsampler/chunkfmt"
 	"github.com/streamsampler/streamsampler/internal/atomicfile"
 	"github.com/streamsampler/streamsampler/internal/failpoint"
+	"github.com/streamsampler/streamsampler/internal/procio"
 	"github.com/streamsampler/streamsampler/internal/progress"
 )
 
@@ -1267,4 +1268,14 @@ func (b *builder) writePartition(pt partition, bar *progress.Bar) error {
 		}
 	}
 	return nil
+}
+
+// procIO is the process's storage reads and writes so far
+// (internal/procio), -1 each where the system keeps no such counters.
+func procIO() (read, write int64) {
+	c, err := procio.Self()
+	if err != nil {
+		return -1, -1
+	}
+	return c.ReadBytes, c.WriteBytes
 }

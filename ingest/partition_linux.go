@@ -4,8 +4,6 @@ package ingest
 
 import (
 	"os"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -104,31 +102,4 @@ func (p *partMemory) free() {
 		_ = unix.Munmap(p.m)
 	}
 	p.words, p.m = nil, nil
-}
-
-// procIO returns the process's bytes read from and written to storage so
-// far (/proc/self/io read_bytes, write_bytes); -1 each where unknown.
-func procIO() (read, write int64) {
-	read, write = -1, -1
-	b, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		return read, write
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ": ")
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil {
-			continue
-		}
-		switch k {
-		case "read_bytes":
-			read = n
-		case "write_bytes":
-			write = n
-		}
-	}
-	return read, write
 }

@@ -22,6 +22,3 @@ func allocPart(n uint64) *partMemory { return &partMemory{words: make([]uint32, 
 func (p *partMemory) populate(n uint64)           {}
 func (p *partMemory) drop(from, to uint64) uint64 { return from }
 func (p *partMemory) free()                       { p.words = nil }
-
-// procIO is unknown (-1, -1) where /proc/self/io is not available.
-func procIO() (read, write int64) { return -1, -1 }

@@ -17,6 +17,7 @@ import (
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/heterofmt"
 	"github.com/streamsampler/streamsampler/ingest"
+	"github.com/streamsampler/streamsampler/internal/procio"
 	"github.com/streamsampler/streamsampler/internal/progress"
 	"github.com/streamsampler/streamsampler/internal/usage"
 )
@@ -104,7 +105,7 @@ func (h *heteroFlags) options() (ingest.HeteroOptions, error) {
 // heteroBuildJSON is build --json's output for a heterogeneous graph.
 type heteroBuildJSON struct {
 	*ingest.HeteroSummary
-	IO *procIO `json:"io,omitempty"`
+	IO *procio.Counters `json:"io,omitempty"`
 }
 
 func runHeteroBuild(cmd *cobra.Command, h *heteroFlags, out string, bo ingest.BuildOptions, quiet, asJSON bool) error {

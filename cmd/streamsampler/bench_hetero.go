@@ -19,6 +19,7 @@ import (
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/internal/hostbench"
+	"github.com/streamsampler/streamsampler/internal/procio"
 )
 
 // EpochReport is what `streamsampler bench --epoch-only` prints, and
@@ -271,13 +272,13 @@ func runBenchEpochs(ctx context.Context, w io.Writer, o benchOptions) error {
 // measureEpoch samples one epoch and measures it: wall, the process's CPU
 // time, its storage reads.
 func measureEpoch(ctx context.Context, sample epochSampler, fan []int, key epoch.Key) (EpochRun, []RelationEpoch, error) {
-	io0, cpu0, t0 := procReadBytes(), processCPU(), time.Now()
+	io0, cpu0, t0 := procio.ReadBytesOr(-1), processCPU(), time.Now()
 	edges, read, rels, err := sample(ctx, fan, key)
 	if err != nil {
 		return EpochRun{}, nil, err
 	}
 	run := EpochRun{WallS: time.Since(t0).Seconds(), CPUS: processCPU() - cpu0, SampledEdges: edges, BytesRead: read, IOReadBytes: -1}
-	if io1 := procReadBytes(); io0 >= 0 && io1 >= 0 {
+	if io1 := procio.ReadBytesOr(-1); io0 >= 0 && io1 >= 0 {
 		run.IOReadBytes = io1 - io0
 	}
 	return run, rels, nil

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +14,7 @@ import (
 	"github.com/streamsampler/streamsampler/host"
 	"github.com/streamsampler/streamsampler/ingest"
 	"github.com/streamsampler/streamsampler/internal/npy"
+	"github.com/streamsampler/streamsampler/internal/procio"
 	"github.com/streamsampler/streamsampler/internal/progress"
 	"github.com/streamsampler/streamsampler/walk"
 )
@@ -253,11 +252,11 @@ func runWalk(cmd *cobra.Command, o walkOptions, w walk.Walker) error {
 	}
 	defer npyOut.Abort()
 	tOut := time.Since(t0)
-	read0 := procReadBytes()
+	read0 := procio.ReadBytesOr(-1)
 	t0 = time.Now()
 	st, err := walkInto(cmd.Context(), o, w, starts, cfg, bar, npyOut.Data)
 	secs := time.Since(t0).Seconds()
-	read1 := procReadBytes()
+	read1 := procio.ReadBytesOr(-1)
 	bar.Done()
 	if err != nil {
 		return err
@@ -308,22 +307,4 @@ func walkInto(ctx context.Context, o walkOptions, w walk.Walker, starts []uint32
 		w = opened
 	}
 	return w.WalksInto(ctx, starts, cfg, out)
-}
-
-// procReadBytes is the process's read_bytes so far (/proc/self/io: bytes
-// fetched from storage, page cache hits not counted); -1 where the system
-// does not tell.
-func procReadBytes() int64 {
-	b, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "read_bytes:"); ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
-				return n
-			}
-		}
-	}
-	return -1
 }

@@ -93,6 +93,7 @@ var Rules = map[string][]string{
 	"internal/usage":          {},
 	"internal/layering":       {},
 	"internal/memavail":       {},
+	"internal/procio":         {},
 	"featstore/featstoretest": {"featstore"},
 	"ingest/ingesttest":       {"ingest"},
 	"internal/testgraph":      {},
