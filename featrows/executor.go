@@ -154,7 +154,25 @@ func (x *Executor) Epoch(e uint32, p *featplan.Plan) (*Epoch, error) {
 // split read every epoch) finds its rows there (BenchmarkReadRows in
 // featplan: cold, no slower than O_DIRECT; warm, several times faster).
 func (x *Executor) ReadDirect(nodes []uint32, dst []byte) (featplan.Report, error) {
-	rep, err := featplan.ReadRows(x.fs.FeatureReader(), x.path, x.fs.RowBytes(), nodes, dst, x.opts)
+	return readDirect(x.fs, x.path, x.opts, nodes, dst)
+}
+
+// ReadRows reads the rows of nodes from st as Executor.ReadDirect does,
+// without an Executor: for a server that plans no epoch's reads (the
+// heterogeneous one, a store per node type), so holds no O_DIRECT file.
+// Every row is checked against its CRC-32C.
+func ReadRows(st *featstore.Store, nodes []uint32, dst []byte) (featplan.Report, error) {
+	o := featplan.DefaultExtentOptions()
+	o.Check = st.FeatureChecksums().Check
+	path := st.FeaturesPath()
+	if path == "" {
+		path = st.Manifest().Features.File
+	}
+	return readDirect(st, path, o, nodes, dst)
+}
+
+func readDirect(st *featstore.Store, path string, o featplan.ExtentOptions, nodes []uint32, dst []byte) (featplan.Report, error) {
+	rep, err := featplan.ReadRows(st.FeatureReader(), path, st.RowBytes(), nodes, dst, o)
 	if err != nil {
 		return rep, fmt.Errorf("featrows: %d rows read directly: %w", len(nodes), err)
 	}

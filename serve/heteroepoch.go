@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/featrows"
 	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/heteroepoch"
 	"github.com/streamsampler/streamsampler/heterofmt"
@@ -267,7 +268,7 @@ func (h *HeteroEpochs) assemble(res *heteroepoch.Result, seeds []heteroepoch.See
 			}
 			nodes := ids(t)
 			rows := make([]byte, int64(len(nodes))*fs.RowBytes())
-			if err := fs.ReadRows(nodes, rows); err != nil {
+			if _, err := featrows.ReadRows(fs, nodes, rows); err != nil {
 				return nil, fmt.Errorf("rows of node type %q: %w", h.cfg.Schema.NodeTypes[t].Name, err)
 			}
 			b.X[t] = &HeteroRows{DType: featureDTypes[fs.DType()], Dim: fs.Dim(), Rows: rows}
