@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"runtime"
 	"sync"
 
 	"github.com/streamsampler/streamsampler/epoch"
@@ -23,9 +24,10 @@ import (
 // pipeline, budget and feature paths are typed to epoch.Blocks throughout
 // (pipeline.SampleFunc returns *epoch.Result, claims assemble
 // *epoch.Blocks, the reply bound counts homogeneous hops); plugging a
-// second result type in would touch every one of them. It answers one
-// request of a connection at a time; what it has of Server's in-flight
-// budget and what it lacks is listed in docs/PROTOCOL.md "Heterogeneous
+// second result type in would touch every one of them. It takes a
+// connection's requests in order and assembles their minibatches
+// concurrently (serveConn); what it has of Server's in-flight budget and
+// what it lacks is listed in docs/PROTOCOL.md "Heterogeneous
 // minibatches".
 type HeteroServer struct {
 	epochs *HeteroEpochs
@@ -198,38 +200,52 @@ func (s *HeteroServer) prepareNextFrom(e uint32) {
 }
 
 // NextBatch claims the next minibatch of epoch e (CurrentEpoch: the
-// current one); at the epoch's end it returns ok false. Asking for the
-// epoch after the current one moves to it once the current one is all
-// handed out (CodeEpochNotDone before).
+// current one) and assembles it; at the epoch's end it returns ok false.
+// Asking for the epoch after the current one moves to it once the current
+// one is all handed out (CodeEpochNotDone before).
 func (s *HeteroServer) NextBatch(ctx context.Context, e uint32, sem epoch.Semantics) (*HeteroBatch, bool, error) {
+	assemble, err := s.claimNext(ctx, e, sem)
+	if err != nil {
+		return nil, false, err
+	}
+	return assemble()
+}
+
+// claimNext claims the next minibatch of epoch e, as NextBatch does, and
+// returns what assembles it: the claim is cheap and moves the epoch's
+// cursor, so a connection makes its claims in request order; the
+// assembly, most of a reply's time, may run beside other requests'.
+func (s *HeteroServer) claimNext(ctx context.Context, e uint32, sem epoch.Semantics) (func() (*HeteroBatch, bool, error), error) {
 	s.mu.Lock()
 	if e != CurrentEpoch && e == s.cur.Epoch+1 {
 		if s.served < len(s.cur.Batches) {
 			s.mu.Unlock()
-			return nil, false, newRequestError(CodeEpochNotDone, "epoch %d has %d minibatches left; epoch %d is not current yet", s.cur.Epoch, len(s.cur.Batches)-s.served, e)
+			return nil, newRequestError(CodeEpochNotDone, "epoch %d has %d minibatches left; epoch %d is not current yet", s.cur.Epoch, len(s.cur.Batches)-s.served, e)
 		}
 		if err := s.advanceLocked(ctx); err != nil {
 			s.mu.Unlock()
-			return nil, false, newRequestError(CodeInternal, "preparing epoch %d: %v", e, err)
+			return nil, newRequestError(CodeInternal, "preparing epoch %d: %v", e, err)
 		}
 	}
 	if e != CurrentEpoch && e != s.cur.Epoch {
 		cur := s.cur.Epoch
 		s.mu.Unlock()
-		return nil, false, newRequestError(CodeUnknownEpoch, "epoch %d is neither the current epoch %d nor the next", e, cur)
+		return nil, newRequestError(CodeUnknownEpoch, "epoch %d is neither the current epoch %d nor the next", e, cur)
 	}
 	ep, i := s.cur, s.served
 	if i >= len(ep.Batches) {
 		s.mu.Unlock()
-		return &HeteroBatch{Epoch: ep.Epoch}, false, nil
+		return func() (*HeteroBatch, bool, error) { return &HeteroBatch{Epoch: ep.Epoch}, false, nil }, nil
 	}
 	s.served++
 	s.mu.Unlock()
-	b, err := ep.Batch(i, sem)
-	if err != nil {
-		return nil, false, newRequestError(CodeInternal, "%v", err)
-	}
-	return b, true, nil
+	return func() (*HeteroBatch, bool, error) {
+		b, err := ep.Batch(i, sem)
+		if err != nil {
+			return nil, false, newRequestError(CodeInternal, "%v", err)
+		}
+		return b, true, nil
+	}, nil
 }
 
 // Advance leaves epoch from (which must be current) for the next one.
@@ -275,46 +291,117 @@ func (s *HeteroServer) Serve(ln net.Listener) error {
 	}
 }
 
-// serveConn answers one connection's requests in order.
-func (s *HeteroServer) serveConn(c net.Conn) error {
-	r, w := bufio.NewReader(c), bufio.NewWriter(c)
-	authed := len(s.token) == 0
-	var buf []byte
-	for {
-		f, b, err := ReadFrame(r, DefaultMaxRequest, buf)
-		buf = b
-		if err != nil {
-			if errors.Is(err, ErrFrameTooLarge) {
-				_, _ = w.Write(AppendFrame(nil, 0, StatusError, 0, AppendError(nil, CodeTooLarge, err.Error())))
-				_ = w.Flush()
-			}
-			return nil
-		}
-		reply, held, closeAfter := s.answer(f, &authed)
-		_, err = w.Write(reply)
-		if err == nil {
-			err = w.Flush()
-		}
-		s.budget.release(held)
-		if err != nil {
-			return err
-		}
-		if closeAfter {
-			return nil
-		}
-	}
+// connDepth is how many of one connection's requests a heterogeneous
+// server works on at once. A minibatch's assembly and feature reads take
+// tens of milliseconds, one row read after another; a client keeps
+// several requests in flight (the Python client's depth, 4) so that they
+// overlap, on as many cores.
+var connDepth = max(2, min(8, runtime.GOMAXPROCS(0)))
+
+// pendingReply is a reply being built: out and held are set before done
+// is closed; written is closed once it is written (or dropped, the
+// connection gone) and its budget given back.
+type pendingReply struct {
+	done, written chan struct{}
+	out           []byte
+	held          int64 // bytes of the in-flight budget out holds
+	closeAfter    bool
 }
 
-// answer builds the reply frame to f and returns the bytes of the
-// in-flight budget it holds (released once it is written).
-func (s *HeteroServer) answer(f Frame, authed *bool) ([]byte, int64, bool) {
-	fail := func(err error) []byte {
-		var re *requestError
-		if !errors.As(err, &re) {
-			re = &requestError{code: CodeInternal, msg: err.Error()}
+func newPendingReply() *pendingReply {
+	return &pendingReply{done: make(chan struct{}), written: make(chan struct{})}
+}
+
+func doneReply(out []byte, held int64, closeAfter bool) *pendingReply {
+	p := newPendingReply()
+	p.out, p.held, p.closeAfter = out, held, closeAfter
+	close(p.done)
+	return p
+}
+
+// serveConn answers one connection's requests. Each is taken in request
+// order by this goroutine — a next_batch claims its minibatch here, an
+// advance moves the epoch here — and a minibatch's assembly then runs
+// beside the next requests' (connDepth at most); the replies are written
+// in the order of their requests, so a client pipelining next_batch gets
+// minibatches i, i+1, ... as from a server that answers one at a time.
+func (s *HeteroServer) serveConn(c net.Conn) error {
+	r := bufio.NewReader(c)
+	queue := make(chan *pendingReply, connDepth)
+	written := make(chan error, 1)
+	go func() { written <- s.writeReplies(c, queue) }()
+	authed := len(s.token) == 0
+	var last *pendingReply
+	for {
+		// A fresh payload each time: a request's payload is read by its
+		// assembly after the next request is read.
+		f, _, err := ReadFrame(r, DefaultMaxRequest, nil)
+		if err != nil {
+			if errors.Is(err, ErrFrameTooLarge) {
+				queue <- doneReply(AppendFrame(nil, 0, StatusError, 0, AppendError(nil, CodeTooLarge, err.Error())), 0, true)
+			}
+			break
 		}
-		return AppendFrame(nil, f.Op, StatusError, f.ID, AppendError(nil, re.code, re.msg))
+		p := s.answer(f, &authed, last)
+		queue <- p
+		last = p
+		if p.closeAfter {
+			break
+		}
 	}
+	close(queue)
+	return <-written
+}
+
+// writeReplies writes the replies of queue in order, each once built,
+// and gives back the budget each held. After a failed write (the client
+// is gone) it closes c, so that the reader stops, and only waits for the
+// replies still being built and gives back their budget.
+func (s *HeteroServer) writeReplies(c net.Conn, queue <-chan *pendingReply) error {
+	w := bufio.NewWriter(c)
+	var failed error
+	for p := range queue {
+		<-p.done
+		if failed == nil {
+			_, failed = w.Write(p.out)
+			if failed == nil {
+				failed = w.Flush()
+			}
+			if failed != nil {
+				c.Close()
+			}
+		}
+		s.budget.release(p.held)
+		close(p.written)
+	}
+	return failed
+}
+
+// answer takes request f in its connection's order: a minibatch request
+// (next_batch, split_batch) is claimed now and assembled in the
+// background (startBatch); any other is answered now.
+// prev is the connection's previous request's reply (nil: none).
+func (s *HeteroServer) answer(f Frame, authed *bool, prev *pendingReply) *pendingReply {
+	if *authed && f.Status == StatusOK && (f.Op == OpNextBatch || f.Op == OpSplitBatch) {
+		return s.startBatch(f, prev)
+	}
+	return doneReply(s.answerNow(f, authed))
+}
+
+// failFrame is the error reply to f.
+func failFrame(f Frame, err error) []byte {
+	var re *requestError
+	if !errors.As(err, &re) {
+		re = &requestError{code: CodeInternal, msg: err.Error()}
+	}
+	return AppendFrame(nil, f.Op, StatusError, f.ID, AppendError(nil, re.code, re.msg))
+}
+
+// answerNow builds the reply frame to a request other than a minibatch's
+// and returns the bytes of the in-flight budget it holds (released once
+// it is written) and whether the connection closes after it.
+func (s *HeteroServer) answerNow(f Frame, authed *bool) ([]byte, int64, bool) {
+	fail := func(err error) []byte { return failFrame(f, err) }
 	if f.Status != StatusOK {
 		return fail(newRequestError(CodeBadRequest, "request status %d, want 0", f.Status)), 0, false
 	}
@@ -348,19 +435,6 @@ func (s *HeteroServer) answer(f Frame, authed *bool) ([]byte, int64, bool) {
 		}
 		info, err := s.Advance(ctx, e)
 		return jsonReply(info, err), 0, false
-	case OpNextBatch:
-		e, sem, err := DecodeBatchRequest(f.Payload)
-		if err != nil {
-			return fail(newRequestError(CodeBadRequest, "%v", err)), 0, false
-		}
-		c := &s.epochs.cfg
-		out, held, err := s.batchReply(f, c.Schema.TypeIndex(c.TrainType), c.BatchSize, func() (*HeteroBatch, bool, error) {
-			return s.NextBatch(ctx, e, sem)
-		})
-		if err != nil {
-			return fail(err), 0, false
-		}
-		return out, held, false
 	case OpSplit:
 		bs, t, nodes, err := DecodeHeteroSplitRequest(f.Payload)
 		if err != nil {
@@ -368,27 +442,6 @@ func (s *HeteroServer) answer(f Frame, authed *bool) ([]byte, int64, bool) {
 		}
 		info, err := s.Split(ctx, int(t), nodes, int(bs))
 		return jsonReply(info, err), 0, false
-	case OpSplitBatch:
-		id, index, sem, err := DecodeSplitBatchRequest(f.Payload)
-		if err != nil {
-			return fail(newRequestError(CodeBadRequest, "%v", err)), 0, false
-		}
-		sp := s.heteroSplitOf(id)
-		if sp == nil {
-			return fail(newRequestError(CodeUnknownSplit, "unknown split %d", id)), 0, false
-		}
-		out, held, err := s.batchReply(f, sp.t, min(sp.batchSize, len(sp.nodes)), func() (*HeteroBatch, bool, error) {
-			b, ok, err := s.SplitBatch(ctx, id, index, sem)
-			if err == nil && !ok {
-				// The end's payload is the split's id.
-				b = &HeteroBatch{Epoch: id}
-			}
-			return b, ok, err
-		})
-		if err != nil {
-			return fail(err), 0, false
-		}
-		return out, held, false
 	case OpDropSplit:
 		id, err := DecodeDropSplitRequest(f.Payload)
 		if err != nil {
@@ -403,20 +456,78 @@ func (s *HeteroServer) answer(f Frame, authed *bool) ([]byte, int64, bool) {
 	}
 }
 
-// batchReply builds the reply of a minibatch request of n seeds of node
-// type t (get answers it; ok false: the end, whose payload is the
-// returned batch's Epoch) under the in-flight budget: it reserves the
-// reply's bound (replyBound), at most half the budget, before the
-// minibatch is assembled, waiting for the bytes first come first served,
-// then holds the reply's exact size (waiting again, the reservation given
-// back first, when it is larger). A reply larger than MaxReply, or than
-// the whole budget, is not sent: error 11 naming the minibatch.
-func (s *HeteroServer) batchReply(f Frame, t, n int, get func() (*HeteroBatch, bool, error)) ([]byte, int64, error) {
-	reserve := min(s.epochs.replyBound(t, int64(n)), s.budget.size/2)
-	if err := s.budget.acquire(s.ctx, s.ctx.Done(), reserve); err != nil {
-		return nil, 0, newRequestError(CodeShuttingDown, "stopped waiting for the in-flight budget: %v", err)
+// startBatch takes a minibatch request (next_batch, split_batch): it
+// reserves the reply's bound from the in-flight budget and claims the
+// minibatch now, in the connection's request order, and assembles it in
+// the background (finishBatch). A reply whose bound is more than the
+// reservation may take (half the budget) is built here instead, once the
+// connection's earlier replies are written, as one that may wait for
+// more of the budget once it knows its size must not wait for the bytes
+// of the connection's later replies, which are written after it.
+func (s *HeteroServer) startBatch(f Frame, prev *pendingReply) *pendingReply {
+	c := &s.epochs.cfg
+	var t, n int
+	var claim func() (func() (*HeteroBatch, bool, error), error)
+	switch f.Op {
+	case OpNextBatch:
+		e, sem, err := DecodeBatchRequest(f.Payload)
+		if err != nil {
+			return doneReply(failFrame(f, newRequestError(CodeBadRequest, "%v", err)), 0, false)
+		}
+		t, n = c.Schema.TypeIndex(c.TrainType), c.BatchSize
+		claim = func() (func() (*HeteroBatch, bool, error), error) { return s.claimNext(s.ctx, e, sem) }
+	default: // OpSplitBatch
+		id, index, sem, err := DecodeSplitBatchRequest(f.Payload)
+		if err != nil {
+			return doneReply(failFrame(f, newRequestError(CodeBadRequest, "%v", err)), 0, false)
+		}
+		sp := s.heteroSplitOf(id)
+		if sp == nil {
+			return doneReply(failFrame(f, newRequestError(CodeUnknownSplit, "unknown split %d", id)), 0, false)
+		}
+		t, n = sp.t, min(sp.batchSize, len(sp.nodes))
+		claim = func() (func() (*HeteroBatch, bool, error), error) { return s.claimSplitBatch(s.ctx, id, index, sem) }
 	}
-	b, ok, err := get()
+	bound := s.epochs.replyBound(t, int64(n))
+	reserve := min(bound, s.budget.size/2)
+	if err := s.budget.acquire(s.ctx, s.ctx.Done(), reserve); err != nil {
+		return doneReply(failFrame(f, newRequestError(CodeShuttingDown, "stopped waiting for the in-flight budget: %v", err)), 0, false)
+	}
+	assemble, err := claim()
+	if err != nil {
+		s.budget.release(reserve)
+		return doneReply(failFrame(f, err), 0, false)
+	}
+	if reserve < bound {
+		if prev != nil {
+			<-prev.written
+		}
+		return doneReply(s.finishBatch(f, reserve, assemble))
+	}
+	p := newPendingReply()
+	go func() {
+		defer close(p.done)
+		p.out, p.held, _ = s.finishBatch(f, reserve, assemble)
+	}()
+	return p
+}
+
+// finishBatch assembles a claimed minibatch (assemble; ok false: the
+// end, whose payload is the returned batch's Epoch) and builds its reply
+// under the in-flight budget, of which reserve bytes are held: it then
+// holds the reply's exact size (waiting again, the reservation given back
+// first, when it is larger). A reply larger than MaxReply, or than the
+// whole budget, is not sent: error 11 naming the minibatch.
+func (s *HeteroServer) finishBatch(f Frame, reserve int64, assemble func() (*HeteroBatch, bool, error)) ([]byte, int64, bool) {
+	out, held, err := s.batchReply(f, reserve, assemble)
+	if err != nil {
+		return failFrame(f, err), 0, false
+	}
+	return out, held, false
+}
+
+func (s *HeteroServer) batchReply(f Frame, reserve int64, assemble func() (*HeteroBatch, bool, error)) ([]byte, int64, error) {
+	b, ok, err := assemble()
 	if err != nil || !ok {
 		s.budget.release(reserve)
 		if err != nil {

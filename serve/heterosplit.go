@@ -252,36 +252,51 @@ func (s *HeteroServer) heteroSplitOf(id uint32) *heteroSplit {
 // Past the split's last minibatch it returns ok false. The split's nodes
 // are sampled once per epoch, on its first minibatch of the epoch.
 func (s *HeteroServer) SplitBatch(ctx context.Context, id, index uint32, sem epoch.Semantics) (*HeteroBatch, bool, error) {
+	assemble, err := s.claimSplitBatch(ctx, id, index, sem)
+	if err != nil {
+		return nil, false, err
+	}
+	return assemble()
+}
+
+// claimSplitBatch checks a split_batch request and takes the epoch it is
+// of (the current one, now: an advance requested after it does not move
+// it), and returns what assembles it, the split's sample drawn first when
+// it is of an earlier epoch. Past the split's end, what it returns
+// answers the end, the split's id in Epoch.
+func (s *HeteroServer) claimSplitBatch(ctx context.Context, id, index uint32, sem epoch.Semantics) (func() (*HeteroBatch, bool, error), error) {
 	sp := s.heteroSplitOf(id)
 	if sp == nil {
-		return nil, false, newRequestError(CodeUnknownSplit, "unknown split %d", id)
+		return nil, newRequestError(CodeUnknownSplit, "unknown split %d", id)
 	}
 	if int64(index) >= int64(sp.numBatches()) {
-		return nil, false, nil
+		return func() (*HeteroBatch, bool, error) { return &HeteroBatch{Epoch: id}, false, nil }, nil
 	}
 	s.mu.Lock()
 	e := s.cur.Epoch
 	s.mu.Unlock()
-	c := &s.epochs.cfg
-	name := c.Schema.NodeTypes[sp.t].Name
-	sp.mu.Lock()
-	if sp.res == nil || sp.epoch != e {
-		sp.res = nil // the old epoch's sample goes before the new one is drawn
-		res, err := c.Sampler.SampleEpoch(ctx, []heteroepoch.Seeds{{Type: name, Nodes: sp.sorted}}, c.Fanouts, epoch.Key{Seed: c.Seed, Epoch: e})
-		if err != nil {
-			sp.mu.Unlock()
-			return nil, false, newRequestError(CodeInternal, "split %d: sampling its %d nodes of type %q for epoch %d: %v", id, len(sp.sorted), name, e, err)
+	return func() (*HeteroBatch, bool, error) {
+		c := &s.epochs.cfg
+		name := c.Schema.NodeTypes[sp.t].Name
+		sp.mu.Lock()
+		if sp.res == nil || sp.epoch != e {
+			sp.res = nil // the old epoch's sample goes before the new one is drawn
+			res, err := c.Sampler.SampleEpoch(ctx, []heteroepoch.Seeds{{Type: name, Nodes: sp.sorted}}, c.Fanouts, epoch.Key{Seed: c.Seed, Epoch: e})
+			if err != nil {
+				sp.mu.Unlock()
+				return nil, false, newRequestError(CodeInternal, "split %d: sampling its %d nodes of type %q for epoch %d: %v", id, len(sp.sorted), name, e, err)
+			}
+			sp.res, sp.epoch = res, e
 		}
-		sp.res, sp.epoch = res, e
-	}
-	res := sp.res
-	sp.mu.Unlock()
-	lo := int(index) * sp.batchSize
-	piece := sp.nodes[lo:min(lo+sp.batchSize, len(sp.nodes))]
-	b, err := s.epochs.assemble(res, []heteroepoch.Seeds{{Type: name, Nodes: piece}}, sem)
-	if err != nil {
-		return nil, false, newRequestError(CodeInternal, "split %d minibatch %d (epoch %d): %v", id, index, e, err)
-	}
-	b.Epoch, b.Index = e, int(index)
-	return b, true, nil
+		res := sp.res
+		sp.mu.Unlock()
+		lo := int(index) * sp.batchSize
+		piece := sp.nodes[lo:min(lo+sp.batchSize, len(sp.nodes))]
+		b, err := s.epochs.assemble(res, []heteroepoch.Seeds{{Type: name, Nodes: piece}}, sem)
+		if err != nil {
+			return nil, false, newRequestError(CodeInternal, "split %d minibatch %d (epoch %d): %v", id, index, e, err)
+		}
+		b.Epoch, b.Index = e, int(index)
+		return b, true, nil
+	}, nil
 }
