@@ -279,8 +279,27 @@ def assert_same(tc, a, b, what=""):
         assert_same(tc, a._store, b._store, what)
     elif isinstance(a, Block):
         assert_same(tc, block_arrays(a), block_arrays(b), what)
+    elif isinstance(a, HeteroData):
+        tc.assertEqual((a.node_types, a.edge_types), (b.node_types, b.edge_types), what)
+        for t in a.node_types + a.edge_types:
+            assert_same(tc, a[t]._store, b[t]._store, "%s[%s]" % (what, t))
+    elif isinstance(a, HeteroBlock):
+        assert_same(tc, hetero_block_arrays(a), hetero_block_arrays(b), what)
     else:
         tc.assertEqual(a, b, what)
+
+
+def hetero_block_arrays(blk):
+    """A fake heterograph block's contents as a dict, for comparisons."""
+    out = {"types": (blk.srctypes, blk.dsttypes, blk.canonical_etypes)}
+    for et in blk.canonical_etypes:
+        out["edges%s" % (et,)] = list(blk.edges_of(et))
+        out["data%s" % (et,)] = blk.edges[et].data
+    for t in blk.srctypes:
+        out["src." + t] = (blk.num_src_nodes(t), blk.srcnodes[t].data)
+    for t in blk.dsttypes:
+        out["dst." + t] = (blk.num_dst_nodes(t), blk.dstnodes[t].data)
+    return out
 
 
 def fake_pyg_nn():
@@ -354,10 +373,17 @@ class HeteroData:
     def edge_index_dict(self):
         return {et: s.edge_index for et, s in self._edges.items()}
 
-    def to(self, device, non_blocking=False):
+    @property
+    def stores(self):
+        return [s._store for s in list(self._nodes.values()) + list(self._edges.values())]
+
+    def apply(self, func):
         for s in list(self._nodes.values()) + list(self._edges.values()):
-            s.to(device, non_blocking=non_blocking)
+            s.apply(func)
         return self
+
+    def to(self, device, non_blocking=False):
+        return self.apply(lambda x: x.to(device, non_blocking=non_blocking) if torch.is_tensor(x) else x)
 
 
 def fake_pyg_hetero():
@@ -407,9 +433,27 @@ class HeteroBlock:
         self._nsrc, self._ndst = dict(num_src_nodes), dict(num_dst_nodes)
         self.srcnodes, self.dstnodes = _Frames(self.srctypes), _Frames(self.dsttypes)
         self.edges = _Frames(self.canonical_etypes)
+        self.recorded = []
 
     def edges_of(self, et):
         return self._edges[et]
+
+    @property
+    def device(self):
+        for s, _ in self._edges.values():
+            return s.device
+        return torch.device("cpu")
+
+    def to(self, device, **kw):
+        b = HeteroBlock({et: (s.to(device), d.to(device)) for et, (s, d) in self._edges.items()}, self._nsrc,
+                        self._ndst)
+        for mine, theirs in ((self.srcnodes, b.srcnodes), (self.dstnodes, b.dstnodes), (self.edges, b.edges)):
+            for t, f in mine._f.items():
+                theirs._f[t].data.update({k: v.to(device) for k, v in f.data.items()})
+        return b
+
+    def record_stream(self, stream):
+        self.recorded.append(stream)
 
     def num_src_nodes(self, t):
         return self._nsrc.get(t, 0)

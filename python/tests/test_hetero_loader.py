@@ -314,6 +314,43 @@ class HeteroLoaderTest(unittest.TestCase):
         self.assertEqual(b["company"].batch_size, 1000)
         self.assertEqual(len(b["company"].num_sampled_nodes), 2)
 
+    def device_pair(self, make, epochs=2):
+        """``make(**kw)`` with device="cpu" (the device path: every
+        minibatch moved through the ring in the background thread) and
+        without, on two servers of the same seed: the same minibatches,
+        epoch after epoch."""
+        a = make(device="cpu", server_args=["--max-inflight", "300MiB"])
+        b = make(server_args=["--max-inflight", "301MiB"])
+        for lo in (a, b):
+            self.addCleanup(lo.close)
+        self.assertIsNot(a.server, b.server)
+        for e in range(epochs):
+            n = 0
+            want = iter(b)
+            for got in a:
+                fakes.assert_same(self, got, next(want), "epoch %d minibatch %d" % (e, n))
+                n += 1
+            self.assertIsNone(next(want, None), "device=None has more minibatches")
+            self.assertEqual(n, len(b))
+        self.assertEqual(a.transfer.stats.minibatches, epochs * len(a))
+        self.assertGreater(a.transfer.stats.bytes_staged + a.transfer.stats.bytes_direct, 0)
+        return a
+
+    def test_device(self):
+        """device= moves each HeteroData through the background thread:
+        the same minibatches as without, for training and for a split."""
+        for shuffle, nodes in ((True, self.data["company"].train_mask), (False, self.data["company"].val_mask)):
+            self.device_pair(lambda **kw: self.loader(input_nodes=("company", nodes), shuffle=shuffle, seed=5, **kw))
+
+    def test_dgl_device(self):
+        """DGL's heterograph blocks moved by their .to in the background
+        thread: the same blocks."""
+        sampler = streamsampler.dgl.NeighborSampler([3, 2])
+        a = self.device_pair(lambda **kw: streamsampler.dgl.DataLoader(
+            self.graph, {"company": self.train}, sampler, batch_size=64, shuffle=True, seed=9, binary=self.ss, **kw))
+        _, _, blocks = next(iter(a))
+        self.assertEqual(len(blocks), 2)
+
     def test_dgl_blocks(self):
         dgl = sys.modules["dgl"]
         layers = [{et: (1 if et == SPECIAL else 3) for et in self.data.edge_types}, 2]  # input layer first
@@ -462,8 +499,10 @@ class Dispatch(unittest.TestCase):
             NL(self.het, [2], input_nodes=("a", np.ones(3, bool)))
         with self.assertRaisesRegex(NotImplementedError, "replace"):
             NL(self.het, [2], input_nodes="a", replace=True)
-        with self.assertRaisesRegex(NotImplementedError, "batch.to"):
-            NL(self.het, [2], input_nodes="a", device="cuda")
+        with self.assertRaisesRegex(ValueError, "delivered to 'cuda'"):
+            NL(self.het, [2], input_nodes="a", device="meta")
+        with self.assertRaisesRegex(TypeError, "pin_memory"):
+            NL(self.het, [2], input_nodes="a", pin_memory="yes")
         with self.assertRaisesRegex(TypeError, "unexpected keyword"):
             NL(self.het, [2], input_nodes="a", bogus=1)
         DL, NS = streamsampler.dgl.DataLoader, streamsampler.dgl.NeighborSampler

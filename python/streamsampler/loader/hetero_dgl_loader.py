@@ -95,17 +95,20 @@ class HeteroDataLoader(HeteroNodeLoader):
     batch_size, shuffle, drop_last)`` over a heterogeneous graph directory,
     yielding ``(input_nodes, output_nodes, blocks)`` (:func:`hetero_blocks`).
     ``indices``: a dict of one node type (ids or a boolean mask); ``seed``
-    fixes the samples and shuffles. Refused: ``replace=True``, a
-    ``device`` other than None or "cpu" (move the blocks with
-    ``[b.to(device) for b in blocks]``), indices of several node types."""
+    fixes the samples and shuffles. ``device`` (as DGL's; default the
+    sampler's ``output_device``): the blocks, with their data, are moved
+    there in the loader's background thread, ``prefetch`` minibatches
+    ahead of the step; without one, the index tensors and blocks' data
+    are pinned where torch has CUDA (``pin_memory=False``: not). Refused:
+    ``replace=True``, indices of several node types."""
 
     def __init__(self, graph: Any, indices: Any, graph_sampler: Any, batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, device: Any = None, seed: Optional[int] = None,
                  prefetch: Optional[int] = None, server_args: Sequence[str] = (), binary: Optional[PathArg] = None,
-                 **kwargs: Any) -> None:
+                 pin_memory: Optional[bool] = None, **kwargs: Any) -> None:
         from .dgl_loader import as_sampler
         ignored = {"num_workers", "use_uva", "use_ddp", "ddp_seed", "use_prefetch_thread", "use_alternate_streams",
-                   "pin_prefetcher", "persistent_workers", "pin_memory"}
+                   "pin_prefetcher", "persistent_workers"}
         for k in ("delta", "device_features", "fresh"):
             if kwargs.pop(k, None) not in (None, False):
                 raise NotImplementedError("DataLoader(%s=...): not supported for heterogeneous graphs yet" % k)
@@ -117,10 +120,6 @@ class HeteroDataLoader(HeteroNodeLoader):
         if sampler.replace:
             raise NotImplementedError("NeighborSampler(replace=True): the heterogeneous server samples without "
                                       "replacement only")
-        dev = device if device is not None else sampler.output_device
-        if dev is not None and str(dev) != "cpu":
-            raise NotImplementedError("DataLoader(device=%r): not supported for heterogeneous graphs yet; move the "
-                                      "blocks with block.to(device)" % (dev,))
         if not isinstance(indices, Mapping) or len(indices) != 1:
             raise ValueError("DataLoader: indices of a heterogeneous graph: want a dict of one node type {ntype: "
                              "ids} (seeds of several types are not served yet), got %s" % type(indices).__name__)
@@ -128,7 +127,8 @@ class HeteroDataLoader(HeteroNodeLoader):
         path = graph_dir(graph)
         fan = dgl_relation_fanouts(sampler.fanouts, HeteroGraph(path).edge_types)
         super().__init__(path, fan, batch_size, str(node_type), nodes, shuffle, drop_last, "dgl", self._to_blocks,
-                         seed=seed, prefetch=prefetch, server_args=server_args, binary=binary)
+                         seed=seed, prefetch=prefetch, server_args=server_args, binary=binary,
+                         device=device if device is not None else sampler.output_device, pin_memory=pin_memory)
 
     def _to_blocks(self, batch: HeteroBatch) -> Tuple[Dict[str, Any], Dict[str, Any], List[Any]]:
         return hetero_blocks(batch, self)

@@ -249,18 +249,21 @@ class HeteroNodeLoader(EpochLoader):
     :class:`~streamsampler.hetero.HeteroBatch` with ``input_id`` set (int64
     positions of its seeds in ``nodes``); ``transform`` maps it to what
     ``iter`` yields. Loaders of the same graph, fanouts and seed share one
-    server (:mod:`~streamsampler.loader.servers`). Minibatches stay on the
-    host (``device=`` is not supported for heterogeneous graphs yet).
+    server (:mod:`~streamsampler.loader.servers`). ``device`` and
+    ``pin_memory`` as :class:`~streamsampler.loader.base.EpochLoader`
+    takes them: what ``transform`` returns (a ``HeteroData``, DGL's
+    blocks) moved to the device in the background thread, ``prefetch``
+    minibatches ahead, or pinned on the host where CUDA is available.
     """
 
     def __init__(self, graph: str, fanouts: Mapping[EdgeType, Sequence[int]], batch_size: int, node_type: str,
                  nodes: Any, shuffle: bool, drop_last: bool, semantics: str,
                  transform: Optional[Callable[[HeteroBatch], Any]], seed: Optional[int] = None,
                  prefetch: Optional[int] = None, depth: int = 4, server_args: Sequence[str] = (),
-                 binary: Optional[PathArg] = None) -> None:
+                 binary: Optional[PathArg] = None, device: Any = None, pin_memory: Optional[bool] = None) -> None:
         # EpochLoader's transform takes a Batch; ours a HeteroBatch (the
         # base only calls it on what batches() yields).
-        super().__init__(cast(Any, transform), prefetch, depth, device=None, pin_memory=False)
+        super().__init__(cast(Any, transform), prefetch, depth, device=device, pin_memory=pin_memory)
         who = type(self).__name__
         self.graph = graph
         #: The graph's types, labels, splits and edge permutations.
@@ -383,11 +386,6 @@ class HeteroNodeLoader(EpochLoader):
 
 
 
-#: The DataLoader arguments that mean nothing here, and ``pin_memory``
-#: (accepted, nothing is pinned yet).
-_IGNORED = IGNORED_ARGS | {"pin_memory"}
-
-
 def input_type_and_nodes(input_nodes: Any, who: str) -> Tuple[str, Any]:
     """PyG's heterogeneous ``input_nodes``: ``(node_type, mask | ids |
     None)`` or a node type alone (every node of it); anything else is a
@@ -420,18 +418,25 @@ class HeteroNeighborLoader(HeteroNodeLoader):
     fixes the samples and the shuffles (default: drawn from torch's
     generator). ``server_args`` are extra ``streamsampler serve`` flags.
 
+    ``device`` (not PyG's: what wrapping PyG's loader in
+    ``PrefetchLoader(loader, device)`` does): each ``HeteroData`` is moved
+    to the device in the loader's background thread, ``prefetch`` of them
+    ahead of the step, and ``batch.to(device)`` is then a no-op; without
+    one, its tensors are in page-locked memory where torch has CUDA
+    (``pin_memory=False``: not), so that ``batch.to(device,
+    non_blocking=True)`` copies asynchronously.
+
     Refused: ``replace=True`` (the heterogeneous server samples without
     replacement only), temporal, weighted and disjoint sampling
-    (NotImplementedError), and ``device=`` other than None or "cpu"
-    (NotImplementedError: move each minibatch with ``batch.to(device)``).
-    ``pin_memory`` and the worker arguments are accepted and ignored.
+    (NotImplementedError). The worker arguments are accepted and ignored.
     """
 
     def __init__(self, data: Any, num_neighbors: Any, input_nodes: Any = None, batch_size: int = 1,
                  shuffle: bool = False, drop_last: bool = False, replace: bool = False,
                  transform: Optional[Callable[[Any], Any]] = None, seed: Optional[int] = None,
                  semantics: str = "pyg", prefetch: Optional[int] = None, server_args: Sequence[str] = (),
-                 binary: Optional[PathArg] = None, device: Any = None, **kwargs: Any) -> None:
+                 binary: Optional[PathArg] = None, device: Any = None, pin_memory: Optional[bool] = None,
+                 **kwargs: Any) -> None:
         who = "NeighborLoader"
         for k in ("input_time", "time_attr", "weight_attr", "temporal_strategy"):
             if kwargs.pop(k, None) not in (None, "uniform"):
@@ -444,15 +449,12 @@ class HeteroNeighborLoader(HeteroNodeLoader):
         for k in ("delta", "device_features", "fresh"):
             if kwargs.pop(k, None) not in (None, False):
                 raise NotImplementedError("%s(%s=...): not supported for heterogeneous graphs yet" % (who, k))
-        unknown = set(kwargs) - _IGNORED
+        unknown = set(kwargs) - IGNORED_ARGS  # pin_memory is not ignored: it is honoured
         if unknown:
             raise TypeError("%s got unexpected keyword arguments: %s" % (who, ", ".join(sorted(unknown))))
         if replace:
             raise NotImplementedError("%s(replace=True): the heterogeneous server samples without replacement "
                                       "only" % who)
-        if device is not None and str(device) != "cpu":
-            raise NotImplementedError("%s(device=%r): not supported for heterogeneous graphs yet; move each "
-                                      "minibatch with batch.to(device)" % (who, device))
         if semantics not in ("pyg", "dgl"):
             raise ValueError("%s: semantics=%r, want 'pyg' or 'dgl'" % (who, semantics))
         node_type, nodes = input_type_and_nodes(input_nodes, who)
@@ -465,7 +467,7 @@ class HeteroNeighborLoader(HeteroNodeLoader):
         self.data = data
         super().__init__(graph, fan, batch_size, node_type, nodes, shuffle, drop_last, semantics,
                          self._to_data if semantics == "pyg" else None, seed=seed, prefetch=prefetch,
-                         server_args=server_args, binary=binary)
+                         server_args=server_args, binary=binary, device=device, pin_memory=pin_memory)
 
     def _to_data(self, batch: HeteroBatch) -> Any:
         data = to_hetero_data(batch, self)
