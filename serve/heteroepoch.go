@@ -1,12 +1,14 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featrows"
@@ -79,6 +81,9 @@ type HeteroEpochs struct {
 	train []uint32
 	info  HeteroInfo
 	L     int
+	// resident are the node types' stores held in memory (HoldFeatures),
+	// in the schema's order; nil entries are read from their files.
+	resident []*featrows.Resident
 }
 
 // NewHeteroEpochs checks cfg: the training type is one of the schema's,
@@ -168,6 +173,44 @@ func NewHeteroEpochs(cfg HeteroConfig) (*HeteroEpochs, error) {
 		return nil, fmt.Errorf("%w: %d training nodes for %d ranks", ErrConfig, len(h.train), cfg.World)
 	}
 	return h, nil
+}
+
+// HoldFeatures holds in memory, whole and checked against their CRC-32Cs
+// as they are loaded (featrows.LoadResident), the feature stores of as
+// many node types as fit in budget bytes, the smallest first (the most
+// types for the memory); their minibatches' rows are then copied from
+// memory, the other types' read from their files. It returns the types
+// held, in the schema's order, and their bytes. Call it before the epochs
+// are served: it is not safe beside Batch.
+func (h *HeteroEpochs) HoldFeatures(ctx context.Context, budget int64) (types []string, bytes int64, err error) {
+	fss := h.cfg.Features
+	order := make([]int, 0, len(fss))
+	for t, fs := range fss {
+		if fs != nil {
+			order = append(order, t)
+		}
+	}
+	size := func(t int) int64 { return int64(fss[t].NumNodes()) * fss[t].RowBytes() }
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(size(a), size(b)) })
+	resident := make([]*featrows.Resident, len(fss))
+	for _, t := range order {
+		if bytes+size(t) > budget {
+			break
+		}
+		r, err := featrows.LoadResident(ctx, fss[t])
+		if err != nil {
+			return nil, 0, fmt.Errorf("serve: holding the feature rows of node type %q: %w", h.cfg.Schema.NodeTypes[t].Name, err)
+		}
+		resident[t] = r
+		bytes += r.Bytes()
+	}
+	for t, r := range resident {
+		if r != nil {
+			types = append(types, h.cfg.Schema.NodeTypes[t].Name)
+		}
+	}
+	h.resident = resident
+	return types, bytes, nil
 }
 
 // Info returns the epoch_info "hetero" object.
@@ -268,7 +311,12 @@ func (h *HeteroEpochs) assemble(res *heteroepoch.Result, seeds []heteroepoch.See
 			}
 			nodes := ids(t)
 			rows := make([]byte, int64(len(nodes))*fs.RowBytes())
-			if _, err := featrows.ReadRows(fs, nodes, rows); err != nil {
+			if h.resident != nil && h.resident[t] != nil {
+				err = h.resident[t].ReadRows(nodes, rows)
+			} else {
+				_, err = featrows.ReadRows(fs, nodes, rows)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("rows of node type %q: %w", h.cfg.Schema.NodeTypes[t].Name, err)
 			}
 			b.X[t] = &HeteroRows{DType: featureDTypes[fs.DType()], Dim: fs.Dim(), Rows: rows}

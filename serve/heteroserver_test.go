@@ -3,7 +3,11 @@ package serve
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"net"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
@@ -14,7 +18,8 @@ import (
 // split's split_batch requests past its end, an unknown split — gets
 // the replies in request order, each byte for byte what a server of the
 // same configuration answers to the same requests sent one at a time,
-// although the server assembles the minibatches concurrently.
+// although the server assembles the minibatches concurrently; and so
+// with some or all of the node types' rows held in memory (HoldFeatures).
 func TestHeteroPipelinedRequests(t *testing.T) {
 	dir := buildHeteroMini(t)
 	var split uint32
@@ -41,10 +46,24 @@ func TestHeteroPipelinedRequests(t *testing.T) {
 		add(OpEpochInfo, nil)
 		return rs
 	}
-	exchange := func(pipelined bool) [][]byte {
+	// exchange holds the held smallest stores in memory first.
+	exchange := func(pipelined bool, held int) [][]byte {
 		srv, c, cfg := heteroSplitServer(t, dir, 1, epoch.PyG, 0)
 		if n = srv.epochs.NumBatches(); n < 2 {
 			t.Fatalf("%d minibatches an epoch, the test wants at least 2", n)
+		}
+		var sizes []int64
+		for _, fs := range cfg.Features {
+			sizes = append(sizes, int64(fs.NumNodes())*fs.RowBytes())
+		}
+		slices.Sort(sizes)
+		var hold int64
+		for _, sz := range sizes[:held] {
+			hold += sz
+		}
+		types, got, err := srv.epochs.HoldFeatures(context.Background(), hold)
+		if err != nil || len(types) != held || got != hold {
+			t.Fatalf("HoldFeatures(%d): types %v (%d bytes), %v; want %d types", hold, types, got, err, held)
 		}
 		info, err := c.HeteroSplit(cfg.Schema.TypeIndex(cfg.TrainType), splitNodes(cfg.Schema.NodeTypes[0].Count), 16)
 		if err != nil {
@@ -86,7 +105,15 @@ func TestHeteroPipelinedRequests(t *testing.T) {
 		}
 		return replies
 	}
-	one, piped := exchange(false), exchange(true)
+	one := exchange(false, 0)
+	for _, held := range []int{0, 1, 3} { // hetero-mini's three types have stores
+		piped := exchange(true, held)
+		for i := range one {
+			if !bytes.Equal(one[i], piped[i]) {
+				t.Errorf("%d types held: reply %d: pipelined %d bytes differ from one-at-a-time %d bytes", held, i, len(piped[i]), len(one[i]))
+			}
+		}
+	}
 	ends, batches := 0, 0
 	for i := range one {
 		f, _, err := ReadFrame(bytes.NewReader(one[i]), MaxReply, nil)
@@ -99,11 +126,56 @@ func TestHeteroPipelinedRequests(t *testing.T) {
 		case f.Status == StatusOK && (f.Op == OpNextBatch || f.Op == OpSplitBatch):
 			batches++
 		}
-		if !bytes.Equal(one[i], piped[i]) {
-			t.Errorf("reply %d (op %d, status %d): pipelined %d bytes differ from one-at-a-time %d bytes", i, f.Op, f.Status, len(piped[i]), len(one[i]))
-		}
 	}
 	if ends != 5 || batches != 2*n+5 { // epoch 0 and 1 end 2 and 1 times, the split (5 minibatches) 2 times
 		t.Fatalf("%d minibatches and %d ends among %d replies (%d minibatches an epoch): the requests did not reach what the test means", batches, ends, len(one), n)
+	}
+}
+
+// Rows held in memory are not read again: with every type's feature file
+// overwritten on disk (its size kept) after HoldFeatures, a held server
+// still delivers the rows it loaded, while a server that reads its files
+// refuses the changed rows (their CRC-32Cs).
+func TestHeteroHeldFeaturesNotReread(t *testing.T) {
+	dir := buildHeteroMini(t)
+	held, c, cfg := heteroSplitServer(t, dir, 1, epoch.PyG, 0)
+	if _, _, err := held.epochs.HoldFeatures(context.Background(), 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	_, plain, _ := heteroSplitServer(t, dir, 1, epoch.PyG, 0)
+	want := map[string][]byte{}
+	for ti, fs := range cfg.Features {
+		path := fs.FeaturesPath()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[cfg.Schema.NodeTypes[ti].Name] = slices.Clone(b)
+		for i := range b {
+			b[i] ^= 0xa5
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := c.HeteroEpochInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, end, err := c.NextHeteroBatch(CurrentEpoch, DefaultSemantics, &info.Hetero)
+	if err != nil || end {
+		t.Fatalf("held: %v (end %v)", err, end)
+	}
+	for ti, x := range b.X {
+		name := cfg.Schema.NodeTypes[ti].Name
+		rb := cfg.Features[ti].RowBytes()
+		for i, v := range b.PyG.Nodes[ti].NID {
+			if !bytes.Equal(x.Rows[int64(i)*rb:int64(i+1)*rb], want[name][int64(v)*rb:int64(v+1)*rb]) {
+				t.Fatalf("held: type %s node %d: not the row it loaded", name, v)
+			}
+		}
+	}
+	if _, _, err := plain.NextHeteroBatch(CurrentEpoch, DefaultSemantics, &info.Hetero); err == nil || !strings.Contains(err.Error(), "CRC-32C") {
+		t.Fatalf("a server reading its files delivered changed rows: %v", err)
 	}
 }

@@ -25,7 +25,7 @@ type featureFlags struct {
 func (f *featureFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.BoolVar(&f.on, "features", false, "read every minibatch's feature rows (n_id order) and its seeds' labels from the graph's feature store (chunkify features), planned per epoch (the plan, 4 bytes per row of every minibatch, in an unlinked file in $TMPDIR the kernel may write out when memory is short)")
-	fl.StringVar(&f.cache, "feature-cache", "auto", "with --features: memory for feature rows kept between minibatches (e.g. 4GiB; 0: none), managed with the epoch's known future (Belady); auto: the whole store when it fits in half of the memory this process may use (MemAvailable, or the tightest memory cgroup's room), else that half")
+	fl.StringVar(&f.cache, "feature-cache", "auto", "with --features: memory for feature rows kept between minibatches (e.g. 4GiB; 0: none), managed with the epoch's known future (Belady); auto: the whole store when it fits in half of the memory this process may use (MemAvailable, or the tightest memory cgroup's room), else that half; over a heterogeneous graph: memory for node types' stores held whole, the smallest first, the others read for each minibatch")
 	fl.StringVar(&f.reorder, "reorder", "none", "with --features: none|match (reorder each epoch's minibatches so consecutive ones share nodes: FastGL's Match-Reorder, seeded)")
 }
 
@@ -81,4 +81,27 @@ func (f *featureFlags) planning(graph string, reserved int64) (*featstore.Store,
 	// The plan's per-access array goes to a file in $TMPDIR, which the
 	// kernel may write out where memory is short (featplan.SpillTo).
 	return fs, &pipeline.FeaturePlanning{CacheRows: rows, Reorder: reorder, RowBytes: fs.RowBytes(), SpillDir: os.TempDir()}, report, nil
+}
+
+// heteroCache is --feature-cache over a heterogeneous graph, whose server
+// plans no epoch's reads: the memory for node types' stores held whole
+// (serve.HeteroEpochs.HoldFeatures, the smallest first); auto: half of
+// the memory this process may use, at most the stores. It returns the
+// bytes and how they were chosen, for the report.
+func (f *featureFlags) heteroCache(stores []*featstore.Store) (int64, string, error) {
+	var data int64
+	for _, fs := range stores {
+		if fs != nil {
+			data += int64(fs.NumNodes()) * fs.RowBytes()
+		}
+	}
+	if f.cache != "auto" {
+		cache, err := ingest.ParseSize(f.cache)
+		if err != nil || cache < 0 {
+			return 0, "", usagef("--feature-cache %q: want a size such as 4GiB, 0, or auto", f.cache)
+		}
+		return cache, "--feature-cache", nil
+	}
+	avail := memavail.Available()
+	return featplan.AutoCacheBytes(data, avail), fmt.Sprintf("auto: half of the %s this process may use, at most the stores' %s; --feature-cache sets it", mib(avail), mib(data)), nil
 }

@@ -143,6 +143,25 @@ func runServeHetero(cmd *cobra.Command, f *serveFlags, token []byte, sockMode os
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if stores != nil {
+		// The stores that fit the feature cache are held in memory whole;
+		// the others' rows are read from their files for each minibatch.
+		budget, how, err := f.stream.features.heteroCache(stores)
+		if err != nil {
+			return err
+		}
+		types, held, err := epochs.HoldFeatures(ctx, budget)
+		if err != nil {
+			return err
+		}
+		if !f.quiet {
+			names := strings.Join(types, ", ")
+			if names == "" {
+				names = "none"
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "streamsampler serve: feature cache %s: the stores of node types held in memory: %s (%s)\n", mib(held), names, how)
+		}
+	}
 	srv, err := serve.NewHeteroServer(ctx, epochs, f.stream.firstEpoch, token, nil)
 	if err != nil {
 		return err

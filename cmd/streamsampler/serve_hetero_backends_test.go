@@ -58,7 +58,8 @@ func serveHetero(t *testing.T, args []string, epochs int) []*serve.HeteroBatch {
 // one emulated device, three, and the GPU backend (a gpu.Backend per
 // relation; here the GPU library's CPU stand-in, the real library where
 // STREAMSAMPLER_GPU_TEST and STREAMSAMPLER_GPU_LIB name it), with both
-// semantics, edge ids and feature rows.
+// semantics, edge ids and feature rows (held in memory, or read from the
+// stores' files with --feature-cache 0).
 func TestServeHeteroBackendsAgree(t *testing.T) {
 	lib := gpuLib(t)
 	dir := buildHeteroMini(t)
@@ -70,11 +71,17 @@ func TestServeHeteroBackendsAgree(t *testing.T) {
 		one := serveHeteroBatches(t, args, 2)
 		three := serveHeteroBatches(t, append(slices.Clone(args), "--devices", "3"), 2)
 		gpu := serveHeteroBatches(t, append(slices.Clone(args), "--backend", "gpu", "--gpu-lib", lib), 2)
+		// --feature-cache auto holds hetero-mini's stores in memory; 0
+		// reads every row from its file.
+		unheld := serveHeteroBatches(t, append(slices.Clone(args), "--feature-cache", "0"), 2)
 		if len(one) != 8 {
 			t.Fatalf("%s: %d minibatches in 2 epochs of 15 seeds by 4, want 8", sem, len(one))
 		}
 		if !slices.Equal(one, three) {
 			t.Errorf("%s: 3 devices differ from 1", sem)
+		}
+		if !slices.Equal(one, unheld) {
+			t.Errorf("%s: rows read from the files (--feature-cache 0) differ from rows held in memory", sem)
 		}
 		if !slices.Equal(one, gpu) {
 			t.Errorf("%s: gpu (%s) differs from emu", sem, lib)

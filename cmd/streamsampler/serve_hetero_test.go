@@ -39,6 +39,7 @@ func TestServeHeteroUsage(t *testing.T) {
 		{append(base, "--train", train, "--train-type", "company", "--relation-fanouts", "company___likes___company=1"), 2, "every relation needs one per hop"},
 		{append(base, "--train", beyond, "--train-type", "company"), 2, "6495"},
 		{append(base, "--train", train, "--train-type", "company", "--replace"), 2, "--replace"},
+		{append(base, "--train", train, "--train-type", "company", "--features", "--feature-cache", "lots"), 2, `--feature-cache "lots"`},
 	} {
 		var stderr strings.Builder
 		code := execute(tc.args, strings.NewReader(""), io.Discard, &stderr)
