@@ -35,7 +35,11 @@ batch.to(device) in the loop: what a script did before), ``pinned``
 (the default: pinned, batch.to(device, non_blocking=True)),
 ``prefetchloader`` (PyG's PrefetchLoader over the default loader) and
 ``device`` (device="cuda"); with the time the loop waited for the next
-minibatch. Needs torch_geometric (its HeteroData, HeteroConv, SAGEConv).
+minibatch; ``loader``: the default loader iterated without a model,
+the rate the loader alone keeps; and ``model``: the steps alone, over
+one epoch's minibatches held on the GPU (the floor: the epoch of a
+loader that never keeps the GPU waiting). Needs torch_geometric (its HeteroData,
+HeteroConv, SAGEConv).
 """
 
 import argparse
@@ -94,9 +98,12 @@ def make(a, graph, nodes, shuffle, tag, **kw):
     """streamsampler.pyg.NeighborLoader on a server of its own (``tag``
     makes its server arguments differ; they mean nothing here)."""
     from streamsampler.pyg import NeighborLoader
-    return NeighborLoader(graph, [int(f) for f in a.fanouts.split(",")], input_nodes=("paper", nodes),
-                          batch_size=a.batch, shuffle=shuffle, seed=a.seed, binary=a.binary,
-                          server_args=["--max-inflight", "%dMiB" % (1024 + tag)], **kw)
+    lo = NeighborLoader(graph, [int(f) for f in a.fanouts.split(",")], input_nodes=("paper", nodes),
+                        batch_size=a.batch, shuffle=shuffle, seed=a.seed, binary=a.binary,
+                        server_args=["--max-inflight", "%dMiB" % (a.max_inflight + tag)], **kw)
+    if a.depth:
+        lo.depth = a.depth
+    return lo
 
 
 def compare(dev, ref, epochs, device_type):
@@ -183,9 +190,12 @@ class HeteroSage(torch.nn.Module):
 
 def run_mode(mode, a, graph, nodes, device):
     PrefetchLoader, _ = prefetch_loader_class()
-    kw = {"sync": dict(pin_memory=False), "pinned": {}, "prefetchloader": {}, "device": dict(device=device)}[mode]
+    kw = {"sync": dict(pin_memory=False), "pinned": {}, "prefetchloader": {}, "device": dict(device=device),
+          "loader": {}, "model": dict(device=device)}[mode]
     lo = make(a, graph, nodes, True, 40 + len(mode), prefetch=a.prefetch if mode == "device" else None, **kw)
     it = PrefetchLoader(lo, device) if mode == "prefetchloader" else lo
+    if mode == "model":
+        it = list(lo)  # one epoch's minibatches, held on the device: the model's time alone
     torch.manual_seed(0)
     model = None
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -201,6 +211,9 @@ def run_mode(mode, a, graph, nodes, device):
                 wait += time.perf_counter() - w0
                 if batch is None:
                     break
+                if mode == "loader":
+                    steps += 1
+                    continue
                 batch = batch.to(device, non_blocking=mode != "sync")  # a no-op where it is on the device
                 if model is None:
                     dims = {t: batch[t].x.shape[1] for t in batch.node_types}
@@ -242,7 +255,9 @@ def main():
     p.add_argument("--epochs", type=int, default=3, help="timed epochs per mode, after one warm-up")
     p.add_argument("--prefetch", type=int, default=2)
     p.add_argument("--hidden", type=int, default=256)
-    p.add_argument("--modes", default="sync,pinned,prefetchloader,device")
+    p.add_argument("--modes", default="model,sync,pinned,prefetchloader,device,loader")
+    p.add_argument("--max-inflight", type=int, default=1024, help="every server's --max-inflight, in MiB")
+    p.add_argument("--depth", type=int, default=0, help="requests in flight per loader (0: the loader's default)")
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu (a dry run without a GPU)")
     p.add_argument("--json", help="write the results here")
     a = p.parse_args()
@@ -274,7 +289,7 @@ def main():
     print("\n%-15s %10s %10s %8s  (medians per epoch: wall, waiting for the next minibatch; %d timed epochs)"
           % ("mode", "s/epoch", "wait s", "steps", a.epochs), flush=True)
     for mode in a.modes.split(","):
-        if mode in ("prefetchloader", "pinned") and device.type != "cuda":
+        if mode in ("prefetchloader", "pinned", "model") and device.type != "cuda":
             continue
         try:
             r = run_mode(mode, a, graph, train, device)
@@ -288,6 +303,9 @@ def main():
     for m in ("pinned", "prefetchloader", "device"):
         if "sync" in by and m in by:
             print("%s / sync: %.2f" % (m, by[m] / by["sync"]))
+    if "model" in by:
+        print("the model's share of each epoch (model / mode): %s" % ", ".join(
+            "%s %.0f%%" % (m, 100 * by["model"] / t) for m, t in by.items() if m not in ("model", "loader")))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
