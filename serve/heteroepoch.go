@@ -253,8 +253,21 @@ func (h *HeteroEpochs) Prepare(ctx context.Context, e uint32) (*HeteroEpoch, err
 var errBatchRange = errors.New("serve: minibatch index outside the epoch")
 
 // Batch assembles minibatch i with the given semantics
-// (DefaultSemantics: the configured one).
+// (DefaultSemantics: the configured one), its feature rows read.
 func (ep *HeteroEpoch) Batch(i int, sem epoch.Semantics) (*HeteroBatch, error) {
+	b, err := ep.batch(i, sem)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.readRows(); err != nil {
+		return nil, fmt.Errorf("serve: heterogeneous epoch %d minibatch %d: %w", ep.Epoch, i, err)
+	}
+	return b, nil
+}
+
+// batch assembles minibatch i as Batch does, its feature rows left to be
+// read into its reply frame (HeteroRows.read).
+func (ep *HeteroEpoch) batch(i int, sem epoch.Semantics) (*HeteroBatch, error) {
 	if i < 0 || i >= len(ep.Batches) {
 		return nil, fmt.Errorf("%w: %d of %d", errBatchRange, i, len(ep.Batches))
 	}
@@ -310,16 +323,24 @@ func (h *HeteroEpochs) assemble(res *heteroepoch.Result, seeds []heteroepoch.See
 				continue
 			}
 			nodes := ids(t)
-			rows := make([]byte, int64(len(nodes))*fs.RowBytes())
-			if h.resident != nil && h.resident[t] != nil {
-				err = h.resident[t].ReadRows(nodes, rows)
-			} else {
-				_, err = featrows.ReadRows(fs, nodes, rows)
+			var res *featrows.Resident
+			if h.resident != nil {
+				res = h.resident[t]
 			}
-			if err != nil {
-				return nil, fmt.Errorf("rows of node type %q: %w", h.cfg.Schema.NodeTypes[t].Name, err)
-			}
-			b.X[t] = &HeteroRows{DType: featureDTypes[fs.DType()], Dim: fs.Dim(), Rows: rows}
+			name := h.cfg.Schema.NodeTypes[t].Name
+			// Read as the reply is laid out, straight into it.
+			b.X[t] = &HeteroRows{DType: featureDTypes[fs.DType()], Dim: fs.Dim(), read: func(dst []byte) error {
+				var err error
+				if res != nil {
+					err = res.ReadRows(nodes, dst)
+				} else {
+					_, err = featrows.ReadRows(fs, nodes, dst)
+				}
+				if err != nil {
+					return fmt.Errorf("rows of node type %q: %w", name, err)
+				}
+				return nil
+			}}
 		}
 	}
 	if ls := h.cfg.Labels; ls != nil {

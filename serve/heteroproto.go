@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/heteroepoch"
@@ -32,6 +33,35 @@ type HeteroRows struct {
 	DType uint8
 	Dim   int
 	Rows  []byte
+	// read, set by the server's assembly instead of Rows, reads the rows
+	// straight into the reply frame as MarshalHeteroBatch lays it out:
+	// they are most of a reply, and a buffer of their own would be one
+	// more copy of them (and one more allocation to clear).
+	read func(dst []byte) error
+}
+
+// readRows reads the rows an assembly left to be read into the reply
+// frame into Rows: for a caller of the Go API, which gets no frame.
+func (b *HeteroBatch) readRows() error {
+	for t, x := range b.X {
+		if x == nil || x.read == nil {
+			continue
+		}
+		rows := make([]byte, x.bytes(b.rowNodes(t)))
+		if err := x.read(rows); err != nil {
+			return err
+		}
+		x.Rows, x.read = rows, nil
+	}
+	return nil
+}
+
+// bytes returns the size of the rows of n nodes.
+func (x *HeteroRows) bytes(n int) int {
+	if x.read != nil {
+		return n * x.Dim * dtypeSize(x.DType)
+	}
+	return len(x.Rows)
 }
 
 // HeteroBatch is a heterogeneous minibatch as it travels: exactly one of
@@ -74,6 +104,58 @@ func (b *HeteroBatch) heteroCounts() (int, int) {
 		return len(b.DGL[0].DstNID), len(b.DGL[0].Edges)
 	}
 	return 0, 0
+}
+
+// wireSize is the size of b's reply frame as MarshalHeteroBatch lays it
+// out (1-D arrays: a 10-byte header, 2-D: 18), so that the frame is
+// allocated once: its rows are most of it, and a buffer grown by append
+// would copy them several times over.
+func (b *HeteroBatch) wireSize() int {
+	const a1, a2 = 10, 18 // array headers
+	n := HeaderSize + 14
+	if b.Semantics == epoch.PyG && b.PyG != nil {
+		for t := range b.PyG.Nodes {
+			nd := &b.PyG.Nodes[t]
+			n += a1 + 4*len(nd.NID) + a1 + 4*len(nd.NumSampledNodes) + 4
+		}
+		for r := range b.PyG.Edges {
+			e := &b.PyG.Edges[r]
+			n += a2 + 16*len(e.Row) + a1 + 4*len(e.NumSampledEdges)
+			if b.EdgeIDs {
+				n += a1 + 8*len(e.EID)
+			}
+		}
+	} else if len(b.DGL) > 0 {
+		for _, d := range b.DGL[0].DstNID {
+			n += a1 + 4*len(d)
+		}
+		for h := range b.DGL {
+			bl := &b.DGL[h]
+			for _, src := range bl.SrcNID {
+				n += a1 + 4*len(src)
+			}
+			for r := range bl.Edges {
+				e := &bl.Edges[r]
+				n += 2*a1 + 4*len(e.Src) + 4*len(e.Dst)
+				if b.EdgeIDs {
+					n += a1 + 8*len(e.EID)
+				}
+			}
+		}
+	}
+	for t, x := range b.X {
+		n++
+		if x != nil {
+			n += a2 + x.bytes(b.rowNodes(t))
+		}
+	}
+	for _, y := range b.Y {
+		n++
+		if y != nil {
+			n += a1 + 4*len(y)
+		}
+	}
+	return n
 }
 
 func appendU32Array(dst []byte, a []uint32) []byte {
@@ -120,7 +202,7 @@ func MarshalHeteroBatch(op uint8, id uint32, b *HeteroBatch) ([]byte, error) {
 	if b.Hops < 0 || b.Hops > math.MaxUint8 {
 		return nil, fmt.Errorf("serve: heterogeneous minibatch of %d hops", b.Hops)
 	}
-	out := make([]byte, HeaderSize, 4096)
+	out := make([]byte, HeaderSize, b.wireSize())
 	out = binary.LittleEndian.AppendUint32(out, b.Epoch)
 	out = binary.LittleEndian.AppendUint32(out, uint32(int32(b.Index)))
 	flags := batchHetero
@@ -194,14 +276,23 @@ func MarshalHeteroBatch(op uint8, id uint32, b *HeteroBatch) ([]byte, error) {
 			continue
 		}
 		n := b.rowNodes(t)
-		if size := dtypeSize(x.DType); size == 0 || x.Dim < 1 || len(x.Rows) != n*x.Dim*size {
-			return nil, fmt.Errorf("serve: node type %d: %d bytes of rows of dtype %d, dim %d for %d nodes", t, len(x.Rows), x.DType, x.Dim, n)
+		if size := dtypeSize(x.DType); size == 0 || x.Dim < 1 || x.bytes(n) != n*x.Dim*size {
+			return nil, fmt.Errorf("serve: node type %d: %d bytes of rows of dtype %d, dim %d for %d nodes", t, x.bytes(n), x.DType, x.Dim, n)
 		}
 		out = append(out, 1)
 		out = append(out, x.DType, 2)
 		out = binary.LittleEndian.AppendUint64(out, uint64(n))
 		out = binary.LittleEndian.AppendUint64(out, uint64(x.Dim))
-		out = append(out, x.Rows...) // little-endian already: the store's bytes
+		// Little-endian already: the store's bytes.
+		if x.read == nil {
+			out = append(out, x.Rows...)
+			continue
+		}
+		k, m := len(out), x.bytes(n)
+		out = slices.Grow(out, m)[:k+m]
+		if err := x.read(out[k:]); err != nil {
+			return nil, err
+		}
 	}
 	for t, y := range b.Y {
 		if y == nil {

@@ -208,7 +208,19 @@ func (s *HeteroServer) NextBatch(ctx context.Context, e uint32, sem epoch.Semant
 	if err != nil {
 		return nil, false, err
 	}
-	return assemble()
+	return readRows(assemble())
+}
+
+// readRows reads the rows an assembly left to be read into its reply
+// frame (HeteroRows.read) into the batch, for the Go API's callers.
+func readRows(b *HeteroBatch, ok bool, err error) (*HeteroBatch, bool, error) {
+	if err != nil || !ok {
+		return b, ok, err
+	}
+	if err := b.readRows(); err != nil {
+		return nil, false, newRequestError(CodeInternal, "minibatch %d of epoch %d: %v", b.Index, b.Epoch, err)
+	}
+	return b, true, nil
 }
 
 // claimNext claims the next minibatch of epoch e, as NextBatch does, and
@@ -240,7 +252,7 @@ func (s *HeteroServer) claimNext(ctx context.Context, e uint32, sem epoch.Semant
 	s.served++
 	s.mu.Unlock()
 	return func() (*HeteroBatch, bool, error) {
-		b, err := ep.Batch(i, sem)
+		b, err := ep.batch(i, sem)
 		if err != nil {
 			return nil, false, newRequestError(CodeInternal, "%v", err)
 		}
@@ -535,15 +547,16 @@ func (s *HeteroServer) batchReply(f Frame, reserve int64, assemble func() (*Hete
 		}
 		return AppendFrame(nil, f.Op, StatusEnd, f.ID, binary.LittleEndian.AppendUint32(nil, b.Epoch)), 0, nil
 	}
-	out, err := MarshalHeteroBatch(f.Op, f.ID, b)
-	if err != nil {
-		s.budget.release(reserve)
-		return nil, 0, newRequestError(CodeInternal, "%v", err)
-	}
 	what := fmt.Sprintf("minibatch %d of epoch %d", b.Index, b.Epoch)
 	if f.Op == OpSplitBatch {
 		split, _, _, _ := DecodeSplitBatchRequest(f.Payload)
 		what = fmt.Sprintf("minibatch %d of split %d (epoch %d)", b.Index, split, b.Epoch)
+	}
+	// The feature rows are read here, into the frame.
+	out, err := MarshalHeteroBatch(f.Op, f.ID, b)
+	if err != nil {
+		s.budget.release(reserve)
+		return nil, 0, newRequestError(CodeInternal, "%s: %v", what, err)
 	}
 	exact := int64(len(out))
 	switch {

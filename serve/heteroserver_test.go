@@ -179,3 +179,62 @@ func TestHeteroHeldFeaturesNotReread(t *testing.T) {
 		t.Fatalf("a server reading its files delivered changed rows: %v", err)
 	}
 }
+
+// A reply frame is allocated at its size once (wireSize is exact), its
+// rows read straight into it the same as rows read first: in both
+// semantics, with edge ids and rows, and for the byte examples (one with
+// labels).
+func TestHeteroWireSize(t *testing.T) {
+	for _, b := range []*HeteroBatch{exampleBatch(), exampleSplitBatch()} {
+		if b.wireSize() != mustMarshalLen(t, b) {
+			t.Fatalf("byte example: wireSize %d, frame %d bytes", b.wireSize(), mustMarshalLen(t, b))
+		}
+	}
+	dir := buildHeteroMini(t)
+	for _, sem := range []epoch.Semantics{epoch.PyG, epoch.DGL} {
+		srv, _, _ := heteroSplitServer(t, dir, 1, sem, 0)
+		ep, err := srv.epochs.Prepare(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range min(len(ep.Batches), 20) {
+			// The server's assembly (rows read into the frame) and the Go
+			// API's (rows read first) lay out the same frame.
+			b, err := ep.batch(i, DefaultSemantics)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.X == nil || !b.EdgeIDs {
+				t.Fatalf("%v minibatch %d: rows %v, edge ids %v: the test wants both", sem, i, b.X != nil, b.EdgeIDs)
+			}
+			size := b.wireSize()
+			deferred, err := MarshalHeteroBatch(OpNextBatch, 1, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read, err := ep.Batch(i, DefaultSemantics)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if read.X[0].Rows == nil {
+				t.Fatalf("%v minibatch %d: Batch left the rows unread", sem, i)
+			}
+			whole, err := MarshalHeteroBatch(OpNextBatch, 1, read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if size != len(deferred) || !bytes.Equal(deferred, whole) {
+				t.Fatalf("%v minibatch %d: wireSize %d, frame %d bytes; equal to Batch's: %v", sem, i, size, len(deferred), bytes.Equal(deferred, whole))
+			}
+		}
+	}
+}
+
+func mustMarshalLen(t *testing.T, b *HeteroBatch) int {
+	t.Helper()
+	out, err := MarshalHeteroBatch(OpNextBatch, 1, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(out)
+}

@@ -256,7 +256,7 @@ func (s *HeteroServer) SplitBatch(ctx context.Context, id, index uint32, sem epo
 	if err != nil {
 		return nil, false, err
 	}
-	return assemble()
+	return readRows(assemble())
 }
 
 // claimSplitBatch checks a split_batch request and takes the epoch it is
