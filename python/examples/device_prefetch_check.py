@@ -410,6 +410,31 @@ class Sage(torch.nn.Module):
         return self.l2(self.mean(h, edge_index)) + self.r2(h)
 
 
+def timed_epochs(it, epochs, device, step):
+    """One warm-up epoch, then ``epochs`` timed, over iterable ``it``, each
+    minibatch given to ``step``: per timed epoch its wall (the device
+    synchronized at both ends), the time spent waiting for the next
+    minibatch, and the steps."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    out = []
+    for epoch in range(1 + epochs):
+        sync()
+        t0, wait, steps = time.perf_counter(), 0.0, 0
+        batches = iter(it)
+        while True:
+            w0 = time.perf_counter()
+            batch = next(batches, None)
+            wait += time.perf_counter() - w0
+            if batch is None:
+                break
+            step(batch)
+            steps += 1
+        sync()
+        if epoch:
+            out.append({"seconds": time.perf_counter() - t0, "wait_seconds": wait, "steps": steps})
+    return out
+
+
 def run_mode(mode, a, graph, nodes, device, dim):
     PrefetchLoader, _ = prefetch_loader_class()
     kw = {"sync": dict(pin_memory=False), "prefetchloader": {}, "device": dict(device=device),
@@ -420,32 +445,20 @@ def run_mode(mode, a, graph, nodes, device, dim):
     torch.manual_seed(0)
     model = Sage(dim, a.hidden, 16).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=0.003)
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    epochs = []
+
+    def step(batch):
+        batch = batch.to(device)  # a no-op where the minibatch is on the device
+        bs = batch.batch_size
+        y = getattr(batch, "y", None)
+        y = torch.zeros(bs, dtype=torch.long, device=device) if y is None else y[:bs] % 16
+        opt.zero_grad()
+        out = model(batch.x.float(), batch.edge_index)[:bs]
+        loss = torch.nn.functional.cross_entropy(out, y)
+        loss.backward()
+        opt.step()
+
     try:
-        for epoch in range(1 + a.epochs):
-            sync()
-            t0, wait, steps = time.perf_counter(), 0.0, 0
-            batches = iter(it)
-            while True:
-                w0 = time.perf_counter()
-                batch = next(batches, None)
-                wait += time.perf_counter() - w0
-                if batch is None:
-                    break
-                batch = batch.to(device)  # a no-op where the minibatch is on the device
-                bs = batch.batch_size
-                y = getattr(batch, "y", None)
-                y = torch.zeros(bs, dtype=torch.long, device=device) if y is None else y[:bs] % 16
-                opt.zero_grad()
-                out = model(batch.x.float(), batch.edge_index)[:bs]
-                loss = torch.nn.functional.cross_entropy(out, y)
-                loss.backward()
-                opt.step()
-                steps += 1
-            sync()
-            if epoch:
-                epochs.append({"seconds": time.perf_counter() - t0, "wait_seconds": wait, "steps": steps})
+        epochs = timed_epochs(it, a.epochs, device, step)
         st = lo.transfer.stats if lo.transfer is not None else None
         return {"mode": mode, "epochs": epochs,
                 "seconds_per_epoch": float(np.mean([e["seconds"] for e in epochs])),

@@ -56,7 +56,8 @@ sys.path.insert(0, os.path.dirname(HERE))  # python/: streamsampler
 
 import torch  # noqa: E402
 
-from device_prefetch_check import FAILED, first_difference, flat, prefetch_loader_class, report, sh  # noqa: E402
+from device_prefetch_check import (FAILED, first_difference, flat, prefetch_loader_class, report, sh,  # noqa: E402
+                                   timed_epochs)
 
 TYPES_DIM = {"paper": 1, "author": 2, "institution": 4}  # --dim divided by this
 
@@ -100,7 +101,8 @@ def make(a, graph, nodes, shuffle, tag, **kw):
     from streamsampler.pyg import NeighborLoader
     lo = NeighborLoader(graph, [int(f) for f in a.fanouts.split(",")], input_nodes=("paper", nodes),
                         batch_size=a.batch, shuffle=shuffle, seed=a.seed, binary=a.binary,
-                        server_args=["--max-inflight", "%dMiB" % (a.max_inflight + tag)], **kw)
+                        server_args=["--max-inflight", "%dMiB" % (a.max_inflight + tag)] + a.server_args.split(),
+                        **kw)
     if a.depth:
         lo.depth = a.depth
     return lo
@@ -197,38 +199,26 @@ def run_mode(mode, a, graph, nodes, device):
     if mode == "model":
         it = list(lo)  # one epoch's minibatches, held on the device: the model's time alone
     torch.manual_seed(0)
-    model = None
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    epochs = []
+    model, opt = None, None
+
+    def step(batch):
+        nonlocal model, opt
+        if mode == "loader":
+            return
+        batch = batch.to(device, non_blocking=mode != "sync")  # a no-op where it is on the device
+        if model is None:
+            dims = {t: batch[t].x.shape[1] for t in batch.node_types}
+            model = HeteroSage(dims, batch.edge_types, a.hidden, 16).to(device)
+            opt = torch.optim.Adam(model.parameters(), lr=0.003)
+        bs = batch["paper"].batch_size
+        opt.zero_grad()
+        out = model(batch.x_dict, batch.edge_index_dict)[:bs]
+        loss = torch.nn.functional.cross_entropy(out, batch["paper"].y[:bs] % 16)
+        loss.backward()
+        opt.step()
+
     try:
-        for epoch in range(1 + a.epochs):
-            sync()
-            t0, wait, steps = time.perf_counter(), 0.0, 0
-            batches = iter(it)
-            while True:
-                w0 = time.perf_counter()
-                batch = next(batches, None)
-                wait += time.perf_counter() - w0
-                if batch is None:
-                    break
-                if mode == "loader":
-                    steps += 1
-                    continue
-                batch = batch.to(device, non_blocking=mode != "sync")  # a no-op where it is on the device
-                if model is None:
-                    dims = {t: batch[t].x.shape[1] for t in batch.node_types}
-                    model = HeteroSage(dims, batch.edge_types, a.hidden, 16).to(device)
-                    opt = torch.optim.Adam(model.parameters(), lr=0.003)
-                bs = batch["paper"].batch_size
-                opt.zero_grad()
-                out = model(batch.x_dict, batch.edge_index_dict)[:bs]
-                loss = torch.nn.functional.cross_entropy(out, batch["paper"].y[:bs] % 16)
-                loss.backward()
-                opt.step()
-                steps += 1
-            sync()
-            if epoch:
-                epochs.append({"seconds": time.perf_counter() - t0, "wait_seconds": wait, "steps": steps})
+        epochs = timed_epochs(it, a.epochs, device, step)
         return {"mode": mode, "epochs": epochs,
                 "seconds_per_epoch": float(np.median([e["seconds"] for e in epochs])),
                 "wait_per_epoch": float(np.median([e["wait_seconds"] for e in epochs])),
@@ -256,7 +246,10 @@ def main():
     p.add_argument("--prefetch", type=int, default=2)
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--modes", default="model,sync,pinned,prefetchloader,device,loader")
-    p.add_argument("--max-inflight", type=int, default=1024, help="every server's --max-inflight, in MiB")
+    p.add_argument("--max-inflight", type=int, default=256,
+                   help="every server's --max-inflight, in MiB (default 256, serve's; a few MiB are added to tell "
+                        "the loaders' servers apart)")
+    p.add_argument("--server-args", default="", help="more streamsampler serve flags, e.g. '--feature-cache 0'")
     p.add_argument("--depth", type=int, default=0, help="requests in flight per loader (0: the loader's default)")
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu (a dry run without a GPU)")
     p.add_argument("--json", help="write the results here")
