@@ -356,36 +356,43 @@ def check_pinned(a, graph, nodes, device):
     if device.type != "cuda":
         print("SKIP pinned           (no GPU: nothing is pinned)")
         return
-    PrefetchLoader, which = prefetch_loader_class()
     lo = make("pyg", a, graph, nodes, a.seed, 30)  # device=None, pinned by default
     ref = make("pyg", a, graph, nodes, a.seed, 31, pin_memory=False)
     try:
-        unpinned, diff, n = [], None, 0
-        want_it = iter(ref)
-        for b in lo:  # epoch 1: as the loader gives them
-            for k, t in flat(b):
-                if torch.is_tensor(t) and t.numel() and not (t.is_pinned() and
-                                                             t.pin_memory().data_ptr() == t.data_ptr()):
-                    unpinned.append(k)
-            d = first_difference(b, next(want_it))
-            diff = diff or (d and "epoch 1 minibatch %d: %s" % (n, d))
-            n += 1
-        report("pinned", not unpinned and diff is None and n > 0,
-               diff or ("%d minibatches, every tensor pinned (pin_memory() a no-op), equal to the reference's" % n
-                        if not unpinned else "not pinned: %s" % sorted(set(unpinned))[:4]))
-        diff, n = None, 0
-        want_it = iter(ref)
-        for got in PrefetchLoader(lo, device):  # epoch 2: through PrefetchLoader
-            if any(torch.is_tensor(t) and t.device.type != "cuda" for _, t in flat(got)):
-                diff = diff or "minibatch %d: a tensor not on the GPU" % n
-            d = first_difference(got, next(want_it))
-            diff = diff or (d and "epoch 2 minibatch %d: %s" % (n, d))
-            n += 1
-        report("prefetchloader", diff is None and n > 0, diff or "%d minibatches through %s equal the reference's"
-               % (n, which))
+        check_pinned_against(lo, ref, device)
     finally:
         lo.close()
         ref.close()
+
+
+def check_pinned_against(lo, ref, device):
+    """Check 5 of loader ``lo`` (device=None, pinned by default) against
+    ``ref`` (the same, pin_memory=False): an epoch as ``lo`` gives it,
+    then one through PyG's PrefetchLoader."""
+    PrefetchLoader, which = prefetch_loader_class()
+    unpinned, diff, n = [], None, 0
+    want_it = iter(ref)
+    for b in lo:  # epoch 1: as the loader gives them
+        for k, t in flat(b):
+            if torch.is_tensor(t) and t.numel() and not (t.is_pinned() and
+                                                         t.pin_memory().data_ptr() == t.data_ptr()):
+                unpinned.append(k)
+        d = first_difference(b, next(want_it))
+        diff = diff or (d and "epoch 1 minibatch %d: %s" % (n, d))
+        n += 1
+    report("pinned", not unpinned and diff is None and n > 0,
+           diff or ("%d minibatches, every tensor pinned (pin_memory() a no-op), equal to the reference's" % n
+                    if not unpinned else "not pinned: %s" % sorted(set(unpinned))[:4]))
+    diff, n = None, 0
+    want_it = iter(ref)
+    for got in PrefetchLoader(lo, device):  # epoch 2: through PrefetchLoader
+        if any(torch.is_tensor(t) and t.device.type != "cuda" for _, t in flat(got)):
+            diff = diff or "minibatch %d: a tensor not on the GPU" % n
+        d = first_difference(got, next(want_it))
+        diff = diff or (d and "epoch 2 minibatch %d: %s" % (n, d))
+        n += 1
+    report("prefetchloader", diff is None and n > 0, diff or "%d minibatches through %s equal the reference's"
+           % (n, which))
 
 
 # -- timing ------------------------------------------------------------------

@@ -56,8 +56,8 @@ sys.path.insert(0, os.path.dirname(HERE))  # python/: streamsampler
 
 import torch  # noqa: E402
 
-from device_prefetch_check import (FAILED, first_difference, flat, prefetch_loader_class, report, sh,  # noqa: E402
-                                   timed_epochs)
+from device_prefetch_check import (FAILED, check_pinned_against, first_difference, flat,  # noqa: E402
+                                   prefetch_loader_class, report, sh, timed_epochs)
 
 TYPES_DIM = {"paper": 1, "author": 2, "institution": 4}  # --dim divided by this
 
@@ -144,30 +144,14 @@ def check_device(a, graph, train, val, device):
 
 
 def check_pinned(a, graph, nodes, device):
-    """Check 2."""
+    """Check 2 (device_prefetch_check's check 5, over HeteroData)."""
     if device.type != "cuda":
         print("SKIP pinned           (no GPU: nothing is pinned)")
         return
-    PrefetchLoader, which = prefetch_loader_class()
     lo = make(a, graph, nodes, True, 10)
     ref = make(a, graph, nodes, True, 11, pin_memory=False)
     try:
-        unpinned, diff, n = [], None, 0
-        want_it = iter(ref)
-        for b in lo:
-            for k, t in flat(b):
-                if torch.is_tensor(t) and t.numel() and not (t.is_pinned() and
-                                                             t.pin_memory().data_ptr() == t.data_ptr()):
-                    unpinned.append(k)
-            d = first_difference(b, next(want_it))
-            diff = diff or (d and "epoch 1 minibatch %d: %s" % (n, d))
-            n += 1
-        report("pinned", not unpinned and diff is None and n > 0,
-               diff or ("%d minibatches, every tensor pinned, equal to the reference's" % n
-                        if not unpinned else "not pinned: %s" % sorted(set(unpinned))[:4]))
-        n, off, diff = compare(PrefetchLoader(lo, device), ref, 1, "cuda")
-        report("prefetchloader", not off and diff is None and n > 0,
-               diff or (off[0] if off else "%d minibatches through %s equal the reference's" % (n, which)))
+        check_pinned_against(lo, ref, device)
     finally:
         lo.close()
         ref.close()
