@@ -152,13 +152,20 @@ func serveBatches(t *testing.T, args []string, epochs, clients int) []string {
 // and checks that it stopped cleanly after printing its ready line.
 func startServe(t *testing.T, args []string) (dial func() *serve.Client, stop func()) {
 	t.Helper()
+	return startServeStderr(t, args, io.Discard)
+}
+
+// startServeStderr is startServe with serve's stderr written to stderr
+// (read it after stop).
+func startServeStderr(t *testing.T, args []string, stderr io.Writer) (dial func() *serve.Client, stop func()) {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "s.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := newServeCmd()
 	cmd.SetArgs(append(slices.Clone(args), "--socket", sock))
 	var out bytes.Buffer
 	cmd.SetOut(&out)
-	cmd.SetErr(io.Discard)
+	cmd.SetErr(stderr)
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 	stop = func() {

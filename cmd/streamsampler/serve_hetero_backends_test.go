@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/streamsampler/streamsampler/epoch"
+	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/heterofmt"
 	"github.com/streamsampler/streamsampler/serve"
 )
@@ -133,4 +138,54 @@ func serveHeteroInfo(t *testing.T, dir string) serve.HeteroInfo {
 		info.Relations = append(info.Relations, [3]string{r.Src, r.Rel, r.Dst})
 	}
 	return info
+}
+
+// serve --features over a heterogeneous graph says which node types'
+// stores it holds in memory: every one of hetero-mini's with the default
+// --feature-cache auto, none with 0, the smallest alone with room for it.
+func TestServeHeteroFeatureCacheReport(t *testing.T) {
+	dir := buildHeteroMini(t)
+	train := writeTrain(t, []uint32{0, 3, 5, 8})
+	m, err := heterofmt.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int64{}
+	var all []string // the types with a store, in the schema's order
+	for _, nt := range m.NodeTypes {
+		fm, err := featstore.ReadManifest(filepath.Join(dir, "features", nt.Name))
+		if errors.Is(err, featstore.ErrNoFeatures) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes[nt.Name] = int64(fm.NumNodes) * fm.Features.RowBytes
+		all = append(all, nt.Name)
+	}
+	if len(all) < 2 {
+		t.Fatalf("hetero-mini has stores of %v: the test wants two or more", all)
+	}
+	smallest := all[0]
+	for _, ty := range all {
+		if sizes[ty] < sizes[smallest] {
+			smallest = ty
+		}
+	}
+	for _, tc := range []struct {
+		cache, want string
+	}{
+		{"auto", "held in memory: " + strings.Join(all, ", ") + " ("},
+		{"0", "held in memory: none ("},
+		{strconv.FormatInt(sizes[smallest], 10), "held in memory: " + smallest + " (--feature-cache)"},
+	} {
+		var stderr bytes.Buffer
+		dial, stop := startServeStderr(t, []string{"--graph", dir, "--train", train, "--train-type", "company", "--fanouts", "2",
+			"--features", "--feature-cache", tc.cache}, &stderr)
+		dial().Close()
+		stop()
+		if !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("--feature-cache %s: stderr %q, want %q", tc.cache, stderr.String(), tc.want)
+		}
+	}
 }
