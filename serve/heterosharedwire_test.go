@@ -40,7 +40,7 @@ const heteroExampleStructure = "" +
 // paper's row [0.5, -1] at byte 4096.
 func exampleSharedBuffer() []byte {
 	buf := make([]byte, 8192)
-	binary.LittleEndian.PutUint64(buf, leaseHeld)
+	binary.LittleEndian.PutUint64(buf, 1) // the lease word, held
 	binary.LittleEndian.PutUint32(buf[4096:], math.Float32bits(0.5))
 	binary.LittleEndian.PutUint32(buf[4100:], math.Float32bits(-1))
 	return buf
