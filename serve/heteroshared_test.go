@@ -431,3 +431,38 @@ func TestHeteroMapRowsRefused(t *testing.T) {
 		}
 	}
 }
+
+// Leases are taken in request order: with room for one buffer, a client
+// that pipelines a whole epoch's requests and clears each minibatch's
+// lease as it reads it gets every minibatch's rows shared, none after a
+// wait that ran out. Were a later request's assembly to take the buffer
+// first, the earlier one would wait for a lease the client clears only
+// after reading it, which is never written before the earlier one: the
+// wait would run out (500 ms) and the rows go inline from then on.
+func TestHeteroSharedRowsLeasedInRequestOrder(t *testing.T) {
+	dir := buildHeteroMini(t)
+	srv, c, cfg := heteroSplitServer(t, dir, 1, epoch.DGL, 4*(poolRoundBytes()+rowsOffset)+1<<20)
+	sc := dialHeteroShared(t, c, cfg.Schema)
+	sc.send(AppendFrame(nil, OpMapRows, StatusOK, 99, nil))
+	if f, _ := sc.read(); f.Status != StatusOK {
+		t.Fatalf("map_rows: status %d (%s)", f.Status, f.Payload)
+	}
+	n := srv.epochs.NumBatches()
+	var reqs [][]byte
+	for i := range n {
+		reqs = append(reqs, AppendFrame(nil, OpNextBatch, StatusOK, uint32(i+1), AppendBatchRequest(nil, CurrentEpoch, DefaultSemantics)))
+	}
+	t0 := time.Now()
+	sc.send(reqs...)
+	for i := range n {
+		f, fd := sc.read()
+		if f.Status != StatusOK || f.Payload[9]&batchHeteroShared == 0 {
+			t.Fatalf("minibatch %d of %d: status %d, rows shared %v (after %v)", i, n, f.Status, f.Payload[9]&batchHeteroShared != 0, time.Since(t0))
+		}
+		b, _ := sc.decode(f, fd)
+		sc.release(b.Shared.Buffer)
+	}
+	if sc.fds != 1 {
+		t.Fatalf("%d buffers for room for one", sc.fds)
+	}
+}
