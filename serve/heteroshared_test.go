@@ -319,7 +319,7 @@ func TestHeteroSharedRowsRetire(t *testing.T) {
 	defer func(r int) { poolRound = r }(poolRound)
 	poolRound = 4096 // buffers of the rows' size, so that a larger minibatch needs a new one
 	dir := buildHeteroMini(t)
-	_, c, cfg := heteroSplitServer(t, dir, 1, epoch.PyG, 0)
+	srv, c, cfg := heteroSplitServer(t, dir, 1, epoch.PyG, 0)
 	nodes := splitNodes(cfg.Schema.NodeTypes[0].Count)
 	tt := cfg.Schema.TypeIndex(cfg.TrainType)
 	small, err := c.HeteroSplit(tt, nodes, 1)
@@ -330,6 +330,7 @@ func TestHeteroSharedRowsRetire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before, _ := srv.Inflight() // the splits' hold
 	sc := dialHeteroShared(t, c, cfg.Schema)
 	ref := dialHeteroShared(t, c, cfg.Schema)
 	sc.send(AppendFrame(nil, OpMapRows, StatusOK, 1, nil))
@@ -371,6 +372,21 @@ func TestHeteroSharedRowsRetire(t *testing.T) {
 	for _, r := range retired {
 		if _, mapped := sc.maps[r]; mapped {
 			t.Fatalf("retired buffer %d still mapped", r)
+		}
+	}
+	// The buffers are charged to the in-flight budget while they live,
+	// and given back with the connection.
+	if held, _ := srv.Inflight(); held <= before {
+		t.Fatalf("%d bytes held with buffers mapped, %d before", held, before)
+	}
+	sc.uc.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		held, _ := srv.Inflight()
+		if held == before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes of the budget held after the connection closed, %d before it", held, before)
 		}
 	}
 }
