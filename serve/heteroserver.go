@@ -588,7 +588,7 @@ func (s *HeteroServer) answerNow(f Frame, authed *bool) ([]byte, int64, bool) {
 		}
 		return AppendFrame(nil, f.Op, StatusOK, f.ID, nil), 0, false
 	default:
-		return fail(newRequestError(CodeUnknownOp, "op %d is not served by a heterogeneous server (epoch_info, next_batch, advance, hello, split, split_batch, drop_split)", f.Op)), 0, false
+		return fail(newRequestError(CodeUnknownOp, "op %d is not served by a heterogeneous server (epoch_info, next_batch, advance, hello, split, split_batch, drop_split, map_rows)", f.Op)), 0, false
 	}
 }
 
