@@ -23,6 +23,8 @@ import torch
 import streamsampler
 import streamsampler.dgl
 import streamsampler.pyg
+from streamsampler.loader import DeviceTransfer
+from streamsampler.shm import Registrar
 
 from . import fakes
 from .test_hetero_loader import FANOUTS, mini_hetero_data
@@ -181,6 +183,41 @@ class HeteroSharedRows(unittest.TestCase):
         sa = self.dgl(22, test, False)
         sb = self.inline(self.dgl(22, test, False, server_args=OWN_SERVER))
         self.compare(sa, sb, flat_dgl, epochs=2)
+
+    def test_device_copies_from_registered_buffers(self):
+        """The device path (device=, as on CUDA, where the loader registers
+        the shared buffers with cudaHostRegister): with the buffers
+        registered with a stand-in (LateStreams' registered ranges, the
+        copies run late), every HeteroData on the "device" equals the
+        inline loader's, and rows were copied straight from the shared
+        buffers (bytes_direct)."""
+        train = self.data["company"].train_mask
+        a = self.pyg(24, input_nodes=("company", train), device="cpu")
+        b = self.inline(self.pyg(24, input_nodes=("company", train), server_args=OWN_SERVER))
+        streams = fakes.LateStreams()
+
+        class Reg(Registrar):
+            def register(self, addr, size):
+                streams.registered.append((addr, size))
+                return True
+
+            def unregister(self, addr):
+                streams.registered[:] = [r for r in streams.registered if r[0] != addr]
+
+        a.register_rows = False  # the stand-in registers instead
+        a.transfer = DeviceTransfer(torch.device("cpu"), streams=streams)
+        self.assertTrue(a.client().register_shared_rows(Reg()))
+        for e in range(2):
+            n = 0
+            for got, want in itertools.zip_longest(a, b):
+                self.assertIsNotNone(got)
+                self.assertIsNotNone(want)
+                streams.run_all()
+                fakes.assert_same(self, got, want, "epoch %d minibatch %d" % (e, n))
+                n += 1
+            self.assertEqual(n, len(b))
+        self.assertGreater(len(streams.registered), 0)
+        self.assertGreater(a.transfer.stats.bytes_direct, 0, "no rows were copied from the shared buffers")
 
     def test_leases_given_back(self):
         """Over many minibatches, each dropped before the next, the pool
