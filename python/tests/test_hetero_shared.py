@@ -5,8 +5,10 @@ and dgl.create_block (tests/fakes.py), a loader whose connection takes
 shared rows (the default) gives, field for field, the minibatches of the
 same loader over a server of its own whose connection takes them inline
 — training epochs and a split, PyG and DGL —; its rows really come
-through the shared buffers; and the leases are given back, so the pool
-stays at a few buffers over many minibatches."""
+through the shared buffers; the device path copies them straight from
+the buffers once registered (a stand-in for cudaHostRegister); and the
+leases are given back, so the pool stays at a few buffers over many
+minibatches."""
 
 import itertools
 import mmap
