@@ -159,10 +159,11 @@ func (sc *heteroSharedClient) decode(f Frame, fd int) (*HeteroBatch, []byte) {
 // frameBytes is a frame as it was on the wire.
 func frameBytes(f Frame) []byte { return AppendFrame(nil, f.Op, f.Status, f.ID, f.Payload) }
 
-// sharedRequests are a client's pipelined requests: every minibatch of
-// epoch 0 (PyG) and two past its end, an advance, epoch 1 in DGL, and a
-// split's minibatches past its end (n minibatches an epoch).
-func sharedRequests(n int, split uint32) [][]byte {
+// pipelinedRequests are a client's pipelined requests (ids 1, 2, ...):
+// every minibatch of epoch 0 (PyG) and two past its end, an advance,
+// epoch 1 in DGL, and a split's minibatches past its end (n minibatches
+// an epoch; the split has 5).
+func pipelinedRequests(n int, split uint32) [][]byte {
 	var rs [][]byte
 	id := uint32(1)
 	add := func(op uint8, payload []byte) {
@@ -204,7 +205,7 @@ func TestHeteroSharedRowsEqualInline(t *testing.T) {
 				t.Fatalf("map_rows: status %d (%s), fd %d", f.Status, f.Payload, fd)
 			}
 		}
-		reqs := sharedRequests(n, info.Split)
+		reqs := pipelinedRequests(n, info.Split)
 		sc.send(reqs...)
 		var frames [][]byte
 		for i := range reqs {
