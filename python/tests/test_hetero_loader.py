@@ -73,24 +73,36 @@ def mini_hetero_data():
     return data
 
 
+def set_up_mini(cls, prefix):
+    """A test class's hetero-mini: its temporary directory (cls.tmp), the
+    tools built (cls.ss, cls.ck), PyG's and DGL's stand-ins patched in
+    (cls.patch, stopped by tear_down_mini), the HeteroData (cls.data) and
+    its graph directory (cls.graph)."""
+    cls.tmp = tempfile.mkdtemp(prefix=prefix)
+    cls.ss, cls.ck = build_tools(cls.tmp)
+    cls.patch = mock.patch.dict(sys.modules, {**fakes.fake_pyg_hetero(), **fakes.fake_dgl_hetero()})
+    cls.patch.start()
+    cls.data = mini_hetero_data()
+    cls.graph = streamsampler.from_pyg(cls.data, os.path.join(cls.tmp, "graph"), chunkify=cls.ck,
+                                       chunk_size="64KiB").path
+
+
+def tear_down_mini(cls):
+    cls.patch.stop()
+    shutil.rmtree(cls.tmp, ignore_errors=True)
+
+
 class HeteroLoaderTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="ss-hetero-loader-")
-        cls.ss, cls.ck = build_tools(cls.tmp)
-        cls.patch = mock.patch.dict(sys.modules, {**fakes.fake_pyg_hetero(), **fakes.fake_dgl_hetero()})
-        cls.patch.start()
-        cls.data = mini_hetero_data()
-        cls.graph = streamsampler.from_pyg(cls.data, os.path.join(cls.tmp, "graph"), chunkify=cls.ck,
-                                           chunk_size="64KiB").path
+        set_up_mini(cls, "ss-hetero-loader-")
         cls.edges = {et: cls.data[et].edge_index.numpy() for et in cls.data.edge_types}
         cls.edge_sets = {et: set(zip(e[0].tolist(), e[1].tolist())) for et, e in cls.edges.items()}
         cls.train = np.flatnonzero(cls.data["company"].train_mask.numpy())
 
     @classmethod
     def tearDownClass(cls):
-        cls.patch.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        tear_down_mini(cls)
 
     def loader(self, **kw):
         args = dict(num_neighbors=FANOUTS, input_nodes=("company", self.data["company"].train_mask), batch_size=64,

@@ -13,11 +13,7 @@ minibatches."""
 import itertools
 import mmap
 import os
-import shutil
-import sys
-import tempfile
 import unittest
-from unittest import mock
 
 import numpy as np
 import torch
@@ -29,8 +25,7 @@ from streamsampler.loader import DeviceTransfer
 from streamsampler.shm import Registrar
 
 from . import fakes
-from .test_hetero_loader import FANOUTS, mini_hetero_data
-from .test_live import build_tools
+from .test_hetero_loader import FANOUTS, set_up_mini, tear_down_mini
 
 # A server flag that changes nothing the minibatches carry: a loader given
 # it gets a server of its own (loaders share a server only with the same
@@ -80,18 +75,11 @@ def same(a, b):
 class HeteroSharedRows(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="ss-hetero-shared-")
-        cls.ss, cls.ck = build_tools(cls.tmp)
-        cls.patch = mock.patch.dict(sys.modules, {**fakes.fake_pyg_hetero(), **fakes.fake_dgl_hetero()})
-        cls.patch.start()
-        cls.data = mini_hetero_data()
-        cls.graph = streamsampler.from_pyg(cls.data, os.path.join(cls.tmp, "graph"), chunkify=cls.ck,
-                                           chunk_size="64KiB").path
+        set_up_mini(cls, "ss-hetero-shared-")
 
     @classmethod
     def tearDownClass(cls):
-        cls.patch.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        tear_down_mini(cls)
 
     def inline(self, lo):
         """Make loader ``lo``'s connection one without shared rows."""
