@@ -159,30 +159,6 @@ func (sc *heteroSharedClient) decode(f Frame, fd int) (*HeteroBatch, []byte) {
 // frameBytes is a frame as it was on the wire.
 func frameBytes(f Frame) []byte { return AppendFrame(nil, f.Op, f.Status, f.ID, f.Payload) }
 
-// pipelinedRequests are a client's pipelined requests (ids 1, 2, ...):
-// every minibatch of epoch 0 (PyG) and two past its end, an advance,
-// epoch 1 in DGL, and a split's minibatches past its end (n minibatches
-// an epoch; the split has 5).
-func pipelinedRequests(n int, split uint32) [][]byte {
-	var rs [][]byte
-	id := uint32(1)
-	add := func(op uint8, payload []byte) {
-		rs = append(rs, AppendFrame(nil, op, StatusOK, id, payload))
-		id++
-	}
-	for range n + 2 {
-		add(OpNextBatch, AppendBatchRequest(nil, CurrentEpoch, DefaultSemantics))
-	}
-	add(OpAdvance, AppendEpochRequest(nil, 0))
-	for range n + 1 {
-		add(OpNextBatch, AppendBatchRequest(nil, 1, epoch.DGL))
-	}
-	for i := range uint32(6) {
-		add(OpSplitBatch, AppendSplitBatchRequest(nil, split, i, epoch.PyG))
-	}
-	return rs
-}
-
 // A heterogeneous server with map_rows gives, decoded, exactly the
 // minibatches — rows included — of one without, to requests pipelined
 // across two epochs (PyG and DGL) and a split: each reply's rows in one
