@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featrows"
@@ -56,6 +57,11 @@ type HeteroConfig struct {
 	// DefaultMaxInflight): replies being built and sent reserve from
 	// it, and splits hold at most a quarter of it.
 	MaxInflight int64
+	// StallTimeout is how long a connection's reply may move no byte
+	// while another request waits for the in-flight budget before the
+	// connection is closed and its bytes given back (Config.StallTimeout's
+	// rule). 0 means DefaultStallTimeout; negative, never.
+	StallTimeout time.Duration
 }
 
 // HeteroInfo is epoch_info's "hetero" object: the schema, once, whose

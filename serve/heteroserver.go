@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
 	"github.com/streamsampler/streamsampler/featstore"
@@ -57,7 +58,7 @@ type HeteroServer struct {
 	cancel context.CancelFunc
 
 	connMu sync.Mutex
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]*heteroConn
 	closed bool
 }
 
@@ -100,6 +101,12 @@ func NewHeteroServer(ctx context.Context, h *HeteroEpochs, first uint32, token [
 	s := &HeteroServer{epochs: h, token: token, logger: logger, cur: ep, budget: newBudget(h.cfg.MaxInflight), maxReply: MaxReply}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.prepareNext()
+	if stall := h.cfg.StallTimeout; stall >= 0 {
+		if stall == 0 {
+			stall = DefaultStallTimeout
+		}
+		go s.evictStalled(stall)
+	}
 	return s, nil
 }
 
@@ -140,10 +147,82 @@ func (s *HeteroServer) track(c net.Conn) bool {
 		return false
 	}
 	if s.conns == nil {
-		s.conns = make(map[net.Conn]struct{})
+		s.conns = make(map[net.Conn]*heteroConn)
 	}
-	s.conns[c] = struct{}{}
+	s.conns[c] = &heteroConn{}
 	return true
+}
+
+// heteroConn is what the stall janitor (evictStalled) knows of a
+// connection.
+type heteroConn struct {
+	// wprog is, while a reply is being written, when the write began or
+	// last moved a byte (UnixNano); 0 when no write is under way.
+	wprog   atomic.Int64
+	evicted atomic.Bool
+}
+
+// connOf returns c's state (nil once untracked).
+func (s *HeteroServer) connOf(c net.Conn) *heteroConn {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	return s.conns[c]
+}
+
+// evictStalled closes, while a request has waited stall for the in-flight
+// budget, every connection with a reply that has moved no byte for stall:
+// its bytes are given back as its writer drains (writeReplies), so that
+// clients that leave replies unread cannot freeze the others — the
+// homogeneous server's rule (docs/PROTOCOL.md, "Clients that stop
+// reading"). It runs until the server closes.
+func (s *HeteroServer) evictStalled(stall time.Duration) {
+	tick := time.NewTicker(max(stall/4, 5*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		if s.budget.oldestWait(now) < stall {
+			continue
+		}
+		s.connMu.Lock()
+		for c, st := range s.conns {
+			p := st.wprog.Load()
+			if p == 0 || now.Sub(time.Unix(0, p)) < stall || st.evicted.Swap(true) {
+				continue
+			}
+			if s.logger != nil {
+				s.logger.Printf("serve: heterogeneous connection %v: closed: a reply unread for %v holds in-flight bytes that other requests wait for (--stall-timeout)", c.RemoteAddr(), now.Sub(time.Unix(0, p)).Round(time.Millisecond))
+			}
+			c.Close()
+		}
+		s.connMu.Unlock()
+	}
+}
+
+// progressWriter writes to a connection in pieces, recording in prog
+// when each began (so a large reply a client reads slowly is progress,
+// not a stall).
+type progressWriter struct {
+	c    net.Conn
+	prog *atomic.Int64
+}
+
+func (w progressWriter) Write(b []byte) (int, error) {
+	const piece = 1 << 20
+	n := 0
+	for n < len(b) {
+		w.prog.Store(time.Now().UnixNano())
+		k, err := w.c.Write(b[n:min(len(b), n+piece)])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 func (s *HeteroServer) untrack(c net.Conn) {
@@ -373,7 +452,7 @@ func (s *HeteroServer) serveConn(c net.Conn) error {
 	r := bufio.NewReader(c)
 	queue := make(chan *pendingReply, connDepth)
 	written := make(chan error, 1)
-	go func() { written <- s.writeReplies(c, queue) }()
+	go func() { written <- s.writeReplies(c, queue, s.connOf(c)) }()
 	authed := len(s.token) == 0
 	var last *pendingReply
 	// rows is the connection's shared-rows pool, from its map_rows on
@@ -410,13 +489,18 @@ func (s *HeteroServer) serveConn(c net.Conn) error {
 // and gives back the budget each held. After a failed write (the client
 // is gone) it closes c, so that the reader stops, and only waits for the
 // replies still being built and gives back their budget.
-func (s *HeteroServer) writeReplies(c net.Conn, queue <-chan *pendingReply) error {
-	w := bufio.NewWriter(c)
+func (s *HeteroServer) writeReplies(c net.Conn, queue <-chan *pendingReply, st *heteroConn) error {
+	if st == nil {
+		st = &heteroConn{} // not tracked (a test's connection)
+	}
+	w := bufio.NewWriter(progressWriter{c, &st.wprog})
 	var failed error
 	for p := range queue {
 		<-p.done
 		if failed == nil {
+			st.wprog.Store(time.Now().UnixNano())
 			failed = writeReply(c, w, p.out, p.fd)
+			st.wprog.Store(0)
 			if failed != nil {
 				c.Close()
 			}

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
 )
@@ -245,4 +247,99 @@ func pipelinedRequests(n int, split uint32) [][]byte {
 		add(OpSplitBatch, AppendSplitBatchRequest(nil, split, i, epoch.PyG))
 	}
 	return rs
+}
+
+// A client that stops reading keeps its connection while nobody waits for
+// the in-flight budget; once another client's request has waited
+// StallTimeout for bytes the stalled one holds, the stalled connection is
+// closed and the other answered (the homogeneous server's rule).
+func TestHeteroStalledClientEvicted(t *testing.T) {
+	dir := buildHeteroMini(t)
+	ref, _, cfg := heteroSplitServer(t, dir, 1, epoch.PyG, 0)
+	ep, err := ref.epochs.Prepare(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply int64 // the epoch's largest
+	for i := range ep.Batches {
+		b, err := ep.Batch(i, DefaultSemantics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply = max(reply, int64(mustMarshalLen(t, b)))
+	}
+	// Three of the largest replies: a request reserves half of it (its
+	// bound is larger: it is built alone, after the connection's earlier
+	// replies are written), which covers any reply, so the stalled
+	// client never waits for the budget itself; its blocked reply and
+	// its next reservation leave too little for another's.
+	if bound := ref.epochs.replyBound(cfg.Schema.TypeIndex(cfg.TrainType), int64(cfg.BatchSize)); bound <= 3*reply/2 {
+		t.Fatalf("reply bound %d, largest reply %d: the test wants the bound above half of three replies", bound, reply)
+	}
+	const stall = 100 * time.Millisecond
+	cfg.MaxInflight, cfg.StallTimeout = 3*reply, stall
+	h, err := NewHeteroEpochs(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, c := startHeteroServer(t, h)
+	sock := c.nc.RemoteAddr().String()
+	stalled, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	var reqs []byte
+	for i := range 200 {
+		reqs = append(reqs, AppendFrame(nil, OpNextBatch, StatusOK, uint32(i+1), AppendBatchRequest(nil, CurrentEpoch, DefaultSemantics))...)
+	}
+	go stalled.Write(reqs) // never read: its replies fill the socket, then the server's writer blocks
+	state := func() *heteroConn {
+		srv.connMu.Lock()
+		defer srv.connMu.Unlock()
+		for _, st := range srv.conns {
+			// A write stuck for a while: only the stalled client has one.
+			if p := st.wprog.Load(); p != 0 && time.Since(time.Unix(0, p)) > 2*stall {
+				return st
+			}
+		}
+		return nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var st *heteroConn
+	for st = state(); st == nil; st = state() {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled client's reply never blocked its writer")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(3 * stall) // alone, a paused client keeps its connection
+	if st.evicted.Load() {
+		t.Fatal("a stalled client was closed while nobody waited for the budget")
+	}
+	info, err := c.HeteroEpochInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := c.NextHeteroBatch(CurrentEpoch, DefaultSemantics, &info.Hetero)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the waiting client: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting client was not answered: the stalled connection was not closed")
+	}
+	if !st.evicted.Load() {
+		t.Fatal("the waiting client was answered, but the stalled connection was not closed")
+	}
+	// The stalled client reads what was sent before the close, then the end.
+	stalled.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, stalled); err != nil {
+		t.Fatalf("the stalled connection: %v, want it closed by the server", err)
+	}
 }

@@ -137,7 +137,7 @@ func runServeHetero(cmd *cobra.Command, f *serveFlags, token []byte, sockMode os
 	}
 	epochs, err := serve.NewHeteroEpochs(serve.HeteroConfig{Sampler: smp, Schema: schema, TrainType: h.trainType, Train: train,
 		Fanouts: fanouts, BatchSize: f.stream.batchSize, Seed: s.Seed, Semantics: sem, Rank: s.Rank, World: s.World, EdgeIDs: f.backend.EdgeIDs, Features: stores,
-		Labels: labels, NumEdges: numEdges, MaxInflight: maxInflight})
+		Labels: labels, NumEdges: numEdges, MaxInflight: maxInflight, StallTimeout: noneIfZero(f.stallTimeout)})
 	if err != nil {
 		return usageError{err}
 	}
