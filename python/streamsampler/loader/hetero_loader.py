@@ -50,7 +50,7 @@ from ..protocol import ProtocolError
 from ..typing import PathArg
 from .base import EpochLoader
 from .servers import SharedServer, TrainingStream, acquire, close_loader
-from .utils import ALL_NEIGHBORS, IGNORED_ARGS, default_seed, graph_dir, node_ids
+from .utils import ALL_NEIGHBORS, IGNORED_ARGS, default_seed, first_n, graph_dir, node_ids
 
 __all__ = ["HeteroGraph", "HeteroNeighborLoader", "HeteroNodeLoader", "is_hetero_graph", "relation_fanouts",
            "relation_key", "server_fanouts", "to_hetero_data"]
@@ -372,21 +372,11 @@ class HeteroNodeLoader(EpochLoader):
 
     def _numbered(self, it: Iterator[HeteroBatch], n: int) -> Iterator[HeteroBatch]:
         """The first ``n`` minibatches of ``it``, each with ``input_id``."""
-        try:
-            for i, b in enumerate(it):
-                if i >= n:
-                    break
-                setattr(b, "input_id", self.input_id(self.seeds(b)))
-                yield b
-        finally:
-            close = getattr(it, "close", None)
-            if close is not None:
-                close()
+        return first_n(it, n, lambda b: setattr(b, "input_id", self.input_id(self.seeds(b))))
 
     def close(self) -> None:
         """Close the connection; the last loader of a server stops it."""
         self._finalizer()
-
 
 
 def input_type_and_nodes(input_nodes: Any, who: str) -> Tuple[str, Any]:

@@ -71,7 +71,7 @@ from ..optional import require
 from ..typing import GraphSource, PathArg
 from .base import EpochLoader
 from .servers import EDGE_IDS, SharedServer, TrainingStream, acquire, release
-from .utils import IGNORED_ARGS, check_fanouts, default_seed, graph_dir, graph_num_nodes
+from .utils import IGNORED_ARGS, check_fanouts, default_seed, first_n, graph_dir, graph_num_nodes
 
 __all__ = ["EdgePredictionSampler", "LinkDataLoader", "LinkLoader", "LinkNeighborLoader", "Uniform",
            "as_edge_prediction_sampler", "as_link_sampler", "dgl_link_arrays", "graph_edge_index", "neg_sampling_args",
@@ -428,20 +428,13 @@ class LinkLoader(EpochLoader):
 
     def _checked(self, it: Iterator[Batch], n: int) -> Iterator[Batch]:
         """The first ``n`` minibatches of ``it``, each a link minibatch."""
-        try:
-            for i, b in enumerate(it):
-                if i >= n:
-                    break
-                if b.link is None:
-                    raise RuntimeError("%s: the server sent a node minibatch (no link fields): is it a "
-                                       "streamsampler with link prediction (serve --train-edges)?"
-                                       % type(self).__name__)
-                b.input_id = np.asarray(b.link.input_id, dtype=np.int64)
-                yield b
-        finally:
-            close = getattr(it, "close", None)
-            if close is not None:
-                close()
+        def mark(b: Batch) -> None:
+            if b.link is None:
+                raise RuntimeError("%s: the server sent a node minibatch (no link fields): is it a "
+                                   "streamsampler with link prediction (serve --train-edges)?"
+                                   % type(self).__name__)
+            b.input_id = np.asarray(b.link.input_id, dtype=np.int64)
+        return first_n(it, n, mark)
 
     def close(self) -> None:
         """Close the connection; the last loader of a server stops it."""

@@ -19,7 +19,7 @@ from ..typing import GraphSource, Nodes, PathArg
 from . import device_table
 from .base import EpochLoader
 from .servers import EDGE_IDS, SharedServer, TrainingStream, acquire, acquire_scan, close_loader
-from .utils import check_fanouts, default_seed, graph_dir, graph_num_nodes, node_ids
+from .utils import check_fanouts, default_seed, first_n, graph_dir, graph_num_nodes, node_ids
 
 __all__ = ["FRESH_REACH", "NodeLoader"]
 
@@ -248,16 +248,9 @@ class NodeLoader(EpochLoader):
 
     def _numbered(self, it: Iterator[Batch], n: int) -> Iterator[Batch]:
         """The first ``n`` minibatches of ``it``, each with ``input_id``."""
-        try:
-            for i, b in enumerate(it):
-                if i >= n:
-                    break
-                b.input_id = self.input_id(b.seeds)
-                yield b
-        finally:
-            close = getattr(it, "close", None)
-            if close is not None:
-                close()
+        def mark(b: Batch) -> None:
+            b.input_id = self.input_id(b.seeds)
+        return first_n(it, n, mark)
 
     def close(self) -> None:
         """Close the connection; the last loader of a server stops it."""

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 import threading
 import weakref
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -18,7 +18,27 @@ from ..convert import from_pyg, is_hetero_data
 from ..graph import read_manifest
 from ..typing import GraphSource, Nodes
 
-__all__ = ["ALL_NEIGHBORS", "IGNORED_ARGS", "check_fanouts", "default_seed", "graph_dir", "graph_num_nodes", "node_ids"]
+__all__ = ["ALL_NEIGHBORS", "IGNORED_ARGS", "check_fanouts", "default_seed", "first_n", "graph_dir", "graph_num_nodes",
+           "node_ids"]
+
+_T = TypeVar("_T")
+
+
+def first_n(it: Iterator[_T], n: int, mark: Callable[[_T], None]) -> Iterator[_T]:
+    """The first ``n`` minibatches of ``it``, each passed to ``mark`` (which
+    sets what the loader adds, ``input_id``) before it is yielded; ``it``
+    is closed when the loader stops, early or not, so that the client
+    reads the replies still in flight."""
+    try:
+        for i, b in enumerate(it):
+            if i >= n:
+                break
+            mark(b)
+            yield b
+    finally:
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
 
 
 def node_ids(nodes: Nodes, num_nodes: int, what: str = "input_nodes") -> npt.NDArray[np.int64]:
