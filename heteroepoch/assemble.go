@@ -110,12 +110,7 @@ func (res *Result) AssemblePyG(seeds []Seeds) (*PyGBatch, error) {
 					if x < 0 {
 						continue
 					}
-					p, seen := local[s][uint32(x)]
-					if !seen {
-						p = int32(len(b.Nodes[s].NID))
-						local[s][uint32(x)] = p
-						b.Nodes[s].NID = append(b.Nodes[s].NID, uint32(x))
-					}
+					p := relabel(local[s], &b.Nodes[s].NID, uint32(x))
 					e.Row = append(e.Row, p)
 					e.Col = append(e.Col, int32(i))
 					if e.EID != nil {
@@ -210,12 +205,7 @@ func (res *Result) AssembleDGL(seeds []Seeds) ([]DGLBlock, error) {
 					if x < 0 {
 						continue
 					}
-					p, seen := local[s][uint32(x)]
-					if !seen {
-						p = int32(len(bl.SrcNID[s]))
-						local[s][uint32(x)] = p
-						bl.SrcNID[s] = append(bl.SrcNID[s], uint32(x))
-					}
+					p := relabel(local[s], &bl.SrcNID[s], uint32(x))
 					e.Src = append(e.Src, p)
 					e.Dst = append(e.Dst, int32(i))
 					if e.EID != nil {
@@ -269,4 +259,16 @@ func (res *Result) hasEdgeIDs() bool {
 		}
 	}
 	return false
+}
+
+// relabel returns node x's position in nid, where local maps the nodes
+// of nid to their positions, appending x to both first when it is new.
+func relabel(local map[uint32]int32, nid *[]uint32, x uint32) int32 {
+	p, seen := local[x]
+	if !seen {
+		p = int32(len(*nid))
+		local[x] = p
+		*nid = append(*nid, x)
+	}
+	return p
 }
