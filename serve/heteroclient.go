@@ -29,13 +29,20 @@ func (c *Client) HeteroEpochInfo() (HeteroEpochInfo, error) {
 // decodes it against info's schema. At the epoch's end it returns nil and
 // end true.
 func (c *Client) NextHeteroBatch(e uint32, sem epoch.Semantics, info *HeteroInfo) (b *HeteroBatch, end bool, err error) {
+	return c.heteroBatch(OpNextBatch, AppendBatchRequest(nil, e, sem), info)
+}
+
+// heteroBatch sends a minibatch request (op, payload) and decodes the
+// minibatch against info's schema; at the end it returns nil and end
+// true.
+func (c *Client) heteroBatch(op uint8, payload []byte, info *HeteroInfo) (b *HeteroBatch, end bool, err error) {
 	s, err := info.Schema()
 	if err != nil {
 		return nil, false, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	f, err := c.roundTrip(OpNextBatch, AppendBatchRequest(nil, e, sem))
+	f, err := c.roundTrip(op, payload)
 	if err != nil {
 		return nil, false, err
 	}
@@ -73,22 +80,5 @@ func (c *Client) HeteroSplit(nodeType int, nodes []uint32, batchSize int) (Heter
 // split (HeteroServer.SplitBatch) and decodes it against info's schema;
 // past the split's last minibatch it returns nil and end true.
 func (c *Client) HeteroSplitBatch(split, index uint32, sem epoch.Semantics, info *HeteroInfo) (b *HeteroBatch, end bool, err error) {
-	s, err := info.Schema()
-	if err != nil {
-		return nil, false, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f, err := c.roundTrip(OpSplitBatch, AppendSplitBatchRequest(nil, split, index, sem))
-	if err != nil {
-		return nil, false, err
-	}
-	if f.Status == StatusEnd {
-		return nil, true, nil
-	}
-	if !IsHeteroBatch(f.Payload) {
-		return nil, false, fmt.Errorf("%w: a homogeneous minibatch from a server that sent a heterogeneous schema", ErrMalformed)
-	}
-	b, err = DecodeHeteroBatch(f.Payload, s)
-	return b, false, err
+	return c.heteroBatch(OpSplitBatch, AppendSplitBatchRequest(nil, split, index, sem), info)
 }
