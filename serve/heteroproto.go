@@ -27,37 +27,6 @@ const batchHeteroX uint8 = 1 << 4
 // when 1, an i32 array [rows] in the rows of x (-1: no label).
 const batchHeteroY uint8 = 1 << 5
 
-// batchHeteroShared is minibatch flag bit 6, only with bit 4: the feature
-// rows are in a buffer shared with the client (map_rows), not in the
-// reply. The rows section is then u32 buffer, u32 retire, and per node
-// type u8 present then, when 1, x's 2-D array header (dtype, ndim 2, rows,
-// dim) and u64 offset: where in the buffer the type's rows begin
-// (docs/PROTOCOL.md "Shared rows of a heterogeneous minibatch").
-const batchHeteroShared uint8 = 1 << 6
-
-// heteroSharedAlign aligns each node type's rows in a shared buffer, so
-// that a client's view of them as an array of their dtype is aligned
-// (the buffer's rows start at rowsOffset, a page).
-const heteroSharedAlign = 64
-
-// HeteroShared locates a heterogeneous minibatch's feature rows in a
-// connection's shared buffers (flag bit 6): every node type's rows in
-// buffer Buffer (whose memory file comes with the first reply that uses
-// it), type t's from byte Offsets[t] of it (0 for a type without rows);
-// Retire is a buffer the client may unmap, as the server has dropped it
-// (NoBuffer: none). The buffer's lease word covers the whole minibatch.
-type HeteroShared struct {
-	Buffer  uint32
-	Retire  uint32
-	Offsets []uint64
-}
-
-// HeteroSharedRows gives the decoder of a shared-rows heterogeneous
-// minibatch the buffer its rows are in: the bytes of buffer buf (from its
-// start, lease word included), after unmapping buffer retire (NoBuffer:
-// none). It is called once per minibatch with the flag.
-type HeteroSharedRows func(buf, retire uint32) ([]byte, error)
-
 // HeteroRows are one node type's feature rows in a heterogeneous
 // minibatch: Rows holds len/(Dim·size) rows of DType (a Dtype constant).
 type HeteroRows struct {
@@ -116,10 +85,6 @@ type HeteroBatch struct {
 	// travel; a nil entry: the type has none). -1 marks a node without
 	// a label.
 	Y [][]int32
-	// Shared, set with X, says that X travels in a shared buffer (flag
-	// bit 6) and where: the reply carries each type's array header and
-	// offset, not its rows. Decoded, X holds the rows read from there.
-	Shared *HeteroShared
 }
 
 // rowNodes returns the number of nodes of type t whose rows travel.
@@ -178,16 +143,9 @@ func (b *HeteroBatch) wireSize() int {
 			}
 		}
 	}
-	if b.Shared != nil && b.X != nil {
-		n += 8 // buffer, retire
-	}
 	for t, x := range b.X {
 		n++
-		switch {
-		case x == nil:
-		case b.Shared != nil:
-			n += a2 + 8
-		default:
+		if x != nil {
 			n += a2 + x.bytes(b.rowNodes(t))
 		}
 	}
@@ -260,12 +218,6 @@ func MarshalHeteroBatch(op uint8, id uint32, b *HeteroBatch) ([]byte, error) {
 			return nil, fmt.Errorf("serve: heterogeneous minibatch with rows of %d node types for %d", len(b.X), T)
 		}
 	}
-	if b.Shared != nil {
-		if b.X == nil || len(b.Shared.Offsets) != T {
-			return nil, fmt.Errorf("serve: heterogeneous minibatch with shared rows at %d offsets for %d node types", len(b.Shared.Offsets), T)
-		}
-		flags |= batchHeteroShared
-	}
 	if b.Y != nil {
 		flags |= batchHeteroY
 		if len(b.Y) != T {
@@ -318,10 +270,6 @@ func MarshalHeteroBatch(op uint8, id uint32, b *HeteroBatch) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("serve: heterogeneous minibatch of semantics %v without its section", b.Semantics)
 	}
-	if b.Shared != nil {
-		out = binary.LittleEndian.AppendUint32(out, b.Shared.Buffer)
-		out = binary.LittleEndian.AppendUint32(out, b.Shared.Retire)
-	}
 	for t, x := range b.X {
 		if x == nil {
 			out = append(out, 0)
@@ -335,11 +283,6 @@ func MarshalHeteroBatch(op uint8, id uint32, b *HeteroBatch) ([]byte, error) {
 		out = append(out, x.DType, 2)
 		out = binary.LittleEndian.AppendUint64(out, uint64(n))
 		out = binary.LittleEndian.AppendUint64(out, uint64(x.Dim))
-		if b.Shared != nil {
-			// The rows are in the shared buffer already.
-			out = binary.LittleEndian.AppendUint64(out, b.Shared.Offsets[t])
-			continue
-		}
 		// Little-endian already: the store's bytes.
 		if x.read == nil {
 			out = append(out, x.Rows...)
@@ -380,15 +323,6 @@ func IsHeteroBatch(p []byte) bool {
 // (num_sampled_nodes sums to len(n_id), edge_index's entries index their
 // types' n_id, a DGL hop's src starts with its dst).
 func DecodeHeteroBatch(p []byte, s *heteroepoch.Schema) (*HeteroBatch, error) {
-	return DecodeHeteroBatchShared(p, s, nil)
-}
-
-// DecodeHeteroBatchShared is DecodeHeteroBatch on a connection that asked
-// for shared rows (map_rows): a minibatch whose rows are in a shared
-// buffer (flag bit 6) has them read from the buffer rows gives (and
-// copied: X does not refer to the buffer, whose lease the caller may
-// clear once this returns). rows nil: such a minibatch is malformed.
-func DecodeHeteroBatchShared(p []byte, s *heteroepoch.Schema, rows HeteroSharedRows) (*HeteroBatch, error) {
 	d := &decoder{p: p}
 	e, err := d.u32("epoch")
 	if err != nil {
@@ -406,11 +340,7 @@ func DecodeHeteroBatchShared(p []byte, s *heteroepoch.Schema, rows HeteroSharedR
 	if err != nil {
 		return nil, err
 	}
-	known := batchPyG | batchEdgeIDs | batchHetero | batchHeteroX | batchHeteroY
-	if rows != nil {
-		known |= batchHeteroShared
-	}
-	if flags&batchHetero == 0 || flags&^known != 0 || flags&batchHeteroShared != 0 && flags&batchHeteroX == 0 {
+	if flags&batchHetero == 0 || flags&^(batchPyG|batchEdgeIDs|batchHetero|batchHeteroX|batchHeteroY) != 0 {
 		return nil, d.fail(fmt.Sprintf("heterogeneous minibatch flags %#x", flags))
 	}
 	if len(p)-d.off < 4 {
@@ -440,11 +370,7 @@ func DecodeHeteroBatchShared(p []byte, s *heteroepoch.Schema, rows HeteroSharedR
 			return nil, err
 		}
 	}
-	if flags&batchHeteroShared != 0 {
-		if b.X, b.Shared, err = d.heteroSharedRows(s, b, rows); err != nil {
-			return nil, err
-		}
-	} else if flags&batchHeteroX != 0 {
+	if flags&batchHeteroX != 0 {
 		if b.X, err = d.heteroRows(s, b); err != nil {
 			return nil, err
 		}
@@ -500,73 +426,6 @@ func (d *decoder) heteroLabels(s *heteroepoch.Schema, b *HeteroBatch) ([][]int32
 	return ys, nil
 }
 
-// rowsHeader reads a node type's 2-D rows header: its dtype, a feature
-// one, and its dim; its rows must be the type's nodes.
-func (d *decoder) rowsHeader(name string, want int) (dt uint8, rows, dim uint64, err error) {
-	if len(d.p)-d.off < 2+16 {
-		return 0, 0, 0, d.fail("truncated header of " + name)
-	}
-	dt, nd := d.p[d.off], d.p[d.off+1]
-	size := dtypeSize(dt)
-	if nd != 2 || size == 0 || dt == DtypeU32 || dt == DtypeI32 || dt == DtypeI64 || dt == DtypeU64 {
-		return 0, 0, 0, d.fail(fmt.Sprintf("%s: dtype %d ndim %d, want a feature dtype and 2 dimensions", name, dt, nd))
-	}
-	rows = binary.LittleEndian.Uint64(d.p[d.off+2:])
-	dim = binary.LittleEndian.Uint64(d.p[d.off+10:])
-	if rows != uint64(want) {
-		return 0, 0, 0, d.fail(fmt.Sprintf("%s has %d rows for %d nodes", name, rows, want))
-	}
-	d.off += 18
-	return dt, rows, dim, nil
-}
-
-// heteroSharedRows reads the shared form of the rows section (flag bit
-// 6): the buffer and retire, then per node type its header and offset;
-// the rows are read from the buffer that get gives.
-func (d *decoder) heteroSharedRows(s *heteroepoch.Schema, b *HeteroBatch, get HeteroSharedRows) ([]*HeteroRows, *HeteroShared, error) {
-	if len(d.p)-d.off < 8 {
-		return nil, nil, d.fail("truncated shared rows buffer and retire")
-	}
-	sh := &HeteroShared{Buffer: binary.LittleEndian.Uint32(d.p[d.off:]), Retire: binary.LittleEndian.Uint32(d.p[d.off+4:]), Offsets: make([]uint64, len(s.NodeTypes))}
-	d.off += 8
-	if sh.Retire == sh.Buffer {
-		return nil, nil, d.fail(fmt.Sprintf("shared rows in buffer %d, which the same reply retires", sh.Buffer))
-	}
-	buf, err := get(sh.Buffer, sh.Retire)
-	if err != nil {
-		return nil, nil, d.fail(fmt.Sprintf("shared rows buffer %d: %v", sh.Buffer, err))
-	}
-	xs := make([]*HeteroRows, len(s.NodeTypes))
-	for t := range xs {
-		name := s.NodeTypes[t].Name + " x"
-		has, err := d.present(name)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !has {
-			continue
-		}
-		dt, rows, dim, err := d.rowsHeader(name, b.rowNodes(t))
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(d.p)-d.off < 8 {
-			return nil, nil, d.fail("truncated offset of shared " + name)
-		}
-		off := binary.LittleEndian.Uint64(d.p[d.off:])
-		d.off += 8
-		// The lease word (8 bytes) is the client's, never rows.
-		size := uint64(dtypeSize(dt))
-		if dim < 1 || dim > 1<<24 || rows > 1<<40/dim || off < 8 || off > uint64(len(buf)) || rows*dim*size > uint64(len(buf))-off {
-			return nil, nil, d.fail(fmt.Sprintf("shared %s: [%d, %d] at byte %d of a buffer of %d bytes", name, rows, dim, off, len(buf)))
-		}
-		n := rows * dim * size
-		xs[t] = &HeteroRows{DType: dt, Dim: int(dim), Rows: append([]byte(nil), buf[off:off+n]...)}
-		sh.Offsets[t] = off
-	}
-	return xs, sh, nil
-}
-
 // heteroRows reads the feature rows of each node type.
 func (d *decoder) heteroRows(s *heteroepoch.Schema, b *HeteroBatch) ([]*HeteroRows, error) {
 	xs := make([]*HeteroRows, len(s.NodeTypes))
@@ -579,11 +438,20 @@ func (d *decoder) heteroRows(s *heteroepoch.Schema, b *HeteroBatch) ([]*HeteroRo
 		if !has {
 			continue
 		}
-		dt, rows, dim, err := d.rowsHeader(name, b.rowNodes(t))
-		if err != nil {
-			return nil, err
+		if len(d.p)-d.off < 2+16 {
+			return nil, d.fail("truncated header of " + name)
 		}
+		dt, nd := d.p[d.off], d.p[d.off+1]
 		size := dtypeSize(dt)
+		if nd != 2 || size == 0 || dt == DtypeU32 || dt == DtypeI32 || dt == DtypeI64 || dt == DtypeU64 {
+			return nil, d.fail(fmt.Sprintf("%s: dtype %d ndim %d, want a feature dtype and 2 dimensions", name, dt, nd))
+		}
+		rows := binary.LittleEndian.Uint64(d.p[d.off+2:])
+		dim := binary.LittleEndian.Uint64(d.p[d.off+10:])
+		if want := uint64(b.rowNodes(t)); rows != want {
+			return nil, d.fail(fmt.Sprintf("%s has %d rows for %d nodes", name, rows, want))
+		}
+		d.off += 18
 		if dim < 1 || dim > uint64(len(d.p)) || rows*dim*uint64(size) > uint64(len(d.p)-d.off) {
 			return nil, d.fail(fmt.Sprintf("%s: [%d, %d] past the payload's end", name, rows, dim))
 		}

@@ -11,13 +11,11 @@ import (
 	"log"
 	"net"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/streamsampler/streamsampler/epoch"
-	"github.com/streamsampler/streamsampler/featstore"
 	"github.com/streamsampler/streamsampler/heteroepoch"
 )
 
@@ -42,10 +40,6 @@ type HeteroServer struct {
 	budget *budget
 	// maxReply is the largest reply sent (MaxReply; lowered by tests).
 	maxReply int
-	// rowsHeld is the bytes of the connections' shared-rows buffers
-	// (map_rows), charged to budget, at most a quarter of it
-	// (maxRowsShare, as the homogeneous server's).
-	rowsHeld atomic.Int64
 
 	// splits are the typed node lists served beside the training stream.
 	splits splitTable[heteroSplitKey, *heteroSplit]
@@ -396,50 +390,25 @@ func (s *HeteroServer) Serve(ln net.Listener) error {
 // overlap, on as many cores.
 var connDepth = max(2, min(8, runtime.GOMAXPROCS(0)))
 
-// pendingReply is a reply being built: out, held and fd are set before
-// done is closed; written is closed once it is written (or dropped, the
+// pendingReply is a reply being built: out and held are set before done
+// is closed; written is closed once it is written (or dropped, the
 // connection gone) and its budget given back.
-//
-// leased is the connection's turn to lease shared rows (map_rows): it is
-// closed once this reply and every one before it has its buffer or will
-// have none. A minibatch's assembly leases only once the reply before it
-// has closed its leased, so leases are taken in request order; a reply
-// that leases nothing passes on the turn of the one before it (answer).
 type pendingReply struct {
 	done, written chan struct{}
-	leased        chan struct{}
 	out           []byte
 	held          int64 // bytes of the in-flight budget out holds
-	fd            int   // a shared-rows buffer's memory file passed with out (-1: none)
 	closeAfter    bool
 }
 
 func newPendingReply() *pendingReply {
-	return &pendingReply{done: make(chan struct{}), written: make(chan struct{}), leased: make(chan struct{}), fd: -1}
+	return &pendingReply{done: make(chan struct{}), written: make(chan struct{})}
 }
 
-// doneReply is a reply built already, which leases nothing: its leased
-// is set by answer, to the turn of the reply before it.
 func doneReply(out []byte, held int64, closeAfter bool) *pendingReply {
-	p := &pendingReply{done: make(chan struct{}), written: make(chan struct{}), fd: -1}
+	p := newPendingReply()
 	p.out, p.held, p.closeAfter = out, held, closeAfter
 	close(p.done)
 	return p
-}
-
-// closedTurn is the turn to lease of a connection's first request.
-var closedTurn = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
-// turnOf is the leasing turn that the reply after prev waits for.
-func turnOf(prev *pendingReply) chan struct{} {
-	if prev == nil {
-		return closedTurn
-	}
-	return prev.leased
 }
 
 // serveConn answers one connection's requests. Each is taken in request
@@ -455,15 +424,6 @@ func (s *HeteroServer) serveConn(c net.Conn) error {
 	go func() { written <- s.writeReplies(c, queue, s.connOf(c)) }()
 	authed := len(s.token) == 0
 	var last *pendingReply
-	// rows is the connection's shared-rows pool, from its map_rows on
-	// (nil: rows travel in the replies). Only this goroutine sets it; a
-	// minibatch's assembly gets it as it was at its request.
-	var rows *rowPool
-	defer func() {
-		if rows != nil {
-			rows.close() // after every assembly and write has ended (<-written)
-		}
-	}()
 	for {
 		// A fresh payload each time: a request's payload is read by its
 		// assembly after the next request is read.
@@ -474,7 +434,7 @@ func (s *HeteroServer) serveConn(c net.Conn) error {
 			}
 			break
 		}
-		p := s.answer(c, f, &authed, last, &rows)
+		p := s.answer(f, &authed, last)
 		queue <- p
 		last = p
 		if p.closeAfter {
@@ -499,14 +459,14 @@ func (s *HeteroServer) writeReplies(c net.Conn, queue <-chan *pendingReply, st *
 		<-p.done
 		if failed == nil {
 			st.wprog.Store(time.Now().UnixNano())
-			failed = writeReply(c, w, p.out, p.fd)
+			_, failed = w.Write(p.out)
+			if failed == nil {
+				failed = w.Flush()
+			}
 			st.wprog.Store(0)
 			if failed != nil {
 				c.Close()
 			}
-		}
-		if p.fd >= 0 {
-			closeFD(p.fd)
 		}
 		s.budget.release(p.held)
 		close(p.written)
@@ -514,98 +474,15 @@ func (s *HeteroServer) writeReplies(c net.Conn, queue <-chan *pendingReply, st *
 	return failed
 }
 
-// writeReply writes a reply frame out through w, with fd (a shared-rows
-// buffer's memory file, -1: none) passed along its first bytes
-// (SCM_RIGHTS), as the homogeneous server does (conn.writeAll).
-func writeReply(c net.Conn, w *bufio.Writer, out []byte, fd int) error {
-	if fd >= 0 {
-		// What w holds goes first, then the frame's first bytes with fd,
-		// in one sendmsg.
-		if err := w.Flush(); err != nil {
-			return err
-		}
-		for fd >= 0 {
-			n, err := writeFD(c, out, fd)
-			if n > 0 {
-				fd, out = -1, out[n:]
-			} else if err == nil {
-				err = fmt.Errorf("passing a memory file: nothing written")
-			}
-			if err != nil {
-				return err
-			}
-		}
+// answer takes request f in its connection's order: a minibatch request
+// (next_batch, split_batch) is claimed now and assembled in the
+// background (startBatch); any other is answered now.
+// prev is the connection's previous request's reply (nil: none).
+func (s *HeteroServer) answer(f Frame, authed *bool, prev *pendingReply) *pendingReply {
+	if *authed && f.Status == StatusOK && (f.Op == OpNextBatch || f.Op == OpSplitBatch) {
+		return s.startBatch(f, prev)
 	}
-	if _, err := w.Write(out); err != nil {
-		return err
-	}
-	return w.Flush()
-}
-
-// answer takes request f of connection c in its order: a minibatch
-// request (next_batch, split_batch) is claimed now and assembled in the
-// background (startBatch); map_rows sets the connection's pool (*rows);
-// any other is answered now. prev is the connection's previous request's
-// reply (nil: none).
-func (s *HeteroServer) answer(c net.Conn, f Frame, authed *bool, prev *pendingReply, rows **rowPool) *pendingReply {
-	var p *pendingReply
-	switch {
-	case *authed && f.Status == StatusOK && (f.Op == OpNextBatch || f.Op == OpSplitBatch):
-		p = s.startBatch(f, prev, *rows)
-	case *authed && f.Status == StatusOK && f.Op == OpMapRows:
-		p = doneReply(s.mapRows(c, f, rows), 0, false)
-	default:
-		p = doneReply(s.answerNow(f, authed))
-	}
-	if p.leased == nil {
-		p.leased = turnOf(prev) // it leases nothing
-	}
-	return p
-}
-
-// mapRows answers map_rows on connection c: from now on its minibatches'
-// feature rows travel in buffers shared with the client (*rows, made
-// here), as on the homogeneous server (conn.mapRows): it needs a feature
-// store and a Unix socket on Linux.
-func (s *HeteroServer) mapRows(c net.Conn, f Frame, rows **rowPool) []byte {
-	fail := func(msg string) []byte {
-		return AppendFrame(nil, f.Op, StatusError, f.ID, AppendError(nil, CodeBadRequest, msg))
-	}
-	_, unix := c.(*net.UnixConn)
-	switch {
-	case len(f.Payload) != 0:
-		return fail(fmt.Sprintf("map_rows takes no payload, got %d bytes", len(f.Payload)))
-	case !slices.ContainsFunc(s.epochs.cfg.Features, func(fs *featstore.Store) bool { return fs != nil }):
-		return fail("map_rows: this server has no feature store (serve --features)")
-	case !unix || !sharedRowsSupported:
-		return fail("map_rows: shared rows need a Unix socket on Linux")
-	}
-	if *rows == nil {
-		*rows = newRowPool(s)
-	}
-	return AppendFrame(nil, f.Op, StatusOK, f.ID, nil)
-}
-
-// chargeRows takes n bytes for a shared-rows buffer from the in-flight
-// budget, if they are free now and the buffers of all connections stay
-// within a quarter of it (maxRowsShare), so that buffers a client keeps
-// leased cannot starve the replies; else the rows travel in the reply.
-func (s *HeteroServer) chargeRows(n int64) bool {
-	if s.rowsHeld.Add(n) > s.budget.size/maxRowsShare {
-		s.rowsHeld.Add(-n)
-		return false
-	}
-	if !s.budget.tryAcquire(n) {
-		s.rowsHeld.Add(-n)
-		return false
-	}
-	return true
-}
-
-// refundRows gives back what chargeRows took for a buffer now dropped.
-func (s *HeteroServer) refundRows(n int64) {
-	s.budget.release(n)
-	s.rowsHeld.Add(-n)
+	return doneReply(s.answerNow(f, authed))
 }
 
 // failFrame is the error reply to f.
@@ -672,7 +549,7 @@ func (s *HeteroServer) answerNow(f Frame, authed *bool) ([]byte, int64, bool) {
 		}
 		return AppendFrame(nil, f.Op, StatusOK, f.ID, nil), 0, false
 	default:
-		return fail(newRequestError(CodeUnknownOp, "op %d is not served by a heterogeneous server (epoch_info, next_batch, advance, hello, split, split_batch, drop_split, map_rows)", f.Op)), 0, false
+		return fail(newRequestError(CodeUnknownOp, "op %d is not served by a heterogeneous server (epoch_info, next_batch, advance, hello, split, split_batch, drop_split)", f.Op)), 0, false
 	}
 }
 
@@ -684,10 +561,7 @@ func (s *HeteroServer) answerNow(f Frame, authed *bool) ([]byte, int64, bool) {
 // connection's earlier replies are written, as one that may wait for
 // more of the budget once it knows its size must not wait for the bytes
 // of the connection's later replies, which are written after it.
-//
-// rows, the connection's shared-rows pool (nil: none), takes the
-// minibatch's rows (finishBatch).
-func (s *HeteroServer) startBatch(f Frame, prev *pendingReply, rows *rowPool) *pendingReply {
+func (s *HeteroServer) startBatch(f Frame, prev *pendingReply) *pendingReply {
 	c := &s.epochs.cfg
 	var t, n int
 	var claim func() (func() (*HeteroBatch, bool, error), error)
@@ -721,132 +595,36 @@ func (s *HeteroServer) startBatch(f Frame, prev *pendingReply, rows *rowPool) *p
 		s.budget.release(reserve)
 		return doneReply(failFrame(f, err), 0, false)
 	}
-	p := newPendingReply()
-	turn := turnOf(prev)
 	if reserve < bound {
 		if prev != nil {
 			<-prev.written
 		}
-		s.finishBatch(p, f, reserve, assemble, rows, turn)
-		close(p.done)
-		return p
+		return doneReply(s.finishBatch(f, reserve, assemble))
 	}
+	p := newPendingReply()
 	go func() {
 		defer close(p.done)
-		s.finishBatch(p, f, reserve, assemble, rows, turn)
+		p.out, p.held, _ = s.finishBatch(f, reserve, assemble)
 	}()
 	return p
 }
 
 // finishBatch assembles a claimed minibatch (assemble; ok false: the
 // end, whose payload is the returned batch's Epoch) and builds its reply
-// p under the in-flight budget, of which reserve bytes are held: it then
+// under the in-flight budget, of which reserve bytes are held: it then
 // holds the reply's exact size (waiting again, the reservation given back
 // first, when it is larger). A reply larger than MaxReply, or than the
 // whole budget, is not sent: error 11 naming the minibatch.
-//
-// With shared rows (rows not nil) the minibatch's rows go into a buffer
-// of the pool, leased once turn (the reply before's leased) is closed;
-// p.leased is closed once this reply has its buffer or will have none.
-func (s *HeteroServer) finishBatch(p *pendingReply, f Frame, reserve int64, assemble func() (*HeteroBatch, bool, error), rows *rowPool, turn <-chan struct{}) {
-	var once sync.Once
-	pass := func() {
-		once.Do(func() {
-			<-turn
-			close(p.leased)
-		})
-	}
-	defer pass()
-	out, held, fd, err := s.batchReply(f, reserve, assemble, rows, turn, pass)
+func (s *HeteroServer) finishBatch(f Frame, reserve int64, assemble func() (*HeteroBatch, bool, error)) ([]byte, int64, bool) {
+	out, held, err := s.batchReply(f, reserve, assemble)
 	if err != nil {
-		p.out = failFrame(f, err)
-		return
+		return failFrame(f, err), 0, false
 	}
-	p.out, p.held, p.fd = out, held, fd
+	return out, held, false
 }
 
-// leaseRows puts b's rows in a buffer of the connection's pool: it waits
-// for turn (the replies before this one have leased theirs), leases a
-// buffer for them, as the homogeneous server does, waiting at most
-// leaseWait for the client to give one back (acquireSharedWait), then
-// passes the turn on (pass) and reads the rows into the buffer. No lease
-// (nil, nil): the pool had none; the rows travel in the reply.
-//
-// Why the wait cannot deadlock: a lease waited for is held by the client
-// (which gives it back as it consumes what it has) or by a reply of this
-// connection not yet written. Leases are taken in request order (turn),
-// so such a reply is an earlier one, which the writer sends before this
-// one whatever becomes of it: nothing this reply holds or has yet to do
-// is in its way. Waiting for a later reply's lease — one the client gets
-// only after this reply — could only end by the timeout. And the turn
-// itself waits only for the earlier replies' assemblies and leases, never
-// for a write or the in-flight budget (pass is called before batchReply
-// waits for it).
-func (s *HeteroServer) leaseRows(b *HeteroBatch, rows *rowPool, turn <-chan struct{}, pass func()) (*rowLease, error) {
-	offs := make([]uint64, len(b.X))
-	total := 0
-	for t, x := range b.X {
-		if x == nil {
-			continue
-		}
-		total = (total + heteroSharedAlign - 1) / heteroSharedAlign * heteroSharedAlign
-		offs[t] = uint64(rowsOffset + total)
-		total += x.bytes(b.rowNodes(t))
-	}
-	<-turn
-	l, err := rows.acquireSharedWait(s.ctx, total)
-	pass()
-	if err != nil || l == nil {
-		return nil, err
-	}
-	dst := l.bytes(total)
-	for t, x := range b.X {
-		if x == nil {
-			continue
-		}
-		at := int(offs[t]) - rowsOffset
-		m := x.bytes(b.rowNodes(t))
-		if x.read == nil {
-			copy(dst[at:at+m], x.Rows)
-			continue
-		}
-		if err := x.read(dst[at : at+m]); err != nil {
-			l.abandon()
-			return nil, err
-		}
-	}
-	b.Shared = &HeteroShared{Buffer: l.id(), Retire: l.retire, Offsets: offs}
-	return l, nil
-}
-
-func (s *HeteroServer) batchReply(f Frame, reserve int64, assemble func() (*HeteroBatch, bool, error), rows *rowPool, turn <-chan struct{}, pass func()) ([]byte, int64, int, error) {
+func (s *HeteroServer) batchReply(f Frame, reserve int64, assemble func() (*HeteroBatch, bool, error)) ([]byte, int64, error) {
 	b, ok, err := assemble()
-	var lease *rowLease
-	if err == nil && ok && rows != nil && b.X != nil {
-		if lease, err = s.leaseRows(b, rows, turn, pass); err != nil {
-			err = newRequestError(CodeInternal, "minibatch %d of epoch %d: %v", b.Index, b.Epoch, err)
-		}
-	}
-	pass()
-	out, held, err := s.marshalReply(f, reserve, b, ok, err, lease)
-	if err != nil || lease == nil {
-		lease.abandon() // nil: none
-		return out, held, -1, err
-	}
-	// The buffer's memory file goes with the first reply that uses it.
-	fd, err := lease.attach()
-	if err != nil {
-		lease.abandon()
-		s.budget.release(held)
-		return nil, 0, -1, newRequestError(CodeInternal, "%v", err)
-	}
-	return out, held, fd, nil
-}
-
-// marshalReply lays out the reply to a minibatch request whose assembly
-// returned b, ok, err (rows in lease when not nil), under the in-flight
-// budget (see finishBatch).
-func (s *HeteroServer) marshalReply(f Frame, reserve int64, b *HeteroBatch, ok bool, err error, lease *rowLease) ([]byte, int64, error) {
 	if err != nil || !ok {
 		s.budget.release(reserve)
 		if err != nil {
@@ -859,8 +637,7 @@ func (s *HeteroServer) marshalReply(f Frame, reserve int64, b *HeteroBatch, ok b
 		split, _, _, _ := DecodeSplitBatchRequest(f.Payload)
 		what = fmt.Sprintf("minibatch %d of split %d (epoch %d)", b.Index, split, b.Epoch)
 	}
-	// The feature rows are read here, into the frame (unless they are
-	// in a shared buffer already: lease).
+	// The feature rows are read here, into the frame.
 	out, err := MarshalHeteroBatch(f.Op, f.ID, b)
 	if err != nil {
 		s.budget.release(reserve)

@@ -71,11 +71,8 @@ const (
 	leaseHeld  = 1
 	rowsOffset = 4096 // the lease page
 	noBuffer   = ^uint32(0)
+	poolRound  = 1 << 21 // buffers grow in 2 MiB steps
 )
-
-// poolRound: buffers grow in 2 MiB steps (a variable only so that a test
-// can make small buffers, and so the retiring of one too small).
-var poolRound = 1 << 21
 
 func (b *rowBuf) lease() *uint64 { return (*uint64)(unsafe.Pointer(&b.m[0])) }
 
@@ -119,18 +116,6 @@ const leaseWait = 500 * time.Millisecond
 // minibatches already sent, which the client gives back as it consumes.
 // The first wait that times out is the connection's last (leaseWait).
 func (p *rowPool) acquireWait(ctx context.Context, n int) (*rowLease, error) {
-	l, err := p.acquireSharedWait(ctx, n)
-	if l == nil && err == nil {
-		l = &rowLease{heap: make([]byte, n), retire: noBuffer}
-	}
-	return l, err
-}
-
-// acquireSharedWait is acquireWait without the heap: where no buffer
-// could be had (after the same wait) it returns no lease, and the caller
-// puts the rows where it will (the heterogeneous server: in the reply
-// frame it builds anyway).
-func (p *rowPool) acquireSharedWait(ctx context.Context, n int) (*rowLease, error) {
 	deadline := time.Now().Add(leaseWait)
 	pause := 20 * time.Microsecond
 	for {
@@ -144,7 +129,7 @@ func (p *rowPool) acquireSharedWait(ctx context.Context, n int) (*rowLease, erro
 				p.impatient = true
 				p.mu.Unlock()
 			}
-			return nil, nil
+			return &rowLease{heap: make([]byte, n), retire: noBuffer}, nil
 		}
 		t := time.NewTimer(pause)
 		select {

@@ -21,9 +21,6 @@ func (p *rowPool) acquire(n int) (*rowLease, error) { return nil, errors.New("no
 func (p *rowPool) acquireWait(_ context.Context, n int) (*rowLease, error) {
 	return nil, errors.New("no memory files here")
 }
-func (p *rowPool) acquireSharedWait(_ context.Context, n int) (*rowLease, error) {
-	return nil, errors.New("no memory files here")
-}
 func (p *rowPool) close()                {}
 func (l *rowLease) bytes(n int) []byte   { return nil }
 func (l *rowLease) abandon()             {}

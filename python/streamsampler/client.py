@@ -264,22 +264,22 @@ class Client:
         return self._schema
 
     def _decode_hetero(self, rid: int, body: memoryview) -> HeteroBatch:
-        """The HeteroBatch of reply ``rid``, with its memory file if one
-        came (shared rows: its ``x`` are views of a shared buffer)."""
         with self._lock:
             fd = self._fds.pop(rid, None)
-        return W.decode_hetero(body, self.hetero_schema(), fd, self._bufs)
+        if fd is not None:
+            os.close(fd)  # heterogeneous minibatches carry no rows yet
+        return W.decode_hetero(body, self.hetero_schema())
 
     def next_hetero_batch(self, epoch: Optional[int] = None, semantics: Optional[str] = None) -> Optional[HeteroBatch]:
         """next_batch of a heterogeneous server: a HeteroBatch
         (docs/PROTOCOL.md, "Heterogeneous minibatches"), or None at the
         epoch's end."""
-        self.hetero_schema()
+        schema = self.hetero_schema()
         rid = self._send(P.OP_NEXT_BATCH, W.epoch_payload(epoch, semantics))
         status, body = self._wait(P.OP_NEXT_BATCH, rid)
         if status == P.STATUS_END:
             return None
-        return self._decode_hetero(rid, body)
+        return W.decode_hetero(body, schema)
 
     def hetero_batches(self, epoch: Optional[int] = None, depth: int = 4, advance: bool = True,
                        max_batches: Optional[int] = None, semantics: Optional[str] = None) -> Iterator[HeteroBatch]:
@@ -318,12 +318,12 @@ class Client:
     def hetero_split_batch(self, split: int, index: int, semantics: Optional[str] = None) -> Optional[HeteroBatch]:
         """Minibatch ``index`` of a heterogeneous split, or None past its
         last."""
-        self.hetero_schema()
+        schema = self.hetero_schema()
         rid = self._send(P.OP_SPLIT_BATCH, W.split_batch_payload(split, index, semantics))
         status, body = self._wait(P.OP_SPLIT_BATCH, rid)
         if status == P.STATUS_END:
             return None
-        return self._decode_hetero(rid, body)
+        return W.decode_hetero(body, schema)
 
     def hetero_split_batches(self, split: int, depth: int = 4, semantics: Optional[str] = None) -> Iterator[HeteroBatch]:
         """A heterogeneous split's minibatches in index order, ``depth``
@@ -544,7 +544,7 @@ class Client:
                     if status == P.STATUS_OK and self._bufs is not None:
                         # Decoded and dropped: a shared buffer it brings is
                         # kept, and its lease given back.
-                        decode(rid, body)
+                        self._decode(rid, body)
                 except (OSError, P.ServerError, P.ProtocolError):
                     pass
                 with self._lock:

@@ -421,13 +421,6 @@ def token_payload(token: Union[str, bytes]) -> bytes:
 
 _HETERO_HEAD = struct.Struct("<IiBBHH")
 
-#: Heterogeneous minibatch flag bit 6 (with BATCH_HETERO_X): every node
-#: type's rows are in one shared buffer (docs/PROTOCOL.md, "Shared rows of
-#: a heterogeneous minibatch"), the reply has their headers and offsets.
-BATCH_HETERO_SHARED = 64
-_SHARED_HEAD = struct.Struct("<II")  # buffer, retire
-_SHARED_X = struct.Struct("<BBQQQ")  # dtype, ndim, rows, dim, offset
-
 
 def _presence(payload: Buffer, off: int, name: str) -> Tuple[bool, int]:
     """A node type's presence byte before its rows or labels (0 absent, 1
@@ -453,38 +446,15 @@ def _hetero_array(payload: Buffer, off: int, name: str, dtype: str, ndim: int = 
     return a, off
 
 
-def decode_hetero(payload: Buffer, schema: HeteroSchema, fd: Optional[int] = None,
-                  bufs: Optional[SharedBuffers] = None) -> HeteroBatch:
+def decode_hetero(payload: Buffer, schema: HeteroSchema) -> HeteroBatch:
     """Decode a heterogeneous minibatch reply (flag bit 3) against the
     server's schema (epoch_info's ``hetero``); the arrays are views of
     ``payload``. Lengths are checked against each other as the Go decoder
-    does (serve.DecodeHeteroBatch). On a connection with shared rows,
-    ``bufs`` are its shared buffers and ``fd`` the memory file passed with
-    the reply, if any (always closed): a reply with shared rows (flag bit
-    6) has every type's ``x`` a view of one buffer, whose lease is given
-    back when the last of them is gone."""
-    box = [fd]
-    try:
-        b = _decode_hetero(payload, schema, box, bufs)
-        if box[0] is not None:
-            raise ProtocolError("a memory file came with a heterogeneous minibatch whose rows are inline")
-        return b
-    finally:
-        if box[0] is not None:
-            os.close(box[0])
-
-
-def _decode_hetero(payload: Buffer, schema: HeteroSchema, fd: list[Optional[int]],
-                   bufs: Optional[SharedBuffers]) -> HeteroBatch:
-    """decode_hetero; ``fd[0]`` is set to None once the memory file is
-    handed to ``bufs`` (which closes it)."""
+    does (serve.DecodeHeteroBatch)."""
     if len(payload) < _HETERO_HEAD.size:
         raise ProtocolError("truncated heterogeneous minibatch (%d bytes)" % len(payload))
     epoch, index, nhops, flags, T, R = _HETERO_HEAD.unpack_from(payload, 0)
-    known = BATCH_PYG | BATCH_EDGE_IDS | BATCH_HETERO | BATCH_HETERO_X | BATCH_HETERO_Y
-    if bufs is not None:
-        known |= BATCH_HETERO_SHARED
-    if not flags & BATCH_HETERO or flags & ~known or (flags & BATCH_HETERO_SHARED and not flags & BATCH_HETERO_X):
+    if not flags & BATCH_HETERO or flags & ~(BATCH_PYG | BATCH_EDGE_IDS | BATCH_HETERO | BATCH_HETERO_X | BATCH_HETERO_Y):
         raise ProtocolError("heterogeneous minibatch flags %#x" % flags)
     if T != len(schema.node_types) or R != len(schema.edge_types):
         raise ProtocolError("%d node types and %d edge types for a schema of %d and %d" % (
@@ -554,10 +524,7 @@ def _decode_hetero(payload: Buffer, schema: HeteroSchema, fd: list[Optional[int]
                 blk.edges[et] = (es, ed, e_id)
             b.blocks.append(blk)
             cur = blk.src_n_id
-    if flags & BATCH_HETERO_SHARED:
-        assert bufs is not None
-        off = _decode_hetero_shared(payload, off, schema, b, fd, bufs)
-    elif flags & BATCH_HETERO_X:
+    if flags & BATCH_HETERO_X:
         for t in schema.node_types:
             has, off = _presence(payload, off, t + " x")
             if not has:
@@ -586,46 +553,6 @@ def _decode_hetero(payload: Buffer, schema: HeteroSchema, fd: list[Optional[int]
     if off != len(payload):
         raise ProtocolError("%d trailing bytes in heterogeneous minibatch" % (len(payload) - off))
     return b
-
-
-def _decode_hetero_shared(payload: Buffer, off: int, schema: HeteroSchema, b: HeteroBatch,
-                          fd: list[Optional[int]], bufs: SharedBuffers) -> int:
-    """The shared form of a heterogeneous minibatch's rows (flag bit 6):
-    one view of the buffer spanning every type's rows, so that one lease
-    covers them (SharedBuffers.view gives it back when its array and every
-    view of it are gone), and each type's ``x`` a view of that."""
-    if len(payload) - off < _SHARED_HEAD.size:
-        raise ProtocolError("truncated shared rows buffer and retire at byte %d" % off)
-    buf, retire = _SHARED_HEAD.unpack_from(payload, off)
-    off += _SHARED_HEAD.size
-    if retire == buf:
-        raise ProtocolError("shared rows in buffer %d, which the same reply retires" % buf)
-    placed: list[tuple[str, np.dtype[Any], int, int, int]] = []
-    for t in schema.node_types:
-        has, off = _presence(payload, off, t + " x")
-        if not has:
-            continue
-        if len(payload) - off < _SHARED_X.size:
-            raise ProtocolError("%s x: truncated shared header at byte %d" % (t, off))
-        code, ndim, rows, dim, at = _SHARED_X.unpack_from(payload, off)
-        off += _SHARED_X.size
-        dt = DTYPES.get(code)
-        if dt is None or dt not in FEATURE_DTYPES or ndim != 2 or dim < 1 or rows != _rows(b, t):
-            raise ProtocolError("%s x: shared dtype %d ndim %d shape [%d, %d] for %d nodes" % (t, code, ndim, rows, dim, _rows(b, t)))
-        if at < 8:
-            raise ProtocolError("%s x: shared rows at byte %d, over the lease word" % (t, at))
-        placed.append((t, np.dtype(dt), rows, dim, at))
-    lo = min((p[4] for p in placed), default=8)
-    hi = max((p[4] + p[2] * p[3] * p[1].itemsize for p in placed), default=lo)
-    f, fd[0] = fd[0], None
-    span = bufs.view(buf, lo, retire, f, np.dtype(np.uint8), 1, hi - lo).reshape(-1)
-    for t, dt, rows, dim, at in placed:
-        n = rows * dim * dt.itemsize
-        x = span[at - lo:at - lo + n].view(dt).reshape(rows, dim)
-        b.x[t] = x
-        if b.nodes:
-            b.nodes[t].x = x
-    return off
 
 
 def is_hetero(payload: Buffer) -> bool:

@@ -3,8 +3,6 @@
 serve/hetero_test.go's TestHeteroByteExample pins for the Go encoder,
 decoded here, and the decoder's refusals."""
 
-import gc
-import os
 import struct
 import unittest
 
@@ -13,7 +11,6 @@ import numpy as np
 from streamsampler import protocol as P
 from streamsampler import wire as W
 from streamsampler.hetero import HeteroSchema
-from streamsampler.shm import SharedBuffers
 
 # The frame of serve/hetero_test.go's heteroExampleHex (Go's
 # MarshalHeteroBatch of the example), byte for byte.
@@ -144,130 +141,6 @@ class HeteroSplitWire(unittest.TestCase):
         with self.assertRaises(ValueError):
             W.hetero_split_payload(0, [-1], 1)
         self.assertEqual(W.split_batch_payload(3, 2, "dgl").hex(), "03000000" "02000000" "00")
-
-
-# The frame of serve/heterosharedwire_test.go's heteroSharedExampleHex
-# (docs/PROTOCOL.md, "Shared rows of a heterogeneous minibatch"): the
-# example above after map_rows, paper's rows f32 [1, 2] at byte 4096 of
-# buffer 0, author without a store.
-SHARED_EXAMPLE_HEX = (
-    "c4000000" "02" "00" "07000000"
-    "05000000" "00000000" "01" "59" "0200" "0100"
-    + EXAMPLE_HEX[48:] +
-    "00000000" "ffffffff"
-    "01" "0502" "0100000000000000" "0200000000000000" "0010000000000000"
-    "00"
-)
-
-
-@unittest.skipUnless(hasattr(os, "memfd_create"), "no memfd_create")
-class HeteroSharedWire(unittest.TestCase):
-    """The shared form of a heterogeneous minibatch's rows (flag bit 6),
-    decoded against a memory file laid out as the example says."""
-
-    def buffer(self, size=8192):
-        """Buffer 0 of the example: lease word held, paper's row [0.5, -1]
-        at byte 4096; its descriptor."""
-        fd = os.memfd_create("test-hetero-rows")
-        os.ftruncate(fd, size)
-        os.pwrite(fd, struct.pack("<Q", 1), 0)
-        os.pwrite(fd, struct.pack("<2f", 0.5, -1.0), 4096)
-        return fd
-
-    def lease(self, fd):
-        return struct.unpack("<Q", os.pread(fd, 8, 0))[0]
-
-    def test_example_layout(self):
-        self.assertEqual(EXAMPLE_HEX[:48], "a0000000" "02" "00" "07000000" "05000000" "00000000" "01" "09" "0200" "0100")
-        f = bytes.fromhex(SHARED_EXAMPLE_HEX)
-        length, op, status, rid = W.HEADER.unpack_from(f, 0)
-        self.assertEqual((length + 4, len(f), op, rid), (200, 200, P.OP_NEXT_BATCH, 7))
-
-    def test_example_decodes_and_leases(self):
-        body = bytes.fromhex(SHARED_EXAMPLE_HEX)[W.HEADER_SIZE:]
-        fd = self.buffer()
-        watch = os.dup(fd)
-        bufs = SharedBuffers()
-        try:
-            b = W.decode_hetero(body, SCHEMA, fd, bufs)
-            self.assertEqual(bufs.mapped, [0])
-            x = b["paper"].x
-            self.assertIs(b.x["paper"], x)
-            self.assertEqual((x.dtype, x.shape), (np.dtype("<f4"), (1, 2)))
-            np.testing.assert_array_equal(x, [[0.5, -1.0]])
-            self.assertNotIn("author", b.x)
-            np.testing.assert_array_equal(b["paper"].n_id, [3])
-            # The lease is the minibatch's: held while any view of its rows
-            # lives (a torch tensor over them included), cleared after.
-            import torch
-            t = torch.from_numpy(x)
-            del b, x
-            gc.collect()
-            self.assertEqual(self.lease(watch), 1)
-            self.assertEqual(float(t[0, 1]), -1.0)
-            del t
-            gc.collect()
-            self.assertEqual(self.lease(watch), 0)
-        finally:
-            bufs.close()
-            os.close(watch)
-
-    def test_two_types_one_lease(self):
-        """Two types' rows in one buffer: the lease is cleared only once
-        neither type's rows are referred to."""
-        schema = HeteroSchema.from_info({"node_types": ["paper", "author"], "relations": [["author", "writes", "paper"]],
-                                         "num_nodes": [10, 10]})
-        head = bytes.fromhex(SHARED_EXAMPLE_HEX)[W.HEADER_SIZE:-1]  # up to author's presence
-        author = bytes.fromhex("01" "0602") + struct.pack("<QQQ", 2, 1, 4160)  # f16 [2, 1] at 4160
-        body = head + author
-        fd = self.buffer()
-        os.pwrite(fd, np.array([1.5, 2.5], dtype="<f2").tobytes(), 4160)
-        watch = os.dup(fd)
-        bufs = SharedBuffers()
-        try:
-            b = W.decode_hetero(body, schema, fd, bufs)
-            p, a = b.x["paper"], b.x["author"]
-            np.testing.assert_array_equal(a, [[1.5], [2.5]])
-            del b, p
-            gc.collect()
-            self.assertEqual(self.lease(watch), 1, "author's rows still live")
-            del a
-            gc.collect()
-            self.assertEqual(self.lease(watch), 0)
-        finally:
-            bufs.close()
-            os.close(watch)
-
-    def test_refusals(self):
-        body = bytes.fromhex(SHARED_EXAMPLE_HEX)[W.HEADER_SIZE:]
-        # Without shared buffers (no map_rows): the flag is unknown.
-        with self.assertRaises(P.ProtocolError):
-            W.decode_hetero(body, SCHEMA)
-        at = len(body) - 9  # paper's offset
-        cases = {
-            "over the lease word": body[:at] + struct.pack("<Q", 4) + body[at + 8:],
-            "past the buffer's end": body[:at] + struct.pack("<Q", 8192 - 4) + body[at + 8:],
-            "retires its own buffer": body[:len(body) - 32] + struct.pack("<I", 0) + body[len(body) - 28:],
-            "wrong row count": body[:len(body) - 25] + struct.pack("<Q", 2) + body[len(body) - 17:],
-            "truncated": body[:-3],
-            "shared flag without rows": body[:9] + bytes([body[9] & ~P.BATCH_HETERO_X]) + body[10:],
-        }
-        for what, bad in cases.items():
-            fd = self.buffer()
-            bufs = SharedBuffers()
-            try:
-                with self.assertRaises(P.ProtocolError, msg=what):
-                    W.decode_hetero(bad, SCHEMA, fd, bufs)
-                with self.assertRaises(OSError, msg=what + ": the descriptor is closed"):
-                    os.fstat(fd)
-            finally:
-                bufs.close()
-        # A descriptor with rows inline is refused, and closed.
-        fd = self.buffer()
-        with self.assertRaises(P.ProtocolError):
-            W.decode_hetero(bytes.fromhex(EXAMPLE_HEX)[W.HEADER_SIZE:], SCHEMA, fd, SharedBuffers())
-        with self.assertRaises(OSError):
-            os.fstat(fd)
 
 
 if __name__ == "__main__":

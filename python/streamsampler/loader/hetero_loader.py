@@ -319,11 +319,8 @@ class HeteroNodeLoader(EpochLoader):
         if needed)."""
         if self._client is None:
             local = self.server.start(self.nodes)
-            # Shared rows where the homogeneous loaders take them: a
-            # server with --features (local servers listen on a Unix
-            # socket; the client falls back to rows in the replies where
-            # the server cannot share them).
-            self._client = local.client(shared_rows=self.server.rows)
+            # The heterogeneous server sends no shared rows.
+            self._client = local.client(shared_rows=False)
             self._finalizer.detach()
             self._finalizer = weakref.finalize(self, close_loader, self.server, [self._client])
         return self._client
